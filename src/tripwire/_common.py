@@ -1,0 +1,112 @@
+"""What both engine implementations share: resolved settings and input normalization.
+
+Both the native and the reference engine turn observed values into bytes and flags the same
+way, through these functions (the native one only for types its fast path does not take), so
+they cannot disagree about what an input *is*.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from .errors import InvalidEvent
+
+
+class EngineSettings(NamedTuple):
+    """Resolved, clamped detector settings (built by ``WatchdogConfig.engine_settings()``)."""
+
+    enabled: int  # bitmask: bit i = the i-th signal of the SPEC §1 table
+    repeat_threshold: int
+    cycle_max_period: int
+    cycle_cycles: int
+    density_window: int
+    density_threshold: int
+    density_defer_run: int  # <= 0: no run stand-down
+    density_defer_cycle_period: int  # < 2: no cycle stand-down
+    name_threshold: int
+    failure_threshold: int
+    no_op_threshold: int
+    no_new_state_threshold: int
+    silence_threshold: int
+    digest_memory: int
+    exempt_tools: frozenset[str]
+
+
+def name_str(name: Any) -> str:
+    """A tool name as str: None is the unnamed tool, anything else but str is an error."""
+    if isinstance(name, str):
+        return str(name)
+    if name is None:
+        return ""
+    if isinstance(name, (bytes, bytearray)):
+        return bytes(name).decode("utf-8", "replace")
+    raise InvalidEvent(f"tool name must be a str, not {type(name).__name__}")
+
+
+def _to_json(value: Any, *, sort_keys: bool) -> bytes:
+    # Values JSON cannot express are rendered with repr() so the call is still observed
+    # (the reference bridge does the same with a placeholder); NaN stays NaN, which makes the
+    # args non-JSON and so compared as raw bytes.
+    try:
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, default=repr
+        )
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def args_bytes(args: Any) -> bytes:
+    """Call args as the bytes to canonicalize.
+
+    ``str`` is encoded as UTF-8 (lone surrogates pass through and make it non-JSON), buffers are
+    taken as they are, ``None`` is the empty args, and decoded values (dict, list, numbers) are
+    serialized to JSON first.
+    """
+    if isinstance(args, str):
+        return args.encode("utf-8", "surrogatepass")
+    if isinstance(args, (bytes, bytearray, memoryview)):
+        return bytes(args)
+    if args is None:
+        return b""
+    return _to_json(args, sort_keys=False)
+
+
+def payload_bytes(payload: Any) -> bytes | None:
+    """A tool result's payload as bytes, or None when it has none (it cannot be fingerprinted).
+
+    An empty string is a payload (SPEC §10.7). Decoded JSON values are serialized with sorted
+    keys, so the same object read twice has the same digest.
+    """
+    if payload is None:
+        return None
+    if isinstance(payload, str):
+        return payload.encode("utf-8", "surrogatepass")
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return bytes(payload)
+    return _to_json(payload, sort_keys=True)
+
+
+def error_failed(error: Any) -> bool:
+    """A result is a failure when its error is true or a non-empty text (or any other truthy
+    value, such as a structured error object); False, None and "" are successes."""
+    if error is None or error is False:
+        return False
+    if isinstance(error, str):
+        return error != ""
+    try:
+        return bool(error)
+    except Exception:  # an object with an ambiguous truth value is still an error report
+        return True
+
+
+def text_has_words(text: Any) -> bool:
+    """Agent text counts when it holds a non-whitespace character (SPEC §10.11)."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", "replace")
+    elif not isinstance(text, str):
+        if text is None:
+            return False
+        raise InvalidEvent(f"agent text must be a str, not {type(text).__name__}")
+    return bool(text) and not text.isspace()

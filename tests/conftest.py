@@ -1,0 +1,70 @@
+"""Shared test fixtures.
+
+Every behavioural test takes the ``implementation`` fixture and so runs twice: against the
+native core and against the pure-Python reference. ``TRIPWIRE_TEST_IMPLEMENTATIONS=python``
+restricts the run (for working on the reference before the core is built); by default a native
+core that fails to import is an error, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tripwire import _engine
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CONFORMANCE = SHARED / "conformance"
+CORPUS = SHARED / "corpus"
+
+_selected = os.environ.get("TRIPWIRE_TEST_IMPLEMENTATIONS", "native,python")
+IMPLEMENTATIONS = [i.strip() for i in _selected.split(",") if i.strip()]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def implementation(request: pytest.FixtureRequest) -> str:
+    name = request.param
+    _engine.load(name)  # raises ImportError with a clear message if the core is not built
+    return name
+
+
+def need_shared(*parts: str) -> Path:
+    """A path under ../shared, skipping the calling test module with a clear message if absent."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(
+            f"{path} is missing: this test needs the read-only ../shared folder beside the "
+            "project (conformance data and recorded corpus)",
+            allow_module_level=True,
+        )
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def feed(watchdog: Any, event: dict[str, Any]) -> tuple:
+    """Send one conformance-format event ({"kind": ...}) to a Watchdog."""
+    kind = event["kind"]
+    if kind == "call":
+        return watchdog.observe_call(event["name"], event["args"])
+    if kind == "result":
+        return watchdog.observe_result(
+            event.get("name", ""),
+            error=event.get("error"),
+            no_op=event.get("no_op", False),
+            payload=event.get("payload"),
+        )
+    if kind == "text":
+        return watchdog.observe_text(event["text"])
+    if kind == "turn_end":
+        return watchdog.end_turn()
+    if kind == "reset":
+        return watchdog.reset()
+    raise AssertionError(f"unknown event kind {kind!r}")
