@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from .errors import InvalidEvent
 from ._common import EngineSettings, args_bytes, error_failed, name_str, payload_bytes, text_has_words
 
 IMPLEMENTATION = "python"
@@ -57,8 +58,11 @@ def key_words(key: str) -> list[str]:
     words: list[str] = []
     for part in _SEPARATORS.split(key):
         for word in _WORD.findall(part):
-            if not word.isascii() or not word.isdigit():
-                words.append(word.lower())
+            if word.isascii():
+                if not word.isdigit():
+                    words.append(word.lower())  # only ASCII letters carry case
+            else:
+                words.append(word)
     return words
 
 
@@ -772,7 +776,12 @@ def utf8_length(chunk: Any) -> int:
         return len(chunk.encode("utf-8", "surrogatepass"))
     if chunk is None:
         return 0
-    return memoryview(chunk).nbytes
+    try:
+        return memoryview(chunk).nbytes
+    except TypeError:
+        raise InvalidEvent(
+            f"expected str or a bytes-like buffer, not {type(chunk).__name__}"
+        ) from None
 
 
 def estimate_tokens(byte_count: int) -> int:

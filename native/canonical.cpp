@@ -1,0 +1,802 @@
+// Canonical call keys: see canonical.h and tripwire/_reference.py (the executable spec).
+#include "canonical.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "hash.h"
+
+namespace tw {
+
+namespace {
+
+// SPEC §2.1: the fixed list of path words, packed little-endian into two 64-bit words each so
+// that a candidate is matched with integer compares, not string compares.
+struct PackedWord {
+    uint32_t len;
+    uint64_t lo, hi;
+};
+
+constexpr PackedWord pack(const char* w) {
+    PackedWord p{0, 0, 0};
+    while (w[p.len]) ++p.len;
+    for (uint32_t i = 0; i < p.len; ++i) {
+        const uint64_t c = static_cast<unsigned char>(w[i]);
+        if (i < 8) p.lo |= c << (8 * i);
+        else p.hi |= c << (8 * (i - 8));
+    }
+    return p;
+}
+
+constexpr PackedWord kPathWords[] = {
+    pack("path"), pack("paths"), pack("file"), pack("files"), pack("filename"),
+    pack("filepath"), pack("pathname"), pack("dirname"), pack("foldername"), pack("dir"),
+    pack("dirs"), pack("directory"), pack("folder"), pack("cwd"), pack("root"), pack("target"),
+    pack("source"), pack("destination"), pack("src"), pack("dst"),
+};
+constexpr uint32_t kLongestPathWord = 11;  // "destination"
+
+// The lower-cased word a+b (b may be empty) against the list. Only ASCII letters can match.
+bool is_path_word(const char* a, size_t alen, const char* b, size_t blen) noexcept {
+    const size_t n = alen + blen;
+    if (n < 3 || n > kLongestPathWord) return false;
+    uint64_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const unsigned char c = static_cast<unsigned char>(i < alen ? a[i] : b[i - alen]);
+        const unsigned char l = c | 0x20;  // ASCII lower case for letters
+        if (l < 'a' || l > 'z') return false;
+        if (i < 8) lo |= static_cast<uint64_t>(l) << (8 * i);
+        else hi |= static_cast<uint64_t>(l) << (8 * (i - 8));
+    }
+    for (const PackedWord& w : kPathWords)
+        if (w.lo == lo && w.hi == hi && w.len == n) return true;
+    return false;
+}
+
+inline bool is_upper(unsigned char c) noexcept { return c >= 'A' && c <= 'Z'; }
+inline bool is_lower(unsigned char c) noexcept { return c >= 'a' && c <= 'z'; }
+inline bool is_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
+inline bool is_other(unsigned char c) noexcept { return !is_upper(c) && !is_lower(c) && !is_digit(c); }
+inline bool is_separator(unsigned char c) noexcept {
+    return c == '_' || c == '-' || c == '.' || c == ' ';
+}
+inline bool is_ws(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Length of a valid UTF-8 sequence starting at s[0] (s[0] >= 0x80), or 0 if invalid. Exactly
+// Python's strict decoder: no overlongs, no surrogates, nothing above U+10FFFF.
+size_t utf8_sequence(const unsigned char* s, size_t avail) noexcept {
+    const unsigned char c = s[0];
+    auto cont = [&](size_t i) { return i < avail && (s[i] & 0xC0) == 0x80; };
+    if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (avail < 2) return 0;
+        const unsigned char d = s[1];
+        if (c == 0xE0 && d < 0xA0) return 0;             // overlong
+        if (c == 0xED && d > 0x9F) return 0;             // surrogates
+        return (cont(1) && cont(2)) ? 3 : 0;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (avail < 2) return 0;
+        const unsigned char d = s[1];
+        if (c == 0xF0 && d < 0x90) return 0;             // overlong
+        if (c == 0xF4 && d > 0x8F) return 0;             // above U+10FFFF
+        return (cont(1) && cont(2) && cont(3)) ? 4 : 0;
+    }
+    return 0;
+}
+
+void append_utf8(Buffer& out, uint32_t cp) {
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = static_cast<char>(cp); n = 1;
+    } else if (cp < 0x800) {
+        b[0] = static_cast<char>(0xC0 | (cp >> 6));
+        b[1] = static_cast<char>(0x80 | (cp & 0x3F)); n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = static_cast<char>(0xE0 | (cp >> 12));
+        b[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = static_cast<char>(0x80 | (cp & 0x3F)); n = 3;
+    } else {
+        b[0] = static_cast<char>(0xF0 | (cp >> 18));
+        b[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        b[3] = static_cast<char>(0x80 | (cp & 0x3F)); n = 4;
+    }
+    out.put(b, n);
+}
+
+// Offset of the first byte at or after `i` that a JSON string scan must look at: '"', '\\',
+// a control character or a non-ASCII byte (or `end`).
+inline size_t scan_plain(const unsigned char* s, size_t i, size_t end) noexcept {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (; i + 16 <= end; i += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+        // signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches non-ASCII
+        const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                         _mm_cmplt_epi8(v, space));
+        const int mask = _mm_movemask_epi8(hit);
+        if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
+#endif
+    for (; i < end; ++i) {
+        const unsigned char c = s[i];
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return i;
+    }
+    return end;
+}
+
+void put_int(Buffer& out, int64_t v) {
+    char b[24];
+    size_t n = 0;
+    const bool negative = v < 0;
+    uint64_t u = negative ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
+    do { b[sizeof b - 1 - n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u);
+    if (negative) b[sizeof b - 1 - n++] = '-';
+    out.put(b + sizeof b - n, n);
+}
+
+int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+bool read_hex4(const char* s, uint32_t& v) noexcept {
+    v = 0;
+    for (int i = 0; i < 4; ++i) {
+        const int h = hex_value(s[i]);
+        if (h < 0) return false;
+        v = (v << 4) | static_cast<uint32_t>(h);
+    }
+    return true;
+}
+
+// Marks a top-level path value in the rest form (raw 0x01 never occurs in canonical JSON).
+constexpr char kRestPlaceholder = '\x01';
+
+// Whether Go's path.Clean would change `p` (most paths are already clean: skip the rewrite).
+// Looks only at element starts: "//", a "." or ".." element, or a trailing '/'.
+bool needs_cleaning(const char* p, size_t n) noexcept {
+    if (n == 0) return true;
+    const char* s = p;
+    const char* end = p + n;
+    if (*s == '/') {
+        ++s;
+        if (s < end && *s == '/') return true;
+    }
+    while (s < end) {
+        if (*s == '.' && (s + 1 == end || s[1] == '/' ||
+                          (s[1] == '.' && (s + 2 == end || s[2] == '/'))))
+            return true;
+        const char* slash = static_cast<const char*>(std::memchr(s, '/', static_cast<size_t>(end - s)));
+        if (slash == nullptr) return false;
+        if (slash + 1 == end || slash[1] == '/') return true;
+        s = slash + 1;
+    }
+    return false;
+}
+
+}  // namespace
+
+void Buffer::grow(size_t need) {
+    size_t cap = cap_ ? cap_ * 2 : 256;
+    while (cap < need) cap *= 2;
+    std::unique_ptr<char[]> p(new char[cap]);
+    if (size_) std::memcpy(p.get(), p_.get(), size_);
+    p_.swap(p);
+    cap_ = cap;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path-shaped keys, cleaning, suffix relation
+
+bool is_path_key(const char* key, size_t len) noexcept {
+    // Tokenize like the reference's regex [A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+
+    // inside separator-delimited parts; keep the last two words that are not digit-only.
+    const char* w1 = nullptr; size_t l1 = 0;   // second-to-last word
+    const char* w2 = nullptr; size_t l2 = 0;   // last word
+    const auto* s = reinterpret_cast<const unsigned char*>(key);
+    size_t i = 0;
+    while (i < len) {
+        const unsigned char c = s[i];
+        if (is_separator(c)) { ++i; continue; }
+        size_t j = i;
+        bool digits = false;
+        if (is_upper(c)) {
+            while (j < len && is_upper(s[j])) ++j;
+            if (j < len && is_lower(s[j])) {
+                if (j - i >= 2) {
+                    --j;            // acronym end: HTTPSPath -> HTTPS | Path
+                } else {
+                    while (j < len && is_lower(s[j])) ++j;  // Capitalized word
+                }
+            }
+        } else if (is_lower(c)) {
+            while (j < len && is_lower(s[j])) ++j;
+        } else if (is_digit(c)) {
+            while (j < len && is_digit(s[j])) ++j;
+            digits = true;
+        } else {
+            while (j < len && is_other(s[j]) && !is_separator(s[j])) ++j;
+        }
+        if (!digits) {
+            w1 = w2; l1 = l2;
+            w2 = key + i; l2 = j - i;
+        }
+        i = j;
+    }
+    if (w2 == nullptr) return false;
+    if (is_path_word(w2, l2, nullptr, 0)) return true;
+    return w1 != nullptr && is_path_word(w1, l1, w2, l2);
+}
+
+void clean_path(const char* in, size_t len, Buffer& out) {
+    if (!needs_cleaning(in, len)) { out.put(in, len); return; }
+    const size_t start = out.size();
+    if (len == 0) { out.put('.'); return; }
+    const bool rooted = in[0] == '/';
+    if (rooted) out.put('/');
+    const size_t base = out.size();   // out[start..base) is the root, never backtracked over
+    size_t dotdot = base;             // output before this is a run of leading ".." elements
+    size_t r = 0;
+    while (r < len) {
+        if (in[r] == '/') { ++r; continue; }
+        size_t e = r;
+        while (e < len && in[e] != '/') ++e;
+        const size_t n = e - r;
+        if (n == 1 && in[r] == '.') {
+            // drop "."
+        } else if (n == 2 && in[r] == '.' && in[r + 1] == '.') {
+            if (out.size() > dotdot) {
+                // back up over the last element
+                size_t w = out.size();
+                while (w > dotdot && out[w - 1] != '/') --w;
+                out.truncate(w > dotdot ? w - 1 : dotdot);
+            } else if (!rooted) {
+                if (out.size() > base) out.put('/');
+                out.put("..", 2);
+                dotdot = out.size();
+            }
+            // ".." directly under the root is dropped
+        } else {
+            if (out.size() > base) out.put('/');
+            out.put(in + r, n);
+        }
+        r = e;
+    }
+    if (out.size() == start) out.put('.');
+}
+
+std::string clean_path_string(const char* path, size_t len) {
+    Buffer b;
+    clean_path(path, len, b);
+    return std::string(b.data() ? b.data() : "", b.size());
+}
+
+bool paths_suffix_match(std::string_view a, std::string_view b) noexcept {
+    if (a == b) return true;
+    if (a == "." || b == ".") return false;
+    if (a.size() < b.size()) std::swap(a, b);
+    return a.size() > b.size() && a[a.size() - b.size() - 1] == '/' &&
+           a.compare(a.size() - b.size(), b.size(), b) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The single pass: parse and write canonical bytes as we go.
+
+inline void Canonicalizer::skip_ws() noexcept {
+    if (pos_ < end_ && static_cast<unsigned char>(in_[pos_]) > ' ') return;  // usually none
+    size_t p = pos_;
+    const size_t end = end_;
+    while (p < end && is_ws(in_[p])) ++p;
+    pos_ = p;
+}
+
+bool Canonicalizer::path_key(std::string_view key) noexcept {
+    const size_t n = key.size();
+    if (n == 0 || n > 16) return is_path_key(key.data(), n);
+    uint64_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const uint64_t c = static_cast<unsigned char>(key[i]);
+        if (i < 8) lo |= c << (8 * i);
+        else hi |= c << (8 * (i - 8));
+    }
+    const size_t slot = static_cast<size_t>(((lo ^ (hi * 0xC2B2AE3D27D4EB4FULL) ^ n) *
+                                             0x9E3779B97F4A7C15ULL) >> 58);
+    PathKeyMemo& m = path_key_memo_[slot];
+    if (m.len == n && m.lo == lo && m.hi == hi) return m.path;
+    m.lo = lo;
+    m.hi = hi;
+    m.len = static_cast<uint32_t>(n);
+    m.path = is_path_key(key.data(), n);
+    return m.path;
+}
+
+bool Canonicalizer::parse(const char* args, size_t len) {
+    in_ = args; pos_ = 0; end_ = len;
+    members_.clear();
+    keys_.clear();
+    path_spans_.clear();
+    if (members_.capacity() > kKeepScratch / sizeof(Member)) std::vector<Member>().swap(members_);
+    skip_ws();
+    if (pos_ >= end_ || in_[pos_] != '{') return false;  // not an object: raw bytes
+    if (!parse_object(1)) return false;
+    skip_ws();
+    return pos_ == end_;
+}
+
+bool Canonicalizer::read_string(Buffer& decoded, std::string_view& out, bool& plain,
+                                bool& in_input) {
+    const size_t begin = pos_ + 1;  // after the opening quote
+    const auto* s = reinterpret_cast<const unsigned char*>(in_);
+    const size_t end = end_;
+    size_t p = begin;
+    // Fast path: no escapes -> the bytes stay in the input and need no escaping on output.
+    for (;;) {
+        p = scan_plain(s, p, end);
+        if (p >= end) return false;
+        const unsigned char c = s[p];
+        if (c == '"') {
+            out = std::string_view(in_ + begin, p - begin);
+            plain = in_input = true;
+            pos_ = p + 1;
+            return true;
+        }
+        if (c == '\\') break;
+        if (c < 0x20) return false;
+        const size_t n = utf8_sequence(s + p, end - p);
+        if (n == 0) return false;
+        p += n;
+    }
+    pos_ = p;
+    // Slow path: decode escapes.
+    const size_t off = decoded.size();
+    decoded.put(in_ + begin, pos_ - begin);
+    plain = true;
+    while (pos_ < end_) {
+        const size_t run = scan_plain(s, pos_, end_);
+        decoded.put(in_ + pos_, run - pos_);
+        pos_ = run;
+        if (pos_ >= end_) return false;
+        const unsigned char c = s[pos_];
+        if (c == '"') {
+            out = decoded.view(off, decoded.size() - off);
+            in_input = false;
+            ++pos_;
+            return true;
+        }
+        if (c < 0x20) return false;
+        if (c >= 0x80) {
+            const size_t n = utf8_sequence(s + pos_, end_ - pos_);
+            if (n == 0) return false;
+            decoded.put(in_ + pos_, n);
+            pos_ += n;
+            continue;
+        }
+        // a backslash
+        if (pos_ + 1 >= end_) return false;
+        const char e = in_[pos_ + 1];
+        pos_ += 2;
+        switch (e) {
+            case '"': decoded.put('"'); plain = false; break;
+            case '\\': decoded.put('\\'); plain = false; break;
+            case '/': decoded.put('/'); break;
+            case 'b': decoded.put('\b'); plain = false; break;
+            case 'f': decoded.put('\f'); plain = false; break;
+            case 'n': decoded.put('\n'); plain = false; break;
+            case 'r': decoded.put('\r'); plain = false; break;
+            case 't': decoded.put('\t'); plain = false; break;
+            case 'u': {
+                uint32_t cp;
+                if (end_ - pos_ < 4 || !read_hex4(in_ + pos_, cp)) return false;
+                pos_ += 4;
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return false;  // lone low surrogate
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    uint32_t lo;
+                    if (end_ - pos_ < 6 || in_[pos_] != '\\' || in_[pos_ + 1] != 'u' ||
+                        !read_hex4(in_ + pos_ + 2, lo) || lo < 0xDC00 || lo > 0xDFFF)
+                        return false;  // lone high surrogate: not encodable as UTF-8
+                    pos_ += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                }
+                if (cp < 0x20 || cp == '"' || cp == '\\') plain = false;
+                append_utf8(decoded, cp);
+                break;
+            }
+            default: return false;
+        }
+    }
+    return false;
+}
+
+void Canonicalizer::emit_string(std::string_view s, bool plain) {
+    if (plain) {
+        out_.put_quoted(s.data(), s.size());
+        return;
+    }
+    out_.put('"');
+    size_t run = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        out_.put(s.data() + run, i - run);
+        run = i + 1;
+        if (c == '"') {
+            out_.put("\\\"", 2);
+        } else if (c == '\\') {
+            out_.put("\\\\", 2);
+        } else {
+            static const char kHex[] = "0123456789abcdef";
+            const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+            out_.put(esc, 6);
+        }
+    }
+    out_.put(s.data() + run, s.size() - run);
+    out_.put('"');
+}
+
+void Canonicalizer::emit_cleaned(std::string_view s, bool plain) {
+    if (!needs_cleaning(s.data(), s.size())) { emit_string(s, plain); return; }
+    cleaned_.clear();
+    clean_path(s.data(), s.size(), cleaned_);
+    emit_string(cleaned_.view(0, cleaned_.size()), plain);
+}
+
+bool Canonicalizer::parse_value(int depth, Context ctx) {
+    skip_ws();
+    if (pos_ >= end_) return false;
+    const char c = in_[pos_];
+    switch (c) {
+        case '"': {
+            strings_.clear();
+            std::string_view v;
+            bool plain, in_input;
+            if (!read_string(strings_, v, plain, in_input)) return false;
+            if (ctx == kPlain) emit_string(v, plain);
+            else emit_cleaned(v, plain);  // SPEC §10.9: strings under path-shaped keys
+            return true;
+        }
+        case '{': return parse_object(depth);
+        case '[': return parse_array(depth, ctx == kPathValue);
+        case 't':
+            if (end_ - pos_ < 4 || std::memcmp(in_ + pos_, "true", 4) != 0) return false;
+            pos_ += 4; out_.put("true", 4); return true;
+        case 'f':
+            if (end_ - pos_ < 5 || std::memcmp(in_ + pos_, "false", 5) != 0) return false;
+            pos_ += 5; out_.put("false", 5); return true;
+        case 'n':
+            if (end_ - pos_ < 4 || std::memcmp(in_ + pos_, "null", 4) != 0) return false;
+            pos_ += 4; out_.put("null", 4); return true;
+        default:
+            if (c == '-' || is_digit(static_cast<unsigned char>(c))) return parse_number();
+            return false;
+    }
+}
+
+bool Canonicalizer::parse_number() {
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?  -> exact decimal, one spelling:
+    // digits without leading/trailing zeros, then e<exponent> unless 0; zero is "0".
+    // Works on locals: writes to out_ (char) could alias the members, forcing reloads.
+    const auto* s = reinterpret_cast<const unsigned char*>(in_);
+    const char* in = in_;
+    const size_t end = end_;
+    size_t p = pos_;
+    bool negative = false;
+    if (s[p] == '-') { negative = true; ++p; }
+    if (p >= end || !is_digit(s[p])) return false;
+    const size_t int_begin = p;
+    if (s[p] == '0') {
+        ++p;
+    } else {
+        while (p < end && is_digit(s[p])) ++p;
+    }
+    const size_t int_end = p;
+    size_t frac_begin = p, frac_end = p;
+    if (p < end && s[p] == '.') {
+        ++p;
+        frac_begin = p;
+        while (p < end && is_digit(s[p])) ++p;
+        frac_end = p;
+        if (frac_end == frac_begin) return false;
+    }
+    int64_t exponent = 0;
+    if (p < end && (s[p] == 'e' || s[p] == 'E')) {
+        ++p;
+        bool exp_negative = false;
+        if (p < end && (s[p] == '+' || s[p] == '-')) { exp_negative = s[p] == '-'; ++p; }
+        if (p >= end || !is_digit(s[p])) return false;
+        while (p < end && s[p] == '0') ++p;
+        const size_t sig_begin = p;
+        while (p < end && is_digit(s[p])) {
+            if (p - sig_begin >= static_cast<size_t>(kMaxExponentDigits)) return false;
+            exponent = exponent * 10 + (s[p] - '0');
+            ++p;
+        }
+        if (exp_negative) exponent = -exponent;
+    }
+    pos_ = p;
+    if (frac_end == frac_begin && exponent == 0) {
+        // A plain integer, the common case: trailing zeros become the exponent.
+        size_t last = int_end;
+        while (last > int_begin && in[last - 1] == '0') --last;
+        if (last == int_begin) { out_.put('0'); return true; }
+        if (negative) out_.put('-');
+        out_.put(in + int_begin, last - int_begin);
+        if (last != int_end) {
+            out_.put('e');
+            put_int(out_, static_cast<int64_t>(int_end - last));
+        }
+        return true;
+    }
+    // The digit string is int part + fraction part; find its first and last non-zero digits.
+    const size_t ni = int_end - int_begin;
+    const size_t total = ni + (frac_end - frac_begin);
+    auto digit_at = [&](size_t k) -> char {
+        return k < ni ? in[int_begin + k] : in[frac_begin + (k - ni)];
+    };
+    size_t first = 0;
+    while (first < total && digit_at(first) == '0') ++first;
+    if (first == total) { out_.put('0'); return true; }
+    size_t last = total;
+    while (digit_at(last - 1) == '0') --last;
+    exponent -= static_cast<int64_t>(frac_end - frac_begin);
+    exponent += static_cast<int64_t>(total - last);
+    if (negative) out_.put('-');
+    if (last <= ni) {
+        out_.put(in + int_begin + first, last - first);
+    } else if (first >= ni) {
+        out_.put(in + frac_begin + (first - ni), last - first);
+    } else {
+        out_.put(in + int_begin + first, ni - first);
+        out_.put(in + frac_begin, last - ni);
+    }
+    if (exponent != 0) {
+        out_.put('e');
+        put_int(out_, exponent);
+    }
+    return true;
+}
+
+bool Canonicalizer::parse_array(int depth, bool clean_strings) {
+    if (depth > kMaxDepth) return false;
+    ++pos_;
+    out_.put('[');
+    skip_ws();
+    if (pos_ < end_ && in_[pos_] == ']') {
+        ++pos_;
+        out_.put(']');
+        return true;
+    }
+    // SPEC §10.9: string elements of an array under a path-shaped key are cleaned, the other
+    // elements are left alone.
+    const Context element = clean_strings ? kPathElement : kPlain;
+    for (;;) {
+        if (!parse_value(depth + 1, element)) return false;
+        skip_ws();
+        if (pos_ >= end_) return false;
+        if (in_[pos_] == ',') { ++pos_; out_.put(','); continue; }
+        if (in_[pos_] == ']') { ++pos_; out_.put(']'); return true; }
+        return false;
+    }
+}
+
+std::string_view Canonicalizer::key_of(const Member& m) const noexcept {
+    return m.key_in_input ? std::string_view(in_ + m.key_off, m.key_len)
+                          : keys_.view(m.key_off, m.key_len);
+}
+
+namespace {
+// Byte order of UTF-8 is code-point order, as the reference sorts. Keys are short: an inline
+// loop beats a memcmp call.
+inline int compare_bytes(std::string_view a, std::string_view b) noexcept {
+    const size_t n = a.size() < b.size() ? a.size() : b.size();
+    for (size_t i = 0; i < n; ++i) {
+        const unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+}
+}  // namespace
+
+bool Canonicalizer::parse_object(int depth) {
+    if (depth > kMaxDepth) return false;
+    ++pos_;
+    out_.put('{');
+    const size_t body_start = out_.size();
+    const size_t base = members_.size();
+    skip_ws();
+    if (pos_ < end_ && in_[pos_] == '}') {
+        ++pos_;
+        out_.put('}');
+        return true;
+    }
+    bool sorted = true;  // members arrived in strictly increasing key order
+    for (;;) {
+        skip_ws();
+        if (pos_ >= end_ || in_[pos_] != '"') return false;
+        Member m;
+        std::string_view key;
+        bool plain, in_input;
+        if (!read_string(keys_, key, plain, in_input)) return false;
+        m.key_in_input = in_input;
+        m.key_off = static_cast<uint32_t>(in_input ? key.data() - in_ : key.data() - keys_.data());
+        m.key_len = static_cast<uint32_t>(key.size());
+        skip_ws();
+        if (pos_ >= end_ || in_[pos_] != ':') return false;
+        ++pos_;
+        m.start = static_cast<uint32_t>(out_.size());
+        emit_string(key, plain);
+        out_.put(':');
+        const bool path = path_key(key);
+        const size_t value_start = out_.size();
+        skip_ws();
+        const bool is_string = pos_ < end_ && in_[pos_] == '"';
+        if (!parse_value(depth + 1, path ? kPathValue : kPlain)) return false;
+        m.end = static_cast<uint32_t>(out_.size());
+        // The repeat relation suffix-matches top-level path strings (SPEC §2.3).
+        const bool top_path = depth == 1 && path && is_string;
+        m.path_rel = top_path ? static_cast<uint32_t>(value_start - m.start) : 0;
+        m.path_len = top_path ? static_cast<uint32_t>(m.end - value_start) : 0;
+        if (members_.size() > base && compare_bytes(key_of(members_.back()), key) >= 0)
+            sorted = false;
+        members_.push_back(m);
+        skip_ws();
+        if (pos_ >= end_) return false;
+        if (in_[pos_] == ',') { ++pos_; out_.put(','); continue; }
+        if (in_[pos_] == '}') { ++pos_; break; }
+        return false;
+    }
+    if (!sorted) reorder(base, body_start, depth == 1);
+    out_.put('}');
+    if (depth == 1) {
+        for (size_t i = base; i < members_.size(); ++i) {
+            const Member& m = members_[i];
+            if (m.path_len) path_spans_.emplace_back(m.start + m.path_rel, m.path_len);
+        }
+    }
+    members_.resize(base);
+    return true;
+}
+
+void Canonicalizer::reorder(size_t base, size_t body_start, bool top) {
+    // Sort by key; among duplicates the last one written wins (SPEC §10.9). Objects are
+    // small: a stable insertion sort beats std::stable_sort's temporary buffer.
+    auto begin = members_.begin() + static_cast<std::ptrdiff_t>(base);
+    auto end = members_.end();
+    auto less = [this](const Member& a, const Member& b) { return compare_bytes(key_of(a), key_of(b)) < 0; };
+    if (end - begin <= 16) {
+        for (auto it = begin + 1; it < end; ++it) {
+            const Member m = *it;
+            auto j = it;
+            while (j > begin && less(m, *(j - 1))) { *j = *(j - 1); --j; }
+            *j = m;
+        }
+    } else {
+        std::stable_sort(begin, end, less);
+    }
+    // Write the members in sorted order into moved_, recording each one's new place, then
+    // put them back (at the top level, moved_ simply becomes the output).
+    moved_.clear();
+    if (top) moved_.put(out_.data(), body_start);  // the name prefix and the '{'
+    const size_t shift = top ? 0 : body_start;
+    auto kept = begin;
+    for (auto it = begin; it != end; ++it) {
+        if (it + 1 != end && compare_bytes(key_of(*it), key_of(*(it + 1))) == 0) continue;
+        if (kept != begin) moved_.put(',');
+        Member m = *it;
+        const uint32_t len = m.end - m.start;
+        const uint32_t start = static_cast<uint32_t>(moved_.size() + shift);
+        moved_.put(out_.data() + m.start, len);
+        m.start = start;
+        m.end = start + len;
+        *kept++ = m;
+    }
+    members_.erase(kept, end);
+    if (top) {
+        std::swap(out_, moved_);
+    } else {
+        out_.truncate(body_start);
+        out_.put(moved_.data(), moved_.size());
+    }
+}
+
+const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_len,
+                                                 const char* args, size_t args_len) {
+    CanonicalCall& c = call_;
+    c.paths.clear();
+    out_.clear();
+    if (out_.capacity() > kKeepScratch || moved_.capacity() > kKeepScratch ||
+        strings_.capacity() > kKeepScratch || cleaned_.capacity() > kKeepScratch) {
+        // a huge input last time: give the memory back
+        for (Buffer* b : {&out_, &rest_, &keys_, &strings_, &cleaned_, &moved_}) b->shrink(0);
+    }
+    out_.put(name, name_len);
+    out_.put('\0');
+    const size_t prefix = out_.size();
+    CallMemo* memo = nullptr;
+    uint64_t raw_hash = 0;
+    if (prefix + args_len <= kMemoMaxBytes) {
+        out_.put(args, args_len);
+        raw_hash = xxh3_64(out_.data(), out_.size());
+        if (!memo_) memo_.reset(new CallMemo[kMemoSlots]);
+        memo = &memo_[raw_hash % kMemoSlots];
+        if (memo->raw_hash == raw_hash && memo->raw.size() == out_.size() &&
+            std::memcmp(memo->raw.data(), out_.data(), out_.size()) == 0) {
+            c.key = memo->key;
+            c.rest = memo->rest;
+            c.is_object = memo->is_object;
+            uint32_t begin = 0;
+            for (uint32_t e : memo->ends) {
+                c.paths.emplace_back(memo->paths.data() + begin, e - begin);
+                begin = e;
+            }
+            return c;
+        }
+        out_.truncate(prefix);
+    }
+    if (!parse(args, args_len)) {
+        out_.truncate(prefix);
+        out_.put(args, args_len);
+        c.key = c.rest = memo ? raw_hash : xxh3_64(out_.data(), out_.size());
+        c.is_object = false;
+    } else {
+        c.is_object = true;
+        c.key = xxh3_64(out_.data(), out_.size());
+        c.rest = c.key;
+        if (!path_spans_.empty()) {
+            rest_.clear();
+            size_t copied = 0;
+            for (const auto& span : path_spans_) {
+                rest_.put(out_.data() + copied, span.first - copied);
+                rest_.put(kRestPlaceholder);
+                copied = span.first + span.second;
+                // the escaped value without its quotes
+                c.paths.emplace_back(out_.data() + span.first + 1, span.second - 2);
+            }
+            rest_.put(out_.data() + copied, out_.size() - copied);
+            c.rest = xxh3_64(rest_.data(), rest_.size());
+        }
+    }
+    if (memo) {
+        memo->raw_hash = raw_hash;
+        memo->raw.assign(name, name_len);
+        memo->raw.push_back('\0');
+        memo->raw.append(args, args_len);
+        memo->key = c.key;
+        memo->rest = c.rest;
+        memo->is_object = c.is_object;
+        memo->paths.clear();
+        memo->ends.clear();
+        for (std::string_view p : c.paths) {
+            memo->paths.append(p);
+            memo->ends.push_back(static_cast<uint32_t>(memo->paths.size()));
+        }
+    }
+    return c;
+}
+
+bool Canonicalizer::canonical_form(const char* args, size_t args_len, std::string& out) {
+    out_.clear();
+    out_.put('\0');
+    if (!parse(args, args_len)) return false;
+    out.assign(out_.data() + 1, out_.size() - 1);  // drop the empty name's 0x00
+    return true;
+}
+
+size_t Canonicalizer::scratch_bytes() const noexcept {
+    return out_.capacity() + rest_.capacity() + keys_.capacity() + strings_.capacity() +
+           cleaned_.capacity() + moved_.capacity() + members_.capacity() * sizeof(Member) +
+           path_spans_.capacity() * 8 + call_.paths.capacity() * 16 + sizeof(*this) +
+           (memo_ ? kMemoSlots * (sizeof(CallMemo) + kMemoMaxBytes) : 0);
+}
+
+}  // namespace tw

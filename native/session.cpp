@@ -1,0 +1,87 @@
+#include "session.h"
+
+#include <algorithm>
+
+#include "hash.h"
+
+namespace tw {
+
+Session::Session(const Settings& s)
+    : settings(s),
+      history(std::max(s.density_window, s.cycle_max_period * s.cycle_cycles)),
+      repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
+      cycle(s.cycle_max_period, s.cycle_cycles),
+      density(s.density_window, s.density_threshold, s.density_defer_run,
+              s.density_defer_cycle_period),
+      name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
+      silence(s.silence_threshold),
+      failures(s.failure_threshold),
+      no_ops(s.no_op_threshold),
+      stale(s.no_new_state_threshold),
+      digests(s.digest_memory) {}
+
+uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash) {
+    const uint32_t on = settings.enabled;
+    bool fired;
+    const bool joined = repeat.observe(c, fired);
+    uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
+    history.push(c.key, joined);
+    if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
+    if ((on & kDensity) && density.observe(history)) mask |= kDensity;
+    if (name.observe(name_hash, repeat.run) && (on & kName)) mask |= kName;
+    if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
+    return mask;
+}
+
+uint32_t Session::observe_result(bool failed, bool no_op, bool exempt, const void* payload,
+                                 size_t payload_len, bool has_payload) {
+    const uint32_t on = settings.enabled;
+    uint32_t mask = 0;
+    if (failed) {
+        // a failure is neither a no-op nor progress: the other runs are untouched
+        if (failures.extend() && (on & kFailure)) mask |= kFailure;
+        return mask;
+    }
+    failures.reset();
+    if (no_op) {
+        if (no_ops.extend() && (on & kNoOp)) mask |= kNoOp;
+        return mask;
+    }
+    no_ops.reset();
+    if (exempt) return mask;
+    if (!has_payload) {
+        stale.reset();  // cannot fingerprint: no evidence of a stall
+    } else if (digests.seen_before(xxh3_128(payload, payload_len))) {
+        if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
+    } else {
+        stale.reset();  // new information breaks the run
+    }
+    return mask;
+}
+
+void Session::turn_boundary() noexcept {
+    no_ops.reset();
+    digests.clear();
+    stale.reset();
+}
+
+void Session::reset() noexcept {
+    history.clear();
+    repeat.reset();
+    cycle.reset();
+    density.reset();
+    name.reset();
+    silence.reset();
+    failures.reset();
+    no_ops.reset();
+    stale.reset();
+    digests.clear();
+}
+
+size_t Session::state_bytes() const noexcept {
+    return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
+           repeat.longest.capacity() + repeat.scratch.capacity() +
+           (repeat.ends.capacity() + repeat.scratch_ends.capacity()) * sizeof(uint32_t);
+}
+
+}  // namespace tw

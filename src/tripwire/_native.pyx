@@ -1,0 +1,434 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: embedsignature=True, initializedcheck=False
+# distutils: language = c++
+"""Thin Cython bindings of the C++ core: buffers in, small integers out.
+
+The same names and behaviour as ``tripwire._reference`` (the executable spec). str and bytes
+arguments are read in place (``PyUnicode_AsUTF8AndSize`` / the bytes buffer), never copied;
+other types go through the shared normalization of ``tripwire._common``.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libcpp.string cimport string
+
+from tripwire._native_core cimport (
+    CanonicalCall, Canonicalizer, Hash128, Session, Settings,
+    clean_path_string, is_path_key as c_is_path_key, tokens_for_bytes,
+    utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
+    xxh3_64 as c_xxh3_64,
+)
+
+from tripwire._common import args_bytes, error_failed, name_str, payload_bytes, text_has_words
+from tripwire.errors import InvalidEvent
+
+IMPLEMENTATION = "native"
+BYTES_PER_TOKEN = 3
+
+
+cdef extern from "Python.h":
+    # Declared without an exception clause: NULL (a str with lone surrogates) is handled here.
+    const char* _utf8_or_null "PyUnicode_AsUTF8AndSize"(object s, Py_ssize_t* size)
+    void PyErr_Clear()
+    bint PyUnicode_IS_ASCII(object s)
+    int PyUnicode_KIND(object s)
+    void* PyUnicode_DATA(object s)
+    Py_ssize_t PyUnicode_GET_LENGTH(object s)
+
+
+# One canonicalizer for calls made under the GIL; its scratch buffers are reused, so once
+# warmed up a call allocates nothing.
+cdef Canonicalizer* _canon = new Canonicalizer()
+
+
+cdef struct _View:
+    const char* data
+    Py_ssize_t size
+
+
+cdef inline object _view(object value, _View* v, bint as_payload):
+    """Point `v` at value's UTF-8 bytes without copying; returns an object to keep alive
+    (a converted copy for types without a fast path), or None."""
+    cdef object keep
+    if type(value) is str:
+        v.data = _utf8_or_null(value, &v.size)
+        if v.data != NULL:
+            return None
+        PyErr_Clear()  # lone surrogates: pass them through, as the reference does
+        keep = (<str>value).encode("utf-8", "surrogatepass")
+    elif type(value) is bytes:
+        v.data = PyBytes_AS_STRING(value)
+        v.size = PyBytes_GET_SIZE(value)
+        return None
+    elif as_payload:
+        keep = payload_bytes(value)
+    else:
+        keep = args_bytes(value)
+    v.data = PyBytes_AS_STRING(keep)
+    v.size = PyBytes_GET_SIZE(keep)
+    return keep
+
+
+cdef Settings _settings(object s) except *:
+    cdef Settings c
+    c.enabled = s.enabled
+    c.repeat_threshold = s.repeat_threshold
+    c.cycle_max_period = s.cycle_max_period
+    c.cycle_cycles = s.cycle_cycles
+    c.density_window = s.density_window
+    c.density_threshold = s.density_threshold
+    c.density_defer_run = s.density_defer_run
+    c.density_defer_cycle_period = s.density_defer_cycle_period
+    c.name_threshold = s.name_threshold
+    c.failure_threshold = s.failure_threshold
+    c.no_op_threshold = s.no_op_threshold
+    c.no_new_state_threshold = s.no_new_state_threshold
+    c.silence_threshold = s.silence_threshold
+    c.digest_memory = s.digest_memory
+    return c
+
+
+cdef class Engine:
+    """One session's detector state in the C++ core. See ``tripwire._reference.Engine``."""
+
+    cdef Session* _s
+    cdef public object settings
+    cdef public Py_ssize_t events
+    # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
+    cdef list _names
+    cdef list _args
+    cdef Py_ssize_t _ring
+    cdef Py_ssize_t _pos
+    cdef frozenset _exempt
+    cdef list _failure_names
+    cdef list _no_op_names
+    cdef object _last_error
+    cdef Py_ssize_t _failure_threshold
+    cdef Py_ssize_t _no_op_threshold
+
+    implementation = IMPLEMENTATION
+
+    def __cinit__(self, *args, **kwargs):
+        self._s = NULL
+
+    def __dealloc__(self):
+        del self._s
+
+    def __init__(self, settings):
+        self._engine_init(settings)
+
+    def _engine_init(self, settings):
+        cdef Settings c = _settings(settings)
+        del self._s
+        self._s = new Session(c)
+        self.settings = settings
+        self.events = 0
+        self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
+        self._names = [None] * self._ring
+        self._args = [None] * self._ring
+        self._pos = 0
+        self._exempt = frozenset(settings.exempt_tools)
+        self._failure_threshold = settings.failure_threshold
+        self._no_op_threshold = settings.no_op_threshold
+        self._clear_texts()
+
+    cdef inline Session* _session(self) except NULL:
+        if self._s == NULL:
+            raise RuntimeError("Engine.__init__ was not called")
+        return self._s
+
+    cdef void _clear_texts(self):
+        self._failure_names = []
+        self._no_op_names = []
+        self._last_error = None
+
+    # -- observations ----------------------------------------------------------------------
+
+    def observe_call(self, name, args=None):
+        cdef Session* s = self._session()
+        cdef _View n, a
+        cdef object keep_name, keep_args
+        if type(name) is not str:
+            name = name_str(name)
+        keep_name = _view(name, &n, False)
+        keep_args = _view(args, &a, False)
+        self.events += 1
+        # str caches its hash, so the name-run detector's key is free
+        cdef uint32_t mask = s.observe_call(
+            _canon.canonicalize(n.data, n.size, a.data, a.size), <uint64_t>hash(name))
+        self._names[self._pos] = name
+        self._args[self._pos] = args
+        self._pos += 1
+        if self._pos == self._ring:
+            self._pos = 0
+        if mask:
+            return self._fired(mask, name, args)
+        return ()
+
+    def observe_result(self, name="", error=None, no_op=False, payload=None):
+        cdef Session* s = self._session()
+        cdef bint failed, noop
+        cdef uint32_t mask
+        cdef _View p
+        cdef object keep
+        cdef Py_buffer buf
+        if type(name) is not str:
+            name = name_str(name)
+        if error is None or error is False:
+            failed = False
+        elif type(error) is str:
+            failed = len(<str>error) > 0
+        else:
+            failed = error_failed(error)
+        self.events += 1
+        if failed:
+            mask = s.observe_result(True, False, False, NULL, 0, False)
+            if len(self._failure_names) < self._failure_threshold:
+                self._failure_names.append(name)
+            self._last_error = error
+        else:
+            if self._failure_names:
+                self._failure_names = []
+            noop = bool(no_op)
+            if noop:
+                mask = s.observe_result(False, True, False, NULL, 0, False)
+                if len(self._no_op_names) < self._no_op_threshold:
+                    self._no_op_names.append(name)
+            else:
+                if self._no_op_names:
+                    self._no_op_names = []
+                if name in self._exempt:
+                    mask = s.observe_result(False, False, True, NULL, 0, False)
+                elif payload is None:
+                    mask = s.observe_result(False, False, False, NULL, 0, False)
+                elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
+                    PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
+                    try:
+                        mask = s.observe_result(False, False, False, buf.buf, buf.len, True)
+                    finally:
+                        PyBuffer_Release(&buf)
+                else:
+                    keep = _view(payload, &p, True)
+                    mask = s.observe_result(False, False, False, p.data, p.size, True)
+        if mask:
+            return self._fired(mask, name, error)
+        return ()
+
+    def observe_text(self, text):
+        cdef Session* s = self._session()
+        self.events += 1
+        s.observe_text(text_has_words(text))
+        return ()
+
+    def end_turn(self):
+        self.events += 1
+        self.turn_boundary()
+        return ()
+
+    def turn_boundary(self):
+        """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped."""
+        self._session().turn_boundary()
+        self._no_op_names = []
+
+    def reset(self):
+        """SPEC §10.8: clear every detector's state, the seen-set included."""
+        self._session().reset()
+        self.events += 1
+        self._names = [None] * self._ring
+        self._args = [None] * self._ring
+        self._pos = 0
+        self._clear_texts()
+        return ()
+
+    def count_event(self):
+        """Advance the event index for an event the watchdog does not observe."""
+        self.events += 1
+
+    def _fired(self, mask, name, detail):  # supplied by tripwire.watchdog.Watchdog
+        raise NotImplementedError
+
+    # -- what alert texts need -------------------------------------------------------------
+
+    def recent_call(self, Py_ssize_t age):
+        """The (name, args) of the call `age` calls ago (0 = the latest)."""
+        cdef Py_ssize_t i = (self._pos - 1 - age) % self._ring
+        if i < 0:
+            i += self._ring
+        return self._names[i], self._args[i]
+
+    @property
+    def repeat_run(self):
+        return self._session().repeat.run
+
+    @property
+    def cycle_period(self):
+        return self._session().cycle.period
+
+    @property
+    def dominant(self):
+        cdef Session* s = self._session()
+        return s.density.count, s.density.length, s.density.first_age
+
+    @property
+    def name_run(self):
+        return self._session().name.run
+
+    @property
+    def silent_calls(self):
+        return self._session().silence.run
+
+    @property
+    def failure_streak(self):
+        return self._session().failures.run
+
+    @property
+    def failure_names(self):
+        return list(self._failure_names)
+
+    @property
+    def last_error(self):
+        return self._last_error
+
+    @property
+    def no_op_run(self):
+        return self._session().no_ops.run
+
+    @property
+    def no_op_names(self):
+        return list(self._no_op_names)
+
+    @property
+    def stale_results(self):
+        return self._session().stale.run
+
+    @property
+    def state_bytes(self):
+        """Bytes of native detector state this session holds (struct plus its rings)."""
+        return self._session().state_bytes()
+
+
+# ------------------------------------------------------------------------------------------
+# Canonical keys and hashes
+
+
+def canonical_key(name, args=None):
+    """The 64-bit canonical key of a call (SPEC §2.3)."""
+    cdef _View n, a
+    if type(name) is not str:
+        name = name_str(name)
+    keep_name = _view(name, &n, False)
+    keep_args = _view(args, &a, False)
+    return _canon.canonicalize(n.data, n.size, a.data, a.size).key
+
+
+def canonical_form(args):
+    """The canonical JSON of object args, or None when they are compared as raw bytes."""
+    cdef _View a
+    cdef string out
+    keep = _view(args, &a, False)
+    if not _canon.canonical_form(a.data, a.size, out):
+        return None
+    return PyBytes_FromStringAndSize(out.data(), out.size())
+
+
+def is_path_key(str key):
+    cdef bytes b = key.encode("utf-8", "surrogatepass")
+    return c_is_path_key(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+
+def clean_path(str path):
+    cdef bytes b = path.encode("utf-8", "surrogatepass")
+    cdef string out = clean_path_string(PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+    return out.decode("utf-8", "surrogatepass")
+
+
+def xxh3_64(data):
+    """XXH3-64, seed 0: bit-identical with ``xxhash.xxh3_64_intdigest``."""
+    cdef Py_buffer buf
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        return c_xxh3_64(buf.buf, buf.len)
+    finally:
+        PyBuffer_Release(&buf)
+
+
+def xxh3_128(data):
+    """XXH3-128, seed 0: bit-identical with ``xxhash.xxh3_128_intdigest``."""
+    cdef Py_buffer buf
+    cdef Hash128 h
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        h = c_xxh3_128(buf.buf, buf.len)
+    finally:
+        PyBuffer_Release(&buf)
+    return (<object>h.high64 << 64) | h.low64
+
+
+def payload_digest(payload):
+    """The 128-bit digest no-new-state remembers (big-endian, as ``xxh3_128_digest``)."""
+    data = payload_bytes(payload)
+    if data is None:
+        return None
+    return xxh3_128(data).to_bytes(16, "big")
+
+
+# ------------------------------------------------------------------------------------------
+# Streaming token estimate
+
+
+cdef Py_ssize_t _utf8_length(object chunk) except -1:
+    cdef Py_buffer buf
+    cdef Py_ssize_t n
+    cdef int kind
+    if type(chunk) is str:
+        n = PyUnicode_GET_LENGTH(chunk)
+        if PyUnicode_IS_ASCII(chunk):
+            return n
+        kind = PyUnicode_KIND(chunk)
+        if kind == 1:
+            return utf8_length_ucs1(<const uint8_t*>PyUnicode_DATA(chunk), n)
+        if kind == 2:
+            return utf8_length_ucs2(<const uint16_t*>PyUnicode_DATA(chunk), n)
+        return utf8_length_ucs4(<const uint32_t*>PyUnicode_DATA(chunk), n)
+    if type(chunk) is bytes:
+        return PyBytes_GET_SIZE(chunk)
+    if chunk is None:
+        return 0
+    if not PyObject_CheckBuffer(chunk):
+        raise InvalidEvent(f"expected str or a bytes-like buffer, not {type(chunk).__name__}")
+    PyObject_GetBuffer(chunk, &buf, PyBUF_SIMPLE)
+    n = buf.len
+    PyBuffer_Release(&buf)
+    return n
+
+
+def utf8_length(chunk):
+    """Bytes a chunk occupies as UTF-8 (buffers: their byte length), without encoding it."""
+    return _utf8_length(chunk)
+
+
+def estimate_tokens(unsigned long long byte_count):
+    return tokens_for_bytes(byte_count)
+
+
+cdef class TokenEstimator:
+    """Counts unmeasured bytes; ``tokens`` is ceil(bytes / 3) over the total, so any chunking
+    of the same bytes gives the same count (SPEC §10.14)."""
+
+    cdef public unsigned long long bytes
+
+    def __init__(self):
+        self.bytes = 0
+
+    def feed(self, chunk):
+        """Add one chunk (str, bytes or any buffer); returns the running token estimate."""
+        self.bytes += _utf8_length(chunk)
+        return tokens_for_bytes(self.bytes)
+
+    @property
+    def tokens(self):
+        return tokens_for_bytes(self.bytes)
+
+    def reset(self):
+        self.bytes = 0

@@ -1,0 +1,90 @@
+# Declarations of the C++ core (native/*.h) for the Cython bindings in _native.pyx.
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+
+cdef extern from "hash.h" namespace "tw" nogil:
+    cdef struct Hash128:
+        uint64_t low64
+        uint64_t high64
+    uint64_t xxh3_64(const void* data, size_t length)
+    Hash128 xxh3_128(const void* data, size_t length)
+
+
+cdef extern from "canonical.h" namespace "tw" nogil:
+    cdef cppclass CanonicalCall:
+        uint64_t key
+        uint64_t rest
+        cbool is_object
+
+    cdef cppclass Canonicalizer:
+        Canonicalizer() except +
+        const CanonicalCall& canonicalize(const char* name, size_t name_len,
+                                          const char* args, size_t args_len) except +
+        cbool canonical_form(const char* args, size_t args_len, string& out) except +
+        size_t scratch_bytes()
+
+    cbool is_path_key(const char* key, size_t length)
+    string clean_path_string(const char* path, size_t length) except +
+
+
+cdef extern from "tokens.h" namespace "tw" nogil:
+    uint64_t tokens_for_bytes(uint64_t n)
+    size_t utf8_length_ucs1(const uint8_t* s, size_t n)
+    size_t utf8_length_ucs2(const uint16_t* s, size_t n)
+    size_t utf8_length_ucs4(const uint32_t* s, size_t n)
+
+
+cdef extern from "detectors.h" namespace "tw" nogil:
+    cdef cppclass RepeatDetector:
+        uint32_t run
+    cdef cppclass CycleDetector:
+        uint32_t period
+    cdef cppclass DensityDetector:
+        uint32_t count
+        uint32_t length
+        uint32_t first_age
+    cdef cppclass NameRunDetector:
+        uint32_t run
+    cdef cppclass SilenceDetector:
+        uint32_t run
+    cdef cppclass StreakDetector:
+        uint32_t run
+
+
+cdef extern from "session.h" namespace "tw" nogil:
+    cdef struct Settings:
+        uint32_t enabled
+        uint32_t repeat_threshold
+        uint32_t cycle_max_period
+        uint32_t cycle_cycles
+        uint32_t density_window
+        uint32_t density_threshold
+        int32_t density_defer_run
+        int32_t density_defer_cycle_period
+        uint32_t name_threshold
+        uint32_t failure_threshold
+        uint32_t no_op_threshold
+        uint32_t no_new_state_threshold
+        uint32_t silence_threshold
+        uint32_t digest_memory
+
+    cdef cppclass Session:
+        Session(const Settings& s) except +
+        uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash) except +
+        uint32_t observe_result(cbool failed, cbool no_op, cbool exempt, const void* payload,
+                                size_t payload_len, cbool has_payload)
+        void observe_text(cbool has_words)
+        void turn_boundary()
+        void reset()
+        size_t state_bytes()
+        RepeatDetector repeat
+        CycleDetector cycle
+        DensityDetector density
+        NameRunDetector name
+        SilenceDetector silence
+        StreakDetector failures
+        StreakDetector no_ops
+        StreakDetector stale
