@@ -160,8 +160,47 @@ bool read_hex4(const char* s, uint32_t& v) noexcept {
     return true;
 }
 
+// Byte order of UTF-8 is code-point order, as the reference sorts. Keys are short: an inline
+// loop beats a memcmp call.
+inline int compare_bytes(std::string_view a, std::string_view b) noexcept {
+    const size_t n = a.size() < b.size() ? a.size() : b.size();
+    for (size_t i = 0; i < n; ++i) {
+        const unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+        if (x != y) return x < y ? -1 : 1;
+    }
+    return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+}
+
 // Marks a top-level path value in the rest form (raw 0x01 never occurs in canonical JSON).
 constexpr char kRestPlaceholder = '\x01';
+
+// Up to 8 bytes, little-endian, zero-padded; never reads past p + n.
+inline uint64_t load_le(const char* p, size_t n) noexcept {
+    uint64_t v = 0;
+    if (n == 8) {
+        std::memcpy(&v, p, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        std::memcpy(&a, p, 4);
+        std::memcpy(&b, p + n - 4, 4);
+        v = a | (static_cast<uint64_t>(b) << (8 * (n - 4)));
+    } else {
+        for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    }
+    return v;
+}
+
+// A cheap fingerprint of a byte string (length, head, tail): picks a memo slot and rejects
+// most mismatches before the byte comparison that decides.
+inline uint64_t fingerprint(const char* p, size_t n) noexcept {
+    const uint64_t head = load_le(p, n < 8 ? n : 8);
+    const uint64_t tail = n > 8 ? load_le(p + n - 8, 8) : 0;
+    const uint64_t mid = n > 16 ? load_le(p + n / 2 - 4, 8) : 0;
+    uint64_t h = (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^
+                 (mid * 0x165667B19E3779F9ULL) ^ n;
+    h ^= h >> 29;
+    return h * 0xBF58476D1CE4E5B9ULL;
+}
 
 // Whether Go's path.Clean would change `p` (most paths are already clean: skip the rewrite).
 // Looks only at element starts: "//", a "." or ".." element, or a trailing '/'.
@@ -304,12 +343,8 @@ inline void Canonicalizer::skip_ws() noexcept {
 bool Canonicalizer::path_key(std::string_view key) noexcept {
     const size_t n = key.size();
     if (n == 0 || n > 16) return is_path_key(key.data(), n);
-    uint64_t lo = 0, hi = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const uint64_t c = static_cast<unsigned char>(key[i]);
-        if (i < 8) lo |= c << (8 * i);
-        else hi |= c << (8 * (i - 8));
-    }
+    const uint64_t lo = load_le(key.data(), n < 8 ? n : 8);
+    const uint64_t hi = n > 8 ? load_le(key.data() + 8, n - 8) : 0;
     const size_t slot = static_cast<size_t>(((lo ^ (hi * 0xC2B2AE3D27D4EB4FULL) ^ n) *
                                              0x9E3779B97F4A7C15ULL) >> 58);
     PathKeyMemo& m = path_key_memo_[slot];
@@ -327,11 +362,173 @@ bool Canonicalizer::parse(const char* args, size_t len) {
     keys_.clear();
     path_spans_.clear();
     if (members_.capacity() > kKeepScratch / sizeof(Member)) std::vector<Member>().swap(members_);
+    if (flat_object(args, len)) return true;
     skip_ws();
     if (pos_ >= end_ || in_[pos_] != '{') return false;  // not an object: raw bytes
     if (!parse_object(1)) return false;
     skip_ws();
     return pos_ == end_;
+}
+
+bool Canonicalizer::flat_object(const char* in, size_t len) {
+    struct Flat {
+        const char* key;
+        uint32_t key_len;
+        const char* value;
+        uint32_t value_len;
+        char type;  // 's' string, 'n' integer, 'l' literal
+    };
+    constexpr size_t kMax = 16;
+    Flat m[kMax];
+    size_t n = 0;
+    const auto* s = reinterpret_cast<const unsigned char*>(in);
+    const size_t end = len;
+    size_t p = 0;
+    auto ws = [&]() { while (p < end && is_ws(in[p])) ++p; };
+    // an escape-free string at p (the opening quote); false on anything else
+    auto string = [&](const char*& out, uint32_t& out_len) {
+        const size_t begin = ++p;
+        for (;;) {
+            p = scan_plain(s, p, end);
+            if (p >= end) return false;
+            const unsigned char c = s[p];
+            if (c == '"') break;
+            if (c < 0x80) return false;  // a backslash or a control character
+            const size_t k = utf8_sequence(s + p, end - p);
+            if (k == 0) return false;
+            p += k;
+        }
+        out = in + begin;
+        out_len = static_cast<uint32_t>(p - begin);
+        ++p;
+        return true;
+    };
+    ws();
+    if (p >= end || in[p] != '{') return false;
+    ++p;
+    ws();
+    if (p < end && in[p] == '}') {
+        ++p;
+    } else {
+        for (;;) {
+            if (n == kMax || p >= end || in[p] != '"') return false;
+            Flat& f = m[n];
+            if (!string(f.key, f.key_len)) return false;
+            ws();
+            if (p >= end || in[p] != ':') return false;
+            ++p;
+            ws();
+            if (p >= end) return false;
+            const char c = in[p];
+            if (c == '"') {
+                if (!string(f.value, f.value_len)) return false;
+                f.type = 's';
+            } else if (c == '-' || is_digit(static_cast<unsigned char>(c))) {
+                const size_t begin = p;
+                if (c == '-') ++p;
+                if (p >= end || !is_digit(s[p])) return false;
+                if (s[p] == '0') ++p;
+                else while (p < end && is_digit(s[p])) ++p;
+                if (p < end && (in[p] == '.' || in[p] == 'e' || in[p] == 'E')) return false;
+                f.value = in + begin;
+                f.value_len = static_cast<uint32_t>(p - begin);
+                f.type = 'n';
+            } else {
+                const size_t k = c == 'f' ? 5 : 4;
+                const char* word = c == 't' ? "true" : c == 'f' ? "false" : c == 'n' ? "null" : nullptr;
+                if (word == nullptr || end - p < k || std::memcmp(in + p, word, k) != 0) return false;
+                f.value = in + p;
+                f.value_len = static_cast<uint32_t>(k);
+                f.type = 'l';
+                p += k;
+            }
+            ++n;
+            ws();
+            if (p >= end) return false;
+            if (in[p] == ',') { ++p; ws(); continue; }
+            if (in[p] == '}') { ++p; break; }
+            return false;
+        }
+    }
+    ws();
+    if (p != end) return false;
+    // Sort by key (stable insertion sort), keeping the last of duplicate keys (SPEC §10.9).
+    uint8_t order[kMax];
+    size_t bound = 2;
+    for (size_t i = 0; i < n; ++i) {
+        order[i] = static_cast<uint8_t>(i);
+        bound += m[i].key_len + m[i].value_len + 5;  // quotes, colon, comma, one exponent digit
+    }
+    auto key = [&](uint8_t i) { return std::string_view(m[i].key, m[i].key_len); };
+    for (size_t i = 1; i < n; ++i) {
+        const uint8_t x = order[i];
+        size_t j = i;
+        while (j > 0 && compare_bytes(key(x), key(order[j - 1])) < 0) { order[j] = order[j - 1]; --j; }
+        order[j] = x;
+    }
+    // Write the canonical form straight from the input spans.
+    char* w = out_.extend(bound + 8);
+    char* const base = w - out_.size();
+    *w++ = '{';
+    bool first = true;
+    for (size_t k = 0; k < n; ++k) {
+        if (k + 1 < n && compare_bytes(key(order[k]), key(order[k + 1])) == 0) continue;
+        const Flat& f = m[order[k]];
+        if (!first) *w++ = ',';
+        first = false;
+        *w++ = '"';
+        std::memcpy(w, f.key, f.key_len);
+        w += f.key_len;
+        *w++ = '"';
+        *w++ = ':';
+        if (f.type == 's') {
+            const size_t value_start = static_cast<size_t>(w - base);
+            *w++ = '"';
+            const bool path = path_key(std::string_view(f.key, f.key_len));
+            if (path && needs_cleaning(f.value, f.value_len)) {
+                cleaned_.clear();
+                clean_path(f.value, f.value_len, cleaned_);
+                std::memcpy(w, cleaned_.data(), cleaned_.size());
+                w += cleaned_.size();
+            } else {
+                std::memcpy(w, f.value, f.value_len);
+                w += f.value_len;
+            }
+            *w++ = '"';
+            if (path)  // the repeat relation suffix-matches top-level path strings
+                path_spans_.emplace_back(static_cast<uint32_t>(value_start),
+                                         static_cast<uint32_t>(static_cast<size_t>(w - base) - value_start));
+        } else if (f.type == 'n') {
+            // an integer: -0 is 0; trailing zeros become the exponent
+            const char* d = f.value;
+            size_t dl = f.value_len;
+            const bool negative = *d == '-';
+            if (negative) { ++d; --dl; }
+            size_t last = dl;
+            while (last > 0 && d[last - 1] == '0') --last;
+            if (last == 0) {
+                *w++ = '0';
+            } else {
+                if (negative) *w++ = '-';
+                std::memcpy(w, d, last);
+                w += last;
+                const size_t zeros = dl - last;
+                if (zeros) {
+                    *w++ = 'e';
+                    char digits[20];
+                    size_t nd = 0;
+                    for (size_t z = zeros; z; z /= 10) digits[nd++] = static_cast<char>('0' + z % 10);
+                    while (nd) *w++ = digits[--nd];
+                }
+            }
+        } else {
+            std::memcpy(w, f.value, f.value_len);
+            w += f.value_len;
+        }
+    }
+    *w++ = '}';
+    out_.commit(w);
+    return true;
 }
 
 bool Canonicalizer::read_string(Buffer& decoded, std::string_view& out, bool& plain,
@@ -594,18 +791,6 @@ std::string_view Canonicalizer::key_of(const Member& m) const noexcept {
                           : keys_.view(m.key_off, m.key_len);
 }
 
-namespace {
-// Byte order of UTF-8 is code-point order, as the reference sorts. Keys are short: an inline
-// loop beats a memcmp call.
-inline int compare_bytes(std::string_view a, std::string_view b) noexcept {
-    const size_t n = a.size() < b.size() ? a.size() : b.size();
-    for (size_t i = 0; i < n; ++i) {
-        const unsigned char x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
-        if (x != y) return x < y ? -1 : 1;
-    }
-    return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
-}
-}  // namespace
 
 bool Canonicalizer::parse_object(int depth) {
     if (depth > kMaxDepth) return false;
@@ -723,21 +908,22 @@ const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_l
     out_.put('\0');
     const size_t prefix = out_.size();
     CallMemo* memo = nullptr;
-    uint64_t raw_hash = 0;
+    uint64_t fp = 0;
     if (prefix + args_len <= kMemoMaxBytes) {
         out_.put(args, args_len);
-        raw_hash = xxh3_64(out_.data(), out_.size());
+        fp = fingerprint(out_.data(), out_.size());
         if (!memo_) memo_.reset(new CallMemo[kMemoSlots]);
-        memo = &memo_[raw_hash % kMemoSlots];
-        if (memo->raw_hash == raw_hash && memo->raw.size() == out_.size() &&
-            std::memcmp(memo->raw.data(), out_.data(), out_.size()) == 0) {
+        static_assert(kMemoSlots == 64, "the slot is the fingerprint's top 6 bits");
+        memo = &memo_[fp >> 58];
+        if (memo->fingerprint == fp && memo->raw_len == out_.size() &&
+            std::memcmp(memo->raw, out_.data(), out_.size()) == 0) {
             c.key = memo->key;
             c.rest = memo->rest;
             c.is_object = memo->is_object;
-            uint32_t begin = 0;
-            for (uint32_t e : memo->ends) {
-                c.paths.emplace_back(memo->paths.data() + begin, e - begin);
-                begin = e;
+            uint16_t begin = 0;
+            for (uint32_t i = 0; i < memo->npaths; ++i) {
+                c.paths.emplace_back(memo->paths + begin, memo->ends[i] - begin);
+                begin = memo->ends[i];
             }
             return c;
         }
@@ -746,7 +932,7 @@ const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_l
     if (!parse(args, args_len)) {
         out_.truncate(prefix);
         out_.put(args, args_len);
-        c.key = c.rest = memo ? raw_hash : xxh3_64(out_.data(), out_.size());
+        c.key = c.rest = xxh3_64(out_.data(), out_.size());
         c.is_object = false;
     } else {
         c.is_object = true;
@@ -766,20 +952,26 @@ const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_l
             c.rest = xxh3_64(rest_.data(), rest_.size());
         }
     }
-    if (memo) {
-        memo->raw_hash = raw_hash;
-        memo->raw.assign(name, name_len);
-        memo->raw.push_back('\0');
-        memo->raw.append(args, args_len);
+    size_t path_bytes = 0;
+    for (std::string_view p : c.paths) path_bytes += p.size();
+    if (memo && c.paths.size() <= kMemoMaxPaths && path_bytes <= sizeof(memo->paths)) {
+        memo->fingerprint = fp;
+        memo->raw_len = static_cast<uint32_t>(prefix + args_len);
+        std::memcpy(memo->raw, name, name_len);
+        memo->raw[name_len] = '\0';
+        std::memcpy(memo->raw + prefix, args, args_len);
         memo->key = c.key;
         memo->rest = c.rest;
         memo->is_object = c.is_object;
-        memo->paths.clear();
-        memo->ends.clear();
-        for (std::string_view p : c.paths) {
-            memo->paths.append(p);
-            memo->ends.push_back(static_cast<uint32_t>(memo->paths.size()));
+        uint16_t end = 0;
+        memo->npaths = static_cast<uint32_t>(c.paths.size());
+        for (size_t i = 0; i < c.paths.size(); ++i) {
+            std::memcpy(memo->paths + end, c.paths[i].data(), c.paths[i].size());
+            end = static_cast<uint16_t>(end + c.paths[i].size());
+            memo->ends[i] = end;
         }
+    } else if (memo) {
+        memo->raw_len = 0;  // too many (escaped) path bytes to keep: forget the slot
     }
     return c;
 }
@@ -796,7 +988,7 @@ size_t Canonicalizer::scratch_bytes() const noexcept {
     return out_.capacity() + rest_.capacity() + keys_.capacity() + strings_.capacity() +
            cleaned_.capacity() + moved_.capacity() + members_.capacity() * sizeof(Member) +
            path_spans_.capacity() * 8 + call_.paths.capacity() * 16 + sizeof(*this) +
-           (memo_ ? kMemoSlots * (sizeof(CallMemo) + kMemoMaxBytes) : 0);
+           (memo_ ? kMemoSlots * sizeof(CallMemo) : 0);
 }
 
 }  // namespace tw

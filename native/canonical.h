@@ -51,6 +51,12 @@ public:
         size_ += n;
     }
     void put(std::string_view s) { put(s.data(), s.size()); }
+    // Room for n more bytes; write through the pointer, then commit() the new end.
+    char* extend(size_t n) {
+        if (size_ + n > cap_) grow(size_ + n);
+        return p_.get() + size_;
+    }
+    void commit(const char* end) noexcept { size_ = static_cast<size_t>(end - p_.get()); }
     // '"' + s + '"' with one bounds check: most strings need no escaping.
     void put_quoted(const char* s, size_t n) {
         if (size_ + n + 2 > cap_) grow(size_ + n + 2);
@@ -125,6 +131,9 @@ private:
     };
 
     bool parse(const char* args, size_t len);
+    // The common shape in one tight pass: a flat object of escape-free strings, integers and
+    // literals. Returns false, having written nothing, for anything else.
+    bool flat_object(const char* args, size_t len);
     bool parse_value(int depth, Context ctx);
     bool parse_object(int depth);
     bool parse_array(int depth, bool clean_strings);
@@ -162,14 +171,18 @@ private:
     PathKeyMemo path_key_memo_[64];
 
     // Looping agents repeat byte-identical calls: remember the last calls' results, found by
-    // a hash of the raw name + args and confirmed by comparing the bytes.
+    // a cheap fingerprint of the raw name + args and confirmed by comparing the bytes. Fixed
+    // arrays, so storing one is a few memcpys.
+    static constexpr size_t kMemoMaxPaths = 8;
     struct CallMemo {
-        uint64_t raw_hash = 0;
-        std::string raw;  // name + 0x00 + args, as given
+        uint64_t fingerprint = 0;
+        uint32_t raw_len = 0;
+        uint32_t npaths = 0;
         uint64_t key = 0, rest = 0;
         bool is_object = false;
-        std::string paths;           // the top-level path spellings, concatenated
-        std::vector<uint32_t> ends;  // where each one ends
+        char raw[kMemoMaxBytes];            // name + 0x00 + args, as given
+        char paths[kMemoMaxBytes];          // the top-level path spellings, concatenated
+        uint16_t ends[kMemoMaxPaths];       // where each one ends
     };
     std::unique_ptr<CallMemo[]> memo_;
 };

@@ -1,5 +1,7 @@
 #include "detectors.h"
 
+#include "hash.h"
+
 namespace tw {
 
 CallHistory::CallHistory(uint32_t capacity)
@@ -34,6 +36,9 @@ bool RepeatDetector::observe(const CanonicalCall& c, bool& fired) {
         ++run;
         if (longer) {
             // the run's longest spelling grows (SPEC §2.3 run consistency)
+            // double buffers shared by the thread's sessions: growing allocates nothing
+            thread_local std::string scratch;
+            thread_local std::vector<uint32_t> scratch_ends;
             scratch.clear();
             scratch_ends.clear();
             for (size_t i = 0; i < c.paths.size(); ++i) {
@@ -79,15 +84,16 @@ bool CycleDetector::observe(const CallHistory& h) noexcept {
                 if (a != b) { if (a < b) best = r; break; }
             }
         }
-        bool same = fingerprint_len == p;
-        for (uint32_t k = 0; same && k < p; ++k) same = fingerprint[k] == block[(best + k) % p];
-        if (same) return false;
-        for (uint32_t k = 0; k < p; ++k) fingerprint[k] = block[(best + k) % p];
-        fingerprint_len = p;
+        uint64_t rotated[kMaxPeriod];
+        for (uint32_t k = 0; k < p; ++k) rotated[k] = block[(best + k) % p];
+        const uint64_t fp = xxh3_64(rotated, p * sizeof(uint64_t));
+        if (!armed && fp == fingerprint) return false;
+        fingerprint = fp;
+        armed = false;
         period = p;
         return true;
     }
-    fingerprint_len = 0;  // any call that breaks the pattern re-arms
+    armed = true;  // any call that breaks the pattern re-arms
     return false;
 }
 

@@ -53,8 +53,6 @@ struct RepeatDetector {
     // ends[i] is where slot i ends.
     std::string longest;
     std::vector<uint32_t> ends;
-    std::string scratch;  // double buffers for growing the spellings without allocating
-    std::vector<uint32_t> scratch_ends;
 
     RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
     // Returns whether the call joined the current run; sets `fired`.
@@ -74,13 +72,15 @@ struct CycleDetector {
     static constexpr uint32_t kMaxPeriod = 16;
     uint32_t max_period;
     uint32_t cycles;
-    uint64_t fingerprint[kMaxPeriod] = {};
-    uint32_t fingerprint_len = 0;  // 0: armed
+    // XXH3 of the reported pattern's smallest rotation (a collision among the few patterns
+    // of one session is as negligible as one among its canonical keys).
+    uint64_t fingerprint = 0;
+    bool armed = true;
     uint32_t period = 0;
 
     CycleDetector(uint32_t max_period_, uint32_t cycles_) : max_period(max_period_), cycles(cycles_) {}
     bool observe(const CallHistory& h) noexcept;
-    void reset() noexcept { fingerprint_len = 0; period = 0; }
+    void reset() noexcept { armed = true; period = 0; }
 };
 
 // dominant-tool-call: one canonical call is `threshold` of the last `window` calls.

@@ -7,11 +7,11 @@
 namespace tw {
 
 DigestLRU::DigestLRU(uint32_t capacity)
-    : digests_(new Hash128[capacity]), stamps_(new uint32_t[capacity]), capacity_(capacity) {}
+    : digests_(new Hash128[capacity]), stamps_(new uint16_t[capacity]), capacity_(capacity) {}
 
 bool DigestLRU::seen_before(const Hash128& d) noexcept {
-    if (tick_ == UINT32_MAX) renumber();
-    const uint32_t now = ++tick_;
+    if (tick_ == UINT16_MAX) renumber();
+    const uint16_t now = ++tick_;
     // A linear scan: 64 slots of 16 bytes is a few cache lines, cheaper than any hash table.
     for (uint32_t i = 0; i < size_; ++i) {
         if (digests_[i].low64 == d.low64 && digests_[i].high64 == d.high64) {
@@ -33,13 +33,13 @@ bool DigestLRU::seen_before(const Hash128& d) noexcept {
 }
 
 void DigestLRU::renumber() noexcept {
-    // Rank the stamps 1..size in their current order (once per 4 billion lookups).
+    // Rank the stamps 1..size in their current order (once per 65,535 lookups; size <= 1024).
     std::vector<uint32_t> order(size_);
     std::iota(order.begin(), order.end(), 0u);
     std::sort(order.begin(), order.end(),
               [this](uint32_t a, uint32_t b) { return stamps_[a] < stamps_[b]; });
-    for (uint32_t rank = 0; rank < size_; ++rank) stamps_[order[rank]] = rank + 1;
-    tick_ = size_;
+    for (uint32_t rank = 0; rank < size_; ++rank) stamps_[order[rank]] = static_cast<uint16_t>(rank + 1);
+    tick_ = static_cast<uint16_t>(size_);
 }
 
 }  // namespace tw

@@ -80,8 +80,7 @@ void Session::reset() noexcept {
 
 size_t Session::state_bytes() const noexcept {
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
-           repeat.longest.capacity() + repeat.scratch.capacity() +
-           (repeat.ends.capacity() + repeat.scratch_ends.capacity()) * sizeof(uint32_t);
+           repeat.longest.capacity() + repeat.ends.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace tw

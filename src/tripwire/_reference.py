@@ -231,7 +231,10 @@ def canonical_form(args: Any) -> bytes | None:
     parsed = _parse_object(args_bytes(args))
     if parsed is None:
         return None
-    return _canonical(parsed, 1).encode("utf-8")
+    try:
+        return _canonical(parsed, 1).encode("utf-8")
+    except (_Invalid, UnicodeEncodeError):
+        return None  # too deep, or a lone surrogate escape
 
 
 def _parse_object(raw: bytes) -> dict | None:

@@ -1,0 +1,61 @@
+"""The benchmark workload: a realistic, deterministic mix of tool calls and results.
+
+Modelled on the reference Go implementation's benchmark trace (reference §14): 70% fresh
+read_file / grep / bash calls with path-keyed JSON args (about 80 bytes), 30% repeats of one of
+the last 8 calls, a tenth of those re-spelled with ``./``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+
+CALLS = 4000  # one benchmark round; the args stay cache-resident like a harness's fresh strings
+
+
+def call_mix(n: int = CALLS, seed: int = 7) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    calls: list[tuple[str, str]] = []
+    recent: list[tuple[str, dict]] = []
+    for i in range(n):
+        if recent and rng.random() < 0.30:
+            name, args = rng.choice(recent[-8:])
+            if rng.random() < 0.10 and "path" in args:
+                args = {**args, "path": "./" + args["path"]}
+        else:
+            kind = rng.random()
+            pkg = f"pkg{rng.randrange(40)}"
+            if kind < 0.4:
+                name, args = "read_file", {"path": f"src/tripwire/{pkg}/module_{i}.py",
+                                           "offset": rng.randrange(400), "limit": 200}
+            elif kind < 0.7:
+                name, args = "grep", {"pattern": f"def handle_{i}", "path": f"src/{pkg}",
+                                      "glob": "*.py"}
+            else:
+                name, args = "bash", {"command": f"pytest tests/test_{pkg}.py -k case_{i} -q",
+                                      "cwd": "/workspace"}
+            recent.append((name, args))
+        calls.append((name, json.dumps(args)))
+    return calls
+
+
+def payload(size: int, seed: int = 3) -> str:
+    rng = random.Random(seed)
+    line = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789 _-:/{}") for _ in range(79))
+    return ((line + "\n") * (size // 80 + 1))[:size]
+
+
+def results(size: int, n: int = CALLS) -> list[tuple[str, str]]:
+    """Distinct payloads of `size` bytes (each result is new information)."""
+    base = payload(size)
+    return [("read_file", f"{i:08d}" + base[8:]) for i in range(n)]
+
+
+def mean_args_bytes(calls: list[tuple[str, str]]) -> float:
+    return sum(len(a) for _, a in calls) / len(calls)
+
+
+def run_calls(observe: Callable[[str, str], object], calls: list[tuple[str, str]]) -> None:
+    for name, args in calls:
+        observe(name, args)

@@ -1,0 +1,236 @@
+"""The event model and its on-disk interchange format (SPEC §0).
+
+One event per JSON Lines line, ``{"type": "call", ...}``. Parsing is strict and typed: a line
+that is not a JSON object, has an unknown ``type`` or a field of the wrong type raises
+``InvalidEvent`` naming the field; nothing is guessed. (``"kind"`` is accepted as a synonym of
+``"type"``, the spelling of ``../shared/conformance``.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from .errors import InvalidEvent
+
+__all__ = [
+    "Call",
+    "Result",
+    "Text",
+    "Usage",
+    "TurnStart",
+    "TurnEnd",
+    "Reset",
+    "Event",
+    "parse_event",
+    "read_events",
+    "EVENT_TYPES",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """The model asked for a tool call. ``args``: JSON text as produced, or a decoded value."""
+
+    name: str
+    args: Any = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A tool answered. ``error``: False/None, or the error text (True: an error without text)."""
+
+    name: str | None = None
+    id: str | None = None
+    error: Any = None
+    no_op: bool = False
+    payload: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """The agent's own words (not tool output, injected messages or private reasoning)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One model call's provider-reported usage."""
+
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """An operator reset."""
+
+    guardrail: str = "all"
+    additional_budget_usd: float = 0.0
+
+
+Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]
+
+GUARDRAILS = ("watchdog", "cost_ceiling", "all")
+
+
+def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
+           nullable: bool = True) -> Any:
+    if name not in obj or (obj[name] is None and nullable and not required):
+        if required:
+            raise InvalidEvent(f"{obj.get('type', 'event')} event needs a {name!r} field")
+        return None
+    value = obj[name]
+    if isinstance(value, bool) and bool not in types:
+        raise InvalidEvent(f"field {name!r} must be {_names(types)}, not a boolean")
+    if not isinstance(value, types):
+        raise InvalidEvent(f"field {name!r} must be {_names(types)}, not {type(value).__name__}")
+    return value
+
+
+def _names(types: tuple[type, ...]) -> str:
+    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+                        dict: "an object", list: "an array"}.get(t, t.__name__) for t in types)
+
+
+def _count(obj: dict[str, Any], name: str) -> int | None:
+    value = _field(obj, name, (int,))
+    if value is not None and value < 0:
+        raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
+    return value
+
+
+def _usd(obj: dict[str, Any], name: str) -> float | None:
+    value = _field(obj, name, (int, float))
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise InvalidEvent(f"field {name!r} must be a finite number, not {value}")
+    if value < 0:
+        raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
+    return float(value)
+
+
+def _call(o: dict[str, Any]) -> Call:
+    name = _field(o, "name", (str,), required=True)
+    if "args" in o and not isinstance(o["args"], (str, dict, list, int, float, bool, type(None))):
+        raise InvalidEvent("field 'args' must be JSON text or a JSON value")
+    return Call(name, o.get("args"), _field(o, "id", (str,)))
+
+
+def _result(o: dict[str, Any]) -> Result:
+    name = _field(o, "name", (str,))
+    ident = _field(o, "id", (str,))
+    error = o.get("error")
+    if not isinstance(error, (str, bool, type(None), dict, list, int, float)):
+        raise InvalidEvent("field 'error' must be false, true or the error text")
+    no_op = o.get("no_op", False)
+    if not isinstance(no_op, bool):
+        raise InvalidEvent(f"field 'no_op' must be a boolean, not {type(no_op).__name__}")
+    return Result(name, ident, error, no_op, o.get("payload"))
+
+
+def _text(o: dict[str, Any]) -> Text:
+    return Text(_field(o, "text", (str,), required=True))
+
+
+def _usage(o: dict[str, Any]) -> Usage:
+    return Usage(
+        _field(o, "model", (str,)),
+        _count(o, "input_tokens"),
+        _count(o, "output_tokens"),
+        _usd(o, "cost_usd"),
+    )
+
+
+def _reset(o: dict[str, Any]) -> Reset:
+    guardrail = _field(o, "guardrail", (str,)) or "all"
+    guardrail = guardrail.strip().lower()
+    if guardrail not in GUARDRAILS:
+        raise InvalidEvent(f"field 'guardrail' must be one of {', '.join(GUARDRAILS)}, not {guardrail!r}")
+    budget = _usd(o, "additional_budget_usd") or 0.0
+    return Reset(guardrail, budget)
+
+
+_PARSERS = {
+    "call": _call,
+    "result": _result,
+    "text": _text,
+    "usage": _usage,
+    "turn_start": lambda o: TurnStart(),
+    "turn_end": lambda o: TurnEnd(),
+    "reset": _reset,
+}
+EVENT_TYPES = tuple(_PARSERS)
+
+
+def parse_event(value: Any) -> Event:
+    """One decoded JSON value -> a typed event, or ``InvalidEvent``."""
+    if not isinstance(value, dict):
+        raise InvalidEvent(f"an event must be a JSON object, not {type(value).__name__}")
+    kind = value.get("type", value.get("kind"))
+    if not isinstance(kind, str):
+        raise InvalidEvent("an event needs a string 'type' field")
+    parser = _PARSERS.get(kind)
+    if parser is None:
+        raise InvalidEvent(f"unknown event type {kind!r} (known: {', '.join(EVENT_TYPES)})")
+    return parser(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One non-blank line of an event file: its 0-based event index and 1-based line number."""
+
+    index: int
+    number: int
+    event: Event | None
+    error: InvalidEvent | None = None
+
+
+def read_events(path: str | Path) -> Iterator[Line]:
+    """Lines of an interchange file, decoded; invalid ones carry their error instead.
+
+    Blank lines are skipped and are not events; every other line, valid or not, takes the next
+    event index, so indices do not shift when invalid lines are skipped.
+    """
+    path = Path(path)
+    index = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InvalidEvent(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise InvalidEvent(f"not JSON ({exc.msg} at column {exc.colno})") from None
+                except RecursionError:
+                    raise InvalidEvent("not JSON (nested too deeply)") from None
+                event = parse_event(value)
+            except InvalidEvent as exc:
+                yield Line(index, number, None, InvalidEvent(exc.message, source=str(path), line=number))
+            else:
+                yield Line(index, number, event)
+            index += 1
