@@ -7,9 +7,9 @@ figures and prints the ratios. Group names pair what is compared.
 from __future__ import annotations
 
 import pytest
-
 import workload
 from naive import NaiveWatchdog
+
 from tripwire import Watchdog
 
 CALLS = workload.call_mix()
@@ -37,7 +37,9 @@ def test_observe_call(benchmark, impl: str) -> None:
 @pytest.mark.parametrize("impl", ["native", "python", "naive"])
 def test_observe_result_100b(benchmark, impl: str) -> None:
     wd = NaiveWatchdog() if impl == "naive" else Watchdog(implementation=impl)
-    observe = wd.observe_result if impl == "naive" else (lambda n, p: wd.observe_result(n, payload=p))
+    observe = (
+        wd.observe_result if impl == "naive" else (lambda n, p: wd.observe_result(n, payload=p))
+    )
     _per_round(benchmark, len(RESULTS_100))
     benchmark(workload.run_calls, observe, RESULTS_100)
 
@@ -46,7 +48,9 @@ def test_observe_result_100b(benchmark, impl: str) -> None:
 @pytest.mark.parametrize("impl", ["native", "python", "naive"])
 def test_observe_result_4k(benchmark, impl: str) -> None:
     wd = NaiveWatchdog() if impl == "naive" else Watchdog(implementation=impl)
-    observe = wd.observe_result if impl == "naive" else (lambda n, p: wd.observe_result(n, payload=p))
+    observe = (
+        wd.observe_result if impl == "naive" else (lambda n, p: wd.observe_result(n, payload=p))
+    )
     _per_round(benchmark, len(RESULTS_4K))
     benchmark(workload.run_calls, observe, RESULTS_4K)
 
@@ -67,7 +71,7 @@ def test_token_estimate_1mib(benchmark, impl: str, kind: str) -> None:
             est.feed(MIB_BYTES)
         else:  # the streaming case: 16 chunks of 64 KiB
             for i in range(0, len(MIB), 1 << 16):
-                est.feed(MIB[i:i + (1 << 16)])
+                est.feed(MIB[i : i + (1 << 16)])
         return est.tokens
 
     benchmark.extra_info["bytes_per_round"] = 1 << 20

@@ -27,14 +27,24 @@ def call_mix(n: int = CALLS, seed: int = 7) -> list[tuple[str, str]]:
             kind = rng.random()
             pkg = f"pkg{rng.randrange(40)}"
             if kind < 0.4:
-                name, args = "read_file", {"path": f"src/tripwire/{pkg}/module_{i}.py",
-                                           "offset": rng.randrange(400), "limit": 200}
+                name, args = (
+                    "read_file",
+                    {
+                        "path": f"src/tripwire/{pkg}/module_{i}.py",
+                        "offset": rng.randrange(400),
+                        "limit": 200,
+                    },
+                )
             elif kind < 0.7:
-                name, args = "grep", {"pattern": f"def handle_{i}", "path": f"src/{pkg}",
-                                      "glob": "*.py"}
+                name, args = (
+                    "grep",
+                    {"pattern": f"def handle_{i}", "path": f"src/{pkg}", "glob": "*.py"},
+                )
             else:
-                name, args = "bash", {"command": f"pytest tests/test_{pkg}.py -k case_{i} -q",
-                                      "cwd": "/workspace"}
+                name, args = (
+                    "bash",
+                    {"command": f"pytest tests/test_{pkg}.py -k case_{i} -q", "cwd": "/workspace"},
+                )
             recent.append((name, args))
         calls.append((name, json.dumps(args)))
     return calls

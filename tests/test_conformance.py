@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 import pytest
-
 from conftest import CONFORMANCE, feed, need_shared, read_jsonl
+
 from tripwire import Watchdog, WatchdogConfig
 from tripwire.signals import SIGNAL_IDS
 
@@ -25,7 +25,8 @@ PAIRS = read_jsonl(CONFORMANCE / "canonical-pairs.jsonl")
 # passes, the implementation has drifted from SPEC) with the reason.
 DIRNAME = (
     "contradicts SPEC §2.1, whose fixed list of path words names `dirname` explicitly "
-    "(beside filename, filepath, pathname, foldername); the line calls it 'one word, not in the list'"
+    "(beside filename, filepath, pathname, foldername); the line calls it "
+    "'one word, not in the list'"
 )
 KNOWN_WRONG_VECTORS = {"tw-pathkey-dirname-is-not-a-path": DIRNAME}
 KNOWN_WRONG_PAIRS = {'{"dirname":"./a"}': DIRNAME}
@@ -66,7 +67,7 @@ def test_reference_vector(vector: dict[str, Any], implementation: str) -> None:
     assert [(a.event, a.signal, a.severity) for a in got] == [
         (e["after_event"], e["signal"], e["severity"]) for e in expected
     ]
-    for alert, exp in zip(got, expected):
+    for alert, exp in zip(got, expected, strict=True):
         if "scope" in exp:
             assert alert.scope == exp["scope"]
         check_texts(alert, exp)

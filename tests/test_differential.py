@@ -8,6 +8,7 @@ difference is a bug in the core (or in the reference's reading of SPEC.md).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -61,9 +62,33 @@ def test_xxh3_at_block_boundaries() -> None:
 # Canonical forms
 
 KEYS = [
-    "path", "file_path", "filePath", "paths", "dirs", "cwd", "root", "src", "dst", "target",
-    "pattern", "command", "limit", "opts", "q", "url", "profile", "folder_id", "HTTPSPath",
-    "file1", "user_name", "edits", "notebookPath", "a", "b", "\u00e9", "p\u00e4th",
+    "path",
+    "file_path",
+    "filePath",
+    "paths",
+    "dirs",
+    "cwd",
+    "root",
+    "src",
+    "dst",
+    "target",
+    "pattern",
+    "command",
+    "limit",
+    "opts",
+    "q",
+    "url",
+    "profile",
+    "folder_id",
+    "HTTPSPath",
+    "file1",
+    "user_name",
+    "edits",
+    "notebookPath",
+    "a",
+    "b",
+    "\u00e9",
+    "p\u00e4th",
 ]
 PATHISH = st.text(alphabet="./a~\\b", max_size=10) | st.sampled_from(
     ["main.go", "./main.go", "/w/main.go", "dir/../main.go", "a//b/", "/../x", "..", ".", ""]
@@ -84,11 +109,18 @@ def _number_spellings(value: int, exponent: int) -> list[str]:
     return spellings
 
 
-numbers = st.builds(lambda v, e, i: (v, e, i), st.integers(-10**20, 10**20), st.integers(-8, 8),
-                    st.integers(0, 3))
-scalars = st.one_of(
-    st.none(), st.booleans(), numbers, PATHISH, st.text(max_size=12),
+numbers = st.builds(
+    lambda v, e, i: (v, e, i), st.integers(-(10**20), 10**20), st.integers(-8, 8), st.integers(0, 3)
 )
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    numbers,
+    PATHISH,
+    st.text(max_size=12),
+)
+
+
 class Obj(list):
     """A JSON object as its (key, value) members in writing order (duplicates allowed)."""
 
@@ -97,7 +129,9 @@ json_values = st.recursive(
     scalars,
     lambda children: st.one_of(
         st.lists(children, max_size=4),
-        st.lists(st.tuples(st.sampled_from(KEYS) | st.text(max_size=6), children), max_size=5).map(Obj),
+        st.lists(st.tuples(st.sampled_from(KEYS) | st.text(max_size=6), children), max_size=5).map(
+            Obj
+        ),
     ),
     max_leaves=12,
 )
@@ -147,7 +181,9 @@ def json_args(draw: st.DrawFn) -> str:
     mutation = draw(st.integers(0, 9))
     if mutation == 0 and text:  # break it: invalid JSON is compared as raw bytes
         i = draw(st.integers(0, len(text) - 1))
-        text = text[:i] + draw(st.sampled_from(["", "}", "\\", '"', "\x01", "\ud800"])) + text[i + 1:]
+        text = (
+            text[:i] + draw(st.sampled_from(["", "}", "\\", '"', "\x01", "\ud800"])) + text[i + 1 :]
+        )
     return text
 
 
@@ -195,11 +231,24 @@ def test_path_cleaning_agrees(path: str) -> None:
 
 NAMES = ["read_file", "grep", "bash", "mark_task_done", "wait_and_verify", ""]
 ARG_POOL = [
-    '{"path":"main.go"}', '{"path":"./main.go"}', '{"path":"/w/main.go"}', '{"path":"a/main.go"}',
-    '{"path":"b/main.go"}', '{ "path" : "dir/../main.go" }', '{"path":"x.go","limit":5}',
-    '{"limit":5.0,"path":"x.go"}', '{"pattern":"TODO"}', '{"pattern":"\\u0054ODO"}',
-    '{"command":"ls"}', "{}", "", "not json", "[1,2]", '{"src":"a","dst":"/v/b"}',
-    '{"src":"/w/a","dst":"b"}', '{"q":"\u20ac\u20ac"}',
+    '{"path":"main.go"}',
+    '{"path":"./main.go"}',
+    '{"path":"/w/main.go"}',
+    '{"path":"a/main.go"}',
+    '{"path":"b/main.go"}',
+    '{ "path" : "dir/../main.go" }',
+    '{"path":"x.go","limit":5}',
+    '{"limit":5.0,"path":"x.go"}',
+    '{"pattern":"TODO"}',
+    '{"pattern":"\\u0054ODO"}',
+    '{"command":"ls"}',
+    "{}",
+    "",
+    "not json",
+    "[1,2]",
+    '{"src":"a","dst":"/v/b"}',
+    '{"src":"/w/a","dst":"b"}',
+    '{"q":"\u20ac\u20ac"}',
 ]
 PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]}, "x" * 300]
 
@@ -208,21 +257,33 @@ PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]},
 def events(draw: st.DrawFn) -> list[tuple]:
     out: list[tuple] = []
     for _ in range(draw(st.integers(1, 60))):
-        kind = draw(st.sampled_from(["call"] * 6 + ["repeat", "cycle", "result", "result",
-                                                   "text", "turn_end", "reset"]))
+        kind = draw(
+            st.sampled_from(
+                ["call"] * 6 + ["repeat", "cycle", "result", "result", "text", "turn_end", "reset"]
+            )
+        )
         if kind == "call":
             out.append(("call", draw(st.sampled_from(NAMES)), draw(st.sampled_from(ARG_POOL))))
         elif kind == "repeat" and any(e[0] == "call" for e in out):
             last = [e for e in out if e[0] == "call"][-1]
             out.extend([last] * draw(st.integers(1, 6)))
         elif kind == "cycle":
-            block = [("call", draw(st.sampled_from(NAMES)), draw(st.sampled_from(ARG_POOL)))
-                     for _ in range(draw(st.integers(2, 4)))]
+            block = [
+                ("call", draw(st.sampled_from(NAMES)), draw(st.sampled_from(ARG_POOL)))
+                for _ in range(draw(st.integers(2, 4)))
+            ]
             out.extend(block * draw(st.integers(2, 4)))
         elif kind == "result":
             error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied"]))
-            out.append(("result", draw(st.sampled_from(NAMES)), error, draw(st.booleans()),
-                        draw(st.sampled_from(PAYLOADS))))
+            out.append(
+                (
+                    "result",
+                    draw(st.sampled_from(NAMES)),
+                    error,
+                    draw(st.booleans()),
+                    draw(st.sampled_from(PAYLOADS)),
+                )
+            )
         elif kind == "text":
             out.append(("text", draw(st.sampled_from(["", "  \n", "\u3000", "Found it.", "ok"]))))
         elif kind in ("turn_end", "reset"):
@@ -235,8 +296,10 @@ def configs(draw: st.DrawFn) -> WatchdogConfig:
     window = draw(st.integers(1, 14))
     knobs = {
         "repeated-tool-call": {"threshold": draw(st.integers(0, 6))},
-        "alternating-tool-cycle": {"max_period": draw(st.integers(0, 4)),
-                                   "cycles": draw(st.integers(0, 3))},
+        "alternating-tool-cycle": {
+            "max_period": draw(st.integers(0, 4)),
+            "cycles": draw(st.integers(0, 3)),
+        },
         "dominant-tool-call": {
             "window": window,
             "threshold": draw(st.integers(0, 14)),
@@ -266,8 +329,10 @@ def _replay(watchdog: Watchdog, trace: list[tuple]) -> list[tuple]:
             alerts = watchdog.end_turn()
         else:
             alerts = watchdog.reset()
-        seen.extend((a.signal, a.severity, a.scope, a.reason, a.guidance, a.event, a.tool, a.count)
-                    for a in alerts)
+        seen.extend(
+            (a.signal, a.severity, a.scope, a.reason, a.guidance, a.event, a.tool, a.count)
+            for a in alerts
+        )
     return seen
 
 
@@ -277,8 +342,15 @@ def test_random_traces_raise_identical_alerts(trace: list[tuple], config: Watchd
     fast = Watchdog(config, implementation="native")
     spec = Watchdog(config, implementation="python")
     assert _replay(fast, trace) == _replay(spec, trace)
-    for attr in ("repeat_run", "name_run", "silent_calls", "failure_streak", "no_op_run",
-                 "stale_results", "events"):
+    for attr in (
+        "repeat_run",
+        "name_run",
+        "silent_calls",
+        "failure_streak",
+        "no_op_run",
+        "stale_results",
+        "events",
+    ):
         assert getattr(fast, attr) == getattr(spec, attr), attr
 
 
@@ -287,7 +359,7 @@ def test_random_traces_raise_identical_alerts(trace: list[tuple], config: Watchd
 def test_token_estimates_ignore_chunking(data: bytes | str, cuts: list[int]) -> None:
     total = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
-    chunks = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
     for module in (native, reference):
         est = module.TokenEstimator()
         for chunk in chunks:

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from tripwire.cli import main
 
 EXAMPLE = ROOT / "corpus" / "examples" / "read-file-loop.jsonl"
@@ -37,8 +37,14 @@ def test_shipped_example_trips_the_repeat_detector(implementation: str) -> None:
         (25, "no-new-state", "warn", None),
     ]
     assert set(alerts[0]) == {"kind", "event", "signal", "severity", "scope", "reason", "guidance"}
-    assert records[-1] == {"kind": "summary", "files": 1, "events": 29, "invalid_lines": 0,
-                           "alerts": 2, "by_signal": {"no-new-state": 1, "repeated-tool-call": 1}}
+    assert records[-1] == {
+        "kind": "summary",
+        "files": 1,
+        "events": 29,
+        "invalid_lines": 0,
+        "alerts": 2,
+        "by_signal": {"no-new-state": 1, "repeated-tool-call": 1},
+    }
 
 
 def test_quiet_prints_only_the_summary(implementation: str) -> None:
@@ -48,41 +54,63 @@ def test_quiet_prints_only_the_summary(implementation: str) -> None:
 
 
 def test_signals_restricts_the_run(implementation: str) -> None:
-    _, records, _ = run(str(EXAMPLE), "--signals", "no-new-state,tools-without-text",
-                        implementation=implementation)
+    _, records, _ = run(
+        str(EXAMPLE), "--signals", "no-new-state,tools-without-text", implementation=implementation
+    )
     assert [r["signal"] for r in records if r["kind"] == "alert"] == ["no-new-state"]
 
 
-def test_unknown_signal_is_a_usage_error(implementation: str, capsys: pytest.CaptureFixture) -> None:
+def test_unknown_signal_is_a_usage_error(
+    implementation: str, capsys: pytest.CaptureFixture
+) -> None:
     with pytest.raises(SystemExit) as exc:
         run(str(EXAMPLE), "--signals", "repeated-tool-cal", implementation=implementation)
     assert exc.value.code == 2
     assert "unknown signal(s) repeated-tool-cal" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("suffix, text", [
-    (".json", '{"signals": {"repeated-tool-call": {"threshold": 3}}}'),
-    (".toml", '[signals.repeated-tool-call]\nthreshold = 3\n'),
-    (".cfg", '[signals.repeated-tool-call]\nthreshold = 3\n'),  # sniffed
-])
-def test_config_file_sets_knobs(tmp_path: Path, implementation: str, suffix: str, text: str) -> None:
+@pytest.mark.parametrize(
+    "suffix, text",
+    [
+        (".json", '{"signals": {"repeated-tool-call": {"threshold": 3}}}'),
+        (".toml", "[signals.repeated-tool-call]\nthreshold = 3\n"),
+        (".cfg", "[signals.repeated-tool-call]\nthreshold = 3\n"),  # sniffed
+    ],
+)
+def test_config_file_sets_knobs(
+    tmp_path: Path, implementation: str, suffix: str, text: str
+) -> None:
     config = tmp_path / f"tripwire{suffix}"
     config.write_text(text)
-    _, records, _ = run(str(EXAMPLE), "--config", str(config), "--signals", "repeated-tool-call",
-                        implementation=implementation)
+    _, records, _ = run(
+        str(EXAMPLE),
+        "--config",
+        str(config),
+        "--signals",
+        "repeated-tool-call",
+        implementation=implementation,
+    )
     assert [(r["event"], r["signal"]) for r in records if r["kind"] == "alert"] == [
-        (12, "repeated-tool-call")]
+        (12, "repeated-tool-call")
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"signals": {"repeated-tool-cal": {"threshold": 3}}}', "unknown signal 'repeated-tool-cal'"),
-    ('{"signals": {"repeated-tool-call": {"treshold": 3}}}', "unknown knob 'treshold'"),
-    ('{"signal": {}}', "unknown config section(s) 'signal'"),
-    ("{not json", "cannot parse config file"),
-    ('["a"]', "must hold a table"),
-])
-def test_bad_config_file_is_a_clear_error(tmp_path: Path, implementation: str, text: str,
-                                          message: str) -> None:
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            '{"signals": {"repeated-tool-cal": {"threshold": 3}}}',
+            "unknown signal 'repeated-tool-cal'",
+        ),
+        ('{"signals": {"repeated-tool-call": {"treshold": 3}}}', "unknown knob 'treshold'"),
+        ('{"signal": {}}', "unknown config section(s) 'signal'"),
+        ("{not json", "cannot parse config file"),
+        ('["a"]', "must hold a table"),
+    ],
+)
+def test_bad_config_file_is_a_clear_error(
+    tmp_path: Path, implementation: str, text: str, message: str
+) -> None:
     config = tmp_path / "bad.json"
     config.write_text(text)
     code, records, err = run(str(EXAMPLE), "--config", str(config), implementation=implementation)
@@ -91,8 +119,9 @@ def test_bad_config_file_is_a_clear_error(tmp_path: Path, implementation: str, t
 
 
 def test_missing_config_file(tmp_path: Path, implementation: str) -> None:
-    code, _, err = run(str(EXAMPLE), "--config", str(tmp_path / "nope.toml"),
-                       implementation=implementation)
+    code, _, err = run(
+        str(EXAMPLE), "--config", str(tmp_path / "nope.toml"), implementation=implementation
+    )
     assert code == 2 and "config file not found" in err
 
 
@@ -107,11 +136,21 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
     empty.write_text("")
     code, records, _ = run(str(empty), implementation=implementation)
     assert code == 0
-    assert records == [{"kind": "summary", "files": 1, "events": 0, "invalid_lines": 0,
-                        "alerts": 0, "by_signal": {}}]
+    assert records == [
+        {
+            "kind": "summary",
+            "files": 1,
+            "events": 0,
+            "invalid_lines": 0,
+            "alerts": 0,
+            "by_signal": {},
+        }
+    ]
 
 
-def test_directory_replays_each_file_as_its_own_session(tmp_path: Path, implementation: str) -> None:
+def test_directory_replays_each_file_as_its_own_session(
+    tmp_path: Path, implementation: str
+) -> None:
     loop = {"type": "call", "name": "x", "args": "{}"}
     write(tmp_path / "a.jsonl", *[loop] * 3)
     (tmp_path / "sub").mkdir()
@@ -119,7 +158,9 @@ def test_directory_replays_each_file_as_its_own_session(tmp_path: Path, implemen
     (tmp_path / "notes.txt").write_text("not an event file")
     code, records, _ = run(str(tmp_path), implementation=implementation)
     assert code == 0
-    alerts = [(Path(r["file"]).name, r["event"], r["signal"]) for r in records if r["kind"] == "alert"]
+    alerts = [
+        (Path(r["file"]).name, r["event"], r["signal"]) for r in records if r["kind"] == "alert"
+    ]
     assert alerts == [("b.jsonl", 4, "repeated-tool-call")]  # a.jsonl's 3 do not carry over
     assert records[-1]["files"] == 2 and records[-1]["events"] == 8
 
@@ -129,21 +170,28 @@ def test_directory_without_event_files(tmp_path: Path, implementation: str) -> N
     assert code == 2 and "no .jsonl event files" in err
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", "not JSON"),
-    ('["call"]', "must be a JSON object"),
-    ('{"type": "teleport"}', "unknown event type 'teleport'"),
-    ('{"type": "call"}', "needs a 'name' field"),
-    ('{"type": "call", "name": 7}', "'name' must be a string"),
-    ('{"type": "usage", "cost_usd": -0.5}', "must not be negative"),
-    ('{"type": "usage", "cost_usd": NaN}', "must be a finite number"),
-    ('{"type": "usage", "input_tokens": 1.5}', "'input_tokens' must be an integer"),
-    ('{"type": "result", "name": "x", "no_op": "yes"}', "'no_op' must be a boolean"),
-    ('{"type": "reset", "guardrail": "everything"}', "must be one of watchdog, cost_ceiling, all"),
-    ('{"type": "text"}', "needs a 'text' field"),
-])
-def test_invalid_line_names_file_and_line(tmp_path: Path, implementation: str, line: str,
-                                          message: str) -> None:
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "not JSON"),
+        ('["call"]', "must be a JSON object"),
+        ('{"type": "teleport"}', "unknown event type 'teleport'"),
+        ('{"type": "call"}', "needs a 'name' field"),
+        ('{"type": "call", "name": 7}', "'name' must be a string"),
+        ('{"type": "usage", "cost_usd": -0.5}', "must not be negative"),
+        ('{"type": "usage", "cost_usd": NaN}', "must be a finite number"),
+        ('{"type": "usage", "input_tokens": 1.5}', "'input_tokens' must be an integer"),
+        ('{"type": "result", "name": "x", "no_op": "yes"}', "'no_op' must be a boolean"),
+        (
+            '{"type": "reset", "guardrail": "everything"}',
+            "must be one of watchdog, cost_ceiling, all",
+        ),
+        ('{"type": "text"}', "needs a 'text' field"),
+    ],
+)
+def test_invalid_line_names_file_and_line(
+    tmp_path: Path, implementation: str, line: str, message: str
+) -> None:
     path = write(tmp_path / "s.jsonl", {"type": "turn_start"}, "", line)
     code, records, err = run(str(path), implementation=implementation)
     assert code == 2 and records == []
@@ -165,7 +213,8 @@ def test_skip_invalid_reports_and_goes_on(tmp_path: Path, implementation: str) -
     assert f"{path}:3: skipped: not JSON" in err
     # the invalid line keeps its event index, so indices match the file
     assert [(r["event"], r["signal"]) for r in records if r["kind"] == "alert"] == [
-        (5, "repeated-tool-call")]
+        (5, "repeated-tool-call")
+    ]
     assert records[-1]["invalid_lines"] == 1 and records[-1]["events"] == 5
 
 
@@ -175,7 +224,9 @@ def test_results_by_id_take_the_calls_name(tmp_path: Path, implementation: str) 
         events.append({"type": "call", "id": f"c{i}", "name": "kubectl_get", "args": {"i": i}})
         events.append({"type": "result", "id": f"c{i}", "error": "Forbidden"})
     path = write(tmp_path / "s.jsonl", *events)
-    _, records, _ = run(str(path), "--signals", "tool-failure-streak", implementation=implementation)
+    _, records, _ = run(
+        str(path), "--signals", "tool-failure-streak", implementation=implementation
+    )
     (alert,) = [r for r in records if r["kind"] == "alert"]
     assert alert["event"] == 5 and "kubectl_get" in alert["reason"]
 
@@ -189,8 +240,14 @@ def test_conformance_kind_spelling_is_accepted(tmp_path: Path, implementation: s
 @pytest.mark.parametrize("implementation_env", ["native", "python"])
 def test_the_module_entry_point_runs_in_a_fresh_process(implementation_env: str) -> None:
     env = {**os.environ, "TRIPWIRE_IMPLEMENTATION": implementation_env}
-    proc = subprocess.run([sys.executable, "-m", "tripwire", "replay", str(EXAMPLE), "--quiet"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tripwire", "replay", str(EXAMPLE), "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["alerts"] == 2

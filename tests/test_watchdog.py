@@ -13,8 +13,16 @@ import pytest
 from tripwire import SIGNAL_IDS, Alert, ConfigError, InvalidEvent, Watchdog, WatchdogConfig, _engine
 from tripwire.signals import truncate_utf8
 
-OPERATOR_WORDS = ("/guardrail", "guardrails/reset", "/interrupt", "--max-turn-cost-usd",
-                  "--watchdog", "operator", "cost ceiling", "Cost ceiling")
+OPERATOR_WORDS = (
+    "/guardrail",
+    "guardrails/reset",
+    "/interrupt",
+    "--max-turn-cost-usd",
+    "--watchdog",
+    "operator",
+    "cost ceiling",
+    "Cost ceiling",
+)
 
 
 def only(signal: str, **knobs: int) -> WatchdogConfig:
@@ -22,6 +30,7 @@ def only(signal: str, **knobs: int) -> WatchdogConfig:
 
 
 # -- shape of the API ----------------------------------------------------------------------
+
 
 def test_quiet_observations_return_the_empty_tuple(implementation: str) -> None:
     wd = Watchdog(implementation=implementation)
@@ -41,7 +50,11 @@ def test_alert_carries_signal_severity_scope_texts_and_event_index(implementatio
     (alert,) = wd.observe_call("read_file", {"path": "./a.go"})  # decoded args work too
     assert isinstance(alert, Alert)
     assert (alert.signal, alert.severity, alert.scope, alert.event) == (
-        "repeated-tool-call", "critical", "session", 5)
+        "repeated-tool-call",
+        "critical",
+        "session",
+        5,
+    )
     assert alert.tool == "read_file" and alert.count == 5
     assert "read_file" in alert.reason and '"./a.go"' in alert.reason
     assert alert.model_text == alert.guidance
@@ -73,6 +86,7 @@ def test_reset_clears_runs_but_keeps_counting_events(implementation: str) -> Non
 
 
 # -- every signal's texts obey the two-readers rule ----------------------------------------
+
 
 def _trip_everything(wd: Watchdog) -> list[Alert]:
     alerts: list[Alert] = []
@@ -168,38 +182,54 @@ def test_truncate_utf8_never_splits_a_character(n: int) -> None:
 
 # -- configuration -------------------------------------------------------------------------
 
+
 def test_default_config_is_spec_section_1() -> None:
     s = WatchdogConfig().engine_settings()
     assert (s.repeat_threshold, s.cycle_max_period, s.cycle_cycles) == (5, 4, 3)
-    assert (s.density_window, s.density_threshold, s.density_defer_run,
-            s.density_defer_cycle_period) == (12, 8, 5, 4)
-    assert (s.name_threshold, s.failure_threshold, s.no_op_threshold,
-            s.no_new_state_threshold, s.silence_threshold, s.digest_memory) == (15, 3, 3, 6, 12, 64)
+    assert (
+        s.density_window,
+        s.density_threshold,
+        s.density_defer_run,
+        s.density_defer_cycle_period,
+    ) == (12, 8, 5, 4)
+    assert (
+        s.name_threshold,
+        s.failure_threshold,
+        s.no_op_threshold,
+        s.no_new_state_threshold,
+        s.silence_threshold,
+        s.digest_memory,
+    ) == (15, 3, 3, 6, 12, 64)
     assert s.exempt_tools == frozenset({"wait_and_verify"})
     assert s.enabled == 0xFF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:
-    s = WatchdogConfig(signals={
-        "repeated-tool-call": {"threshold": -3},
-        "alternating-tool-cycle": {"max_period": 3},
-        "dominant-tool-call": {"window": 6, "threshold": 99},
-    }).engine_settings()
+    s = WatchdogConfig(
+        signals={
+            "repeated-tool-call": {"threshold": -3},
+            "alternating-tool-cycle": {"max_period": 3},
+            "dominant-tool-call": {"window": 6, "threshold": 99},
+        }
+    ).engine_settings()
     assert s.repeat_threshold == 2
     assert s.density_threshold == 6  # clamped to the window
     assert s.density_defer_run == 2 and s.density_defer_cycle_period == 3
 
 
-@pytest.mark.parametrize("signals, message", [
-    ({"repeated-tool-cal": {"threshold": 3}}, "unknown signal"),
-    ({"repeated-tool-call": {"treshold": 3}}, "unknown knob"),
-    ({"repeated-tool-call": {"threshold": "3"}}, "must be an integer"),
-    ({"repeated-tool-call": {"threshold": math.nan}}, "must be an integer"),
-    ({"repeated-tool-call": {"threshold": True}}, "must be an integer"),
-    ({"dominant-tool-call": {"window": 65}}, "at most 64"),
-    ({"no-new-state": {"exempt_tools": "wait_and_verify"}}, "list of tool names"),
-    ({"no-new-state": {"enabled": "no"}}, "true or false"),
-])
+@pytest.mark.parametrize(
+    "signals, message",
+    [
+        ({"repeated-tool-cal": {"threshold": 3}}, "unknown signal"),
+        ({"repeated-tool-call": {"treshold": 3}}, "unknown knob"),
+        ({"repeated-tool-call": {"threshold": "3"}}, "must be an integer"),
+        ({"repeated-tool-call": {"threshold": math.nan}}, "must be an integer"),
+        ({"repeated-tool-call": {"threshold": True}}, "must be an integer"),
+        ({"dominant-tool-call": {"window": 65}}, "at most 64"),
+        ({"no-new-state": {"exempt_tools": "wait_and_verify"}}, "list of tool names"),
+        ({"no-new-state": {"enabled": "no"}}, "true or false"),
+    ],
+)
 def test_bad_config_is_a_config_error(signals: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         WatchdogConfig(signals=signals).engine_settings()
@@ -207,7 +237,9 @@ def test_bad_config_is_a_config_error(signals: dict, message: str) -> None:
 
 def test_cycle_history_bound_is_enforced() -> None:
     with pytest.raises(ConfigError, match="max_period x cycles"):
-        WatchdogConfig(signals={"alternating-tool-cycle": {"max_period": 16, "cycles": 8}}).engine_settings()
+        WatchdogConfig(
+            signals={"alternating-tool-cycle": {"max_period": 16, "cycles": 8}}
+        ).engine_settings()
 
 
 def test_a_disabled_signal_stays_silent(implementation: str) -> None:
@@ -215,7 +247,10 @@ def test_a_disabled_signal_stays_silent(implementation: str) -> None:
     wd = Watchdog(config, implementation=implementation)
     alerts = [a for _ in range(20) for a in wd.observe_call("x", "{}")]
     # nothing to stand down for: the name run reports the identical calls itself
-    assert [(a.signal, a.event) for a in alerts] == [("tools-without-text", 11), ("repeated-tool-name", 14)]
+    assert [(a.signal, a.event) for a in alerts] == [
+        ("tools-without-text", 11),
+        ("repeated-tool-name", 14),
+    ]
 
 
 def test_exempt_tools_are_configurable(implementation: str) -> None:
@@ -235,11 +270,26 @@ def test_exempt_tools_are_configurable(implementation: str) -> None:
 
 # -- bad input: no crash, documented behaviour ---------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    "{not json", "[1, 2, 3]", '"just a string"', "42", "", "null", '{"a":1} trailing',
-    '{"a": NaN}', '{"a": 1e99999999999999999999}', '{"a":"\\ud800"}',
-    b'{"path": "\xff\xfe"}', b"\x80\x81\x82", "\ud800 lone surrogate", None,
-])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "{not json",
+        "[1, 2, 3]",
+        '"just a string"',
+        "42",
+        "",
+        "null",
+        '{"a":1} trailing',
+        '{"a": NaN}',
+        '{"a": 1e99999999999999999999}',
+        '{"a":"\\ud800"}',
+        b'{"path": "\xff\xfe"}',
+        b"\x80\x81\x82",
+        "\ud800 lone surrogate",
+        None,
+    ],
+)
 def test_bad_args_compare_as_raw_bytes(implementation: str, args: object) -> None:
     wd = Watchdog(only("repeated-tool-call", threshold=2), implementation=implementation)
     assert wd.observe_call("tool", args) == ()

@@ -97,7 +97,7 @@ def error_failed(error: Any) -> bool:
         return error != ""
     try:
         return bool(error)
-    except Exception:  # an object with an ambiguous truth value is still an error report
+    except Exception:
         return True
 
 

@@ -21,7 +21,7 @@ _MODULES = {"native": "tripwire._native", "python": "tripwire._reference"}
 
 def _requested() -> str:
     value = os.environ.get("TRIPWIRE_IMPLEMENTATION", "native").strip().lower() or "native"
-    if value not in IMPLEMENTATIONS + ("auto",):
+    if value not in (*IMPLEMENTATIONS, "auto"):
         raise ConfigError(
             "TRIPWIRE_IMPLEMENTATION must be native, python or auto, not "
             f"{os.environ.get('TRIPWIRE_IMPLEMENTATION')!r}"

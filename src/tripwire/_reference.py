@@ -24,8 +24,15 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from ._common import (
+    EngineSettings,
+    args_bytes,
+    error_failed,
+    name_str,
+    payload_bytes,
+    text_has_words,
+)
 from .errors import InvalidEvent
-from ._common import EngineSettings, args_bytes, error_failed, name_str, payload_bytes, text_has_words
 
 IMPLEMENTATION = "python"
 
@@ -35,8 +42,11 @@ IMPLEMENTATION = "python"
 
 #: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
 PATH_WORDS = frozenset(
-    "path paths file files filename filepath pathname dirname foldername dir dirs directory "
-    "folder cwd root target source destination src dst".split()
+    {
+        "path", "paths", "file", "files", "filename", "filepath", "pathname", "dirname",
+        "foldername", "dir", "dirs", "directory", "folder", "cwd", "root", "target", "source",
+        "destination", "src", "dst",
+    }
 )
 
 #: Containers nested deeper than this make the args "not a JSON object" (compared as raw bytes).
@@ -321,7 +331,7 @@ class RepeatDetector:
             self.run > 0
             and call.rest == self.rest
             and call.is_object == self.is_object
-            and all(paths_suffix_match(p, q) for p, q in zip(call.paths, self.longest))
+            and all(paths_suffix_match(p, q) for p, q in zip(call.paths, self.longest, strict=True))
         )
 
     def observe(self, call: CanonicalCall) -> tuple[bool, bool]:
@@ -329,7 +339,9 @@ class RepeatDetector:
         joined = self.continues(call)
         if joined:
             self.run += 1
-            self.longest = [p if len(p) > len(q) else q for p, q in zip(call.paths, self.longest)]
+            self.longest = [
+                p if len(p) > len(q) else q for p, q in zip(call.paths, self.longest, strict=True)
+            ]
         else:
             self.run = 1
             self.rest = call.rest
@@ -563,7 +575,9 @@ class Engine:
         self.settings = settings
         on = settings.enabled
         self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT))
-        self._cycle = CycleDetector(settings.cycle_max_period, settings.cycle_cycles, bool(on & CYCLE))
+        self._cycle = CycleDetector(
+            settings.cycle_max_period, settings.cycle_cycles, bool(on & CYCLE)
+        )
         self._density = DensityDetector(
             settings.density_window,
             settings.density_threshold,
@@ -577,7 +591,9 @@ class Engine:
         self._no_ops = StreakDetector(settings.no_op_threshold)
         self._stale = StreakDetector(settings.no_new_state_threshold)
         self._digests = DigestMemory(settings.digest_memory)
-        self._history = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
+        self._history = max(
+            settings.density_window, settings.cycle_max_period * settings.cycle_cycles
+        )
         self.events = 0
         self._clear()
 

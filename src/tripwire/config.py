@@ -59,7 +59,8 @@ def _parse(path: Path, raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not UTF-8") from None
     errors = []
-    for kind in (("toml",) if suffix == ".toml" else ("json",) if suffix == ".json" else ("json", "toml")):
+    kinds = {".toml": ("toml",), ".json": ("json",)}.get(suffix, ("json", "toml"))
+    for kind in kinds:
         try:
             return json.loads(text) if kind == "json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -87,7 +87,7 @@ class Reset:
     additional_budget_usd: float = 0.0
 
 
-Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]
+Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]  # noqa: UP007 (py3.10 alias)
 
 GUARDRAILS = ("watchdog", "cost_ceiling", "all")
 
@@ -165,7 +165,9 @@ def _reset(o: dict[str, Any]) -> Reset:
     guardrail = _field(o, "guardrail", (str,)) or "all"
     guardrail = guardrail.strip().lower()
     if guardrail not in GUARDRAILS:
-        raise InvalidEvent(f"field 'guardrail' must be one of {', '.join(GUARDRAILS)}, not {guardrail!r}")
+        raise InvalidEvent(
+            f"field 'guardrail' must be one of {', '.join(GUARDRAILS)}, not {guardrail!r}"
+        )
     budget = _usd(o, "additional_budget_usd") or 0.0
     return Reset(guardrail, budget)
 
@@ -230,7 +232,8 @@ def read_events(path: str | Path) -> Iterator[Line]:
                     raise InvalidEvent("not JSON (nested too deeply)") from None
                 event = parse_event(value)
             except InvalidEvent as exc:
-                yield Line(index, number, None, InvalidEvent(exc.message, source=str(path), line=number))
+                located = InvalidEvent(exc.message, source=str(path), line=number)
+                yield Line(index, number, None, located)
             else:
                 yield Line(index, number, event)
             index += 1

@@ -158,7 +158,9 @@ def _check_knob(signal: SignalSpec, name: str, value: Any) -> Any:
         knob = signal.knob(name)
     except KeyError:
         known = ", ".join(["enabled"] + [k.name for k in signal.knobs])
-        raise ConfigError(f"unknown knob {name!r} for signal {signal.id} (known: {known})") from None
+        raise ConfigError(
+            f"unknown knob {name!r} for signal {signal.id} (known: {known})"
+        ) from None
     if knob.kind is tuple:
         if isinstance(value, str) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{signal.id}.{name} must be a list of tool names, not {value!r}")
@@ -354,7 +356,8 @@ def quote_args(args: Any) -> str:
         data = b""
     else:
         try:
-            data = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=repr).encode()
+            text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=repr)
+            data = text.encode("utf-8", "surrogatepass")
         except (TypeError, ValueError, RecursionError):
             data = repr(args).encode("utf-8", "backslashreplace")
     return truncate_utf8(data)

@@ -52,9 +52,9 @@ class Watchdog:
     implementation: str
 
     def __new__(cls, config: WatchdogConfig | None = None, *, implementation: str | None = None):
-        if cls is Watchdog:
-            cls = watchdog_class(implementation)
-        return super(Watchdog, cls).__new__(cls)  # the engine's constructor (native: tp_new)
+        target = watchdog_class(implementation) if cls is Watchdog else cls
+        # the engine's constructor along the concrete class's MRO (native: the C type's tp_new)
+        return super(Watchdog, target).__new__(target)
 
     def __init__(
         self, config: WatchdogConfig | None = None, *, implementation: str | None = None

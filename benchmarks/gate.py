@@ -1,0 +1,148 @@
+"""Benchmark gate for CI: exits non-zero when tripwire's speed-up over the naive baseline falls
+below a floor.
+
+Machines differ, so the gate never compares absolute times: each check times tripwire and the
+naive baseline in alternating rounds of the same run (so drift in the machine's speed hits both)
+and compares the ratio of their medians with a floor. The floors sit below the ratios measured
+on the development machine (see docs/performance.md) with room for CI noise; a regression that
+costs a third of the margin still passes, one that loses the native core's advantage does not.
+
+    python benchmarks/gate.py            # all checks
+    python benchmarks/gate.py --rounds 41 --json gate.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import workload
+from naive import NaiveWatchdog
+
+from tripwire import Watchdog
+
+
+@dataclass
+class Check:
+    name: str
+    fast: Callable[[], object]
+    slow: Callable[[], object]
+    ops: int  # operations per round (fast and slow run the same workload)
+    floor: float  # minimum acceptable slow/fast ratio
+    note: str = ""
+
+
+def _round(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(check: Check, rounds: int) -> dict:
+    check.fast()
+    check.slow()  # warm both up
+    fast, slow = [], []
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            fast.append(_round(check.fast))
+            slow.append(_round(check.slow))
+    finally:
+        gc.enable()
+    f, s = statistics.median(fast), statistics.median(slow)
+    return {
+        "check": check.name,
+        "tripwire_ns_per_op": f / check.ops * 1e9,
+        "naive_ns_per_op": s / check.ops * 1e9,
+        "ratio": s / f,
+        "floor": check.floor,
+        "ok": s / f >= check.floor,
+        "note": check.note,
+    }
+
+
+def checks() -> list[Check]:
+    calls = workload.call_mix()
+    results_4k = workload.results(4096)
+    native = Watchdog(implementation="native")
+    naive = NaiveWatchdog()
+    out = [
+        Check(
+            "Watchdog.observe_call, native vs naive",
+            lambda: workload.run_calls(native.observe_call, calls),
+            lambda: workload.run_calls(naive.observe_call, calls),
+            len(calls),
+            12.0,
+            f"{workload.mean_args_bytes(calls):.0f}-byte args, 30% repeats",
+        ),
+        Check(
+            "Watchdog.observe_result 4 KiB, native vs naive",
+            lambda: workload.run_calls(
+                lambda n, p: native.observe_result(n, payload=p), results_4k
+            ),
+            lambda: workload.run_calls(naive.observe_result, results_4k),
+            len(results_4k),
+            5.0,
+        ),
+    ]
+    out += _policy_checks(calls)
+    return out
+
+
+def _policy_checks(calls: list[tuple[str, str]]) -> list[Check]:
+    """Checks of the layers above the engine, when they exist in this tree."""
+    found = []
+    try:
+        from tripwire import Guardrails
+    except ImportError:
+        return found
+    naive = NaiveWatchdog()
+    guardrails = Guardrails(implementation="native")
+    found.append(
+        Check(
+            "Guardrails.on_call, native vs naive watchdog",
+            lambda: workload.run_calls(guardrails.on_call, calls),
+            lambda: workload.run_calls(naive.observe_call, calls),
+            len(calls),
+            8.0,
+            "the whole policy layer, warn mode",
+        )
+    )
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    rows = [measure(c, args.rounds) for c in checks()]
+    width = max(len(r["check"]) for r in rows)
+    print(f"{'check':<{width}}  {'tripwire':>11}  {'naive':>11}  {'ratio':>7}  {'floor':>6}")
+    for r in rows:
+        flag = "ok" if r["ok"] else "BELOW FLOOR"
+        print(
+            f"{r['check']:<{width}}  {r['tripwire_ns_per_op']:>8.0f} ns  "
+            f"{r['naive_ns_per_op']:>8.0f} ns  {r['ratio']:>6.1f}x  {r['floor']:>5.1f}x  {flag}"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        print(f"benchmark gate: {len(failed)} check(s) below their floor", file=sys.stderr)
+        return 1
+    print("benchmark gate: all checks above their floors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
