@@ -99,25 +99,18 @@ def checks() -> list[Check]:
 
 
 def _policy_checks(calls: list[tuple[str, str]]) -> list[Check]:
-    """Checks of the layers above the engine, when they exist in this tree."""
-    found = []
-    try:
-        from tripwire import Guardrails
-    except ImportError:
-        return found
+    """Checks of the layers above the engine."""
+    from tripwire import Guardrails, GuardrailsConfig
+
     naive = NaiveWatchdog()
-    guardrails = Guardrails(implementation="native")
-    found.append(
-        Check(
-            "Guardrails.on_call, native vs naive watchdog",
-            lambda: workload.run_calls(guardrails.on_call, calls),
-            lambda: workload.run_calls(naive.observe_call, calls),
-            len(calls),
-            8.0,
-            "the whole policy layer, warn mode",
-        )
-    )
-    return found
+    guardrails = Guardrails(GuardrailsConfig(mode="warn", unattended=False),
+                            implementation="native")
+    return [Check(
+        "Guardrails.on_call, native vs naive watchdog",
+        lambda: workload.run_turn(guardrails, calls),
+        lambda: workload.run_calls(naive.observe_call, calls),
+        len(calls), 6.0, "the whole policy layer, one turn per round",
+    )]
 
 
 def main(argv: list[str] | None = None) -> int:

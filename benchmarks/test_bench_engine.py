@@ -76,3 +76,14 @@ def test_token_estimate_1mib(benchmark, impl: str, kind: str) -> None:
 
     benchmark.extra_info["bytes_per_round"] = 1 << 20
     assert benchmark(estimate) == -(-(1 << 20) // 3)
+
+
+@pytest.mark.benchmark(group="guardrails_on_call")
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_guardrails_on_call(benchmark, impl: str) -> None:
+    from tripwire import Guardrails, GuardrailsConfig
+
+    g = Guardrails(GuardrailsConfig(mode="warn", unattended=False), implementation=impl)
+    calls = CALLS if impl != "python" else CALLS[:500]
+    _per_round(benchmark, len(calls))
+    benchmark(workload.run_turn, g, calls)

@@ -69,3 +69,12 @@ def mean_args_bytes(calls: list[tuple[str, str]]) -> float:
 def run_calls(observe: Callable[[str, str], object], calls: list[tuple[str, str]]) -> None:
     for name, args in calls:
         observe(name, args)
+
+
+def run_turn(guardrails: object, calls: list[tuple[str, str]]) -> None:
+    """One turn of calls through Guardrails (start, every call, end)."""
+    guardrails.start_turn()
+    on_call = guardrails.on_call
+    for name, args in calls:
+        on_call(name, args)
+    guardrails.end_turn()

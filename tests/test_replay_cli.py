@@ -42,8 +42,11 @@ def test_shipped_example_trips_the_repeat_detector(implementation: str) -> None:
         "files": 1,
         "events": 29,
         "invalid_lines": 0,
+        "skipped_events": 0,
         "alerts": 2,
         "by_signal": {"no-new-state": 1, "repeated-tool-call": 1},
+        "decisions": {},
+        "halted_sessions": 0,
     }
 
 
@@ -142,8 +145,11 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
             "files": 1,
             "events": 0,
             "invalid_lines": 0,
+            "skipped_events": 0,
             "alerts": 0,
             "by_signal": {},
+            "decisions": {},
+            "halted_sessions": 0,
         }
     ]
 

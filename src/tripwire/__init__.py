@@ -6,20 +6,44 @@ correction back to the model, cut a turn, or halt a session until an operator re
 
 from __future__ import annotations
 
-from .errors import ConfigError, InvalidEvent, TripwireError
+from .decision import CONTINUE, Decision, Turn
+from .errors import (
+    ConfigError,
+    GuardrailHalted,
+    InvalidEvent,
+    InvalidReset,
+    ResetRefused,
+    TripwireError,
+)
+from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
+from .modes import Mode
+from .reporting import Counters, OperatorEvent
 from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
 from .watchdog import IMPLEMENTATION, Watchdog
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Alert",
-    "ConfigError",
+    "CONTINUE",
     "IMPLEMENTATION",
-    "InvalidEvent",
     "SIGNALS",
     "SIGNAL_IDS",
+    "Alert",
+    "ConfigError",
+    "Counters",
+    "Decision",
+    "GuardrailHalted",
+    "Guardrails",
+    "GuardrailsConfig",
+    "InvalidEvent",
+    "InvalidReset",
+    "Mode",
+    "OperatorEvent",
+    "ResetOutcome",
+    "ResetRefused",
+    "Status",
     "TripwireError",
+    "Turn",
     "Watchdog",
     "WatchdogConfig",
     "__version__",

@@ -3,6 +3,19 @@
     [signals.repeated-tool-call]     # SPEC §1 knobs, by signal id
     threshold = 3
 
+    [watchdog]                       # SPEC §3
+    mode = "enforce"                 # off | warn | feedback | enforce
+    escalate_after = 3               # turns in a row cut by one signal that halt the session
+    feedback_queue = 4
+
+    [cost]                           # SPEC §4, US dollars; 0 disables a bound
+    max_turn_usd = 0.50
+    max_session_usd = 20.0
+    escalate_after = 3
+
+    [session]
+    unattended = true                # default: stdin is not a TTY
+
 Unknown sections, signals or knobs are errors that name the file: a typo that silently
 changed nothing would leave an operator believing in a threshold that is not in force.
 """
@@ -25,7 +38,7 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["read_config_file", "SECTIONS"]
 
 #: Top-level sections a config file may hold.
-SECTIONS = ("signals",)
+SECTIONS = ("signals", "watchdog", "cost", "session")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -6,6 +6,9 @@ __all__ = [
     "TripwireError",
     "ConfigError",
     "InvalidEvent",
+    "GuardrailHalted",
+    "ResetRefused",
+    "InvalidReset",
 ]
 
 
@@ -31,3 +34,35 @@ class InvalidEvent(TripwireError, ValueError):
             where = f"{source}:{line}: " if line is not None else f"{source}: "
         super().__init__(where + message)
         self.message = message
+
+
+class GuardrailHalted(TripwireError):
+    """The session is halted: the turn is refused before any model call (SPEC §3, §4).
+
+    ``guardrails`` names what holds the session (``watchdog``, ``cost_ceiling``), ``reason``
+    says why; only an operator reset clears it.
+    """
+
+    def __init__(self, reason: str, guardrails: tuple[str, ...]):
+        super().__init__(reason)
+        self.reason = reason
+        self.guardrails = guardrails
+
+
+class ResetRefused(TripwireError):
+    """A reset that would re-trip at once (SPEC §4; HTTP 409 semantics): the session spent at
+    least its ceiling plus the added budget. ``needed_usd`` is how much more budget must be
+    added — strictly more than that amount — for the reset to be accepted."""
+
+    def __init__(self, reason: str, *, spent_usd: float, ceiling_usd: float, needed_usd: float):
+        super().__init__(reason)
+        self.reason = reason
+        self.spent_usd = spent_usd
+        self.ceiling_usd = ceiling_usd
+        self.needed_usd = needed_usd
+
+
+class InvalidReset(TripwireError, ValueError):
+    """A reset request that makes no sense (HTTP 400 semantics): budget for the watchdog, a
+    negative or non-finite budget, an unknown guardrail, or budget for a per-session bound that
+    is not configured."""

@@ -1,9 +1,19 @@
-"""Replay recorded sessions through tripwire and report what it would have said.
+"""Replay recorded sessions through ``Guardrails`` and report what tripwire would have done.
 
-``replay_file`` yields one JSON-ready record per alert (and, at the end of a file, nothing
-else); ``tripwire replay`` prints them as JSON Lines. The record format is a public contract:
-``{"kind": "alert", "event": i, "signal", "severity", "scope", "reason", "guidance"}`` where
-``event`` is the 0-based index of the event whose processing made the signal trip.
+Each file is one session. Output records (``tripwire replay`` prints them as JSON Lines; the
+format is a public contract), with ``event`` the 0-based index of the event being processed:
+
+- ``{"kind": "alert", "event", "signal", "severity", "scope", "reason", "guidance"}``: a signal
+  tripped at that event, in every mode (warn and feedback report after the turn, but the record
+  names the tripping event);
+- ``{"kind": "decision", "event", "action", "guardrail", "reason"}``: ``cut_turn``,
+  ``halt_session`` or ``refuse_turn``;
+- ``{"kind": "feedback", "event", "text"}``: the block delivered at a ``turn_start``;
+- ``{"kind": "feedback_withdrawn", "event", "signal", "alert_event"}``: the agent spoke before a
+  queued tools-without-text note was delivered;
+- ``{"kind": "skipped", "event", "count", "reason"}``: events a harness would never have sent,
+  because tripwire cut (or refused) their turn; replay resumes at the next ``turn_start``;
+- ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets.
 """
 
 from __future__ import annotations
@@ -14,17 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidEvent
+from .decision import HALT_SESSION, REFUSE_TURN, Decision
+from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage, read_events
-from .signals import Alert, WatchdogConfig
-from .watchdog import Watchdog
+from .guardrails import Guardrails, GuardrailsConfig
+from .reporting import OperatorEvent
+from .signals import Alert
 
 __all__ = ["ReplayOptions", "ReplayStats", "replay_file", "event_files"]
 
 
 @dataclass
 class ReplayOptions:
-    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)
+    guardrails: GuardrailsConfig = field(
+        default_factory=lambda: GuardrailsConfig(mode="warn", unattended=False)
+    )
     skip_invalid: bool = False
     implementation: str | None = None
 
@@ -34,7 +48,11 @@ class ReplayStats:
     files: int = 0
     events: int = 0
     invalid_lines: int = 0
+    skipped_events: int = 0
     alerts: Counter = field(default_factory=Counter)
+    critical_alerts: int = 0
+    decisions: Counter = field(default_factory=Counter)
+    halted_sessions: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -42,8 +60,11 @@ class ReplayStats:
             "files": self.files,
             "events": self.events,
             "invalid_lines": self.invalid_lines,
+            "skipped_events": self.skipped_events,
             "alerts": sum(self.alerts.values()),
             "by_signal": dict(sorted(self.alerts.items())),
+            "decisions": dict(sorted(self.decisions.items())),
+            "halted_sessions": self.halted_sessions,
         }
 
 
@@ -77,10 +98,121 @@ def alert_record(alert: Alert, index: int) -> dict[str, Any]:
     }
 
 
-def replay_file(path: Path, options: ReplayOptions, stats: ReplayStats) -> Iterator[dict[str, Any]]:
-    """Run one file (one session) through a fresh watchdog; yield alert records."""
-    watchdog = Watchdog(options.watchdog, implementation=options.implementation)
-    names_by_id: dict[str, str] = {}
+def decision_record(decision: Decision, index: int) -> dict[str, Any]:
+    return {"kind": "decision", "event": index, **decision.to_dict()}
+
+
+class _Session:
+    """One file's replay state: the guardrails and the turn being skipped, if any."""
+
+    def __init__(self, path: Path, options: ReplayOptions, stats: ReplayStats,
+                 session_id: str | None = None, guardrails: Guardrails | None = None):
+        self.stats = stats
+        self.notes: list[OperatorEvent] = []
+        self.guardrails = guardrails or Guardrails(
+            options.guardrails, session_id=session_id or path.stem, on_event=self.notes.append,
+            implementation=options.implementation)
+        self.skipping: str | None = None  # why this turn's remaining events are not observed
+        self.skipped = 0
+        self.skip_from = 0
+
+    def records(self, index: int, event: Any) -> Iterator[dict[str, Any]]:
+        if self.skipping is not None:
+            if isinstance(event, Reset):
+                # an operator reset is not part of the cancelled turn: it always applies
+                reason = self.skipping
+                yield from self.end_skip()
+                yield from self.records(index, event)
+                self.start_skip(reason, index)
+                return
+            if not isinstance(event, TurnStart):
+                self.skipped += 1
+                self.stats.skipped_events += 1
+                return
+            yield from self.end_skip()
+        decision = self.observe(index, event)
+        out = []
+        if isinstance(decision, dict):
+            out.append(decision)
+        elif decision is not None:
+            for alert in decision.alerts:
+                self.stats.alerts[alert.signal] += 1
+                self.stats.critical_alerts += alert.critical
+                out.append(alert_record(alert, index))
+            if not decision.proceed:
+                self.stats.decisions[decision.action] += 1
+                out.append(decision_record(decision, index))
+                if not isinstance(event, (TurnEnd, TurnStart)):
+                    self.start_skip("turn cut" if decision.action != HALT_SESSION
+                                    else "session halted", index)
+        for note in self.notes:
+            if note.kind == "feedback_withdrawn" and note.alert is not None:
+                out.append({"kind": "feedback_withdrawn", "event": index,
+                            "signal": note.alert.signal, "alert_event": note.alert.event})
+        self.notes.clear()
+        yield from out
+
+    def start_skip(self, reason: str, index: int) -> None:
+        self.skipping, self.skipped, self.skip_from = reason, 0, index + 1
+
+    def end_skip(self) -> Iterator[dict[str, Any]]:
+        if self.skipped:
+            yield {"kind": "skipped", "event": self.skip_from, "count": self.skipped,
+                   "reason": self.skipping}
+        self.skipping = None
+
+    def observe(self, index: int, event: Any) -> Decision | dict[str, Any] | None:
+        g = self.guardrails
+        if isinstance(event, Call):
+            return g.on_call(event.name, event.args, id=event.id)
+        if isinstance(event, Result):
+            return g.on_result(event.name, id=event.id, error=event.error, no_op=event.no_op,
+                               payload=event.payload)
+        if isinstance(event, Text):
+            return g.on_text(event.text)
+        if isinstance(event, Usage):
+            return g.on_usage(model=event.model, input_tokens=event.input_tokens,
+                              output_tokens=event.output_tokens, cost_usd=event.cost_usd)
+        if isinstance(event, TurnEnd):
+            return g.end_turn()
+        if isinstance(event, TurnStart):
+            try:
+                turn = g.start_turn()
+            except GuardrailHalted:
+                refusal = g.refusal()
+                self.stats.decisions[REFUSE_TURN] += 1
+                self.start_skip("turn refused", index)
+                return decision_record(refusal, index)
+            if turn.feedback:
+                return {"kind": "feedback", "event": index, "text": turn.feedback}
+            return None
+        if isinstance(event, Reset):
+            try:
+                outcome = g.reset(event.guardrail, event.additional_budget_usd)
+            except ResetRefused as refused:
+                return {"kind": "reset_refused", "event": index, "guardrail": event.guardrail,
+                        "reason": refused.reason, "spent_usd": refused.spent_usd,
+                        "needed_usd": refused.needed_usd}
+            except InvalidReset as invalid:
+                return {"kind": "reset_invalid", "event": index, "guardrail": event.guardrail,
+                        "reason": str(invalid)}
+            return {"kind": "reset", "event": index, "guardrail": event.guardrail,
+                    "cleared": list(outcome.cleared),
+                    "still_halted_by": list(outcome.still_halted_by),
+                    "max_session_cost_usd": outcome.max_session_cost_usd}
+        raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
+
+    def finish(self) -> Iterator[dict[str, Any]]:
+        if self.skipping is not None:
+            yield from self.end_skip()
+        self.stats.halted_sessions += self.guardrails.halted
+
+
+def replay_file(path: Path, options: ReplayOptions, stats: ReplayStats,
+                session_id: str | None = None,
+                guardrails: Guardrails | None = None) -> Iterator[dict[str, Any]]:
+    """Run one file (one session) through fresh guardrails; yield its records."""
+    session = _Session(path, options, stats, session_id, guardrails)
     stats.files += 1
     for line in read_events(path):
         if line.error is not None:
@@ -91,34 +223,5 @@ def replay_file(path: Path, options: ReplayOptions, stats: ReplayStats) -> Itera
                    "error": line.error.message}
             continue
         stats.events += 1
-        for alert in _observe(watchdog, line.event, names_by_id):
-            stats.alerts[alert.signal] += 1
-            yield alert_record(alert, line.index)
-
-
-def _observe(watchdog: Watchdog, event: Any, names_by_id: dict[str, str]) -> tuple[Alert, ...]:
-    if isinstance(event, Call):
-        if event.id is not None:
-            names_by_id[event.id] = event.name
-        return watchdog.observe_call(event.name, event.args)
-    if isinstance(event, Result):
-        name = event.name if event.name is not None else names_by_id.get(event.id or "", "")
-        return watchdog.observe_result(name, error=event.error, no_op=event.no_op,
-                                       payload=event.payload)
-    if isinstance(event, Text):
-        return watchdog.observe_text(event.text)
-    if isinstance(event, TurnEnd):
-        return watchdog.end_turn()
-    if isinstance(event, TurnStart):
-        watchdog.count_event()
-        watchdog.turn_boundary()
-        return ()
-    if isinstance(event, Reset):
-        if event.guardrail in ("watchdog", "all"):
-            return watchdog.reset()
-        watchdog.count_event()
-        return ()
-    if isinstance(event, Usage):
-        watchdog.count_event()
-        return ()
-    raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
+        yield from session.records(line.index, line.event)
+    yield from session.finish()

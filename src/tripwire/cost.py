@@ -1,0 +1,200 @@
+"""The cost ceiling (SPEC §4): a dollar bound per turn and per session.
+
+Spend is the sum of the provider-reported ``cost_usd`` of every usage event, kept as an integer
+number of nano-dollars so that five $0.01 calls are exactly $0.05 (``>=`` on float sums would
+trip a cent late). A per-turn trip cuts that turn only; three turns in a row that each trip it
+halt the session, because a driver that simply re-drives would otherwise turn a hard stop into
+an unbounded spend loop. A per-session trip halts the session, and a reset is refused while the
+spend is at least the ceiling plus the budget the operator adds: budget raises the ceiling and
+never zeroes or re-windows the spend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import ConfigError, InvalidEvent, InvalidReset, ResetRefused
+
+__all__ = ["CostCeiling", "CostTrip", "usd"]
+
+NANO = 1_000_000_000
+
+
+def to_nano(value: float) -> int:
+    return round(value * NANO)
+
+
+def usd(nano: int) -> str:
+    """Amounts in messages use 4 decimals (SPEC §4)."""
+    return f"${nano / NANO:.4f}"
+
+
+def bound_nano(value: float | None, name: str) -> int:
+    """A configured bound: None, 0 or negative disable it; NaN and infinity are errors."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
+    return max(0, to_nano(value))
+
+
+def cost_nano(value: float | None) -> int:
+    """A usage event's cost: absent is 0; negative, NaN or infinite is an InvalidEvent."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidEvent(f"cost_usd must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise InvalidEvent(f"cost_usd must be a finite, non-negative number, not {value!r}")
+    return to_nano(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CostTrip:
+    """``kind``: ``turn`` (cut the turn), ``escalation`` (the Nth per-turn trip in a row: halt)
+    or ``session`` (halt)."""
+
+    kind: str
+    reason: str
+    in_a_row: int = 0
+
+    @property
+    def halts(self) -> bool:
+        return self.kind != "turn"
+
+
+class CostCeiling:
+    __slots__ = (
+        "baseline",
+        "escalate_after",
+        "escalation_reason",
+        "granted",
+        "in_a_row",
+        "max_session",
+        "max_turn",
+        "session_reason",
+        "spent",
+        "turn_tripped",
+    )
+
+    def __init__(self, max_turn_usd: float | None = None, max_session_usd: float | None = None,
+                 escalate_after: int = 3):
+        self.max_turn = bound_nano(max_turn_usd, "max_turn_cost_usd")
+        self.max_session = bound_nano(max_session_usd, "max_session_cost_usd")
+        self.granted = 0          # budget added by operator resets (raises the session ceiling)
+        self.spent = 0            # nano-dollars, never zeroed
+        self.baseline: int | None = None  # spend at turn start; None until a turn starts
+        self.escalate_after = max(1, escalate_after)
+        self.turn_tripped = False
+        self.in_a_row = 0         # consecutive turns ended by a per-turn trip
+        self.session_reason: str | None = None     # per-session trip
+        self.escalation_reason: str | None = None  # halt after per-turn trips in a row
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        return self.max_turn > 0 or self.max_session > 0
+
+    @property
+    def ceiling(self) -> int:
+        """The per-session ceiling with granted budget (0: no per-session bound)."""
+        return self.max_session + self.granted if self.max_session else 0
+
+    @property
+    def halted(self) -> bool:
+        return self.session_reason is not None or self.escalation_reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self.session_reason or self.escalation_reason
+
+    @property
+    def would_retrip(self) -> bool:
+        return bool(self.max_session) and self.spent >= self.ceiling
+
+    def turn_spent(self) -> int:
+        return self.spent - self.baseline if self.baseline is not None else 0
+
+    # -- turns and usage -----------------------------------------------------------------------
+
+    def start_turn(self) -> None:
+        self.baseline = self.spent
+        self.turn_tripped = False
+
+    def end_turn(self) -> None:
+        if not self.turn_tripped:
+            self.in_a_row = 0  # a turn inside its bound clears the count
+
+    def add(self, cost_usd: float | None) -> CostTrip | None:
+        self.spent += cost_nano(cost_usd)
+        return self.check()
+
+    def check(self) -> CostTrip | None:
+        """Per-turn first, then per-session; ``>=`` trips. Nothing once halted or cut."""
+        if self.halted or self.turn_tripped:
+            return None
+        turn = self.turn_spent()
+        if self.max_turn and self.baseline is not None and turn >= self.max_turn:
+            self.turn_tripped = True
+            self.in_a_row += 1
+            detail = f"this turn cost {usd(turn)}, ceiling is {usd(self.max_turn)}"
+            if self.in_a_row >= self.escalate_after:
+                self.escalation_reason = (
+                    f"per-turn cost ceiling exceeded {self.in_a_row} turns in a row ({detail}): "
+                    "cutting each turn is not stopping the spending, so the session is halted "
+                    "until an operator resets it (a bare reset is enough)"
+                )
+                return CostTrip("escalation", self.escalation_reason, self.in_a_row)
+            return CostTrip("turn", f"per-turn cost ceiling exceeded: {detail}", self.in_a_row)
+        if self.max_session and self.spent >= self.ceiling:
+            self.session_reason = (
+                f"per-session cost ceiling exceeded: the session cost {usd(self.spent)}, "
+                f"ceiling is {usd(self.ceiling)}; a reset must add budget "
+                "(additional_budget_usd) because a bare reset would re-trip at once"
+            )
+            return CostTrip("session", self.session_reason)
+        return None
+
+    # -- operator reset ------------------------------------------------------------------------
+
+    def check_reset(self, budget_usd: float) -> int:
+        """Validate a reset; returns the budget in nano-dollars. Raises before changing anything."""
+        if isinstance(budget_usd, bool) or not isinstance(budget_usd, (int, float)) \
+                or not math.isfinite(budget_usd) or budget_usd < 0:
+            raise InvalidReset(
+                f"additional_budget_usd must be a non-negative number, not {budget_usd!r}"
+            )
+        budget = to_nano(budget_usd)
+        if budget and not self.max_session:
+            raise InvalidReset(
+                "no per-session cost ceiling is configured: added budget cannot arm one"
+            )
+        if self.session_reason is not None and self.would_retrip and \
+                self.spent >= self.ceiling + budget:
+            needed = self.spent - self.ceiling - budget
+            raise ResetRefused(
+                f"reset refused: the session has spent {usd(self.spent)} and its ceiling with "
+                f"the added budget would be {usd(self.ceiling + budget)}, so it would re-trip at "
+                f"once; add more than {usd(needed)}",
+                spent_usd=self.spent / NANO,
+                ceiling_usd=(self.ceiling + budget) / NANO,
+                needed_usd=needed / NANO,
+            )
+        return budget
+
+    def reset(self, budget: int) -> list[str]:
+        """Apply a checked reset: raise the ceiling, clear trips and the count. What it cleared."""
+        cleared = []
+        self.granted += budget
+        if self.session_reason is not None:
+            cleared.append("per-session cost ceiling")
+            self.session_reason = None
+        if self.escalation_reason is not None:
+            cleared.append("per-turn cost escalation")
+            self.escalation_reason = None
+        self.in_a_row = 0
+        return cleared

@@ -1,0 +1,67 @@
+"""What a harness acts on: a ``Decision`` per observation, a ``Turn`` per started turn.
+
+The common case is ``CONTINUE``, one shared object: checking ``decision.proceed`` (or
+``decision.cut_turn``) costs an attribute read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .signals import Alert
+
+__all__ = ["Decision", "Turn", "CONTINUE", "CUT_TURN", "HALT_SESSION", "REFUSE_TURN"]
+
+PROCEED = "continue"
+CUT_TURN = "cut_turn"          # cancel the turn in flight; the session goes on
+HALT_SESSION = "halt_session"  # cancel the turn, and refuse every later turn until a reset
+REFUSE_TURN = "refuse_turn"    # the turn was refused before any model call (halted session)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``action`` is ``continue``, ``cut_turn``, ``halt_session`` or ``refuse_turn``;
+    ``guardrail`` (``watchdog``, ``cost_ceiling``, ``context``) and ``reason`` say who and why;
+    ``alerts`` are the watchdog alerts raised by this observation (also when it continues)."""
+
+    action: str = PROCEED
+    guardrail: str | None = None
+    reason: str = ""
+    alerts: tuple[Alert, ...] = ()
+
+    @property
+    def proceed(self) -> bool:
+        """The harness may go on with the turn."""
+        return self.action == PROCEED
+
+    @property
+    def cut_turn(self) -> bool:
+        """The harness must cancel the turn in flight (a cut, or a halt)."""
+        return self.action != PROCEED
+
+    @property
+    def halt_session(self) -> bool:
+        """The session is halted: every later turn is refused until an operator reset."""
+        return self.action in (HALT_SESSION, REFUSE_TURN)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"action": self.action, "guardrail": self.guardrail, "reason": self.reason}
+
+
+CONTINUE = Decision()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A started turn. ``feedback`` is the ``[watchdog]`` block to prepend to the model's input
+    ("" when there is none); ``compact`` says context compaction is pending (the context
+    guard); ``prepend(prompt)`` puts the block first, separated as the seed does."""
+
+    feedback: str = ""
+    compact: bool = False
+
+    def prepend(self, prompt: str) -> str:
+        return f"{self.feedback}\n\n---\n\n{prompt}" if self.feedback else prompt
+
+    def __bool__(self) -> bool:  # a turn that carries something for the harness to do
+        return bool(self.feedback) or self.compact

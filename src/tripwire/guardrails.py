@@ -1,0 +1,620 @@
+"""``Guardrails``: the one object a harness wires into its loop (one per session).
+
+It composes the watchdog (``Watchdog``: signals and alerts), its mode and halt policy (SPEC §3),
+the cost ceiling (§4, ``CostCeiling``) and the operator channel (``reporting``). Each
+observation returns a ``Decision``; ``start_turn()`` returns the ``Turn`` (the feedback block to
+prepend) or raises ``GuardrailHalted`` before any model call when the session is halted.
+
+    guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
+    turn = guardrails.start_turn()                 # GuardrailHalted if halted
+    prompt = turn.prepend(user_prompt)
+    for call in model_calls:
+        decision = guardrails.on_call(call.name, call.args, id=call.id)
+        if decision.cut_turn:
+            cancel_turn(decision.reason)
+    guardrails.end_turn()
+
+Thread-safe: one re-entrant lock per session serializes its observations (a fleet has one lock
+per session, not one global lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._common import text_has_words
+from .config import read_config_file
+from .cost import NANO, CostCeiling, CostTrip, usd
+from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
+from .errors import ConfigError, GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
+from .feedback import SILENCE_SIGNAL, FeedbackQueue
+from .modes import Mode, detect_unattended, parse_mode, resolve_mode
+from .reporting import Counters, OperatorChannel, OperatorEvent
+from .signals import Alert, WatchdogConfig
+from .watchdog import Watchdog
+
+__all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
+
+#: SPEC §4: an unattended run has nobody watching the spend.
+UNATTENDED_SESSION_CEILING_USD = 10.0
+#: SPEC §3/§4: this many turns in a row cut by the same thing halt the session.
+ESCALATE_AFTER = 3
+#: SPEC §3: the feedback queue's bound.
+FEEDBACK_QUEUE = 4
+
+GUARDRAILS = ("watchdog", "cost_ceiling", "all")
+
+_WATCHDOG_FILE_KEYS = {"mode", "escalate_after", "feedback_queue"}
+_COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
+_SESSION_FILE_KEYS = {"unattended"}
+
+_ONE_SHOT = (
+    "Nothing starts that turn on its own, though: under a driver the run goes on, and a "
+    "one-shot run ends here."
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """Every setting with its final value, and where the mode and session ceiling came from."""
+
+    mode: Mode
+    mode_source: str
+    unattended: bool
+    watchdog: WatchdogConfig
+    max_turn_cost_usd: float
+    max_session_cost_usd: float
+    session_ceiling_source: str
+    watchdog_escalate_after: int
+    cost_escalate_after: int
+    feedback_queue: int
+
+    def describe(self) -> str:
+        """The startup line: the mode, its source and what it does."""
+        effect = {
+            Mode.OFF: "observes nothing",
+            Mode.WARN: "reports alerts to the operator only",
+            Mode.FEEDBACK: "reports alerts and tells the model on its next turn",
+            Mode.ENFORCE: "reports, tells the model, cuts a turn on a critical alert and halts "
+                          "the session on a session-scoped one",
+        }[self.mode]
+        turn = f"${self.max_turn_cost_usd:.4f}" if self.max_turn_cost_usd else "off"
+        session = f"${self.max_session_cost_usd:.4f}" if self.max_session_cost_usd else "off"
+        return (f"watchdog: {self.mode} mode [{self.mode_source}] ({effect}); cost ceiling: "
+                f"per turn {turn}, per session {session} [{self.session_ceiling_source}]")
+
+
+@dataclass(frozen=True)
+class GuardrailsConfig:
+    """Explicit settings; ``None`` means "not set here". Precedence (SPEC §3, §4): a field set
+    here > the config ``file`` (a parsed config file's sections) > the default for an
+    unattended or interactive run. An explicit 0 disables a cost bound even when unattended."""
+
+    watchdog: WatchdogConfig | None = None
+    mode: str | Mode | None = None
+    unattended: bool | None = None
+    max_turn_cost_usd: float | None = None
+    max_session_cost_usd: float | None = None
+    watchdog_escalate_after: int | None = None
+    cost_escalate_after: int | None = None
+    feedback_queue: int | None = None
+    file: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_file(cls, path: str, **explicit: Any) -> GuardrailsConfig:
+        """Read a TOML/JSON config file; keyword arguments override it."""
+        return cls(file=read_config_file(path), **explicit)
+
+    def resolve(self) -> ResolvedConfig:
+        f = self.file
+        wd_file = _section(f, "watchdog", _WATCHDOG_FILE_KEYS)
+        cost_file = _section(f, "cost", _COST_FILE_KEYS)
+        session_file = _section(f, "session", _SESSION_FILE_KEYS)
+        unattended = _first(self.unattended, session_file.get("unattended"))
+        if unattended is None:
+            unattended = detect_unattended()
+        elif not isinstance(unattended, bool):
+            raise ConfigError(f"unattended must be true or false, not {unattended!r}")
+        if self.mode is not None and not isinstance(self.mode, (str, Mode)):
+            raise ConfigError(f"mode must be a string, not {self.mode!r}")
+        mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
+        watchdog = self.watchdog
+        if watchdog is None:
+            watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
+        session, session_source = self.max_session_cost_usd, "explicit"
+        if session is None and "max_session_usd" in cost_file:
+            session, session_source = cost_file["max_session_usd"], "config file"
+        if session is None:
+            if unattended:
+                session, session_source = UNATTENDED_SESSION_CEILING_USD, "unattended default"
+            else:
+                session, session_source = 0.0, "interactive default"
+        turn = _first(self.max_turn_cost_usd, cost_file.get("max_turn_usd"), 0.0)
+        return ResolvedConfig(
+            mode=mode,
+            mode_source=mode_source,
+            unattended=unattended,
+            watchdog=watchdog,
+            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd"),
+            max_session_cost_usd=_dollars(session, "max_session_cost_usd"),
+            session_ceiling_source=session_source,
+            watchdog_escalate_after=_count(_first(self.watchdog_escalate_after,
+                                                  wd_file.get("escalate_after"), ESCALATE_AFTER),
+                                           "watchdog escalate_after"),
+            cost_escalate_after=_count(_first(self.cost_escalate_after,
+                                              cost_file.get("escalate_after"), ESCALATE_AFTER),
+                                       "cost escalate_after"),
+            feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
+                                         FEEDBACK_QUEUE), "feedback_queue"),
+        )
+
+
+def _first(*values: Any) -> Any:
+    for v in values:
+        if v is not None:
+            return v
+    return None
+
+
+def _section(f: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
+    section = f.get(name, {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"config section [{name}] must be a table")
+    unknown = sorted(set(section) - keys)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) in [{name}]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(keys))})")
+    return section
+
+
+def _dollars(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
+    return max(0.0, float(value))  # <= 0 disables the bound
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Read views
+
+
+@dataclass(frozen=True)
+class Status:
+    session_id: str
+    mode: str
+    halted: bool
+    halted_by: tuple[str, ...]
+    watchdog_reason: str | None
+    cost_reason: str | None
+    spent_usd: float
+    turn_spent_usd: float
+    max_turn_cost_usd: float
+    max_session_cost_usd: float  # the ceiling with granted budget (0: no per-session bound)
+    granted_budget_usd: float
+    would_retrip: bool
+    budget_needed_usd: float  # add more than this for a reset to be accepted (0: none needed)
+    queued_feedback: int
+    counters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ResetOutcome:
+    cleared: tuple[str, ...]
+    still_halted_by: tuple[str, ...]
+    max_session_cost_usd: float
+    message: str
+
+
+# --------------------------------------------------------------------------------------------
+# The guardrails
+
+
+class Guardrails:
+    __slots__ = (
+        "__weakref__",
+        "_blocked",
+        "_channel",
+        "_cost",
+        "_cut_in_a_row",
+        "_cut_signal",
+        "_feedback",
+        "_halt_alert",
+        "_ids",
+        "_in_turn",
+        "_lock",
+        "_pending",
+        "_turn_cut_signal",
+        "_watchdog",
+        "_watchdog_halt",
+        "mode",
+        "session_id",
+        "settings",
+    )
+
+    def __init__(self, config: GuardrailsConfig | None = None, *, session_id: str = "default",
+                 on_event: Callable[[OperatorEvent], object] | None = None,
+                 counters: Counters | None = None, implementation: str | None = None):
+        resolved = (config or GuardrailsConfig()).resolve()
+        self.session_id = session_id
+        self.settings = resolved
+        self.mode = resolved.mode
+        self._watchdog = (Watchdog(resolved.watchdog, implementation=implementation)
+                          if resolved.mode > Mode.OFF else None)
+        self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
+                                 resolved.cost_escalate_after)
+        self._feedback = FeedbackQueue(resolved.feedback_queue)
+        self._channel = OperatorChannel(session_id, on_event, counters)
+        self._lock = threading.RLock()
+        self._blocked: Decision | None = None   # the halt, or this turn's cut: later events get it
+        self._watchdog_halt: str | None = None  # the watchdog's halt reason
+        self._halt_alert: Alert | None = None
+        self._cut_signal: str | None = None     # the signal that cut the last turns...
+        self._cut_in_a_row = 0                  # ...and how many turns in a row
+        self._turn_cut_signal: str | None = None
+        self._in_turn = False
+        self._pending: list[tuple[Alert, bool]] = []  # warn/feedback: (alert, still for the model)
+        self._ids: dict[str, str] = {}          # call id -> tool name, for results by id
+
+    def __repr__(self) -> str:
+        return f"<Guardrails session={self.session_id!r} mode={self.mode} halted={self.halted}>"
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def start_turn(self) -> Turn:
+        """Open a turn: the feedback block to prepend, or ``GuardrailHalted`` if halted.
+
+        A refused turn is not a turn boundary: nothing in it ran, so nothing resets.
+        """
+        with self._lock:
+            if self._in_turn:
+                self._close_turn()  # the last turn never said it ended
+            trip = self._cost.check()  # settle: spend recorded since the last check
+            if trip is not None:
+                self._cost_decision(trip, in_turn=False)
+            if self._watchdog is not None:
+                self._watchdog.count_event()
+            if self.halted:
+                self._channel.counters.count_refused()
+                reason = self._halt_reason()
+                self._channel.emit("refused_turn", f"turn refused before any model call: {reason}",
+                                   guardrail=self._halted_by()[0])
+                raise GuardrailHalted(reason, self._halted_by())
+            if self._watchdog is not None:
+                self._watchdog.turn_boundary()
+            self._cost.start_turn()
+            self._in_turn = True
+            self._blocked = None
+            self._ids.clear()
+            return Turn(self._feedback.drain()) if len(self._feedback) else Turn()
+
+    def end_turn(self) -> Decision:
+        """Close the turn: boundary checks, then the post-turn reports of warn/feedback modes."""
+        with self._lock:
+            decision = CONTINUE
+            if self._watchdog is not None:
+                self._watchdog.end_turn()
+            trip = self._cost.check()
+            if trip is not None:
+                decision = self._cost_decision(trip, in_turn=False)
+            self._close_turn()
+            return decision
+
+    def _close_turn(self) -> None:
+        for alert, for_model in self._pending:  # warn and feedback report post-turn
+            self._channel.alert(alert)
+            if for_model and self.mode >= Mode.FEEDBACK:
+                self._feedback.push(alert)
+        self._pending.clear()
+        if self._turn_cut_signal is None:  # a turn that ends without a cut clears the count
+            self._cut_signal, self._cut_in_a_row = None, 0
+        self._turn_cut_signal = None
+        self._cost.end_turn()
+        self._in_turn = False
+        if self._blocked is not None and not self.halted:
+            self._blocked = None
+
+    # -- observations (the hot path) -----------------------------------------------------------
+
+    def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
+        """A tool call the model asked for."""
+        # acquire/release rather than `with`: this is the hot path, and the context-manager
+        # protocol costs more than the lock itself
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._blocked is not None:
+                return self._blocked
+            watchdog = self._watchdog
+            if watchdog is None:
+                return CONTINUE
+            if id is not None:
+                ids = self._ids
+                if len(ids) >= 512:  # harnesses that never start turns: stay bounded
+                    ids.clear()
+                ids[id] = name
+            alerts = watchdog.observe_call(name, args)
+            if alerts:
+                return self._on_alerts(alerts)
+            return CONTINUE
+        finally:
+            lock.release()
+
+    def on_result(self, name: str | None = None, *, id: str | None = None,
+                  error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
+        """A tool's answer, by ``name`` or by the ``id`` of its call."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._blocked is not None:
+                return self._blocked
+            watchdog = self._watchdog
+            if watchdog is None:
+                return CONTINUE
+            if name is None:
+                name = self._ids.get(id, "") if id is not None else ""
+            alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
+            if alerts:
+                return self._on_alerts(alerts)
+            return CONTINUE
+        finally:
+            lock.release()
+
+    def on_text(self, text: str) -> Decision:
+        """The agent's own words (not tool output, injected messages or private reasoning)."""
+        with self._lock:
+            if self._blocked is not None:
+                return self._blocked
+            watchdog = self._watchdog
+            if watchdog is None:
+                return CONTINUE
+            watchdog.observe_text(text)
+            if self.mode >= Mode.FEEDBACK and text_has_words(text):
+                self._withdraw_silence_notes()
+            return CONTINUE
+
+    def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
+                 output_tokens: int | None = None, cost_usd: float | None = None) -> Decision:
+        """One model call's provider-reported usage; checked against the cost ceiling at once."""
+        for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 0):
+                raise InvalidEvent(f"{what} must be a non-negative integer, not {value!r}")
+        with self._lock:
+            if self._watchdog is not None:
+                self._watchdog.count_event()
+            trip = self._cost.add(cost_usd)  # spend counts even while halted or cut
+            if trip is not None:
+                return self._cost_decision(trip, in_turn=self._in_turn)
+            if self._blocked is not None:
+                return self._blocked
+            return CONTINUE
+
+    # -- watchdog policy (SPEC §3) -------------------------------------------------------------
+
+    def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
+        if self.mode < Mode.ENFORCE:
+            self._pending.extend((a, True) for a in alerts)  # reported after the turn
+            return Decision(PROCEED, alerts=alerts)
+        for alert in alerts:  # enforce: in-turn
+            self._channel.alert(alert)
+            self._feedback.push(alert)
+        critical = [a for a in alerts if a.critical]
+        if not critical:
+            return Decision(PROCEED, alerts=alerts)
+        for alert in critical:
+            if alert.scope != "turn":
+                return self._halt_watchdog(alert, alerts, alert.reason)
+        return self._cut_watchdog(critical[0], alerts)
+
+    def _cut_watchdog(self, alert: Alert, alerts: tuple[Alert, ...]) -> Decision:
+        n = self._cut_in_a_row + 1 if self._cut_signal == alert.signal else 1
+        self._cut_signal, self._cut_in_a_row, self._turn_cut_signal = alert.signal, n, alert.signal
+        limit = self.settings.watchdog_escalate_after
+        if n >= limit:
+            return self._halt_watchdog(alert, alerts, (
+                f"{alert.signal} cut {n} turns in a row (latest: {alert.reason}); a model that "
+                "restarts the loop on every fresh turn is not stopped by cutting turns"))
+        reason = f"watchdog cut the turn ({alert.signal}): {alert.reason}"
+        decision = Decision(CUT_TURN, "watchdog", reason, alerts)
+        self._blocked = decision
+        self._channel.counters.count_trip("watchdog")
+        self._channel.emit(
+            "cut",
+            f"watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
+            f"this cut, not a provider failure: {reason} The turn was stopped with its work "
+            f"unfinished; the session is NOT halted, and a further turn would start fresh. "
+            f"{_ONE_SHOT} {n} in a row now \u2014 at {limit} the session halts and needs an "
+            "operator reset.",
+            level=logging.WARNING, guardrail="watchdog", alert=alert, decision=decision,
+            event=alert.event)
+        return decision
+
+    def _halt_watchdog(self, alert: Alert, alerts: tuple[Alert, ...], why: str) -> Decision:
+        reason = (f"watchdog halted the session ({alert.signal}): {why} The session refuses new "
+                  "turns until an operator resets it (Guardrails.reset, or `tripwire reset`).")
+        self._watchdog_halt = reason
+        self._halt_alert = alert
+        decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
+        self._blocked = decision
+        self._turn_cut_signal = alert.signal
+        self._channel.counters.count_trip("watchdog")
+        self._channel.emit(
+            "halt",
+            "watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
+            f"this cut, not a provider failure: {reason}",
+            level=logging.WARNING, guardrail="watchdog", alert=alert, decision=decision,
+            event=alert.event)
+        return decision
+
+    def _withdraw_silence_notes(self) -> None:
+        """The agent spoke: queued tools-without-text notes describe a silence that ended."""
+        withdrawn = self._feedback.withdraw_silence()
+        for i, (alert, for_model) in enumerate(self._pending):
+            if for_model and alert.signal == SILENCE_SIGNAL:
+                self._pending[i] = (alert, False)
+                withdrawn.append(alert)
+        for alert in withdrawn:
+            self._channel.emit("feedback_withdrawn",
+                               f"watchdog note withdrawn: {alert.signal} at event {alert.event} "
+                               "(the model has spoken since)",
+                               guardrail="watchdog", alert=alert, event=alert.event)
+
+    # -- cost ceiling (SPEC §4) ----------------------------------------------------------------
+
+    def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
+        action = HALT_SESSION if trip.halts else CUT_TURN
+        decision = Decision(action, "cost_ceiling", trip.reason)
+        if in_turn or trip.halts:
+            self._blocked = decision
+        self._channel.counters.count_trip("cost_ceiling")
+        head = ("cost_ceiling guardrail cut the turn in flight \u2014 the cancellation that "
+                "follows is this cut, not a provider failure: " if in_turn
+                else "cost_ceiling guardrail tripped: ")
+        if trip.halts:
+            tail = "The session is halted: every later turn is refused until an operator reset."
+        else:
+            limit = self._cost.escalate_after
+            tail = ("The turn was stopped with its work unfinished; the session is NOT halted, "
+                    f"and a further turn would start from a fresh per-turn budget. {_ONE_SHOT} "
+                    f"{trip.in_a_row} in a row now \u2014 at {limit} the session halts and needs "
+                    "an operator reset.")
+        self._channel.emit("halt" if trip.halts else "cut", f"{head}{trip.reason}. {tail}",
+                           level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
+        return decision
+
+    # -- halts, resets and status --------------------------------------------------------------
+
+    @property
+    def halted(self) -> bool:
+        return self._watchdog_halt is not None or self._cost.halted
+
+    def _halted_by(self) -> tuple[str, ...]:
+        by = []
+        if self._watchdog_halt is not None:
+            by.append("watchdog")
+        if self._cost.halted:
+            by.append("cost_ceiling")
+        return tuple(by)
+
+    def _halt_reason(self) -> str:
+        return " ".join(r for r in (self._watchdog_halt, self._cost.reason) if r)
+
+    def refusal(self) -> Decision:
+        """The decision for a turn refused at its start (``refuse_turn``), while halted."""
+        return Decision(REFUSE_TURN, self._halted_by()[0] if self.halted else None,
+                        self._halt_reason())
+
+    def reset(self, guardrail: str = "all", additional_budget_usd: float = 0.0) -> ResetOutcome:
+        """An operator reset (SPEC §3, §4). Clears halts and the watchdog's run state but keeps
+        the queued feedback, so the resumed model learns why it was stopped.
+
+        Raises ``ResetRefused`` (nothing changed) while the spend is at least the per-session
+        ceiling plus ``additional_budget_usd``, and ``InvalidReset`` for budget the reset
+        cannot apply.
+        """
+        with self._lock:
+            scope = guardrail.strip().lower() if isinstance(guardrail, str) else guardrail
+            if scope not in GUARDRAILS:
+                raise InvalidReset(f"guardrail must be one of {', '.join(GUARDRAILS)}, "
+                                   f"not {guardrail!r}")
+            if additional_budget_usd and scope == "watchdog":
+                raise InvalidReset(
+                    "additional budget applies to the cost ceiling, not the watchdog"
+                )
+            budget = 0
+            if scope in ("cost_ceiling", "all"):
+                try:
+                    budget = self._cost.check_reset(additional_budget_usd)
+                except ResetRefused as refused:
+                    self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
+                                       guardrail="cost_ceiling")
+                    raise
+            cleared: list[str] = []
+            if scope in ("watchdog", "all"):
+                if self._watchdog_halt is not None:
+                    cleared.append("watchdog")
+                self._watchdog_halt = None
+                self._halt_alert = None
+                self._cut_signal, self._cut_in_a_row = None, 0
+                if self._watchdog is not None:
+                    self._watchdog.reset()  # a resumed run must build back up to a threshold
+            if scope in ("cost_ceiling", "all"):
+                cleared += self._cost.reset(budget)
+            if not self.halted:
+                self._blocked = None
+            still = self._halted_by()
+            parts = []
+            if cleared:
+                parts.append("cleared " + ", ".join(cleared))
+            if budget:
+                parts.append(
+                    f"session ceiling raised by {usd(budget)} to {usd(self._cost.ceiling)}"
+                )
+            if not parts:
+                parts.append("nothing in scope to reset" + (
+                    f"; the session is still halted by {', '.join(still)}" if still
+                    else "; no guardrail was tripped"))
+            elif still:
+                parts.append(f"still halted by {', '.join(still)}")
+            message = "reset: " + "; ".join(parts)
+            self._channel.emit("reset", message, guardrail=None if scope == "all" else scope)
+            return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
+
+    def status(self) -> Status:
+        with self._lock:
+            cost = self._cost
+            needed = 0.0
+            if cost.session_reason is not None and cost.would_retrip:
+                needed = (cost.spent - cost.ceiling) / NANO
+            return Status(
+                session_id=self.session_id,
+                mode=str(self.mode),
+                halted=self.halted,
+                halted_by=self._halted_by(),
+                watchdog_reason=self._watchdog_halt,
+                cost_reason=cost.reason,
+                spent_usd=cost.spent / NANO,
+                turn_spent_usd=cost.turn_spent() / NANO,
+                max_turn_cost_usd=cost.max_turn / NANO,
+                max_session_cost_usd=cost.ceiling / NANO,
+                granted_budget_usd=cost.granted / NANO,
+                would_retrip=cost.would_retrip,
+                budget_needed_usd=needed,
+                queued_feedback=len(self._feedback),
+                counters=self._channel.counters.snapshot(),
+            )
+
+    @property
+    def counters(self) -> Counters:
+        return self._channel.counters
+
+    @property
+    def watchdog(self) -> Watchdog | None:
+        """The session's watchdog (None in ``off`` mode)."""
+        return self._watchdog
+
+
+def parse_guardrail(value: str) -> str:
+    scope = value.strip().lower()
+    if scope not in GUARDRAILS:
+        raise ConfigError(f"guardrail must be one of {', '.join(GUARDRAILS)}, not {value!r}")
+    return scope
+
+
+__all__ += ["parse_guardrail", "parse_mode"]
