@@ -195,3 +195,19 @@ def test_bad_mode_is_a_usage_error(implementation: str, capsys) -> None:
     except SystemExit as exc:
         assert exc.code == 2
     assert "off, warn, feedback, enforce" in capsys.readouterr().err
+
+
+def test_context_lines(tmp_path: Path, implementation: str) -> None:
+    usage = {"type": "usage", "model": "claude-opus-4-5", "input_tokens": 160000}
+    result = {"type": "result", "name": "kubectl_get", "payload": "x" * 15000}
+    path = write(tmp_path / "s.jsonl", START, usage, result, result,
+                 {"type": "usage", "model": "claude-opus-4-5", "input_tokens": 190001},
+                 result, END, START, END)
+    _, records = run(path, implementation=implementation)
+    got = [(r["kind"], r["event"], r.get("action")) for r in records[:-1]]
+    assert got == [("context", 3, "compact"), ("decision", 4, "cut_turn"),
+                   ("context", 4, "turn_cut"), ("skipped", 5, None)]
+    assert records[0]["utilization"] == 0.85 and records[0]["estimated"] is True
+    assert records[2] == {"kind": "context", "event": 4, "utilization": 0.950005,
+                          "estimated": False, "action": "turn_cut"}
+    assert records[1]["guardrail"] == "context"

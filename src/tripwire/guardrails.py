@@ -27,8 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import text_has_words
+from . import _engine
+from ._common import payload_bytes, text_has_words
 from .config import read_config_file
+from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usd
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
@@ -77,6 +79,7 @@ class ResolvedConfig:
     watchdog_escalate_after: int
     cost_escalate_after: int
     feedback_queue: int
+    context: ContextConfig
 
     def describe(self) -> str:
         """The startup line: the mode, its source and what it does."""
@@ -107,6 +110,7 @@ class GuardrailsConfig:
     watchdog_escalate_after: int | None = None
     cost_escalate_after: int | None = None
     feedback_queue: int | None = None
+    context: ContextConfig | None = None
     file: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -155,6 +159,7 @@ class GuardrailsConfig:
                                        "cost escalate_after"),
             feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
                                          FEEDBACK_QUEUE), "feedback_queue"),
+            context=self.context if self.context is not None else ContextConfig.from_mapping(f),
         )
 
 
@@ -211,6 +216,8 @@ class Status:
     budget_needed_usd: float  # add more than this for a reset to be accepted (0: none needed)
     queued_feedback: int
     counters: dict[str, Any]
+    context: Utilization | None
+    compaction_pending: bool
 
 
 @dataclass(frozen=True)
@@ -230,6 +237,7 @@ class Guardrails:
         "__weakref__",
         "_blocked",
         "_channel",
+        "_context",
         "_cost",
         "_cut_in_a_row",
         "_cut_signal",
@@ -239,6 +247,7 @@ class Guardrails:
         "_in_turn",
         "_lock",
         "_pending",
+        "_summarize",
         "_turn_cut_signal",
         "_watchdog",
         "_watchdog_halt",
@@ -249,7 +258,8 @@ class Guardrails:
 
     def __init__(self, config: GuardrailsConfig | None = None, *, session_id: str = "default",
                  on_event: Callable[[OperatorEvent], object] | None = None,
-                 counters: Counters | None = None, implementation: str | None = None):
+                 counters: Counters | None = None, implementation: str | None = None,
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None):
         resolved = (config or GuardrailsConfig()).resolve()
         self.session_id = session_id
         self.settings = resolved
@@ -270,6 +280,10 @@ class Guardrails:
         self._in_turn = False
         self._pending: list[tuple[Alert, bool]] = []  # warn/feedback: (alert, still for the model)
         self._ids: dict[str, str] = {}          # call id -> tool name, for results by id
+        engine = _engine.load(_engine.resolve(implementation))
+        self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
+                         if resolved.context.enabled else None)
+        self._summarize = summarize
 
     def __repr__(self) -> str:
         return f"<Guardrails session={self.session_id!r} mode={self.mode} halted={self.halted}>"
@@ -301,7 +315,9 @@ class Guardrails:
             self._in_turn = True
             self._blocked = None
             self._ids.clear()
-            return Turn(self._feedback.drain()) if len(self._feedback) else Turn()
+            compact = self._context.start_turn() if self._context is not None else False
+            feedback = self._feedback.drain() if len(self._feedback) else ""
+            return Turn(feedback, compact) if feedback or compact else Turn()
 
     def end_turn(self) -> Decision:
         """Close the turn: boundary checks, then the post-turn reports of warn/feedback modes."""
@@ -364,16 +380,38 @@ class Guardrails:
             if self._blocked is not None:
                 return self._blocked
             watchdog = self._watchdog
-            if watchdog is None:
-                return CONTINUE
-            if name is None:
-                name = self._ids.get(id, "") if id is not None else ""
-            alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
-            if alerts:
-                return self._on_alerts(alerts)
-            return CONTINUE
+            decision = CONTINUE
+            if watchdog is not None:
+                if name is None:
+                    name = self._ids.get(id, "") if id is not None else ""
+                alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
+                if alerts:
+                    decision = self._on_alerts(alerts)
+            context = self._context
+            if context is not None:
+                if context.streamed:
+                    context.streamed = False  # its bytes were counted chunk by chunk
+                elif payload is not None:
+                    context.observe_bytes(payload if isinstance(
+                        payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
+                return self._context_check(decision)
+            return decision
         finally:
             lock.release()
+
+    def on_result_chunk(self, chunk: Any, *, id: str | None = None) -> Decision:
+        """Part of a tool result as it streams in: counted toward the context estimate now (the
+        same total whatever the chunking); the final ``on_result`` then skips the payload's
+        bytes for the estimate (its digest still needs the whole payload, if you have it)."""
+        with self._lock:
+            if self._blocked is not None:
+                return self._blocked
+            context = self._context
+            if context is None:
+                return CONTINUE
+            context.observe_bytes(chunk)
+            context.streamed = True
+            return self._context_check(CONTINUE)
 
     def on_text(self, text: str) -> Decision:
         """The agent's own words (not tool output, injected messages or private reasoning)."""
@@ -399,11 +437,17 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.count_event()
             trip = self._cost.add(cost_usd)  # spend counts even while halted or cut
+            decision = CONTINUE
             if trip is not None:
-                return self._cost_decision(trip, in_turn=self._in_turn)
-            if self._blocked is not None:
-                return self._blocked
-            return CONTINUE
+                decision = self._cost_decision(trip, in_turn=self._in_turn)
+            elif self._blocked is not None:
+                decision = self._blocked
+            context = self._context
+            if context is not None:
+                for record in context.observe_usage(model, input_tokens):
+                    self._context_record(record)
+                return self._context_check(decision)
+            return decision
 
     # -- watchdog policy (SPEC §3) -------------------------------------------------------------
 
@@ -497,6 +541,65 @@ class Guardrails:
         self._channel.emit("halt" if trip.halts else "cut", f"{head}{trip.reason}. {tail}",
                            level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
         return decision
+
+    # -- context window (SPEC §6) -------------------------------------------------------------
+
+    def _context_check(self, decision: Decision) -> Decision:
+        """After an observation that moved the estimate: pending compaction, or the 95% cut."""
+        context = self._context
+        verdict = context.check()
+        if verdict is None:
+            return decision
+        u = context.utilization()
+        if verdict == "compact":
+            self._context_record({
+                "event": "compaction-pending", "utilization": round(u.fraction, 6),
+                "estimated": u.estimated, "tokens": u.tokens, "window": u.window,
+                "threshold": u.threshold, "model": u.model,
+                "message": f"compaction pending: the context is {u.fraction:.1%} full "
+                           f"({u.tokens:,} of {u.window:,} tokens"
+                           f"{', partly estimated' if u.estimated else ''}), past the "
+                           f"{u.threshold:.0%} threshold for {u.tier or 'an unknown'} tier",
+            })
+            return decision
+        record = context.turn_cut_record()
+        reason = (f"the context window is {u.fraction:.1%} full ({u.tokens:,} of {u.window:,} "
+                  f"tokens, {u.unmeasured_bytes:,} bytes of it estimated), past the "
+                  f"{self.settings.context.cut_at:.0%} hard ceiling; compaction is pending, so a "
+                  "next turn would start by reducing context")
+        if not decision.proceed:
+            self._context_record({**record, "message": reason})
+            return decision  # already cut or halted by another guardrail
+        cut = Decision(CUT_TURN, "context", reason, decision.alerts)
+        self._blocked = cut
+        self._channel.counters.count_trip("context")
+        self._channel.emit(
+            "cut", "context guard cut the turn in flight \u2014 the cancellation that follows is "
+            f"this cut, not a provider failure: {reason}.", level=logging.WARNING,
+            guardrail="context", decision=cut, record=record)
+        return cut
+
+    def _context_record(self, record: dict[str, Any]) -> None:
+        message = record.pop("message", None) or record["event"]
+        level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
+        self._channel.emit("context", message, level=level, guardrail="context", record=record)
+
+    def compact(self, messages: Any, focus: str | None = None) -> Compaction:
+        """Reduce the context now: the host's ``summarize`` (with tripwire's retry, backoff and
+        fallback rules), or mechanical truncation. Call it when ``start_turn().compact`` is true
+        (or whenever the operator asks). ``Compaction.apply(messages)`` is the new history."""
+        with self._lock:
+            if self._context is None:
+                return Compaction("skipped", reason="the context guard is disabled")
+            result = self._context.compact(messages, focus, self._summarize)
+            for record in result.records:
+                self._context_record({**record, "message": _describe(record)})
+            return result
+
+    def utilization(self) -> Utilization | None:
+        """How full the context is (None when the context guard is disabled)."""
+        with self._lock:
+            return self._context.utilization() if self._context is not None else None
 
     # -- halts, resets and status --------------------------------------------------------------
 
@@ -598,6 +701,8 @@ class Guardrails:
                 budget_needed_usd=needed,
                 queued_feedback=len(self._feedback),
                 counters=self._channel.counters.snapshot(),
+                context=self._context.utilization() if self._context is not None else None,
+                compaction_pending=self._context.pending if self._context is not None else False,
             )
 
     @property
@@ -608,6 +713,18 @@ class Guardrails:
     def watchdog(self) -> Watchdog | None:
         """The session's watchdog (None in ``off`` mode)."""
         return self._watchdog
+
+
+def _describe(record: dict[str, Any]) -> str:
+    """The operator line of a compaction record."""
+    event = record["event"]
+    if event == "compaction-boundary":
+        return f"compaction boundary written ({record['kind']})"
+    if event == "context-reduction-failed":
+        return f"context reduction failed ({record['operation']}): {record['reason']}"
+    if event == "context-reduction-degraded":
+        return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
+    return event
 
 
 def parse_guardrail(value: str) -> str:

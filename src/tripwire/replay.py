@@ -13,7 +13,9 @@ format is a public contract), with ``event`` the 0-based index of the event bein
   queued tools-without-text note was delivered;
 - ``{"kind": "skipped", "event", "count", "reason"}``: events a harness would never have sent,
   because tripwire cut (or refused) their turn; replay resumes at the next ``turn_start``;
-- ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets.
+- ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets;
+- ``{"kind": "context", "event", "utilization", "estimated", "action"}``: ``compact`` when
+  compaction becomes pending, ``turn_cut`` when the context guard cuts the turn at 95%.
 """
 
 from __future__ import annotations
@@ -149,6 +151,15 @@ class _Session:
             if note.kind == "feedback_withdrawn" and note.alert is not None:
                 out.append({"kind": "feedback_withdrawn", "event": index,
                             "signal": note.alert.signal, "alert_event": note.alert.event})
+            elif note.record is not None and note.record.get("event") == "compaction-pending":
+                out.append({"kind": "context", "event": index,
+                            "utilization": note.record["utilization"],
+                            "estimated": note.record["estimated"], "action": "compact"})
+            elif note.record is not None and note.record.get("operation") == "turn-cut":
+                out.append({"kind": "context", "event": index,
+                            "utilization": note.record["utilization"],
+                            "estimated": note.record["unmeasured_bytes"] > 0,
+                            "action": "turn_cut"})
         self.notes.clear()
         yield from out
 

@@ -35,6 +35,7 @@ class OperatorEvent:
     alert: Alert | None = None
     decision: Any = None
     event: int | None = None
+    record: dict[str, Any] | None = None  # context guard records (SPEC §6)
 
 
 class Counters:
@@ -90,13 +91,14 @@ class OperatorChannel:
         return f"tripwire: [session {self.session_id}] {text}"
 
     def emit(self, kind: str, text: str, *, level: int = logging.INFO, guardrail: str | None = None,
-             alert: Alert | None = None, decision: Any = None, event: int | None = None) -> None:
+             alert: Alert | None = None, decision: Any = None, event: int | None = None,
+             record: dict[str, Any] | None = None) -> None:
         message = self.line(text)
         self.logger.log(level, message)
         if self.callback is not None:
             try:
                 self.callback(OperatorEvent(kind, self.session_id, message, guardrail, alert,
-                                            decision, event))
+                                            decision, event, record))
             except Exception:
                 self.logger.exception(self.line("operator callback raised; ignored"))
 
