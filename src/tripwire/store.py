@@ -1,0 +1,742 @@
+"""Durable event log: SQLite rows, msgpack bodies, a keyed BLAKE3 chain per session (SPEC §5).
+
+Trips (halts), operator resets, granted budget and per-session spend are appended here so a
+restarted process can fold them forward: a crash must never hand a runaway a fresh budget, and an
+agent that can write the database file must not silently delete or forge its own halt. This module
+stores rows and says which of them can be trusted; folding rows into live state is restore's job.
+
+Storage. One SQLite file in WAL mode with ``synchronous=FULL``: ``append`` returns only after its
+commit is fsync'd, so a crash right after a halt never loses it. ``append`` runs in ``BEGIN
+IMMEDIATE`` (read the head, write row + head + manifest, commit), so several processes may share a
+file. Tables::
+
+    rows(session, seq, kind, body, time, mac)       body = msgpack of data; seq 0-based per session
+    heads(session, count, last_mac, last_halt_seq, mac)
+    manifest(id = 1, rows, mac)                       store-wide row count
+    meta(key, value)                                  schema_version, key_check
+
+Integrity. ``mac`` of a row is keyed BLAKE3 over msgpack ``[1, session, seq, kind, body, time,
+previous row's mac]`` (32 zero bytes before row 0), so an edited, reordered, inserted or deleted
+middle row breaks the chain at its position. The head's MAC covers ``[b"head", session, count,
+last_mac, last_halt_seq]``: it catches deletion of the last rows, which the chain alone cannot. The
+manifest's MAC covers ``[b"manifest", rows]``: it catches a session deleted whole (rows and head).
+Verdicts, as ``ChainReport.problem`` with ``first_broken``:
+
+    row N was edited or reordered                 MAC fails (edit, seq swap, forged row)   N
+    row N is missing / rows N-M are missing       gap in seq                               N
+    rows N-M are missing: the head records K rows tail deleted                             N
+    row N was inserted: the head records K rows   row beyond a valid head's count          N
+    row N cannot be decoded / has unknown kind    MAC fine, body not a msgpack map         N
+    row N is out of sequence                      seq is not an integer (raw writer)       N
+    no head record for K rows                     head deleted                             K
+    head record was forged or edited              head MAC fails                           K
+    head record does not match row N              head and last row disagree               N
+
+``first_broken`` is the first position that can no longer be trusted; ``SessionHistory.rows`` are
+the rows before it. When the head is missing or forged the rows still chain, so all of them are
+returned (``first_broken`` = their count): what cannot be trusted is that nothing followed them.
+``last_halt_seq`` comes only from a valid head, so a deleted final halt row is still known.
+``verify()`` over the whole store adds a report for session ``"*"`` when the manifest is missing,
+forged, or does not match the number of rows present. With a wrong key every session reports
+``row 0 was edited or reordered`` (plus a hint when the file's key check disagrees): never an
+exception, so a misconfigured key reads as "untrusted", not as "crash".
+
+``append`` never re-seals evidence: it continues from a valid head (so deleted tail rows stay a
+visible gap), never rewrites a missing or forged head, and leaves a missing or forged manifest
+alone. A break therefore stays reported until an operator rebuilds the store.
+
+Key. ``key`` argument > ``TRIPWIRE_STORE_KEY`` (an empty value counts as unset) > the documented
+default ``blake3(b"tripwire local store", derive_key_context="tripwire 2026 default store key")``.
+32 bytes are used as is; a str of 64 hex digits is decoded; any other str (UTF-8) or bytes is a
+passphrase run through ``derive_key_context="tripwire 2026 store key from passphrase"``.
+
+Limits.
+- The default key is public: it only catches naive edits (``DEFAULT_KEY_NOTICE``). A real key
+  must also stay out of the agent's reach: scrub ``TRIPWIRE_STORE_KEY`` from the environment of
+  the tools the agent runs, or the agent can forge anything.
+- Nothing outside the file anchors it: replacing the whole file with an older copy, or wiping
+  every table, reads as an older or fresh store.
+- The manifest counts rows; it does not name them. A session deleted whole (rows and head) reads
+  as a fresh, intact, empty session in ``history``/``histories``; only ``verify()`` reports the
+  store-level ``"*"`` problem, and it cannot say which session lost rows or whether a halt was
+  among them. Restore that must not hand such a session a fresh budget has to call ``verify()``
+  and apply a ``"*"`` report to every session it cannot find. Replaying an old, validly MAC'd head
+  after deleting the rows behind it is likewise caught only by the manifest.
+- ``time`` is the writer's clock: covered by the MAC, but informational only.
+- ``histories()`` holds the rows it reads in memory (30,000 rows: a few MB); a store that grows
+  without bound needs compaction, which this module does not do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import string
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, Protocol, runtime_checkable
+
+import blake3
+import msgpack
+
+from .errors import TripwireError
+
+__all__ = [
+    "StoreError",
+    "Row",
+    "ChainReport",
+    "SessionHistory",
+    "EventStore",
+    "SQLiteStore",
+    "resolve_key",
+    "format_reports",
+    "DEFAULT_KEY_NOTICE",
+    "KINDS",
+    "KEY_ENV",
+    "SCHEMA_VERSION",
+]
+
+#: Row kinds a store accepts.
+KINDS = frozenset({"trip", "reset", "spend", "context"})
+#: Environment variable holding the store key.
+KEY_ENV = "TRIPWIRE_STORE_KEY"
+#: Schema this module writes; a file with a newer version is refused, not misread.
+SCHEMA_VERSION = 1
+#: First field of every row MAC input, so a future row layout cannot collide with this one.
+ROW_VERSION = 1
+
+DEFAULT_KEY_CONTEXT = "tripwire 2026 default store key"
+PASSPHRASE_CONTEXT = "tripwire 2026 store key from passphrase"
+DEFAULT_KEY = blake3.blake3(
+    b"tripwire local store", derive_key_context=DEFAULT_KEY_CONTEXT
+).digest()
+
+DEFAULT_KEY_NOTICE = (
+    "The durable store is sealed with tripwire's public default key, which only catches naive "
+    f"edits of the database file: set {KEY_ENV} to a secret the agent cannot read."
+)
+
+_ZERO_MAC = bytes(32)  # "previous mac" of row 0
+_MAX_DEPTH = 64  # nesting allowed in row data; real rows are flat, this only stops runaway input
+_KEY_CHECK = [b"key check"]
+
+
+class StoreError(TripwireError):
+    """The store cannot be used: unreadable, corrupt or locked database, or a bad key. The message
+    names the database file when there is one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One appended event. ``data`` is a msgpack map: str keys; str, int, float, bool, None, list
+    and dict values (tuples come back as lists)."""
+
+    session: str
+    seq: int  # 0-based, per session, contiguous
+    kind: str  # one of KINDS
+    data: dict[str, Any]
+    time: float  # unix seconds when written (informational, covered by the MAC)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """Integrity verdict for one session, or for the whole store when ``session`` is ``"*"``."""
+
+    session: str
+    intact: bool
+    rows: int  # rows present in the table for this session (the whole store for "*")
+    first_broken: int | None  # seq of the first untrustworthy position (None when intact, "*")
+    problem: str | None
+    head_valid: bool  # head (manifest for "*") present and MAC valid; True for an empty session
+    last_halt_seq: int | None  # from a valid head: latest row with halts=True (None: never)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHistory:
+    rows: tuple[Row, ...]  # the trusted prefix: rows before report.first_broken
+    report: ChainReport
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """What restore and the CLI need from a store; narrow so a server database is a new class."""
+
+    def append(self, session: str, kind: str, data: Mapping[str, Any]) -> Row: ...
+
+    def history(self, session: str) -> SessionHistory: ...
+
+    def histories(self, sessions: Iterable[str] | None = None) -> dict[str, SessionHistory]: ...
+
+    def sessions(self) -> list[str]: ...
+
+    def verify(self, session: str | None = None) -> list[ChainReport]: ...
+
+    def close(self) -> None: ...
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+def _derive(material: bytes) -> bytes:
+    return blake3.blake3(material, derive_key_context=PASSPHRASE_CONTEXT).digest()
+
+
+def resolve_key(key: bytes | str | None) -> bytes:
+    """The 32-byte store key: ``key`` > ``$TRIPWIRE_STORE_KEY`` > the public default.
+
+    32 bytes are used as is, 64 hex digits are decoded, any other str or bytes is a passphrase
+    (BLAKE3 ``derive_key_context``). An empty or non-str/bytes key raises StoreError."""
+    return _resolve_key(key)[0]
+
+
+def _resolve_key(key: bytes | str | None) -> tuple[bytes, str]:
+    source = "argument"
+    if key is None:
+        env = os.environ.get(KEY_ENV, "").strip()  # keys pasted from files carry a newline
+        if not env:
+            return DEFAULT_KEY, "default"
+        key, source = env, "environment"
+    if isinstance(key, str):
+        if not key:
+            raise StoreError("the store key is empty")
+        if len(key) == 64 and all(c in string.hexdigits for c in key):
+            return bytes.fromhex(key), source
+        return _derive(key.encode("utf-8")), source
+    if isinstance(key, bytes | bytearray | memoryview):
+        raw = bytes(key)
+        if not raw:
+            raise StoreError("the store key is empty")
+        return (raw if len(raw) == 32 else _derive(raw)), source
+    raise StoreError(f"the store key must be bytes or str, not {type(key).__name__}")
+
+
+# --- encoding and MACs ------------------------------------------------------------------------
+
+
+def _mac(key: bytes, fields: list[Any]) -> bytes:
+    return blake3.blake3(msgpack.packb(fields, use_bin_type=True), key=key).digest()
+
+
+def _row_mac(
+    key: bytes, session: str, seq: int, kind: str, body: bytes, when: float, prev: bytes
+) -> bytes:
+    return _mac(key, [ROW_VERSION, session, seq, kind, body, when, prev])
+
+
+def _head_mac(key: bytes, session: str, count: int, last_mac: bytes, halt: int | None) -> bytes:
+    return _mac(key, [b"head", session, count, last_mac, halt])
+
+
+def _manifest_mac(key: bytes, rows: int) -> bytes:
+    return _mac(key, [b"manifest", rows])
+
+
+def _head_ok(key: bytes, session: str, head: tuple[Any, ...]) -> bool:
+    count, last_mac, halt, mac = head
+    # Column types are whatever a raw writer put there: check before trusting any of them.
+    if type(count) is not int or not isinstance(last_mac, bytes):
+        return False
+    if halt is not None and type(halt) is not int:
+        return False
+    return mac == _head_mac(key, session, count, last_mac, halt)
+
+
+def _manifest_ok(key: bytes, manifest: tuple[Any, ...]) -> bool:
+    rows, mac = manifest
+    return type(rows) is int and mac == _manifest_mac(key, rows)
+
+
+def _check_data(value: Any, where: str, depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"row data nests deeper than {_MAX_DEPTH} levels at {where}")
+    if value is None or isinstance(value, str | bool | float):
+        return
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**64:  # msgpack's integer range
+            raise ValueError(f"row data integer out of range at {where}")
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_data(item, f"{where}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"row data keys must be str, got {type(k).__name__} at {where}")
+            _check_data(item, f"{where}.{k}", depth + 1)
+        return
+    raise ValueError(f"row data value of type {type(value).__name__} at {where} is not storable")
+
+
+def _decode(body: Any) -> dict[str, Any] | None:
+    """A row body as a map, or None when it is not one (a broken link, never an exception)."""
+    try:
+        data = msgpack.unpackb(body, raw=False)
+    except Exception:  # untrusted bytes: any decoder failure just means "not a valid row"
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def _missing(first: int, last: int) -> str:
+    return f"row {first} is missing" if first == last else f"rows {first}-{last} are missing"
+
+
+def _verify(
+    key: bytes,
+    session: str,
+    raw: Iterable[tuple[Any, ...]],
+    head: tuple[Any, ...] | None,
+    hint: str,
+) -> SessionHistory:
+    """Walk one session's rows (ordered by seq) against its chain and head, in one pass."""
+    head_ok = False
+    count_h = 0
+    last_halt: int | None = None
+    if head is not None and _head_ok(key, session, head):
+        head_ok, count_h, last_halt = True, head[0], head[2]
+    pack = msgpack.Packer(use_bin_type=True).pack
+    hasher = blake3.blake3
+    trusted: list[Row] = []
+    prev = _ZERO_MAC
+    expected = n = 0
+    broken: int | None = None
+    problem: str | None = None
+    for _session, seq, kind, body, when, mac in raw:
+        n += 1
+        if broken is not None:
+            continue  # keep counting the rows present
+        if type(seq) is not int or seq != expected:
+            if type(seq) is not int or seq < expected:
+                broken, problem = expected, f"row {expected} is out of sequence"
+            elif head_ok and expected >= count_h:
+                broken, problem = seq, f"row {seq} was inserted: the head records {_rows(count_h)}"
+            else:  # a gap; rows past a valid head's count are not "missing"
+                last = min(seq, count_h) if head_ok else seq
+                broken, problem = expected, _missing(expected, last - 1)
+            continue
+        if head_ok and seq >= count_h:
+            broken, problem = seq, f"row {seq} was inserted: the head records {_rows(count_h)}"
+            continue
+        try:
+            sealed = pack([ROW_VERSION, session, seq, kind, body, when, prev])
+            good = mac == hasher(sealed, key=key).digest()
+        except (TypeError, ValueError, OverflowError):  # a raw writer stored unpackable values
+            good = False
+        if not good:
+            broken, problem = seq, f"row {seq} was edited or reordered"
+            continue
+        data = _decode(body)
+        if data is None:
+            broken, problem = seq, f"row {seq} cannot be decoded"
+            continue
+        if kind not in KINDS:
+            broken, problem = seq, f"row {seq} has unknown kind {kind!r}"
+            continue
+        trusted.append(Row(session, seq, kind, data, when))
+        prev = mac
+        expected += 1
+    if broken is None:
+        if head is None:
+            if n:
+                broken, problem = n, f"no head record for {_rows(n)}"
+        elif not head_ok:
+            broken, problem = n, "head record was forged or edited"
+        elif n < count_h:
+            broken = n
+            problem = f"{_missing(n, count_h - 1)}: the head records {_rows(count_h)}"
+        elif n and head[1] != prev:  # head_ok, so head is a tuple
+            # Both are sealed with the key, yet disagree: the last row is the one in doubt.
+            broken, problem = n - 1, f"head record does not match row {n - 1}"
+            trusted.pop()
+    if problem is not None and hint:
+        problem += hint
+    report = ChainReport(
+        session=session,
+        intact=broken is None,
+        rows=n,
+        first_broken=broken,
+        problem=problem,
+        head_valid=head_ok or (head is None and n == 0),
+        last_halt_seq=last_halt,
+    )
+    return SessionHistory(tuple(trusted), report)
+
+
+def _store_report(
+    key: bytes, present: int, manifest: tuple[Any, ...] | None, hint: str
+) -> ChainReport | None:
+    valid = manifest is not None and _manifest_ok(key, manifest)
+    if manifest is None:
+        problem = f"no manifest record for {_rows(present)}"
+    elif not valid:
+        problem = "manifest record was forged or edited"
+    else:
+        recorded = manifest[0]
+        if recorded == present:
+            return None
+        gap = abs(recorded - present)
+        verb = "row is" if gap == 1 else "rows are"
+        where = "missing from the store" if recorded > present else "not in the manifest"
+        problem = f"{gap} {verb} {where}: the manifest records {_rows(recorded)}"
+    return ChainReport("*", False, present, None, problem + hint, valid, None)
+
+
+def format_reports(reports: list[ChainReport]) -> str:
+    """Human-readable verdicts for ``tripwire verify``, one line per report."""
+    lines = []
+    for r in reports:
+        if r.intact:
+            lines.append(f"{r.session}: intact ({_rows(r.rows)})")
+            continue
+        at = f" at row {r.first_broken}" if r.first_broken is not None else ""
+        line = f"{r.session}: BROKEN{at}: {r.problem}"
+        halt, first = r.last_halt_seq, r.first_broken
+        if halt is not None and first is not None and halt >= first:
+            # The halt row itself is outside the trusted rows: say the head still knows of it.
+            line += f" (the head records a halt at row {halt})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+# --- SQLite -----------------------------------------------------------------------------------
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID",
+    # WITHOUT ROWID clusters rows by (session, seq): histories() is one sequential scan.
+    "CREATE TABLE IF NOT EXISTS rows(session TEXT, seq INTEGER, kind TEXT, body BLOB, time REAL,"
+    " mac BLOB, PRIMARY KEY(session, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS heads(session TEXT PRIMARY KEY, count INTEGER, last_mac BLOB,"
+    " last_halt_seq INTEGER, mac BLOB) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS manifest(id INTEGER PRIMARY KEY CHECK(id = 1), rows INTEGER,"
+    " mac BLOB)",
+)
+_TABLES = frozenset({"meta", "rows", "heads", "manifest"})
+_ROW_COLUMNS = "session, seq, kind, body, time, mac"
+
+
+class SQLiteStore:
+    """The embedded store: one SQLite file, safe to share between processes and threads (a
+    forked child opens its own connection on first use). ``timeout`` bounds every wait for
+    another writer; past it the call raises StoreError ("locked").
+
+    ``key_source`` says where the key came from: ``"argument"``, ``"environment"`` or
+    ``"default"`` (print DEFAULT_KEY_NOTICE for the last)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        key: bytes | str | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        if not timeout >= 0:
+            raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self._key, self.key_source = _resolve_key(key)
+        self._key_check = _mac(self._key, _KEY_CHECK)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._closed = False
+        if os.path.isdir(self.path):
+            raise StoreError(f"{self.path}: is a directory, not a database file")
+        self._db = self._open()
+
+    # connection management
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open the store") from exc
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            self._enter_wal(db)
+            db.execute("PRAGMA synchronous = FULL")  # fsync each commit: a halt survives a crash
+            self._prepare(db)
+        except sqlite3.Error as exc:
+            db.close()
+            raise self._error(exc, "open the store") from exc
+        except StoreError:
+            db.close()
+            raise
+        return db
+
+    def _enter_wal(self, db: sqlite3.Connection) -> None:
+        """Switch a new file to WAL. Two processes opening a new file at once collide here, and
+        SQLite answers "locked" at once instead of calling the busy handler: retry until the
+        timeout like every other lock."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005)
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Create missing tables and check the schema version, writing only when needed."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = self._schema_version(db) if "meta" in tables else None
+        if not tables >= _TABLES or version is None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                version = self._schema_version(db)  # another process may have won the race
+                if version is None:
+                    # A new store: seal an empty manifest. An existing store (meta present) never
+                    # gets a fresh one, so deleting the manifest stays visible.
+                    version = SCHEMA_VERSION
+                    db.executemany(
+                        "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                        [("schema_version", SCHEMA_VERSION), ("key_check", self._key_check)],
+                    )
+                    db.execute(
+                        "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?)",
+                        (_manifest_mac(self._key, 0),),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        if type(version) is not int or version < 1:
+            raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version!r} is newer than this tripwire supports "
+                f"({SCHEMA_VERSION}); upgrade tripwire to read it"
+            )
+
+    @staticmethod
+    def _schema_version(db: sqlite3.Connection) -> Any:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return None if row is None else row[0]
+
+    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        if _is_locked(exc):
+            return StoreError(
+                f"{self.path}: database is locked: could not {doing} within {self.timeout:g} s"
+            )
+        return StoreError(f"{self.path}: cannot {doing}: {exc}")
+
+    @contextmanager
+    def _use(self, doing: str) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        if os.getpid() != self._pid:
+            # A connection must not cross fork(): the child abandons it (closing would touch the
+            # parent's locks) and opens its own.
+            self._pid, self._lock, self._db = os.getpid(), threading.Lock(), None
+            self._db = self._open()
+        with self._lock:
+            db = self._db
+            assert db is not None
+            try:
+                yield db
+            except sqlite3.Error as exc:
+                self._rollback(db)
+                raise self._error(exc, doing) from exc
+            except BaseException:
+                self._rollback(db)
+                raise
+
+    @staticmethod
+    def _rollback(db: sqlite3.Connection) -> None:
+        if db.in_transaction:
+            with suppress(sqlite3.Error):  # the original error is the one worth reporting
+                db.execute("ROLLBACK")
+
+    # EventStore
+
+    def append(self, session: str, kind: str, data: Mapping[str, Any]) -> Row:
+        """Append one row; returns once it is durable. ``data["halts"] is True`` marks a halt."""
+        _check_session(session)
+        if kind not in KINDS:
+            raise ValueError(f"unknown row kind {kind!r}; expected one of {sorted(KINDS)}")
+        if not isinstance(data, Mapping):
+            raise ValueError(f"row data must be a mapping, not {type(data).__name__}")
+        data = dict(data)
+        _check_data(data, "data")
+        body = msgpack.packb(data, use_bin_type=True)
+        halts = data.get("halts") is True
+        now = time.time()
+        key = self._key
+        with self._use("append to the store") as db:
+            db.execute("BEGIN IMMEDIATE")
+            head = db.execute(
+                "SELECT count, last_mac, last_halt_seq, mac FROM heads WHERE session = ?",
+                (session,),
+            ).fetchone()
+            top = db.execute(
+                "SELECT seq, mac FROM rows WHERE session = ? AND typeof(seq) = 'integer'"
+                " ORDER BY seq DESC LIMIT 1",
+                (session,),
+            ).fetchone()
+            free = 0 if top is None else top[0] + 1
+            if head is not None and _head_ok(key, session, head):
+                # The head, not the rows, says where the chain ends: deleted tail rows stay a gap.
+                seq, prev, last_halt, seal = max(head[0], free), head[1], head[2], True
+            elif head is None and top is None:
+                seq, prev, last_halt, seal = 0, _ZERO_MAC, None, True
+            else:
+                # Missing or forged head over existing rows: keep the new row, but re-sealing a
+                # head would launder whatever was done to the session.
+                prev = top[1] if top is not None and isinstance(top[1], bytes) else _ZERO_MAC
+                seq, last_halt, seal = free, None, False
+            mac = _row_mac(key, session, seq, kind, body, now, prev)
+            db.execute(
+                f"INSERT INTO rows ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (session, seq, kind, body, now, mac),
+            )
+            if seal:
+                if halts:
+                    last_halt = seq
+                db.execute(
+                    "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)",
+                    (
+                        session,
+                        seq + 1,
+                        mac,
+                        last_halt,
+                        _head_mac(key, session, seq + 1, mac, last_halt),
+                    ),
+                )
+            manifest = db.execute("SELECT rows, mac FROM manifest WHERE id = 1").fetchone()
+            if manifest is not None and _manifest_ok(key, manifest):
+                # Count on from the recorded value, never recount: a deficit stays visible.
+                db.execute(
+                    "UPDATE manifest SET rows = ?, mac = ? WHERE id = 1",
+                    (manifest[0] + 1, _manifest_mac(key, manifest[0] + 1)),
+                )
+            db.execute("COMMIT")
+        return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
+
+    def history(self, session: str) -> SessionHistory:
+        """One session's trusted rows and its integrity report."""
+        _check_session(session)
+        return self._scan([session], store_level=False)[0][session]
+
+    def histories(self, sessions: Iterable[str] | None = None) -> dict[str, SessionHistory]:
+        """Histories of ``sessions`` (every session in the store when None), read in one ordered
+        query inside one read transaction and verified in one pass."""
+        wanted = None
+        if sessions is not None:
+            wanted = list(dict.fromkeys(sessions))
+            for session in wanted:
+                _check_session(session)
+        return self._scan(wanted, store_level=False)[0]
+
+    def sessions(self) -> list[str]:
+        with self._use("read the store") as db:
+            found = db.execute(
+                "SELECT session FROM rows WHERE typeof(session) = 'text'"
+                " UNION SELECT session FROM heads WHERE typeof(session) = 'text'"
+            ).fetchall()
+        return sorted(r[0] for r in found)
+
+    def verify(self, session: str | None = None) -> list[ChainReport]:
+        """Reports for one session, or for every session plus a ``"*"`` report when the manifest
+        disagrees with the rows present (only then)."""
+        if session is not None:
+            return [self.history(session).report]
+        found, store = self._scan(None, store_level=True)
+        reports = [h.report for h in found.values()]
+        if store is not None:
+            reports.append(store)
+        return reports
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            if self._db is not None and os.getpid() == self._pid:
+                self._db.close()
+            self._db = None
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}, key_source={self.key_source!r})"
+
+    # reading
+
+    def _scan(
+        self, wanted: list[str] | None, *, store_level: bool
+    ) -> tuple[dict[str, SessionHistory], ChainReport | None]:
+        key = self._key
+        with self._use("read the store") as db:
+            # One read transaction: WAL gives a snapshot, so a concurrent append can never show
+            # up as a head ahead of its rows (a false "missing" verdict).
+            db.execute("BEGIN")
+            if wanted is None:
+                raw = db.execute(
+                    f"SELECT {_ROW_COLUMNS} FROM rows ORDER BY session, seq"
+                ).fetchall()
+                heads = db.execute(
+                    "SELECT session, count, last_mac, last_halt_seq, mac FROM heads"
+                ).fetchall()
+            else:
+                names = json.dumps(wanted)
+                raw = db.execute(
+                    f"SELECT {_ROW_COLUMNS} FROM rows WHERE session IN"
+                    " (SELECT value FROM json_each(?)) ORDER BY session, seq",
+                    (names,),
+                ).fetchall()
+                heads = db.execute(
+                    "SELECT session, count, last_mac, last_halt_seq, mac FROM heads WHERE session"
+                    " IN (SELECT value FROM json_each(?))",
+                    (names,),
+                ).fetchall()
+            manifest = db.execute("SELECT rows, mac FROM manifest WHERE id = 1").fetchone()
+            check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
+            db.execute("COMMIT")
+        hint = ""
+        if check is not None and check[0] != self._key_check:
+            hint = " (this key is not the one the store was created with)"
+        head_of = {h[0]: h[1:] for h in heads if isinstance(h[0], str)}
+        found: dict[str, SessionHistory] = {}
+        for session, group in groupby(raw, key=itemgetter(0)):
+            if isinstance(session, str):  # rows a raw writer gave a non-text session fit nowhere
+                found[session] = _verify(key, session, group, head_of.get(session), hint)
+        for session, head in head_of.items():
+            if session not in found:  # a head whose rows are all gone
+                found[session] = _verify(key, session, (), head, hint)
+        if wanted is None:
+            result = {s: found[s] for s in sorted(found)}
+        else:
+            result = {s: found.get(s) or _verify(key, s, (), None, hint) for s in wanted}
+        store = _store_report(key, len(raw), manifest, hint) if store_level else None
+        return result, store
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return code in (5, 6) or "locked" in str(exc)  # SQLITE_BUSY, SQLITE_LOCKED
+
+
+def _check_session(session: Any) -> None:
+    if not isinstance(session, str) or not session:
+        raise ValueError(f"session must be a non-empty str, got {session!r}")
+    if session == "*":
+        raise ValueError('session "*" is reserved for store-level reports')

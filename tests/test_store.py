@@ -1,0 +1,706 @@
+"""Durable store: round trips, tamper verdicts, durability and concurrency with real processes,
+bad files, key resolution (SPEC §5)."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import blake3
+import msgpack
+import pytest
+
+from tripwire.errors import TripwireError
+from tripwire.store import (
+    DEFAULT_KEY_NOTICE,
+    KEY_ENV,
+    ChainReport,
+    EventStore,
+    Row,
+    SessionHistory,
+    SQLiteStore,
+    StoreError,
+    _row_mac,
+    format_reports,
+    resolve_key,
+)
+
+HALT_1 = {"halts": True, "guardrail": "watchdog", "reason": "same call repeated 5 times"}
+HALT_2 = {"halts": True, "guardrail": "cost_ceiling", "reason": "spent $5.20 of $5.00"}
+# s-1: halt at 2, reset at 3, halt again at 4 (the last row); s-2: three plain rows.
+S1 = [
+    ("context", {"tokens": 1200}),
+    ("spend", {"usd": 0.25, "halts": False}),
+    ("trip", HALT_1),
+    ("reset", {"guardrails": ["watchdog"], "budget_usd": 2.0}),
+    ("trip", HALT_2),
+]
+S2 = [("spend", {"usd": 0.5}), ("spend", {"usd": 0.75}), ("context", {"tokens": 80})]
+MANIFEST_ROWS = len(S1) + len(S2)
+
+
+@pytest.fixture(autouse=True)
+def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)  # the default key unless a test sets one
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    """A store holding S1 and S2, closed again so tests tamper with the bare file."""
+    p = tmp_path / "tripwire.db"
+    with SQLiteStore(p) as store:
+        for kind, data in S1:
+            store.append("s-1", kind, data)
+        for kind, data in S2:
+            store.append("s-2", kind, data)
+    return p
+
+
+def raw(path: Path, *statements: tuple[str, tuple[Any, ...]] | str) -> None:
+    """Tamper with the file as an agent with write access would: plain SQL, no key."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        for s in statements:
+            sql, args = (s, ()) if isinstance(s, str) else s
+            db.execute(sql, args)
+    finally:
+        db.close()
+
+
+def report(
+    session: str,
+    rows: int,
+    first_broken: int | None = None,
+    problem: str | None = None,
+    *,
+    head_valid: bool = True,
+    last_halt_seq: int | None = 4,
+) -> ChainReport:
+    return ChainReport(
+        session, first_broken is None, rows, first_broken, problem, head_valid, last_halt_seq
+    )
+
+
+S2_INTACT = report("s-2", 3, last_halt_seq=None)
+
+
+def manifest_report(problem: str, present: int, *, valid: bool = True) -> ChainReport:
+    return ChainReport("*", False, present, None, problem, valid, None)
+
+
+def check(path: Path, expected: ChainReport, *, store_report: ChainReport | None = None) -> None:
+    """history(), histories() and verify() agree on the verdict for s-1; the trusted prefix is
+    exactly the rows before first_broken."""
+    with SQLiteStore(path) as store:
+        history = store.history("s-1")
+        assert history.report == expected
+        assert store.histories()["s-1"] == history
+        assert store.verify("s-1") == [expected]
+        cut = len(S1) if expected.first_broken is None else expected.first_broken
+        cut = min(cut, len(S1))
+        assert [(r.seq, r.kind, r.data) for r in history.rows] == [
+            (i, kind, data) for i, (kind, data) in enumerate(S1[:cut])
+        ]
+        whole = [expected, S2_INTACT] + ([store_report] if store_report else [])
+        assert store.verify() == whole
+
+
+# --- round trips --------------------------------------------------------------------------------
+
+
+def test_append_returns_the_row_and_history_reads_it_back(tmp_path: Path) -> None:
+    data = {
+        "usd": 0.1 + 0.2,
+        "big": 2**63,
+        "neg": -(2**63),
+        "huge": 1e300,
+        "inf": math.inf,
+        "none": None,
+        "flag": False,
+        "text": "naïve — ✓",
+        "nested": {"calls": [{"name": "bash", "args": {"cmd": "ls"}}, [1, 2.5, None]]},
+        "pair": (1, "two"),
+    }
+    before = time.time()
+    with SQLiteStore(tmp_path / "t.db") as store:
+        appended = [
+            store.append("s-1", kind, data) for kind in ("trip", "reset", "spend", "context")
+        ]
+        history = store.history("s-1")
+    assert [r.seq for r in appended] == [0, 1, 2, 3]
+    assert [r.kind for r in appended] == ["trip", "reset", "spend", "context"]
+    assert history.rows == tuple(appended)
+    assert history.report == ChainReport("s-1", True, 4, None, None, True, None)
+    row = history.rows[0]
+    assert isinstance(row, Row)
+    assert row.session == "s-1"
+    assert row.data == {**data, "pair": [1, "two"]}  # tuples come back as lists
+    assert row.data["usd"] == 0.30000000000000004
+    assert before <= row.time <= time.time()
+
+
+def test_sessions_are_chained_independently(path: Path) -> None:
+    with SQLiteStore(path) as store:
+        assert store.sessions() == ["s-1", "s-2"]
+        assert [r.seq for r in store.history("s-2").rows] == [0, 1, 2]
+        assert store.history("s-1").report == report("s-1", 5)
+        assert store.verify() == [report("s-1", 5), S2_INTACT]
+        assert store.append("s-2", "spend", {"usd": 1.0}).seq == 3
+
+
+def test_last_halt_seq_follows_rows_with_halts_true(path: Path) -> None:
+    with SQLiteStore(path) as store:
+        assert store.history("s-1").report.last_halt_seq == 4
+        store.append("s-1", "reset", {"halts": "yes"})  # only True marks a halt
+        assert store.history("s-1").report.last_halt_seq == 4
+        store.append("s-1", "trip", {"halts": True})
+        assert store.history("s-1").report.last_halt_seq == 6
+
+
+def test_histories_selects_sessions_and_reports_unknown_ones_as_empty(path: Path) -> None:
+    with SQLiteStore(path) as store:
+        found = store.histories(["s-2", "nobody", "s-2"])
+        assert list(found) == ["s-2", "nobody"]
+        assert found["s-2"].report == S2_INTACT
+        assert found["nobody"] == SessionHistory(
+            (), ChainReport("nobody", True, 0, None, None, True, None)
+        )
+        assert list(store.histories()) == ["s-1", "s-2"]
+        assert store.history("nobody").rows == ()
+
+
+def test_store_implements_the_protocol(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "t.db") as store:
+        assert isinstance(store, EventStore)
+        assert store.path == str(tmp_path / "t.db")
+        assert store.key_source == "default"
+
+
+@pytest.mark.parametrize(
+    ("session", "kind", "data", "message"),
+    [
+        ("s", "halt", {}, "unknown row kind 'halt'"),
+        ("s", "trip", {"b": b"bytes"}, "type bytes at data.b is not storable"),
+        ("s", "trip", {"n": {1: "x"}}, "keys must be str, got int at data.n"),
+        ("s", "trip", {"n": 2**64}, "integer out of range at data.n"),
+        ("s", "trip", ["not", "a", "map"], "row data must be a mapping, not list"),
+        ("", "trip", {}, "session must be a non-empty str"),
+        ("*", "trip", {}, 'session "*" is reserved'),
+    ],
+)
+def test_append_rejects_bad_input_and_writes_nothing(
+    tmp_path: Path, session: str, kind: str, data: Any, message: str
+) -> None:
+    with SQLiteStore(tmp_path / "t.db") as store:
+        with pytest.raises(ValueError, match=message.replace("*", r"\*")):
+            store.append(session, kind, data)
+        assert store.sessions() == []
+        assert store.verify() == []
+
+
+# --- tampering ----------------------------------------------------------------------------------
+
+
+def test_edited_halt_row_breaks_the_chain_at_that_row(path: Path) -> None:
+    forged = msgpack.packb({**HALT_1, "reason": "operator asked for a pause"})
+    raw(path, ("UPDATE rows SET body = ? WHERE session = 's-1' AND seq = 2", (forged,)))
+    check(path, report("s-1", 5, 2, "row 2 was edited or reordered"))
+
+
+def test_halt_row_turned_into_a_non_halt_breaks_the_chain(path: Path) -> None:
+    raw(path, "UPDATE rows SET kind = 'spend' WHERE session = 's-1' AND seq = 4")
+    check(path, report("s-1", 5, 4, "row 4 was edited or reordered"))
+
+
+def test_deleted_middle_row_is_missing(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 2")
+    check(
+        path,
+        report("s-1", 4, 2, "row 2 is missing"),
+        store_report=manifest_report(
+            "1 row is missing from the store: the manifest records 8 rows", 7
+        ),
+    )
+
+
+def test_deleted_last_halt_row_is_caught_by_the_head(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
+    expected = report("s-1", 4, 4, "row 4 is missing: the head records 5 rows")
+    check(
+        path,
+        expected,
+        store_report=manifest_report(
+            "1 row is missing from the store: the manifest records 8 rows", 7
+        ),
+    )
+    # The valid head still says where the halt was, though its row is gone.
+    assert expected.last_halt_seq == 4
+
+
+def test_deleted_tail_rows_are_reported_as_a_range(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq >= 2")
+    check(
+        path,
+        report("s-1", 2, 2, "rows 2-4 are missing: the head records 5 rows"),
+        store_report=manifest_report(
+            "3 rows are missing from the store: the manifest records 8 rows", 5
+        ),
+    )
+
+
+def test_deleted_head_leaves_every_row_but_no_guarantee_after_them(path: Path) -> None:
+    raw(path, "DELETE FROM heads WHERE session = 's-1'")
+    check(
+        path,
+        report("s-1", 5, 5, "no head record for 5 rows", head_valid=False, last_halt_seq=None),
+    )
+
+
+def test_deleted_head_and_halt_row_is_still_broken(path: Path) -> None:
+    raw(
+        path,
+        "DELETE FROM heads WHERE session = 's-1'",
+        "DELETE FROM rows WHERE session = 's-1' AND seq = 4",
+    )
+    check(
+        path,
+        report("s-1", 4, 4, "no head record for 4 rows", head_valid=False, last_halt_seq=None),
+        store_report=manifest_report(
+            "1 row is missing from the store: the manifest records 8 rows", 7
+        ),
+    )
+
+
+def test_swapped_rows_are_reordered(path: Path) -> None:
+    raw(
+        path,
+        "UPDATE rows SET seq = -1 WHERE session = 's-1' AND seq = 1",
+        "UPDATE rows SET seq = 1 WHERE session = 's-1' AND seq = 2",
+        "UPDATE rows SET seq = 2 WHERE session = 's-1' AND seq = -1",
+    )
+    check(path, report("s-1", 5, 1, "row 1 was edited or reordered"))
+
+
+def test_forged_row_after_the_last_is_inserted(path: Path) -> None:
+    body = msgpack.packb({"guardrails": ["watchdog"], "budget_usd": 100.0})
+    raw(
+        path,
+        (
+            "INSERT INTO rows VALUES ('s-1', 5, 'reset', ?, ?, ?)",
+            (body, time.time(), os.urandom(32)),
+        ),
+    )
+    check(
+        path,
+        report("s-1", 6, 5, "row 5 was inserted: the head records 5 rows"),
+        store_report=manifest_report(
+            "1 row is not in the manifest: the manifest records 8 rows", 9
+        ),
+    )
+
+
+def test_forged_row_inserted_in_the_middle_breaks_the_chain(path: Path) -> None:
+    body = msgpack.packb({"guardrails": ["watchdog"], "budget_usd": 100.0})
+    raw(
+        path,
+        *(f"UPDATE rows SET seq = {s + 1} WHERE session = 's-1' AND seq = {s}" for s in (4, 3, 2)),
+        (
+            "INSERT INTO rows VALUES ('s-1', 2, 'reset', ?, ?, ?)",
+            (body, time.time(), os.urandom(32)),
+        ),
+    )
+    check(
+        path,
+        report("s-1", 6, 2, "row 2 was edited or reordered"),
+        store_report=manifest_report(
+            "1 row is not in the manifest: the manifest records 8 rows", 9
+        ),
+    )
+
+
+def test_edited_head_last_halt_seq_invalidates_the_head(path: Path) -> None:
+    raw(path, "UPDATE heads SET last_halt_seq = NULL WHERE session = 's-1'")
+    check(
+        path,
+        report(
+            "s-1", 5, 5, "head record was forged or edited", head_valid=False, last_halt_seq=None
+        ),
+    )
+
+
+def test_deleted_session_is_caught_only_by_the_manifest(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-2'", "DELETE FROM heads WHERE session = 's-2'")
+    with SQLiteStore(path) as store:
+        # Per session, a wholly deleted session cannot be told from one never seen (documented).
+        assert store.history("s-2") == SessionHistory(
+            (), ChainReport("s-2", True, 0, None, None, True, None)
+        )
+        assert store.sessions() == ["s-1"]
+        assert store.verify() == [
+            report("s-1", 5),
+            manifest_report("3 rows are missing from the store: the manifest records 8 rows", 5),
+        ]
+
+
+def test_deleted_or_edited_manifest_is_reported(path: Path) -> None:
+    raw(path, "UPDATE manifest SET rows = 5")
+    with SQLiteStore(path) as store:
+        assert store.verify()[-1] == manifest_report(
+            "manifest record was forged or edited", 8, valid=False
+        )
+    raw(path, "DELETE FROM manifest")
+    with SQLiteStore(path) as store:
+        store.append("s-1", "spend", {"usd": 1.0})  # does not re-create the manifest
+        assert store.verify()[-1] == manifest_report(
+            "no manifest record for 9 rows", 9, valid=False
+        )
+
+
+def test_wrong_key_reports_every_session_broken(path: Path) -> None:
+    hint = " (this key is not the one the store was created with)"
+    with SQLiteStore(path, key="not the key") as store:
+        assert store.verify() == [
+            report(
+                "s-1",
+                5,
+                0,
+                "row 0 was edited or reordered" + hint,
+                head_valid=False,
+                last_halt_seq=None,
+            ),
+            report(
+                "s-2",
+                3,
+                0,
+                "row 0 was edited or reordered" + hint,
+                head_valid=False,
+                last_halt_seq=None,
+            ),
+            manifest_report("manifest record was forged or edited" + hint, 8, valid=False),
+        ]
+        assert store.history("s-1").rows == ()
+
+
+def test_undecodable_body_is_a_broken_link_not_an_exception(path: Path) -> None:
+    raw(
+        path,
+        ("UPDATE rows SET body = ? WHERE session = 's-1' AND seq = 3", (b"\xc1\xc1 not msgpack",)),
+    )
+    check(path, report("s-1", 5, 3, "row 3 was edited or reordered"))
+    # Even a body sealed with the right key (a writer bug, or a stolen key) that is not a map.
+    db = sqlite3.connect(path)
+    ((when, prev),) = db.execute(
+        "SELECT r3.time, r2.mac FROM rows r3, rows r2 WHERE r3.session = 's-1' AND r3.seq = 3 AND r2.session = 's-1' AND r2.seq = 2"
+    )
+    db.close()
+    body = b"\xc1\xc1 not msgpack"
+    mac = _row_mac(resolve_key(None), "s-1", 3, "reset", body, when, prev)
+    raw(path, ("UPDATE rows SET mac = ? WHERE session = 's-1' AND seq = 3", (mac,)))
+    check(path, report("s-1", 5, 3, "row 3 cannot be decoded"))
+
+
+def test_append_after_tampering_never_heals_the_chain(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
+    with SQLiteStore(path) as store:
+        # The head, not the rows left, says where the chain ends: the deleted halt stays a gap.
+        assert store.append("s-1", "spend", {"usd": 0.1}).seq == 5
+        assert store.history("s-1").report == report("s-1", 5, 4, "row 4 is missing")
+        assert store.verify()[-1] == manifest_report(
+            "1 row is missing from the store: the manifest records 9 rows", 8
+        )
+    raw(path, "DELETE FROM heads WHERE session = 's-2'")
+    with SQLiteStore(path) as store:
+        assert store.append("s-2", "spend", {"usd": 0.1}).seq == 3
+        assert store.history("s-2").report == report(
+            "s-2", 4, 4, "no head record for 4 rows", head_valid=False, last_halt_seq=None
+        )
+        assert len(store.history("s-2").rows) == 4  # the new row is kept and still chained
+
+
+def test_append_after_a_forged_row_keeps_it_reported(path: Path) -> None:
+    raw(
+        path,
+        (
+            "INSERT INTO rows VALUES ('s-1', 5, 'reset', ?, ?, ?)",
+            (msgpack.packb({}), time.time(), os.urandom(32)),
+        ),
+    )
+    with SQLiteStore(path) as store:
+        assert store.append("s-1", "spend", {"usd": 0.1}).seq == 6
+        # The new row goes after the forged one, so the head now spans it: a bad MAC at 5.
+        assert store.history("s-1").report == report("s-1", 7, 5, "row 5 was edited or reordered")
+
+
+def test_replayed_old_head_is_caught_only_by_the_manifest(path: Path) -> None:
+    db = sqlite3.connect(path)
+    old_head = db.execute("SELECT * FROM heads WHERE session = 's-1'").fetchone()
+    db.close()
+    with SQLiteStore(path) as store:
+        store.append("s-1", "trip", HALT_1)
+    # Delete the new halt and put back the head from before it: a validly sealed, stale head.
+    raw(
+        path,
+        "DELETE FROM rows WHERE session = 's-1' AND seq = 5",
+        ("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)", old_head),
+    )
+    with SQLiteStore(path) as store:
+        assert store.history("s-1").report == report("s-1", 5)  # documented limit
+        assert store.verify()[-1] == manifest_report(
+            "1 row is missing from the store: the manifest records 9 rows", 8
+        )
+
+
+def test_head_from_another_file_does_not_match_the_last_row(path: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with SQLiteStore(other) as store:
+        for kind, data in S1:
+            store.append("s-1", kind, data)
+    db = sqlite3.connect(other)
+    foreign = db.execute("SELECT * FROM heads WHERE session = 's-1'").fetchone()
+    db.close()
+    raw(path, ("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)", foreign))
+    check(path, report("s-1", 5, 4, "head record does not match row 4"))
+
+
+def test_newer_schema_is_refused(path: Path) -> None:
+    raw(path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'")
+    with pytest.raises(
+        StoreError, match=r"schema version 99 is newer than this tripwire supports \(1\)"
+    ):
+        SQLiteStore(path)
+
+
+def test_dropped_table_is_recreated_and_reported(path: Path) -> None:
+    raw(path, "DROP TABLE heads")
+    with SQLiteStore(path) as store:
+        assert store.history("s-2").report == report(
+            "s-2", 3, 3, "no head record for 3 rows", head_valid=False, last_halt_seq=None
+        )
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+_DURABLE_CHILD = """
+import os, sys
+from tripwire.store import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+store.append("s-7", "trip", {"halts": True, "reason": "runaway"})
+os._exit(0)  # no close, no atexit: only what append made durable survives
+"""
+
+
+def test_halt_appended_by_a_process_that_dies_at_once_is_read_back(tmp_path: Path) -> None:
+    p = tmp_path / "t.db"
+    subprocess.run([sys.executable, "-c", _DURABLE_CHILD, str(p)], check=True, timeout=60)
+    with SQLiteStore(p) as store:
+        history = store.history("s-7")
+        assert history.report == ChainReport("s-7", True, 1, None, None, True, 0)
+        assert history.rows[0].data == {"halts": True, "reason": "runaway"}
+
+
+def _append_worker(path: str, worker: int, barrier: Any) -> None:
+    barrier.wait()
+    store = SQLiteStore(path, timeout=30)  # opening races too: both may create the tables
+    barrier.wait()  # spawn start-up takes longer than the appends: line them up again
+    for i in range(200):
+        for session in ("a", "b"):
+            store.append(session, "spend", {"worker": worker, "i": i})
+        time.sleep(0.0005)  # let go of the lock now and then, or one writer runs the table
+    store.close()
+
+
+def test_two_processes_append_to_the_same_sessions(tmp_path: Path) -> None:
+    p = str(tmp_path / "t.db")
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(2, timeout=60)
+    workers = [spawn.Process(target=_append_worker, args=(p, w, barrier)) for w in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert [w.exitcode for w in workers] == [0, 0]
+    with SQLiteStore(p) as store:
+        assert store.verify() == [
+            ChainReport("a", True, 400, None, None, True, None),
+            ChainReport("b", True, 400, None, None, True, None),
+        ]  # and no "*" report: the manifest counted all 800
+        for session in ("a", "b"):
+            rows = store.history(session).rows
+            assert [r.seq for r in rows] == list(range(400))
+            for w in range(2):
+                assert [r.data["i"] for r in rows if r.data["worker"] == w] == list(range(200))
+
+
+# --- bad files ----------------------------------------------------------------------------------
+
+
+def test_missing_file_is_created(tmp_path: Path) -> None:
+    p = tmp_path / "new.db"
+    with SQLiteStore(p) as store:
+        assert store.verify() == []
+    assert p.is_file()
+    with sqlite3.connect(p) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_corrupt_file_raises_store_error_naming_it(tmp_path: Path) -> None:
+    p = tmp_path / "junk.db"
+    p.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(StoreError, match="file is not a database") as caught:
+        SQLiteStore(p)
+    assert str(p) in str(caught.value)
+    assert isinstance(caught.value, TripwireError)
+
+
+def test_directory_raises_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a directory, not a database file") as caught:
+        SQLiteStore(tmp_path)
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_missing_directory_raises_store_error(tmp_path: Path) -> None:
+    p = tmp_path / "no" / "such" / "t.db"
+    with pytest.raises(StoreError, match="unable to open database file") as caught:
+        SQLiteStore(p)
+    assert str(p) in str(caught.value)
+
+
+def test_locked_database_raises_store_error_after_the_timeout(path: Path) -> None:
+    store = SQLiteStore(path, timeout=0.05)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(
+            StoreError, match=r"database is locked: could not append to the store within 0\.05 s"
+        ) as caught:
+            store.append("s-1", "spend", {"usd": 1.0})
+        assert time.monotonic() - started < 2
+        assert str(path) in str(caught.value)
+        assert store.history("s-1").report == report("s-1", 5)  # WAL readers are not blocked
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.append("s-1", "spend", {"usd": 1.0}).seq == 5  # the failed append left nothing
+    store.close()
+
+
+def test_closed_store_refuses_use(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="the store is closed"):
+        store.append("s", "trip", {})
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+def test_default_key_is_the_documented_derivation() -> None:
+    expected = blake3.blake3(
+        b"tripwire local store", derive_key_context="tripwire 2026 default store key"
+    ).digest()
+    assert resolve_key(None) == expected
+    assert len(expected) == 32
+
+
+def test_key_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(KEY_ENV, "ab" * 32 + "\n")
+    assert resolve_key(None) == bytes.fromhex("ab" * 32)
+    assert resolve_key("cd" * 32) == bytes.fromhex("cd" * 32)  # an explicit key wins
+    assert SQLiteStore(tmp_path / "t.db").key_source == "environment"
+    monkeypatch.setenv(KEY_ENV, "")  # set but empty counts as unset: the default key
+    assert (
+        resolve_key(None)
+        == blake3.blake3(
+            b"tripwire local store", derive_key_context="tripwire 2026 default store key"
+        ).digest()
+    )
+
+
+def test_explicit_key_forms() -> None:
+    raw32 = bytes(range(32))
+    assert resolve_key(raw32) == raw32
+    assert resolve_key(raw32.hex()) == raw32
+    assert resolve_key(raw32.hex().upper()) == raw32
+    phrase = blake3.blake3(
+        b"correct horse", derive_key_context="tripwire 2026 store key from passphrase"
+    ).digest()
+    assert resolve_key("correct horse") == phrase
+    assert resolve_key(b"correct horse") == phrase
+    assert (
+        resolve_key("g" * 64)
+        == blake3.blake3(
+            b"g" * 64, derive_key_context="tripwire 2026 store key from passphrase"
+        ).digest()
+    )
+    assert resolve_key(b"\x01" * 16) != resolve_key(None)
+
+
+@pytest.mark.parametrize("key", ["", b"", 42])
+def test_bad_key_raises_store_error(key: Any) -> None:
+    with pytest.raises(StoreError, match="the store key"):
+        resolve_key(key)
+
+
+def test_the_same_key_in_any_form_reads_the_store(tmp_path: Path) -> None:
+    key = os.urandom(32)
+    with SQLiteStore(tmp_path / "t.db", key=key) as store:
+        store.append("s", "trip", {"halts": True})
+        assert store.key_source == "argument"
+    with SQLiteStore(tmp_path / "t.db", key=key.hex()) as store:
+        assert store.verify() == [ChainReport("s", True, 1, None, None, True, 0)]
+
+
+def test_default_key_notice_names_the_variable() -> None:
+    assert "TRIPWIRE_STORE_KEY" in DEFAULT_KEY_NOTICE
+    assert "naive" in DEFAULT_KEY_NOTICE
+    assert DEFAULT_KEY_NOTICE.count(". ") == 0 and DEFAULT_KEY_NOTICE.endswith(".")
+
+
+# --- reports ------------------------------------------------------------------------------------
+
+
+def test_format_reports() -> None:
+    reports = [
+        ChainReport("s-7", True, 12, None, None, True, 4),
+        ChainReport("s-8", True, 1, None, None, True, None),
+        ChainReport("s-9", False, 5, 3, "row 3 was edited or reordered", True, 2),
+        ChainReport("s-10", False, 4, 4, "row 4 is missing: the head records 5 rows", True, 4),
+        ChainReport(
+            "*",
+            False,
+            7,
+            None,
+            "1 row is missing from the store: the manifest records 8 rows",
+            True,
+            None,
+        ),
+    ]
+    assert format_reports(reports) == "\n".join(
+        [
+            "s-7: intact (12 rows)",
+            "s-8: intact (1 row)",
+            "s-9: BROKEN at row 3: row 3 was edited or reordered",
+            "s-10: BROKEN at row 4: row 4 is missing: the head records 5 rows (the head records a halt at row 4)",
+            "*: BROKEN: 1 row is missing from the store: the manifest records 8 rows",
+        ]
+    )
+    assert format_reports([]) == ""
+
+
+def test_format_reports_of_a_tampered_store(path: Path) -> None:
+    raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
+    with SQLiteStore(path) as store:
+        assert format_reports(store.verify()) == (
+            "s-1: BROKEN at row 4: row 4 is missing: the head records 5 rows (the head records a halt at row 4)\n"
+            "s-2: intact (3 rows)\n"
+            "*: BROKEN: 1 row is missing from the store: the manifest records 8 rows"
+        )
