@@ -1,8 +1,13 @@
 """``tripwire``: the command line.
 
-Exit status: 0 done; 2 bad usage or bad input (a missing file, an invalid event line, a bad
-config), with a one-line message on stderr naming the file and line; 3 when ``--fail-on`` saw
-what it gates on (so CI pipelines can gate agent runs).
+Verbs: ``replay`` (recordings through the guardrails), ``status`` / ``reset`` / ``verify``
+(a durable store written by any process).
+
+Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input (a missing
+file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
+naming the file and line; 3 when ``--fail-on`` saw what it gates on (so CI pipelines can gate
+agent runs); 4 a reset refused because it would re-trip at once (HTTP 409 semantics: the
+message says how much budget to add).
 """
 
 from __future__ import annotations
@@ -14,15 +19,17 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .config import read_config_file
-from .errors import ConfigError, InvalidEvent
+from .errors import ConfigError, InvalidEvent, InvalidReset
 from .guardrails import GuardrailsConfig
 from .modes import parse_mode
 from .replay import ReplayOptions, ReplayStats, event_files, replay_file
 from .signals import SIGNAL_IDS, WatchdogConfig
 
 EXIT_OK = 0
+EXIT_BROKEN = 1
 EXIT_USAGE = 2
 EXIT_GATED = 3
+EXIT_REFUSED = 4
 
 
 def _print(record: dict[str, Any], out: TextIO) -> None:
@@ -79,6 +86,26 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("--max-session-cost-usd", type=float, metavar="USD")
     policy.add_argument("--fail-on", choices=("critical", "halt"),
                         help="exit 3 if a critical alert (or a session halt) happened")
+    durable = replay.add_argument_group("durability")
+    durable.add_argument("--store", metavar="STORE",
+                         help="restore the session from this SQLite store before the first "
+                              "event, and persist every trip and reset")
+    durable.add_argument("--session", metavar="ID",
+                         help="the session id in the store (default: the file's name)")
+
+    status = verbs.add_parser("status", help="halts, spend and chain state in a store")
+    status.add_argument("store", metavar="STORE")
+    status.add_argument("--session", metavar="ID", help="one session (default: all)")
+
+    reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
+    reset.add_argument("store", metavar="STORE")
+    reset.add_argument("--session", metavar="ID", required=True)
+    reset.add_argument("--guardrail", choices=("watchdog", "cost_ceiling", "all"), default="all")
+    reset.add_argument("--add-budget", type=float, default=0.0, metavar="USD",
+                       help="raise the per-session ceiling by this much")
+
+    verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
+    verify.add_argument("store", metavar="STORE")
     return parser
 
 
@@ -112,10 +139,20 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = ReplayOptions(guardrails=replay_config(args), skip_invalid=args.skip_invalid,
                             implementation=args.implementation)
     files = event_files(args.paths)
+    if args.session and len(files) > 1:
+        raise InvalidEvent("--session names one session: give one event file")
+    store = _open_store(args.store) if args.store else None
     stats = ReplayStats()
     many = len(files) > 1
     for path in files:
-        for record in replay_file(path, options, stats):
+        guardrails = None
+        if store is not None:
+            from .guardrails import Guardrails
+
+            guardrails = Guardrails(options.guardrails, session_id=args.session or path.stem,
+                                    implementation=args.implementation, store=store)
+        for record in replay_file(path, options, stats, session_id=args.session,
+                                  guardrails=guardrails):
             if record["kind"] == "invalid":
                 err.write(f"tripwire: {path}:{record['line']}: skipped: {record['error']}\n")
                 continue
@@ -133,8 +170,103 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _open_store(path: str) -> Any:
+    from .store import SQLiteStore
+
+    return SQLiteStore(path)
+
+
+def _existing_store(path: str) -> Any:
+    from pathlib import Path
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such store")
+    return _open_store(path)
+
+
+def _status(args: argparse.Namespace, out: TextIO) -> int:
+    from .restore import fold_history
+
+    store = _existing_store(args.store)
+    histories = store.histories([args.session] if args.session else None)
+    if args.session and not histories[args.session].rows and \
+            histories[args.session].report.intact:
+        raise InvalidEvent(f"{args.store}: no session {args.session!r}")
+    for sid, history in sorted(histories.items()):
+        folded = fold_history(history)
+        report = history.report
+        _print({
+            "kind": "session", "session": sid, "halted": bool(folded.halted_by),
+            "halted_by": list(folded.halted_by), "reason": folded.reason or None,
+            "spent_usd": round(folded.spent_usd, 9), "granted_usd": round(folded.granted_usd, 9),
+            "rows": report.rows, "chain": "intact" if report.intact else "broken",
+            "problem": report.problem,
+        }, out)
+    store.close()
+    return EXIT_OK
+
+
+def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """A reset written into the store; the process hosting the session applies it at the
+    session's next turn (or on restore). Refused exactly as SPEC §4 says."""
+    from .cost import NANO, usd
+    from .restore import fold_history
+
+    store = _existing_store(args.store)
+    history = store.history(args.session)
+    if not history.rows and history.report.intact:
+        raise InvalidEvent(f"{args.store}: no session {args.session!r}")
+    folded = fold_history(history)
+    budget = args.add_budget
+    if budget < 0 or budget != budget:
+        raise InvalidReset(f"--add-budget must be a non-negative number, not {budget}")
+    if budget and args.guardrail == "watchdog":
+        raise InvalidReset("added budget applies to the cost ceiling, not the watchdog")
+    last = next((r.data for r in reversed(history.rows) if "max_session_usd" in r.data), {})
+    base = float(last.get("max_session_usd", 0.0))
+    if budget and not base:
+        raise InvalidReset("no per-session cost ceiling is recorded for this session: added "
+                           "budget cannot arm one")
+    ceiling = base + folded.granted_usd
+    if args.guardrail in ("cost_ceiling", "all") and folded.cost_session_halt is not None \
+            and folded.spent_usd >= ceiling + budget:
+        needed = folded.spent_usd - ceiling - budget
+        err.write(f"tripwire: reset refused: the session has spent "
+                  f"{usd(round(folded.spent_usd * NANO))} and its ceiling with the added budget "
+                  f"would be {usd(round((ceiling + budget) * NANO))}, so it would re-trip at once; "
+                  f"add more than {usd(round(needed * NANO))}\n")
+        return EXIT_REFUSED
+    cleared = []
+    if args.guardrail in ("watchdog", "all") and (folded.watchdog_halt or folded.tampered):
+        cleared.append("watchdog")
+    if args.guardrail in ("cost_ceiling", "all"):
+        if folded.cost_session_halt:
+            cleared.append("per-session cost ceiling")
+        if folded.cost_escalation_halt:
+            cleared.append("per-turn cost escalation")
+    store.append(args.session, "reset", {
+        "guardrail": args.guardrail, "budget_usd": budget, "cleared": cleared,
+        "spent_usd": folded.spent_usd, "max_session_usd": base, "by": "tripwire reset"})
+    _print({"kind": "reset", "session": args.session, "guardrail": args.guardrail,
+            "cleared": cleared, "max_session_cost_usd": ceiling + budget if base else 0.0}, out)
+    store.close()
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace, out: TextIO) -> int:
+    from .store import format_reports
+
+    store = _existing_store(args.store)
+    reports = store.verify()
+    out.write(format_reports(reports) + "\n")
+    store.close()
+    return EXIT_OK if all(r.intact for r in reports) else EXIT_BROKEN
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
+    from .store import StoreError
+
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
@@ -142,7 +274,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         if args.verb == "replay":
             return _replay(args, out, err)
-    except (InvalidEvent, ConfigError, FileNotFoundError) as exc:
+        if args.verb == "status":
+            return _status(args, out)
+        if args.verb == "reset":
+            return _reset(args, out, err)
+        if args.verb == "verify":
+            return _verify(args, out)
+    except (InvalidEvent, ConfigError, FileNotFoundError, InvalidReset, StoreError) as exc:
         err.write(f"tripwire: {exc}\n")
         return EXIT_USAGE
     except BrokenPipeError:  # `tripwire replay ... | head`

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ConfigError, InvalidEvent, InvalidReset, ResetRefused
 
@@ -50,6 +51,16 @@ def cost_nano(value: float | None) -> int:
     if not math.isfinite(value) or value < 0:
         raise InvalidEvent(f"cost_usd must be a finite, non-negative number, not {value!r}")
     return to_nano(value)
+
+
+def usage_cost_nano(input_tokens: Any, output_tokens: Any, cost_usd: Any) -> int:
+    """Check a usage event's numbers (token counts non-negative integers; the cost as
+    ``cost_nano``) before any of it is applied; returns the cost in nano-dollars."""
+    for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise InvalidEvent(f"{what} must be a non-negative integer, not {value!r}")
+    return cost_nano(cost_usd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +140,9 @@ class CostCeiling:
         if not self.turn_tripped:
             self.in_a_row = 0  # a turn inside its bound clears the count
 
-    def add(self, cost_usd: float | None) -> CostTrip | None:
-        self.spent += cost_nano(cost_usd)
+    def add(self, cost_nano: int) -> CostTrip | None:
+        """Spend (nano-dollars, checked by ``usage_cost_nano``), then the ceilings."""
+        self.spent += cost_nano
         return self.check()
 
     def check(self) -> CostTrip | None:

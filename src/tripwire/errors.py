@@ -9,6 +9,7 @@ __all__ = [
     "GuardrailHalted",
     "ResetRefused",
     "InvalidReset",
+    "BatchInterrupted",
 ]
 
 
@@ -66,3 +67,16 @@ class InvalidReset(TripwireError, ValueError):
     """A reset request that makes no sense (HTTP 400 semantics): budget for the watchdog, a
     negative or non-finite budget, an unknown guardrail, or budget for a per-session bound that
     is not configured."""
+
+
+class BatchInterrupted(TripwireError):
+    """Event ``index`` of a ``Fleet.observe_many`` batch raised ``error`` (a malformed usage,
+    a refused reset ...). The events before it were observed, and ``outcomes`` holds theirs,
+    as ``observe_many`` would have returned them; it and the events after it were not."""
+
+    def __init__(self, index: int, session_id: str, error: TripwireError, outcomes: list):
+        super().__init__(f"event {index} (session {session_id!r}): {error}")
+        self.index = index
+        self.session_id = session_id
+        self.error = error
+        self.outcomes = outcomes

@@ -31,13 +31,14 @@ from . import _engine
 from ._common import payload_bytes, text_has_words
 from .config import read_config_file
 from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
-from .cost import NANO, CostCeiling, CostTrip, usd
+from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
-from .errors import ConfigError, GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
+from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
 from .feedback import SILENCE_SIGNAL, FeedbackQueue
 from .modes import Mode, detect_unattended, parse_mode, resolve_mode
-from .reporting import Counters, OperatorChannel, OperatorEvent
-from .signals import Alert, WatchdogConfig
+from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
+from .restore import RESTORED_SIGNAL, Folded, fold_history
+from .signals import CRITICAL, SESSION, Alert, WatchdogConfig
 from .watchdog import Watchdog
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
@@ -246,7 +247,10 @@ class Guardrails:
         "_ids",
         "_in_turn",
         "_lock",
+        "_outbox",
         "_pending",
+        "_persisted_spend",
+        "_store",
         "_summarize",
         "_turn_cut_signal",
         "_watchdog",
@@ -259,8 +263,10 @@ class Guardrails:
     def __init__(self, config: GuardrailsConfig | None = None, *, session_id: str = "default",
                  on_event: Callable[[OperatorEvent], object] | None = None,
                  counters: Counters | None = None, implementation: str | None = None,
-                 summarize: Callable[[Any, str | None], SummaryResult] | None = None):
-        resolved = (config or GuardrailsConfig()).resolve()
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None,
+                 store: Any = None):
+        resolved = (config if isinstance(config, ResolvedConfig)
+                    else (config or GuardrailsConfig()).resolve())
         self.session_id = session_id
         self.settings = resolved
         self.mode = resolved.mode
@@ -284,6 +290,11 @@ class Guardrails:
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._summarize = summarize
+        self._store = store
+        self._outbox: list[tuple[str, dict[str, Any]]] = []  # rows a failing store did not take
+        self._persisted_spend = 0
+        if store is not None:
+            self._restore()
 
     def __repr__(self) -> str:
         return f"<Guardrails session={self.session_id!r} mode={self.mode} halted={self.halted}>"
@@ -303,6 +314,11 @@ class Guardrails:
                 self._cost_decision(trip, in_turn=False)
             if self._watchdog is not None:
                 self._watchdog.count_event()
+            self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
+            if self.halted and self._store is not None and not self._outbox:
+                # an operator may have reset it from another process (only once every row of
+                # ours is in the store: a halt the store never saw must not read as reset)
+                self._sync_resets()
             if self.halted:
                 self._channel.counters.count_refused()
                 reason = self._halt_reason()
@@ -314,7 +330,6 @@ class Guardrails:
             self._cost.start_turn()
             self._in_turn = True
             self._blocked = None
-            self._ids.clear()
             compact = self._context.start_turn() if self._context is not None else False
             feedback = self._feedback.drain() if len(self._feedback) else ""
             return Turn(feedback, compact) if feedback or compact else Turn()
@@ -329,6 +344,8 @@ class Guardrails:
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=False)
             self._close_turn()
+            if self._store is not None:
+                self._persist_turn_end()
             return decision
 
     def _close_turn(self) -> None:
@@ -429,14 +446,11 @@ class Guardrails:
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None) -> Decision:
         """One model call's provider-reported usage; checked against the cost ceiling at once."""
-        for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):
-                raise InvalidEvent(f"{what} must be a non-negative integer, not {value!r}")
+        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd)  # all checked first
         with self._lock:
             if self._watchdog is not None:
                 self._watchdog.count_event()
-            trip = self._cost.add(cost_usd)  # spend counts even while halted or cut
+            trip = self._cost.add(nano)  # spend counts even while halted or cut
             decision = CONTINUE
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=self._in_turn)
@@ -478,6 +492,9 @@ class Guardrails:
         decision = Decision(CUT_TURN, "watchdog", reason, alerts)
         self._blocked = decision
         self._channel.counters.count_trip("watchdog")
+        self._persist("trip", {"guardrail": "watchdog", "kind": "turn", "halts": False,
+                               "signal": alert.signal, "reason": reason, "in_a_row": n,
+                               "mode": str(self.mode)})
         self._channel.emit(
             "cut",
             f"watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -498,6 +515,10 @@ class Guardrails:
         self._blocked = decision
         self._turn_cut_signal = alert.signal
         self._channel.counters.count_trip("watchdog")
+        self._persist("trip", {
+            "guardrail": "watchdog", "kind": "session" if alert.scope != "turn" else "escalation",
+            "halts": True, "signal": alert.signal, "reason": reason,
+            "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode)})
         self._channel.emit(
             "halt",
             "watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -505,6 +526,24 @@ class Guardrails:
             level=logging.WARNING, guardrail="watchdog", alert=alert, decision=decision,
             event=alert.event)
         return decision
+
+    def _batch_state(self) -> tuple:
+        """What batch ingest needs of this session (its lock held): ``(engine, blocked,
+        context, ids, words_matter, cost)``. The engine is None when the batch must hand every
+        row to this object: off mode, or a result streaming in chunk by chunk (its final
+        result skips the bytes already counted, which only on_result knows)."""
+        c, cost = self._context, self._cost
+        context = None if c is None else (
+            c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens, c.pending,
+            c.cut_this_turn, c.model)
+        engine = None if c is not None and c.streamed else self._watchdog
+        return (engine, self._blocked is not None, context, self._ids, self._words_matter(),
+                (cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
+                 cost.halted or cost.turn_tripped))
+
+    def _words_matter(self) -> bool:
+        """Whether agent words now would withdraw queued notes (batch ingest asks)."""
+        return self.mode >= Mode.FEEDBACK and bool(len(self._feedback) or self._pending)
 
     def _withdraw_silence_notes(self) -> None:
         """The agent spoke: queued tools-without-text notes describe a silence that ended."""
@@ -527,6 +566,9 @@ class Guardrails:
         if in_turn or trip.halts:
             self._blocked = decision
         self._channel.counters.count_trip("cost_ceiling")
+        self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
+                               "halts": trip.halts, "reason": trip.reason,
+                               "in_a_row": trip.in_a_row, **self._spend_fields()})
         head = ("cost_ceiling guardrail cut the turn in flight \u2014 the cancellation that "
                 "follows is this cut, not a provider failure: " if in_turn
                 else "cost_ceiling guardrail tripped: ")
@@ -582,6 +624,8 @@ class Guardrails:
     def _context_record(self, record: dict[str, Any]) -> None:
         message = record.pop("message", None) or record["event"]
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
+        if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
+            self._persist("context", record)
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
     def compact(self, messages: Any, focus: str | None = None) -> Compaction:
@@ -676,6 +720,8 @@ class Guardrails:
             elif still:
                 parts.append(f"still halted by {', '.join(still)}")
             message = "reset: " + "; ".join(parts)
+            self._persist("reset", {"guardrail": scope, "budget_usd": budget / NANO,
+                                    "cleared": cleared, **self._spend_fields()})
             self._channel.emit("reset", message, guardrail=None if scope == "all" else scope)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
 
@@ -704,6 +750,130 @@ class Guardrails:
                 context=self._context.utilization() if self._context is not None else None,
                 compaction_pending=self._context.pending if self._context is not None else False,
             )
+
+    # -- durability (SPEC §5) ------------------------------------------------------------------
+
+    def _spend_fields(self) -> dict[str, Any]:
+        cost = self._cost
+        return {"spent_usd": cost.spent / NANO, "max_session_usd": cost.max_session / NANO,
+                "max_turn_usd": cost.max_turn / NANO, "granted_usd": cost.granted / NANO}
+
+    def _persist(self, kind: str, data: dict[str, Any]) -> None:
+        """Append one row before the decision is returned (the store fsyncs). A store that
+        fails keeps the row in an outbox, retried at the next write: a transient lock must not
+        lose a halt."""
+        if self._store is None:
+            return
+        self._outbox.append((kind, data))
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write rows a failing store did not take yet; True when none is left."""
+        from .store import StoreError
+
+        store = self._store
+        while store is not None and self._outbox:
+            kind, data = self._outbox[0]
+            try:
+                store.append(self.session_id, kind, data)
+            except StoreError as exc:
+                LOGGER.error(self._channel.line(
+                    f"could not persist a {kind} row ({exc}); kept in memory and retried at "
+                    "the next guardrail decision"))
+                return False
+            self._outbox.pop(0)
+            if kind != "context":
+                self._persisted_spend = self._cost.spent
+        return True
+
+    def _persist_turn_end(self) -> None:
+        """At a turn boundary, what a restart needs and no trip or reset wrote: the spend (when
+        a ceiling is active) and the escalation counts."""
+        cost = self._cost
+        if (cost.active and cost.spent != self._persisted_spend) or self._outbox:
+            self._persist("spend", {**self._spend_fields(),
+                                    "watchdog_cut_signal": self._cut_signal,
+                                    "watchdog_in_a_row": self._cut_in_a_row,
+                                    "cost_in_a_row": cost.in_a_row})
+
+    def restore(self, store: Any) -> None:
+        """Fold a store's history of this session forward (done at construction when a store
+        is given). Fails open: an unreadable store means the session runs unrestored, with a
+        logged warning naming it."""
+        with self._lock:
+            self._store = store
+            self._restore()
+
+    def _read_history(self) -> Folded | None:
+        from .store import StoreError
+
+        try:
+            history = self._store.history(self.session_id)
+        except StoreError as exc:
+            LOGGER.warning(self._channel.line(
+                f"guardrail history unreadable ({exc}); the session runs without it"))
+            return None
+        folded = fold_history(history)
+        for warning in folded.warnings:
+            LOGGER.warning(self._channel.line(warning))
+        return folded
+
+    def _restore(self) -> None:
+        folded = self._read_history()
+        if folded is None or (not folded.rows and folded.tampered is None):
+            return
+        cost = self._cost
+        cost.spent = max(cost.spent, round(folded.spent_usd * NANO))
+        self._persisted_spend = cost.spent
+        if cost.max_session:  # budget only for a per-session bound still configured
+            cost.granted = round(folded.granted_usd * NANO)
+        if folded.cost_session_halt is not None and cost.max_session:
+            cost.session_reason = folded.cost_session_halt["reason"]
+        if folded.cost_escalation_halt is not None and cost.max_turn:
+            cost.escalation_reason = folded.cost_escalation_halt["reason"]
+        if cost.max_turn:
+            cost.in_a_row = folded.cost_in_a_row
+        if self._watchdog is not None:
+            self._cut_signal = folded.watchdog_cut_signal
+            self._cut_in_a_row = folded.watchdog_in_a_row
+            halt = folded.watchdog_halt
+            if halt is not None and self.mode >= Mode.FEEDBACK:
+                # the resumed model must learn why it was stopped, even after a restart
+                self._feedback.push(Alert(
+                    RESTORED_SIGNAL, CRITICAL, SESSION, halt["reason"],
+                    "Before a restart this session was halted for a runaway pattern "
+                    f"({halt.get('signal')}): {halt.get('guidance') or halt['reason']} "
+                    "Do not resume that pattern.", -1, None, 0))
+            if halt is not None and self.mode == Mode.ENFORCE:
+                self._watchdog_halt = halt["reason"]
+        if folded.tampered is not None and (self.mode == Mode.ENFORCE or cost.active):
+            self._watchdog_halt = f"watchdog halted the session: {folded.tampered}."
+            LOGGER.warning(self._channel.line(self._watchdog_halt))
+        if self.halted:
+            self._blocked = self.refusal()
+
+    def _sync_resets(self) -> None:
+        """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by
+        another process) and take the budget it granted."""
+        folded = self._read_history()
+        if folded is None:
+            return
+        if self._watchdog_halt is not None and folded.watchdog_halt is None \
+                and folded.tampered is None:
+            self._watchdog_halt = None
+            self._cut_signal, self._cut_in_a_row = None, 0
+            if self._watchdog is not None:
+                self._watchdog.reset()
+        cost = self._cost
+        if cost.max_session:
+            cost.granted = max(cost.granted, round(folded.granted_usd * NANO))
+        if cost.session_reason is not None and folded.cost_session_halt is None:
+            cost.session_reason = None
+        if cost.escalation_reason is not None and folded.cost_escalation_halt is None:
+            cost.escalation_reason = None
+            cost.in_a_row = 0
+        if not self.halted:
+            self._blocked = None
 
     @property
     def counters(self) -> Counters:
