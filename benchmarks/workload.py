@@ -78,3 +78,33 @@ def run_turn(guardrails: object, calls: list[tuple[str, str]]) -> None:
     for name, args in calls:
         on_call(name, args)
     guardrails.end_turn()
+
+
+def fleet_traffic(sessions: int, events: int, seed: int = 11, *,
+                  usage: bool = False) -> list[tuple]:
+    """Many sessions' interleaved agent steps, the calls of ``call_mix``: each step a tool call
+    and its result, a third of them with agent text first. With ``usage``, every step also
+    reports its model call's usage, and every 12 steps a session ends its turn and starts the
+    next (the rows batch ingest hands to Python)."""
+    rng = random.Random(seed)
+    calls = call_mix(max(events // 2, 1), seed)
+    payloads = [payload(600, seed=s) for s in range(8)]
+    steps = [0] * sessions
+    out: list[tuple] = []
+    for i, (name, args) in enumerate(calls):
+        k = rng.randrange(sessions)
+        sid = f"s-{k}"
+        if usage and steps[k] % 12 == 0:
+            if steps[k]:
+                out.append((sid, "turn_end"))
+            out.append((sid, "turn_start"))
+        steps[k] += 1
+        if rng.random() < 1 / 3:
+            out.append((sid, "text", "Checking the handler next."))
+        out.append((sid, "call", name, args))
+        out.append((sid, "result", name, payloads[i % 8][:-8] + f"{i:08d}"))
+        if usage:
+            out.append((sid, "usage", "claude-sonnet-4-5", 20_000 + 50 * steps[k], 300, 0.002))
+        if len(out) >= events:
+            break
+    return out[:events]

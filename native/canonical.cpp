@@ -984,6 +984,11 @@ bool Canonicalizer::canonical_form(const char* args, size_t args_len, std::strin
     return true;
 }
 
+Canonicalizer& thread_canonicalizer() {
+    thread_local Canonicalizer canonicalizer;
+    return canonicalizer;
+}
+
 size_t Canonicalizer::scratch_bytes() const noexcept {
     return out_.capacity() + rest_.capacity() + keys_.capacity() + strings_.capacity() +
            cleaned_.capacity() + moved_.capacity() + members_.capacity() * sizeof(Member) +

@@ -187,4 +187,8 @@ private:
     std::unique_ptr<CallMemo[]> memo_;
 };
 
+// This thread's canonicalizer, for work done without the GIL (batch ingest): the one the
+// bindings use under the GIL is a different object.
+Canonicalizer& thread_canonicalizer();
+
 }  // namespace tw

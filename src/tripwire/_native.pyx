@@ -10,17 +10,23 @@ other types go through the shared normalization of ``tripwire._common``.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from cpython.object cimport PyObject
+from cpython.list cimport PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.string cimport string
+
+from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
     CanonicalCall, Canonicalizer, Hash128, Session, Settings,
-    clean_path_string, is_path_key as c_is_path_key, tokens_for_bytes,
+    clean_path_string, is_path_key as c_is_path_key, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64,
 )
 
 from tripwire._common import args_bytes, error_failed, name_str, payload_bytes, text_has_words
+from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
 
 IMPLEMENTATION = "native"
@@ -70,6 +76,14 @@ cdef inline object _view(object value, _View* v, bint as_payload):
     return keep
 
 
+cdef inline bint _failed(object error) except -1:
+    if error is None or error is False:
+        return False
+    if type(error) is str:
+        return len(<str>error) > 0
+    return error_failed(error)
+
+
 cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
@@ -94,6 +108,7 @@ cdef class Engine:
 
     cdef Session* _s
     cdef public object settings
+    cdef public object config  # the WatchdogConfig the settings came from
     cdef public Py_ssize_t events
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
     cdef list _names
@@ -139,8 +154,9 @@ cdef class Engine:
         return self._s
 
     cdef void _clear_texts(self):
-        self._failure_names = []
-        self._no_op_names = []
+        # None until a failure or a no-op arrives: most sessions never need them
+        self._failure_names = None
+        self._no_op_names = None
         self._last_error = None
 
     # -- observations ----------------------------------------------------------------------
@@ -153,18 +169,53 @@ cdef class Engine:
             name = name_str(name)
         keep_name = _view(name, &n, False)
         keep_args = _view(args, &a, False)
-        self.events += 1
         # str caches its hash, so the name-run detector's key is free
         cdef uint32_t mask = s.observe_call(
             _canon.canonicalize(n.data, n.size, a.data, a.size), <uint64_t>hash(name))
+        self._note_call(name, args)
+        if mask:
+            return self._fired(mask, name, args)
+        return ()
+
+    cdef inline void _note_call(self, object name, object args):
+        """The Python side of an observed call: the event count and the text ring."""
+        self.events += 1
         self._names[self._pos] = name
         self._args[self._pos] = args
         self._pos += 1
         if self._pos == self._ring:
             self._pos = 0
-        if mask:
-            return self._fired(mask, name, args)
-        return ()
+
+    cdef inline void _ring_put(self, Py_ssize_t offset, object name, object args):
+        """Batch ingest: the text ring entry of the call ``offset`` places after the current
+        position (the batch writes only the calls the ring will still hold)."""
+        cdef Py_ssize_t at = (self._pos + offset) % self._ring
+        self._names[at] = name
+        self._args[at] = args
+
+    cdef inline void _ring_advance(self, Py_ssize_t calls):
+        self.events += calls
+        self._pos = (self._pos + calls) % self._ring
+
+    cdef inline void _note_result(self, object name, bint failed, bint noop, object error):
+        """The Python side of an observed result: the names the streak texts quote."""
+        self.events += 1
+        if failed:
+            if self._failure_names is None:
+                self._failure_names = []
+            if len(self._failure_names) < self._failure_threshold:
+                self._failure_names.append(name)
+            self._last_error = error
+            return
+        if self._failure_names is not None:
+            self._failure_names = None
+        if noop:
+            if self._no_op_names is None:
+                self._no_op_names = []
+            if len(self._no_op_names) < self._no_op_threshold:
+                self._no_op_names.append(name)
+        elif self._no_op_names is not None:
+            self._no_op_names = None
 
     def observe_result(self, name="", error=None, no_op=False, payload=None):
         cdef Session* s = self._session()
@@ -175,29 +226,15 @@ cdef class Engine:
         cdef Py_buffer buf
         if type(name) is not str:
             name = name_str(name)
-        if error is None or error is False:
-            failed = False
-        elif type(error) is str:
-            failed = len(<str>error) > 0
-        else:
-            failed = error_failed(error)
-        self.events += 1
+        failed = _failed(error)
+        noop = not failed and bool(no_op)
+        self._note_result(name, failed, noop, error)
         if failed:
             mask = s.observe_result(True, False, False, NULL, 0, False)
-            if len(self._failure_names) < self._failure_threshold:
-                self._failure_names.append(name)
-            self._last_error = error
         else:
-            if self._failure_names:
-                self._failure_names = []
-            noop = bool(no_op)
             if noop:
                 mask = s.observe_result(False, True, False, NULL, 0, False)
-                if len(self._no_op_names) < self._no_op_threshold:
-                    self._no_op_names.append(name)
             else:
-                if self._no_op_names:
-                    self._no_op_names = []
                 if name in self._exempt:
                     mask = s.observe_result(False, False, True, NULL, 0, False)
                 elif payload is None:
@@ -229,7 +266,7 @@ cdef class Engine:
     def turn_boundary(self):
         """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped."""
         self._session().turn_boundary()
-        self._no_op_names = []
+        self._no_op_names = None
 
     def reset(self):
         """SPEC §10.8: clear every detector's state, the seen-set included."""
@@ -284,7 +321,7 @@ cdef class Engine:
 
     @property
     def failure_names(self):
-        return list(self._failure_names)
+        return list(self._failure_names or ())
 
     @property
     def last_error(self):
@@ -296,7 +333,7 @@ cdef class Engine:
 
     @property
     def no_op_names(self):
-        return list(self._no_op_names)
+        return list(self._no_op_names or ())
 
     @property
     def stale_results(self):
@@ -306,6 +343,13 @@ cdef class Engine:
     def state_bytes(self):
         """Bytes of native detector state this session holds (struct plus its rings)."""
         return self._session().state_bytes()
+
+
+# ------------------------------------------------------------------------------------------
+# Batch ingest: many sessions' calls and results, detection without the GIL
+
+
+include "_batch.pxi"
 
 
 # ------------------------------------------------------------------------------------------
@@ -424,6 +468,11 @@ cdef class TokenEstimator:
     def feed(self, chunk):
         """Add one chunk (str, bytes or any buffer); returns the running token estimate."""
         self.bytes += _utf8_length(chunk)
+        return tokens_for_bytes(self.bytes)
+
+    def add_bytes(self, unsigned long long count):
+        """Add a byte count measured elsewhere (batch ingest hands its totals over this way)."""
+        self.bytes += count
         return tokens_for_bytes(self.bytes)
 
     @property

@@ -26,6 +26,7 @@ cdef extern from "canonical.h" namespace "tw" nogil:
         cbool canonical_form(const char* args, size_t args_len, string& out) except +
         size_t scratch_bytes()
 
+    Canonicalizer& thread_canonicalizer()
     cbool is_path_key(const char* key, size_t length)
     string clean_path_string(const char* path, size_t length) except +
 

@@ -32,6 +32,7 @@ from ._common import (
     payload_bytes,
     text_has_words,
 )
+from .cost import usage_cost_nano
 from .errors import InvalidEvent
 
 IMPLEMENTATION = "python"
@@ -781,6 +782,11 @@ class TokenEstimator:
         self.bytes += utf8_length(chunk)
         return self.tokens
 
+    def add_bytes(self, count: int) -> int:
+        """Add a byte count measured elsewhere (batch ingest hands its totals over this way)."""
+        self.bytes += count
+        return self.tokens
+
     @property
     def tokens(self) -> int:
         return -(-self.bytes // BYTES_PER_TOKEN)
@@ -805,3 +811,180 @@ def utf8_length(chunk: Any) -> int:
 
 def estimate_tokens(byte_count: int) -> int:
     return -(-byte_count // BYTES_PER_TOKEN)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Batch ingest (the same contract as the native Batch, one event at a time)
+
+_BATCH_FIELDS = {"call": 3, "result": 5, "text": 1, "usage": 4, "turn_start": 0,
+                 "turn_end": 0, "reset": 2}
+
+
+class Batch:
+    """Many sessions' events observed in order, one at a time; the contract of
+    ``tripwire._native.Batch`` (there, the class docstring), with every usage row handed to
+    Python (``why`` 2), which the contract allows."""
+
+    def __init__(self, rows, convert=None):
+        self.rows = list(rows)
+        self.slot_of: dict[str, int] = {}
+        self.session_ids: list[str] = []
+        self.slots: list[int] = []
+        self.bound = False
+        i = 0
+        try:
+            for i, row in enumerate(self.rows):
+                self.rows[i] = self._check(row, i, convert)
+        except InvalidEvent as e:
+            raise InvalidEvent(f"event {i}: {e.message}") from None
+
+    def _check(self, row, i, convert) -> tuple:
+        """The checks the native batch makes up front, so a bad row fails before any is seen."""
+        if (not isinstance(row, tuple) or len(row) < 2
+                or (not isinstance(row[1], str) and convert is not None)):
+            if convert is not None:
+                row = convert(row, i)
+            if isinstance(row, list):
+                row = tuple(row)
+            if not isinstance(row, tuple) or len(row) < 2:
+                raise InvalidEvent(f"expected (session_id, kind, *fields), not {row!r}")
+        sid, kind = row[0], row[1]
+        nfields = _BATCH_FIELDS.get(kind) if isinstance(kind, str) else None
+        if nfields is None:
+            raise InvalidEvent(f"unknown kind {kind!r} (known: {', '.join(_BATCH_FIELDS)})")
+        if len(row) - 2 > nfields:
+            raise InvalidEvent(f"a {kind} takes at most {nfields} fields")
+        slot = self.slot_of.get(sid)
+        if slot is None:
+            if not isinstance(sid, str) or not sid:
+                raise InvalidEvent(f"a session id is a non-empty str, not {sid!r}")
+            slot = self.slot_of[sid] = len(self.session_ids)
+            self.session_ids.append(sid)
+        self.slots.append(slot)
+        fields = (*row[2:], None, None, None, None, None)
+        if kind == "call":
+            name_str(fields[0])
+            args_bytes(fields[1])
+        elif kind == "result":
+            if fields[0] is not None:
+                name_str(fields[0])
+            if fields[1] is not None and not isinstance(
+                    fields[1], (str, bytes, bytearray, memoryview)):
+                payload_bytes(fields[1])
+            error_failed(fields[2])
+        elif kind == "text":
+            text_has_words(fields[0])
+        elif kind == "usage":
+            usage_cost_nano(fields[1], fields[2], fields[3])
+        return row
+
+    def bind(self, states) -> None:
+        if len(states) != len(self.session_ids):
+            raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
+        self.engines = [s[0] for s in states]
+        self.blocked = [s[1] for s in states]
+        self.words = [s[4] for s in states]
+        # per slot: [measured, carried, compact_at, cut_tokens, pending, cut, added, taken]
+        self.contexts = [None if s[2] is None else [*s[2][:6], 0, 0] for s in states]
+        self.ids = [dict(s[3]) for s in states]
+        self.ids_changed = [False] * len(states)
+        self.items: list[tuple] = []
+        self.blocked_rows: list[int] = []
+        self.pos = 0
+        for i, row in enumerate(self.rows):
+            slot = self.slots[i]
+            kind = row[1]
+            names = self.ids[slot]
+            if kind == "turn_start":
+                names.clear()
+                self.ids_changed[slot] = True
+            fields = (*row[2:], None, None, None, None, None)
+            if kind == "call":
+                name = fields[0]
+                if fields[2] is not None:
+                    if len(names) >= 512:  # as Guardrails.on_call: bounded without turns
+                        names.clear()
+                    names[fields[2]] = name
+                    self.ids_changed[slot] = True
+            elif kind == "result":
+                name = fields[0]
+                if name is None:
+                    name = names.get(fields[4], "") if fields[4] is not None else ""
+            if kind not in ("call", "result", "text") or self.engines[slot] is None:
+                self.items.append(("p", slot))
+            elif kind == "text":
+                self.items.append(("t", slot, fields[0]))
+            elif kind == "call":
+                self.items.append(("c", slot, name, fields[1]))
+            else:
+                self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3])))
+        self.bound = True
+
+    def run(self) -> tuple[int, tuple, int]:
+        if not self.bound:
+            raise RuntimeError("Batch.bind() first")
+        n = len(self.items)
+        while self.pos < n:
+            i = self.pos
+            item = self.items[i]
+            self.pos += 1
+            if item[0] == "p":
+                return i, (), 2
+            slot = item[1]
+            if self.blocked[slot]:
+                self.blocked_rows.append(i)
+                continue
+            engine = self.engines[slot]
+            if item[0] == "t":
+                engine.observe_text(item[2])
+                if self.words[slot] and text_has_words(item[2]):
+                    return i, (), 1  # Guardrails withdraws the notes the words answer
+                continue
+            if item[0] == "c":
+                alerts = engine.observe_call(item[2], item[3])
+                if alerts:
+                    return i, alerts, 1
+                continue
+            _, _, name, payload, error, no_op = item
+            alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
+            c = self.contexts[slot]
+            if c is not None and payload is not None:
+                size = utf8_length(payload) if isinstance(
+                    payload, (str, bytes, bytearray, memoryview)) else len(payload_bytes(payload))
+                if size:
+                    c[6] += size
+                    tokens = c[0] + estimate_tokens(c[1] + c[6])
+                    if (tokens >= c[2] and not c[4]) or (tokens >= c[3] and not c[5]):
+                        return i, alerts, 1
+            if alerts:
+                return i, alerts, 1
+        return n, (), 0
+
+    def row(self, i: int) -> tuple:
+        row = self.rows[i]
+        return row + (None,) * (_BATCH_FIELDS[row[1]] + 2 - len(row))
+
+    def slot(self, i: int) -> int:
+        return self.slots[i]
+
+    def update_slot(self, slot: int, state: tuple) -> None:
+        self.blocked[slot] = state[1]
+        self.words[slot] = state[4]
+        if state[2] is not None and self.contexts[slot] is not None:
+            self.contexts[slot] = [*state[2][:6], 0, 0]
+
+    def take_blocked(self) -> list[int]:
+        rows, self.blocked_rows = self.blocked_rows, []
+        return rows
+
+    def changes(self) -> list[tuple[int, None, None, int]]:
+        out = []
+        for k, c in enumerate(self.contexts):
+            if c is not None and c[6] != c[7]:
+                out.append((k, None, None, c[6] - c[7]))
+                c[7] = c[6]
+        return out
+
+    def call_ids(self) -> list[tuple[int, dict]]:
+        return [(k, ids) for k, ids in enumerate(self.ids)
+                if self.ids_changed[k] and self.engines[k] is not None]

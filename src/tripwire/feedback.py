@@ -7,8 +7,6 @@ not authentication: a user can type ``[watchdog]`` too.
 
 from __future__ import annotations
 
-from collections import deque
-
 from .signals import Alert
 
 __all__ = ["FeedbackQueue", "render_feedback", "HEADER"]
@@ -34,32 +32,39 @@ def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
 
 
 class FeedbackQueue:
+    """At most ``capacity`` alerts, oldest dropped. The list exists only while something is
+    queued: a fleet holds one queue per session, and most are empty."""
+
     __slots__ = ("_alerts", "capacity")
 
     def __init__(self, capacity: int = 4):
         self.capacity = capacity
-        self._alerts: deque[Alert] = deque(maxlen=capacity)
+        self._alerts: list[Alert] | None = None
 
     def __len__(self) -> int:
-        return len(self._alerts)
+        return len(self._alerts) if self._alerts else 0
 
     def push(self, alert: Alert) -> None:
-        self._alerts.append(alert)  # a full queue drops its oldest
+        if self._alerts is None:
+            self._alerts = []
+        self._alerts.append(alert)
+        if len(self._alerts) > self.capacity:
+            del self._alerts[0]  # a full queue drops its oldest
 
     def withdraw_silence(self) -> list[Alert]:
         """The agent spoke: its queued tools-without-text notes describe a silence that ended."""
+        if not self._alerts:
+            return []
         withdrawn = [a for a in self._alerts if a.signal == SILENCE_SIGNAL]
         if withdrawn:
-            kept = [a for a in self._alerts if a.signal != SILENCE_SIGNAL]
-            self._alerts.clear()
-            self._alerts.extend(kept)
+            self._alerts = [a for a in self._alerts if a.signal != SILENCE_SIGNAL] or None
         return withdrawn
 
     def drain(self) -> str:
         """The block for the next turn; the queue is empty afterwards (delivered once)."""
-        block = render_feedback(tuple(self._alerts))
-        self._alerts.clear()
+        block = render_feedback(self._alerts or ())
+        self._alerts = None
         return block
 
     def pending(self) -> tuple[Alert, ...]:
-        return tuple(self._alerts)
+        return tuple(self._alerts or ())

@@ -231,7 +231,14 @@ class WatchdogConfig:
 
     def engine_settings(self) -> EngineSettings:
         """Resolve defaults and clamp (SPEC §1: counts below 2 become 2; density threshold is
-        clamped to [2, window])."""
+        clamped to [2, window]). Computed once per config: a fleet shares it across sessions."""
+        cached = self.__dict__.get("_engine_settings")
+        if cached is None:
+            cached = self._engine_settings()
+            object.__setattr__(self, "_engine_settings", cached)
+        return cached
+
+    def _engine_settings(self) -> EngineSettings:
 
         def count(signal_id: str, knob: str = "threshold") -> int:
             return max(2, self.value(signal_id, knob))

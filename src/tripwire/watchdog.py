@@ -50,6 +50,7 @@ class Watchdog:
     """
 
     implementation: str
+    __slots__ = ()  # the native class then has no per-instance __dict__ (a fleet has many)
 
     def __new__(cls, config: WatchdogConfig | None = None, *, implementation: str | None = None):
         target = watchdog_class(implementation) if cls is Watchdog else cls
@@ -82,7 +83,8 @@ def watchdog_class(implementation: str | None = None) -> type[Watchdog]:
     """The concrete ``Watchdog`` class of an implementation ("native" or "python")."""
     name = _engine.resolve(implementation)
     engine = _engine.load(name).Engine
-    return type(f"{name.capitalize()}Watchdog", (Watchdog, engine), {"__module__": __name__})
+    return type(f"{name.capitalize()}Watchdog", (Watchdog, engine),
+                {"__module__": __name__, "__slots__": ()})
 
 
 # ------------------------------------------------------------------------------------------

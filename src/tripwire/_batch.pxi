@@ -1,0 +1,625 @@
+# Batch ingest (included by _native.pyx): many sessions' events in one call, the tool traffic
+# (calls, results, agent text, usage) observed in the C++ core without the GIL; every other row,
+# and every row whose outcome needs policy (a signal fired, a limit crossed, a cost ceiling
+# reached, a model changed), goes back to Python (tripwire.fleet.Fleet.observe_many).
+
+from libc.math cimport isfinite, nearbyint
+from libc.string cimport memcmp
+
+
+cdef struct _Item:
+    # 'c' call, 'r' result, 't' text, 'u' usage, 's' turn_start, 'p' for Python
+    char kind
+    int slot             # the row's session
+    Py_ssize_t nfields   # fields after (session, kind)
+    const char* name     # tool name; for a usage, its model (NULL: none)
+    Py_ssize_t name_len
+    const char* data     # call args, or result payload
+    Py_ssize_t data_len
+    int64_t context_bytes  # a result payload's bytes, for the context estimate
+    uint64_t name_hash
+    int64_t cost         # a usage's cost, nano-dollars
+    int64_t input_tokens  # a usage's measured context (-1: none)
+    bint failed
+    bint noop
+    bint exempt
+    bint has_payload
+    bint has_words       # a text with a non-whitespace character
+
+
+cdef struct _Slot:
+    Session* session     # NULL: the batch does not drive this session: its rows go to Python
+    PyObject* engine     # borrowed: Batch.engines holds the reference
+    bint has_exempt      # the engine exempts some tools' results from the digest
+    bint blocked         # cut or halted: its calls, results and texts are not observed
+    bint words_matter    # agent words would withdraw queued notes: such a text stops for Python
+    # the context estimate as of the last hand-over, and the bytes added since
+    bint has_context
+    int64_t measured
+    int64_t carried
+    int64_t added
+    int64_t taken
+    int64_t compact_at
+    int64_t cut_tokens
+    bint pending
+    bint cut
+    const char* model    # the context guard's model (NULL: none); Batch.keep holds the str
+    Py_ssize_t model_len
+    bint measured_reset  # a usage measured the context since the last hand-over
+    # the cost ceiling (has_cost False: usage rows go to Python)
+    bint has_cost
+    int64_t spent
+    int64_t baseline
+    bint has_baseline
+    int64_t max_turn
+    int64_t ceiling
+    bint cost_frozen     # halted or tripped this turn: no ceiling is checked
+    bint spent_changed
+    bint dirty           # listed in Batch.dirty: something to hand back to Python
+    # counts of this run() segment, for _note(): calls observed and written back to the text
+    # ring (which holds the last ``ring``), results, texts and usages, whether any result could
+    # start a streak
+    bint touched
+    Py_ssize_t calls
+    Py_ssize_t written
+    Py_ssize_t results
+    Py_ssize_t counted
+    Py_ssize_t ring
+    bint streaks
+
+
+_BATCH_FIELDS = {"call": 3, "result": 5, "text": 1, "usage": 4, "turn_start": 0,
+                 "turn_end": 0, "reset": 2}
+cdef str _CALL = "call"
+cdef str _RESULT = "result"
+cdef str _TEXT = "text"
+cdef str _USAGE = "usage"
+cdef str _TURN_START = "turn_start"
+cdef int64_t _MAX_COUNT = 1 << 62  # larger token counts and costs go to Python's integers
+
+
+cdef bint _has_words(object text) except -1:
+    """text_has_words (SPEC §10.11): a non-whitespace character; ASCII str scanned here."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t i, n
+    cdef unsigned char c
+    if type(text) is str and PyUnicode_IS_ASCII(text):
+        p = <const unsigned char*>PyUnicode_DATA(text)
+        n = PyUnicode_GET_LENGTH(text)
+        for i in range(n):
+            c = p[i]
+            # str.isspace() on ASCII: \t \n \v \f \r, \x1c-\x1f and the space
+            if not (c == 32 or 9 <= c <= 13 or 28 <= c <= 31):
+                return True
+        return False
+    return text_has_words(text)
+
+
+cdef inline bint _small_count(object value):
+    return value is None or (type(value) is int and 0 <= value < _MAX_COUNT)
+
+
+cdef inline char _kind_code(object kind, Py_ssize_t* nfields):
+    """The row kind's code (0: unknown) and its field count."""
+    if kind is _CALL or (type(kind) is str and kind == _CALL):
+        nfields[0] = 3
+        return b'c'
+    if kind is _RESULT or (type(kind) is str and kind == _RESULT):
+        nfields[0] = 5
+        return b'r'
+    if kind is _TEXT or (type(kind) is str and kind == _TEXT):
+        nfields[0] = 1
+        return b't'
+    if kind is _USAGE or (type(kind) is str and kind == _USAGE):
+        nfields[0] = 4
+        return b'u'
+    n = _BATCH_FIELDS.get(kind) if type(kind) is str else None
+    if n is None:
+        return 0
+    nfields[0] = n
+    return b's' if kind == _TURN_START else b'p'
+
+
+cdef class Batch:
+    """Many sessions' events observed in order, detection without the GIL.
+
+    ``Batch(rows, convert)`` reads ``rows``, tuples ``(session_id, kind, *fields)`` (a row
+    whose kind is not a str goes through ``convert(row, i)`` first), checks every one (a bad
+    row raises InvalidEvent before anything is observed) and gives each session a slot, in
+    order of first appearance (``session_ids``). ``bind(states)`` then describes each slot's
+    session with ``Guardrails._batch_state()``: the engine the batch drives (None: its rows go
+    to Python), whether it is cut or halted, its context estimate, call ids, whether agent
+    words matter, its cost ceiling. ``run()`` observes rows until one needs Python and returns
+    ``(i, alerts, why)``: ``why`` 1 when row i fired a signal, crossed a context limit or is
+    text that answers queued notes, 2 when row i is for Python (not observed), 0 at the end.
+    Rows of a blocked session are not observed (its usage still counts); ``take_blocked()``
+    lists them. Before Python acts on a session it takes the batch's changes (``changes()``),
+    after, it updates the slot (``update_slot``); it holds every session's lock throughout.
+    """
+
+    cdef vector[_Item] items
+    cdef vector[_Slot] slots
+    cdef vector[Py_ssize_t] blocked_rows
+    cdef vector[int] touched     # slots with rows in the current run() segment
+    cdef vector[int] dirty       # slots with changes to hand back
+    cdef vector[char] ids_copied  # the slot's call id map is the batch's own copy
+    cdef list rows, engines, keep, ids
+    cdef readonly list session_ids
+    cdef dict slot_of, names  # names: row -> tool name, where it is not the row's own str
+    cdef Py_ssize_t pos, n
+    cdef bint bound
+
+    def __init__(self, rows, convert=None):
+        cdef Py_ssize_t i = 0, size, nfields
+        cdef _Item* it
+        cdef object obj, sid, kind, last_sid = None, slot_obj
+        cdef tuple row
+        cdef int slot = -1
+        cdef char code
+        self.rows = list(rows)  # the tuples hold every object the items point into
+        self.n = len(self.rows)
+        self.pos = 0
+        self.bound = False
+        self.keep = []
+        self.names = {}
+        self.slot_of = {}
+        self.session_ids = []
+        self.items.resize(self.n)
+        try:
+            for i in range(self.n):
+                obj = <object>PyList_GET_ITEM(self.rows, i)
+                if type(obj) is not tuple or PyTuple_GET_SIZE(obj) < 2 or (
+                        type(<object>PyTuple_GET_ITEM(obj, 1)) is not str and convert is not None):
+                    if convert is not None:
+                        obj = convert(obj, i)
+                    if isinstance(obj, list):
+                        obj = tuple(obj)
+                    if type(obj) is not tuple or PyTuple_GET_SIZE(obj) < 2:
+                        raise InvalidEvent(f"expected (session_id, kind, *fields), not {obj!r}")
+                    self.rows[i] = obj
+                row = <tuple>obj
+                size = PyTuple_GET_SIZE(row)
+                sid = row[0]
+                kind = row[1]
+                code = _kind_code(kind, &nfields)
+                if code == 0:
+                    raise InvalidEvent(f"unknown kind {kind!r} (known: {', '.join(_BATCH_FIELDS)})")
+                if size - 2 > nfields:
+                    raise InvalidEvent(f"a {kind} takes at most {nfields} fields")
+                if sid is not last_sid:
+                    slot_obj = self.slot_of.get(sid)
+                    if slot_obj is None:
+                        if type(sid) is not str or not sid:
+                            raise InvalidEvent(f"a session id is a non-empty str, not {sid!r}")
+                        slot_obj = len(self.session_ids)
+                        self.slot_of[sid] = slot_obj
+                        self.session_ids.append(sid)
+                    slot = slot_obj
+                    last_sid = sid
+                it = &self.items[i]
+                it.slot = slot
+                it.nfields = size - 2
+                it.kind = code
+                it.context_bytes = 0
+                if code == b'c':
+                    self._read_call(it, row, size, i)
+                elif code == b'r':
+                    self._read_result(it, row, size, i)
+                elif code == b't':
+                    it.has_words = _has_words(row[2] if size > 2 else None)
+                elif code == b'u':
+                    self._read_usage(it, row, size)
+        except InvalidEvent as e:
+            raise InvalidEvent(f"event {i}: {e.message}") from None
+
+    cdef int _read_call(self, _Item* it, tuple row, Py_ssize_t size, Py_ssize_t i) except -1:
+        cdef _View v
+        cdef object name = row[2] if size > 2 else None
+        cdef object obj
+        if type(name) is not str:
+            name = name_str(name)
+            self.names[i] = name
+        obj = _view(name, &v, False)
+        if obj is not None:
+            self.keep.append(obj)
+        it.name, it.name_len = v.data, v.size
+        it.name_hash = <uint64_t>hash(name)
+        obj = _view(row[3] if size > 3 else None, &v, False)
+        if obj is not None:
+            self.keep.append(obj)
+        it.data, it.data_len = v.data, v.size
+        return 0
+
+    cdef int _read_result(self, _Item* it, tuple row, Py_ssize_t size, Py_ssize_t i) except -1:
+        cdef _View v
+        cdef object name = row[2] if size > 2 else None
+        cdef object payload = row[3] if size > 3 else None
+        cdef object obj
+        it.failed = _failed(row[4] if size > 4 else None)
+        it.noop = not it.failed and size > 5 and bool(row[5])
+        it.exempt = False
+        it.has_payload = False
+        it.name = NULL  # a name from a call id is resolved at bind()
+        it.name_len = 0
+        if name is not None:
+            if type(name) is not str:
+                name = name_str(name)
+                self.names[i] = name
+            obj = _view(name, &v, False)
+            if obj is not None:
+                self.keep.append(obj)
+            it.name, it.name_len = v.data, v.size
+        if payload is not None:
+            if type(payload) is str or type(payload) is bytes or PyObject_CheckBuffer(payload):
+                it.context_bytes = _utf8_length(payload)
+            else:
+                it.context_bytes = len(payload_bytes(payload))
+            if not it.failed and not it.noop:
+                obj = _view(payload, &v, True)
+                if obj is not None:
+                    self.keep.append(obj)
+                it.data, it.data_len, it.has_payload = v.data, v.size, True
+        return 0
+
+    cdef int _read_usage(self, _Item* it, tuple row, Py_ssize_t size) except -1:
+        """The checks of Guardrails.on_usage, up front; numbers outside the fast path (huge
+        counts or costs, int costs) and non-str models go to Python."""
+        cdef object model = row[2] if size > 2 else None
+        cdef object tokens = row[3] if size > 3 else None
+        cdef object output = row[4] if size > 4 else None
+        cdef object cost = row[5] if size > 5 else None
+        cdef double value, nano
+        cdef _View v
+        if not (_small_count(tokens) and _small_count(output)) or \
+                (cost is not None and type(cost) is not float):
+            usage_cost_nano(tokens, output, cost)  # raises with its message when invalid
+            it.kind = b'p'  # valid, but for Python's integers
+            return 0
+        it.cost = 0
+        if cost is not None:
+            value = cost
+            if not isfinite(value) or value < 0:
+                usage_cost_nano(tokens, output, cost)  # raises
+            nano = nearbyint(value * 1e9)  # round(value * NANO): the same product, half-even
+            if nano >= <double>_MAX_COUNT:
+                it.kind = b'p'
+                return 0
+            it.cost = <int64_t>nano
+        it.input_tokens = tokens if tokens is not None else -1
+        it.name = NULL
+        it.name_len = 0
+        if model is not None:
+            if type(model) is not str:
+                it.kind = b'p'
+                return 0
+            obj = _view(model, &v, False)
+            if obj is not None:
+                self.keep.append(obj)
+            it.name, it.name_len = v.data, v.size
+        return 0
+
+    def bind(self, list states):
+        """Each slot's session, in ``session_ids`` order, as ``Guardrails._batch_state()``."""
+        cdef Py_ssize_t i, k
+        cdef _Item* it
+        cdef _Slot* slp
+        cdef _View v
+        cdef dict names
+        cdef object name, ident, obj
+        if len(states) != len(self.session_ids):
+            raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
+        self.engines = []
+        self.ids = []
+        self.ids_copied.assign(len(states), False)
+        self.slots.resize(len(states))
+        # run() appends to these without the GIL: room for every slot and row up front
+        self.touched.reserve(len(states))
+        self.dirty.reserve(len(states))
+        self.blocked_rows.reserve(self.n)
+        for k in range(len(states)):
+            st = <tuple>states[k]
+            self.engines.append(st[0])
+            self.ids.append(st[3])  # copied before the batch first changes it
+            slp = &self.slots[k]
+            slp.engine = <PyObject*>st[0]
+            slp.session = (<Engine>st[0])._session() if st[0] is not None else NULL
+            slp.has_exempt = st[0] is not None and bool((<Engine>st[0])._exempt)
+            slp.ring = (<Engine>st[0])._ring if st[0] is not None else 0
+            slp.touched = slp.dirty = slp.streaks = False
+            slp.calls = slp.written = slp.results = slp.counted = 0
+            self._set_state(slp, st)
+        # call ids as the rows go: a turn_start forgets them, as start_turn() does
+        for i in range(self.n):
+            it = &self.items[i]
+            if it.kind == b'p':
+                continue
+            slp = &self.slots[it.slot]
+            if it.kind == b's':
+                self._ids_to_change(it.slot).clear()
+                it.kind = b'p'
+                continue
+            if it.kind == b'c':
+                if it.nfields > 2:
+                    ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
+                    if ident is not None:
+                        names = self._ids_to_change(it.slot)
+                        if len(names) >= 512:  # as Guardrails.on_call: bounded without turns
+                            names.clear()
+                        names[ident] = self._name(i)
+            elif it.kind == b'r' and it.name == NULL:  # a result named by its call id
+                ident = (<tuple>PyList_GET_ITEM(self.rows, i))[6] if it.nfields > 4 else None
+                name = (<dict>self.ids[it.slot]).get(ident, "") if ident is not None else ""
+                if type(name) is not str:
+                    name = name_str(name)
+                self.names[i] = name
+                obj = _view(name, &v, False)
+                if obj is not None:
+                    self.keep.append(obj)
+                it.name, it.name_len = v.data, v.size
+            if slp.session == NULL:
+                it.kind = b'p'
+            elif it.kind == b'r' and slp.has_exempt and not it.failed and not it.noop:
+                if self._name(i) in (<Engine>slp.engine)._exempt:
+                    it.exempt = True
+                    it.has_payload = False
+        self.bound = True
+
+    cdef int _set_state(self, _Slot* sl, tuple st) except -1:
+        """The policy state of a session from ``(engine, blocked, context, ids, words_matter,
+        cost)``; what the batch accumulated for it starts again from zero."""
+        cdef tuple context = st[2]
+        cdef tuple cost = st[5]
+        cdef _View v
+        sl.blocked = st[1]
+        sl.words_matter = st[4]
+        sl.has_context = context is not None
+        sl.added = sl.taken = 0
+        sl.measured_reset = sl.spent_changed = False
+        if context is not None:
+            sl.measured, sl.carried = context[0], context[1]
+            sl.compact_at, sl.cut_tokens = context[2], context[3]
+            sl.pending, sl.cut = context[4], context[5]
+            sl.model = NULL
+            sl.model_len = 0
+            if context[6] is not None:
+                obj = _view(context[6], &v, False)
+                if obj is not None:
+                    self.keep.append(obj)
+                self.keep.append(context[6])
+                sl.model, sl.model_len = v.data, v.size
+        sl.has_cost = cost is not None and _small_count(cost[0]) and _small_count(cost[2]) \
+            and _small_count(cost[3]) and (cost[1] is None or _small_count(cost[1]))
+        if sl.has_cost:
+            sl.spent = cost[0]
+            sl.has_baseline = cost[1] is not None
+            sl.baseline = cost[1] if cost[1] is not None else 0
+            sl.max_turn, sl.ceiling = cost[2], cost[3]
+            sl.cost_frozen = cost[4]
+        return 0
+
+    cdef dict _ids_to_change(self, int slot):
+        if not self.ids_copied[slot]:
+            self.ids[slot] = dict(<dict>self.ids[slot])
+            self.ids_copied[slot] = True
+        return <dict>self.ids[slot]
+
+    cdef inline object _name(self, Py_ssize_t i):
+        if self.names:
+            name = self.names.get(i)
+            if name is not None:
+                return name
+        return <object>PyTuple_GET_ITEM(<tuple>PyList_GET_ITEM(self.rows, i), 2)
+
+    def run(self):
+        cdef Py_ssize_t i, start = self.pos, stop = self.n, last
+        cdef uint32_t mask = 0
+        cdef int why = 0
+        cdef _Item* it
+        cdef _Slot* sl
+        cdef int64_t tokens, spent
+        cdef Engine engine
+        cdef tuple row
+        cdef Canonicalizer* canon
+        if not self.bound:
+            raise RuntimeError("Batch.bind() first")
+        if start >= self.n:
+            return self.n, (), 0
+        with nogil:
+            canon = &thread_canonicalizer()
+            for i in range(start, self.n):
+                it = &self.items[i]
+                if it.kind == b'p':
+                    stop, why = i, 2
+                    break
+                sl = &self.slots[it.slot]
+                if it.kind == b'u':  # counted and charged even while blocked, as on_usage does
+                    if not sl.has_cost:
+                        stop, why = i, 2
+                        break
+                    spent = sl.spent + it.cost
+                    if not sl.cost_frozen and (
+                            (sl.max_turn and sl.has_baseline and spent - sl.baseline >= sl.max_turn)
+                            or (sl.ceiling and spent >= sl.ceiling)):
+                        stop, why = i, 2  # a cost ceiling trips: Guardrails decides
+                        break
+                    if sl.has_context:
+                        if it.name != NULL and (sl.model == NULL or it.name_len != sl.model_len
+                                                or memcmp(it.name, sl.model, it.name_len) != 0):
+                            stop, why = i, 2  # a new model: a new window and threshold
+                            break
+                        tokens = it.input_tokens if it.input_tokens >= 0 else \
+                            sl.measured + tokens_for_bytes(sl.carried + sl.added)
+                        if (tokens >= sl.compact_at and not sl.pending) or \
+                                (tokens >= sl.cut_tokens and not sl.cut):
+                            stop, why = i, 2  # a context limit crossed: the guard reports it
+                            break
+                    self._touch(sl, it.slot)
+                    sl.counted += 1
+                    if it.cost:
+                        sl.spent = spent
+                        sl.spent_changed = True
+                        self._mark_dirty(sl, it.slot)
+                    if sl.has_context and it.input_tokens >= 0:
+                        sl.measured = it.input_tokens  # a measured count replaces the estimate
+                        sl.carried = sl.added = sl.taken = 0
+                        sl.measured_reset = True
+                        self._mark_dirty(sl, it.slot)
+                    if sl.blocked:
+                        self.blocked_rows.push_back(i)
+                    continue
+                if sl.blocked:
+                    self.blocked_rows.push_back(i)
+                    continue
+                self._touch(sl, it.slot)
+                if it.kind == b't':
+                    sl.counted += 1
+                    sl.session.observe_text(it.has_words)
+                    if it.has_words and sl.words_matter:
+                        stop, why = i, 1  # Guardrails withdraws the notes the words answer
+                        break
+                    continue
+                if it.kind == b'c':
+                    sl.calls += 1
+                    mask = sl.session.observe_call(canon.canonicalize(
+                        it.name, it.name_len, it.data, it.data_len), it.name_hash)
+                else:
+                    sl.results += 1
+                    if it.failed or it.noop:
+                        sl.streaks = True
+                    mask = sl.session.observe_result(it.failed, it.noop, it.exempt, it.data,
+                                                     it.data_len, it.has_payload)
+                    if sl.has_context and it.context_bytes:
+                        sl.added += it.context_bytes
+                        self._mark_dirty(sl, it.slot)
+                        tokens = sl.measured + tokens_for_bytes(sl.carried + sl.added)
+                        if (tokens >= sl.compact_at and not sl.pending) or \
+                                (tokens >= sl.cut_tokens and not sl.cut):
+                            stop, why = i, 1  # the context guard must look at this one
+                            break
+                if mask:
+                    stop, why = i, 1
+                    break
+        last = stop if why == 1 else stop - 1
+        self._note(start, last)
+        self.pos = stop + 1
+        if why == 0:
+            return self.n, (), 0
+        if why == 2 or not mask:
+            return stop, (), why
+        it = &self.items[stop]
+        engine = <Engine>self.slots[it.slot].engine
+        row = <tuple>PyList_GET_ITEM(self.rows, stop)
+        return stop, engine._fired(
+            mask, self._name(stop), (row[3] if it.nfields > 1 else None) if it.kind == b'c'
+            else (row[4] if it.nfields > 2 else None)), 1
+
+    cdef inline void _touch(self, _Slot* sl, int slot) noexcept nogil:
+        if not sl.touched:
+            sl.touched = True
+            self.touched.push_back(slot)
+
+    cdef inline void _mark_dirty(self, _Slot* sl, int slot) noexcept nogil:
+        if not sl.dirty:
+            sl.dirty = True
+            self.dirty.push_back(slot)
+
+    cdef int _note(self, Py_ssize_t start, Py_ssize_t last) except -1:
+        """The Python side of rows start..last, which run() observed (its counts are in the
+        touched slots): the event counts; the streak names, in order, only for sessions that
+        have streaks going; and of the calls only the last ``ring`` of each session reach its
+        text ring (the rest would be overwritten within this segment), written back to front."""
+        cdef Py_ssize_t i, k
+        cdef _Item* it
+        cdef _Slot* sl
+        cdef Engine engine
+        cdef tuple row
+        cdef bint any_streaks = False
+        for k in range(<Py_ssize_t>self.touched.size()):
+            sl = &self.slots[self.touched[k]]
+            engine = <Engine>sl.engine
+            sl.streaks = sl.streaks or engine._failure_names is not None or \
+                engine._no_op_names is not None
+            if sl.streaks:
+                any_streaks = True
+            else:  # plain successes only, and no streak to end: just count them
+                engine.events += sl.results
+            engine.events += sl.counted
+        for i in range(start, last + 1) if any_streaks else ():
+            it = &self.items[i]
+            if it.kind != b'r':
+                continue
+            sl = &self.slots[it.slot]
+            if sl.streaks and not sl.blocked:
+                row = <tuple>PyList_GET_ITEM(self.rows, i)
+                (<Engine>sl.engine)._note_result(self._name(i), it.failed, it.noop,
+                                                 row[4] if it.nfields > 2 else None)
+        for i in range(last, start - 1, -1):
+            it = &self.items[i]
+            if it.kind != b'c':
+                continue
+            sl = &self.slots[it.slot]
+            if sl.written >= sl.calls or sl.blocked:
+                continue
+            k = sl.written
+            sl.written = k + 1
+            if k < sl.ring:
+                row = <tuple>PyList_GET_ITEM(self.rows, i)
+                (<Engine>sl.engine)._ring_put(sl.calls - 1 - k, self._name(i),
+                                              row[3] if it.nfields > 1 else None)
+        for k in range(<Py_ssize_t>self.touched.size()):
+            sl = &self.slots[self.touched[k]]
+            if sl.calls:
+                (<Engine>sl.engine)._ring_advance(sl.calls)
+            sl.calls = sl.written = sl.results = sl.counted = 0
+            sl.streaks = sl.touched = False
+        self.touched.clear()
+        return 0
+
+    def row(self, Py_ssize_t i):
+        """Row i as given (after ``convert``), its trailing fields filled with None."""
+        if i < 0 or i >= self.n:
+            raise IndexError(i)
+        cdef tuple row = self.rows[i]
+        cdef Py_ssize_t missing = _BATCH_FIELDS[row[1]] + 2 - len(row)
+        return row + (None,) * missing if missing > 0 else row
+
+    def slot(self, Py_ssize_t i):
+        """Row i's session slot."""
+        if i < 0 or i >= self.n:
+            raise IndexError(i)
+        return self.items[i].slot
+
+    def update_slot(self, int slot, tuple state):
+        """Python acted on the session: its state now, as ``Guardrails._batch_state()``."""
+        self._set_state(&self.slots[slot], state)
+
+    def take_blocked(self):
+        """Rows of blocked sessions passed over since the last take."""
+        rows = list(self.blocked_rows)
+        self.blocked_rows.clear()
+        return rows
+
+    def changes(self):
+        """What the batch changed in sessions since the last take, to hand back before Python
+        acts: ``(slot, spent, measured, context_bytes)``, ``spent`` the session's new spend
+        (nano-dollars) or None, ``measured`` the context a usage measured (the estimate starts
+        again from it) or None, ``context_bytes`` the estimate bytes added since."""
+        cdef Py_ssize_t k
+        cdef int64_t added
+        cdef _Slot* sl
+        out = []
+        for k in range(<Py_ssize_t>self.dirty.size()):
+            sl = &self.slots[self.dirty[k]]
+            added = sl.added - sl.taken
+            sl.taken = sl.added
+            out.append((self.dirty[k], sl.spent if sl.spent_changed else None,
+                        sl.measured if sl.measured_reset else None, added))
+            sl.spent_changed = sl.measured_reset = sl.dirty = False
+        self.dirty.clear()
+        return out
+
+    def call_ids(self):
+        """``(slot, ids)`` for each session the batch drove whose call id -> name map the rows
+        changed: its map after the batch."""
+        return [(k, self.ids[k]) for k in range(<Py_ssize_t>self.slots.size())
+                if self.ids_copied[k] and self.slots[k].session != NULL]

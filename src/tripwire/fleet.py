@@ -1,0 +1,344 @@
+"""``Fleet``: many sessions' guardrails in one process (a daemon hosting thousands of agents).
+
+One ``Guardrails`` per session, created (and restored from the store) on first use; one lock
+per session, never one global lock for observations (the fleet's own lock only guards its
+session table). Idle sessions can be evicted from memory and are restored from the store on
+their next use. ``observe_many`` takes many sessions' events at once and runs detection in the
+native core without the GIL.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import _engine
+from .decision import CONTINUE, Decision, Turn
+from .errors import BatchInterrupted, GuardrailHalted, InvalidEvent, TripwireError
+from .events import Call, Event, Reset, Result, Text, TurnEnd, TurnStart, Usage
+from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
+from .reporting import Counters, OperatorEvent
+
+__all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
+
+#: The batch tuple shapes: (session, kind, *fields), fields as the event's in SPEC §0.
+BATCH_KINDS = {
+    "call": ("name", "args", "id"),
+    "result": ("name", "payload", "error", "no_op", "id"),
+    "text": ("text",),
+    "usage": ("model", "input_tokens", "output_tokens", "cost_usd"),
+    "turn_start": (),
+    "turn_end": (),
+    "reset": ("guardrail", "additional_budget_usd"),
+}
+
+
+@dataclass(frozen=True)
+class HaltedSession:
+    session_id: str
+    halted_by: tuple[str, ...]
+    reason: str
+    in_memory: bool
+
+
+class Fleet:
+    """Sessions by id. ``fleet.session(id)`` gets or creates a session's ``Guardrails``."""
+
+    def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
+                 store: Any = None,
+                 on_event: Callable[[OperatorEvent], object] | None = None,
+                 implementation: str | None = None,
+                 summarize: Callable[..., Any] | None = None):
+        self.settings = (config if isinstance(config, ResolvedConfig)
+                         else (config or GuardrailsConfig()).resolve())
+        self.implementation = _engine.resolve(implementation)
+        self.counters = Counters()  # one set for the whole fleet: what a daemon exports
+        self.store = store
+        self._on_event = on_event
+        self._summarize = summarize
+        self._sessions: dict[str, Guardrails] = {}
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._engine = _engine.load(self.implementation)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> Guardrails:
+        """The session's guardrails, created (and restored from the store) on first use."""
+        g = self._sessions.get(session_id)
+        if g is None:
+            if type(session_id) is not str or not session_id:
+                raise InvalidEvent(f"a session id is a non-empty str, not {session_id!r}")
+            with self._lock:
+                g = self._sessions.get(session_id)
+                if g is None:
+                    g = Guardrails(self.settings, session_id=session_id, on_event=self._on_event,
+                                   counters=self.counters, implementation=self.implementation,
+                                   summarize=self._summarize, store=self.store)
+                    self._sessions[session_id] = g
+        self._used[session_id] = time.monotonic()
+        return g
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    def __iter__(self):
+        return iter(list(self._sessions))
+
+    def evict(self, session_id: str) -> bool:
+        """Drop a session from memory. A halted session is only dropped when a store holds its
+        halt (it is restored on next use); without a store it stays, or the halt would be lost."""
+        with self._lock:
+            g = self._sessions.get(session_id)
+            if g is None:
+                return False
+            if g.halted and self.store is None:
+                return False
+            g.flush()
+            del self._sessions[session_id]
+            self._used.pop(session_id, None)
+            return True
+
+    def evict_idle(self, idle_seconds: float) -> int:
+        """Evict every session unused for ``idle_seconds``; returns how many went."""
+        cutoff = time.monotonic() - idle_seconds
+        idle = [sid for sid, used in list(self._used.items()) if used < cutoff]
+        return sum(self.evict(sid) for sid in idle)
+
+    def status(self) -> list[HaltedSession]:
+        """Halted sessions with their reasons: those in memory, and (with a store) evicted ones
+        whose history ends halted."""
+        out = []
+        for sid in list(self._sessions):
+            g = self._sessions.get(sid)
+            if g is not None and g.halted:
+                s = g.status()
+                reason = " ".join(r for r in (s.watchdog_reason, s.cost_reason) if r)
+                out.append(HaltedSession(sid, s.halted_by, reason, True))
+        if self.store is not None:
+            from .restore import fold_history
+
+            for sid, history in self.store.histories().items():
+                if sid in self._sessions:
+                    continue
+                folded = fold_history(history)
+                if folded.halted_by:
+                    out.append(HaltedSession(sid, folded.halted_by, folded.reason, False))
+        return sorted(out, key=lambda h: h.session_id)
+
+    def reset(self, session_id: str, guardrail: str = "all",
+              additional_budget_usd: float = 0.0) -> ResetOutcome:
+        """An operator reset of one session (restored first if it was evicted)."""
+        return self.session(session_id).reset(guardrail, additional_budget_usd)
+
+    # -- one event at a time -------------------------------------------------------------------
+
+    def on_call(self, session_id: str, name: str, args: Any = None,
+                id: str | None = None) -> Decision:
+        return self.session(session_id).on_call(name, args, id)
+
+    def on_result(self, session_id: str, name: str | None = None, **fields: Any) -> Decision:
+        return self.session(session_id).on_result(name, **fields)
+
+    # -- batches -------------------------------------------------------------------------------
+
+    def observe_many(self, events: Iterable[Any] | Mapping[str, Sequence[Any]],
+                     ) -> list[tuple[int, str, Decision | Turn]]:
+        """Observe many sessions' events in order; detection runs without the GIL.
+
+        ``events``: tuples ``(session_id, kind, *fields)`` with the fields of ``BATCH_KINDS``
+        (``("s1", "call", "read_file", '{"path": "a"}')``; trailing fields may be left out), or
+        ``(session_id, Event)``, or a table of columns (numpy arrays or lists): ``{"session":
+        [...], "kind": [...], "name": [...], "args": [...], "payload": [...], ...}``.
+
+        Returns ``(index, session_id, outcome)`` for every event whose outcome is not the plain
+        ``CONTINUE``, in event order: decisions that cut, halt or carry alerts, a ``Turn`` that
+        carries feedback or compaction, a refusal for a ``turn_start`` on a halted session, and
+        the blocked decision for each event of a session that is cut or halted.
+        """
+        batch = self._engine.Batch(_rows(events), _as_tuple)  # checks every row first
+        sessions = self._sessions_for(batch.session_ids)
+        # one fixed order (the objects' addresses, which do not move): two batches never wait
+        # for each other in a cycle
+        locked = sorted(sessions, key=id)
+        for g in locked:
+            g._lock.acquire()
+        try:
+            states = [g._batch_state() for g in sessions]
+            batch.bind(states)
+            out: list[tuple[int, str, Decision | Turn]] = []
+            while True:
+                i, alerts, why = batch.run()
+                if why == 0:
+                    break
+                self._report_blocked(batch, sessions, out)
+                self._take_changes(batch, sessions)  # the estimate as of this row
+                row = batch.row(i)
+                slot = batch.slot(i)
+                g = sessions[slot]
+                if why == 2:
+                    try:
+                        self._single(row, i, g, out)
+                    except TripwireError as e:
+                        self._report_blocked(batch, sessions, out)
+                        self._replay_ids(batch, sessions, states, i)
+                        out.sort(key=_index)
+                        raise BatchInterrupted(i, g.session_id, e, out) from e
+                else:
+                    decision = g._on_alerts(alerts) if alerts else CONTINUE
+                    if row[1] == "text":  # words that answer queued notes
+                        g._withdraw_silence_notes()
+                    elif g._context is not None and row[1] == "result":
+                        decision = g._context_check(decision)
+                    if decision is not CONTINUE:
+                        out.append((i, g.session_id, decision))
+                batch.update_slot(slot, g._batch_state())
+            self._report_blocked(batch, sessions, out)
+            self._take_changes(batch, sessions)
+            for slot, call_ids in batch.call_ids():  # the sessions the batch drove
+                sessions[slot]._ids = call_ids
+            out.sort(key=_index)
+            return out
+        finally:
+            for g in reversed(locked):
+                g._lock.release()
+
+    def _sessions_for(self, ids: list[str]) -> list[Guardrails]:
+        now = time.monotonic()
+        get, used = self._sessions.get, self._used
+        sessions = []
+        for sid in ids:
+            g = get(sid)
+            if g is None:
+                g = self.session(sid)
+            used[sid] = now
+            sessions.append(g)
+        return sessions
+
+    @staticmethod
+    def _report_blocked(batch: Any, sessions: list[Guardrails], out: list) -> None:
+        for j in batch.take_blocked():
+            g = sessions[batch.slot(j)]
+            out.append((j, g.session_id, g._blocked))
+
+    @staticmethod
+    def _take_changes(batch: Any, sessions: list[Guardrails]) -> None:
+        """Hand what the batch changed back to its sessions, before Python acts on any: the
+        spend of usage rows, a context a usage measured, estimate bytes of results."""
+        for slot, spent, measured, added in batch.changes():
+            g = sessions[slot]
+            if spent is not None:
+                g._cost.spent = spent
+            if measured is not None:  # a measured count replaces the estimate
+                g._context.measured = measured
+                g._context.estimator.reset()
+            if added:
+                g._context.estimator.add_bytes(added)
+
+    @staticmethod
+    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[tuple],
+                    stop: int) -> None:
+        """An interrupted batch: the call id maps of the sessions it drove, as of row stop."""
+        for i in range(stop):
+            slot = batch.slot(i)
+            if states[slot][0] is None:
+                continue
+            row, ids = batch.row(i), sessions[slot]._ids
+            if row[1] == "turn_start":
+                ids.clear()
+            elif row[1] == "call" and row[4] is not None:
+                if len(ids) >= 512:
+                    ids.clear()
+                ids[row[4]] = row[2]
+
+    def _single(self, row: tuple, index: int, g: Guardrails,
+                out: list[tuple[int, str, Decision | Turn]]) -> None:
+        sid, kind, *f = row
+        outcome: Decision | Turn
+        if kind == "call":  # a session in off mode
+            outcome = g.on_call(f[0], f[1], f[2])
+        elif kind == "result":
+            outcome = g.on_result(f[0], payload=f[1], error=f[2], no_op=f[3], id=f[4])
+        elif kind == "text":
+            outcome = g.on_text(f[0])
+        elif kind == "usage":
+            outcome = g.on_usage(model=f[0], input_tokens=f[1], output_tokens=f[2], cost_usd=f[3])
+        elif kind == "turn_start":
+            try:
+                outcome = g.start_turn()
+            except GuardrailHalted:
+                outcome = g.refusal()
+        elif kind == "turn_end":
+            outcome = g.end_turn()
+        else:  # reset
+            g.reset(f[0] or "all", f[1] or 0.0)
+            return
+        if outcome is not CONTINUE and (not isinstance(outcome, Turn) or outcome):
+            out.append((index, sid, outcome))
+
+
+def _index(outcome: tuple) -> int:
+    return outcome[0]
+
+
+_COLUMNS = {"session", "kind"} | {f for fields in BATCH_KINDS.values() for f in fields}
+
+
+def _rows(events: Iterable[Any] | Mapping[str, Sequence[Any]]) -> Iterable[Any]:
+    """The batch's rows: tuples (session, kind, *fields), as given or built from columns.
+    ``Batch`` checks them (and turns ``(session, Event)`` pairs into tuples with ``_as_tuple``)."""
+    if not isinstance(events, Mapping):
+        return events
+    columns = {k: (v.tolist() if hasattr(v, "tolist") else list(v)) for k, v in events.items()}
+    if "session" not in columns or "kind" not in columns:
+        raise InvalidEvent("a column batch needs 'session' and 'kind' columns")
+    unknown = sorted(set(columns) - _COLUMNS)
+    if unknown:
+        raise InvalidEvent(f"unknown batch columns {unknown} (known: {sorted(_COLUMNS)})")
+    n = len(columns["session"])
+    if any(len(c) != n for c in columns.values()):
+        raise InvalidEvent("batch columns differ in length: "
+                           + ", ".join(f"{k}={len(c)}" for k, c in columns.items()))
+    rows = []
+    for i in range(n):
+        kind = columns["kind"][i]
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        fields = BATCH_KINDS.get(kind)
+        if fields is None:
+            raise InvalidEvent(
+                f"event {i}: unknown kind {kind!r} (known: {', '.join(BATCH_KINDS)})")
+        sid = columns["session"][i]
+        rows.append((sid.decode() if isinstance(sid, bytes) else sid, kind,
+                     *(columns[f][i] if f in columns else None for f in fields)))
+    return rows
+
+
+def _as_tuple(event: Any, i: int) -> tuple:
+    """A ``(session_id, Event)`` pair as a batch tuple."""
+    if not (isinstance(event, (tuple, list)) and len(event) == 2):
+        raise InvalidEvent(f"expected (session_id, kind, *fields), not {event!r}")
+    sid, ev = event
+    if isinstance(ev, Call):
+        return (sid, "call", ev.name, ev.args, ev.id)
+    if isinstance(ev, Result):
+        return (sid, "result", ev.name, ev.payload, ev.error, ev.no_op, ev.id)
+    if isinstance(ev, Text):
+        return (sid, "text", ev.text)
+    if isinstance(ev, Usage):
+        return (sid, "usage", ev.model, ev.input_tokens, ev.output_tokens, ev.cost_usd)
+    if isinstance(ev, TurnStart):
+        return (sid, "turn_start")
+    if isinstance(ev, TurnEnd):
+        return (sid, "turn_end")
+    if isinstance(ev, Reset):
+        return (sid, "reset", ev.guardrail, ev.additional_budget_usd)
+    raise InvalidEvent(f"not an event: {ev!r}")
+
+
+Event = Event  # re-exported for annotations of (session_id, Event) batches

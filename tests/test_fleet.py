@@ -1,0 +1,372 @@
+"""Fleet: many sessions in one process, eviction and restore, batch ingest (both engines)."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tripwire import Decision, GuardrailHalted, GuardrailsConfig, Turn
+from tripwire.events import Call, Result, TurnStart
+from tripwire.fleet import Fleet
+from tripwire.store import SQLiteStore
+
+LOOP = ("read_file", '{"path": "src/a.py"}')
+
+
+def fleet(implementation: str, **config) -> Fleet:
+    config.setdefault("unattended", False)
+    return Fleet(GuardrailsConfig(**config), implementation=implementation)
+
+
+def test_sessions_are_created_once_and_independent(implementation: str) -> None:
+    f = fleet(implementation, mode="enforce")
+    a, b = f.session("a"), f.session("b")
+    assert f.session("a") is a and a is not b and len(f) == 2 and "a" in f
+    a.start_turn()
+    for _ in range(5):
+        a.on_call(*LOOP)
+    assert a.halted and not b.halted
+    b.start_turn()
+    assert b.on_call(*LOOP).proceed
+
+
+def test_status_lists_halted_sessions_and_reset_clears(implementation: str) -> None:
+    f = fleet(implementation, mode="enforce")
+    for sid in ("s2", "s1"):
+        g = f.session(sid)
+        g.start_turn()
+        for _ in range(5):
+            g.on_call(*LOOP)
+    f.session("s3")
+    status = f.status()
+    assert [(h.session_id, h.halted_by, h.in_memory) for h in status] == [
+        ("s1", ("watchdog",), True), ("s2", ("watchdog",), True)]
+    assert "repeated-tool-call" in status[0].reason
+    assert f.reset("s1").cleared == ("watchdog",)
+    assert [h.session_id for h in f.status()] == ["s2"]
+    assert f.counters.snapshot()["trips"] == {"watchdog": 2}  # one set of counters per fleet
+
+
+def test_eviction_keeps_halts_without_a_store(implementation: str) -> None:
+    f = fleet(implementation, mode="enforce")
+    g = f.session("h")
+    g.start_turn()
+    for _ in range(5):
+        g.on_call(*LOOP)
+    f.session("idle")
+    assert not f.evict("h")  # its halt would be lost
+    assert f.evict("idle") and "idle" not in f
+    assert f.evict_idle(0) == 0 and "h" in f
+
+
+def test_evicted_sessions_are_restored_from_the_store(tmp_path: Path, implementation: str) -> None:
+    f = Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+              store=SQLiteStore(tmp_path / "f.sqlite"), implementation=implementation)
+    g = f.session("h")
+    g.start_turn()
+    for _ in range(5):
+        g.on_call(*LOOP)
+    f.session("idle").start_turn()
+    assert f.evict_idle(0) == 2 and len(f) == 0
+    status = f.status()
+    assert [(h.session_id, h.in_memory) for h in status] == [("h", False)]
+    restored = f.session("h")
+    assert restored is not g and restored.halted
+    with pytest.raises(GuardrailHalted):
+        restored.start_turn()
+    assert not f.session("idle").halted
+
+
+def test_concurrent_sessions_from_threads(implementation: str) -> None:
+    f = fleet(implementation, mode="warn")
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(300):
+                f.on_call(f"s{i % 10}", "read_file", {"path": f"{t}/{i}.py"})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(f) == 10
+    assert sum(f.session(f"s{i}").watchdog.events for i in range(10)) == 1200
+
+
+# -- batch ingest ------------------------------------------------------------------------------
+
+def random_traffic(seed: int, n: int = 600) -> list[tuple]:
+    rng = random.Random(seed)
+    events: list[tuple] = []
+    for _ in range(n):
+        sid = f"s{rng.randrange(6)}"
+        roll = rng.random()
+        if roll < 0.45:
+            path = rng.choice(["a.py", "./a.py", "b.py", "c.py", "/w/a.py"])
+            args = rng.choice([json.dumps({"path": path}), {"path": path}])
+            events.append((sid, "call", rng.choice(["read_file", "grep"]), args,
+                           rng.choice([None, "c1", "c2"])))
+        elif roll < 0.85:
+            # by name or by call id; str, bytes, JSON-able and non-ASCII payloads
+            name = rng.choice(["read_file", None])
+            payload = rng.choice([None, "A", "B", "x" * 3000, b"B", {"k": [1, 2]}, "é" * 999])
+            events.append((sid, "result", name, payload, rng.choice([None, None, "boom"]),
+                           rng.random() < 0.1, rng.choice(["c1", "c2", "c3"])))
+        elif roll < 0.9:
+            events.append((sid, "text", rng.choice(["", "ok"])))
+        elif roll < 0.94:
+            events.append((sid, "usage", "claude-haiku-4-5", rng.randrange(60_000, 80_000), 10, 0.01))
+        elif roll < 0.97:
+            events.append((sid, "turn_start"))
+        else:
+            events.append((sid, "turn_end"))
+    return events
+
+
+def patterned_traffic(seed: int, n: int = 900) -> list[tuple]:
+    """Sessions that cycle (period 2 or 3) or keep coming back to one call among others: the
+    signals whose texts quote earlier calls (the text ring the batch writes back)."""
+    rng = random.Random(seed)
+    events: list[tuple] = []
+    step = dict.fromkeys(range(8), 0)
+    for _ in range(n):
+        k = rng.randrange(8)
+        sid, i = f"p{k}", step[k]
+        step[k] += 1
+        if k < 4:  # a cycle, broken now and then
+            period = 2 + k % 2
+            j = i % period if rng.random() < 0.9 else rng.randrange(100)
+            call = (["read_file", "grep", "bash"][j % 3], {"path": f"f{j}.py"})
+        else:  # one call dominating fresh ones
+            call = ("read_file", {"path": "hot.py"}) if rng.random() < 0.6 else \
+                (rng.choice(["grep", "bash"]), {"q": rng.randrange(10_000)})
+        events.append((sid, "call", *call))
+        events.append((sid, "result", call[0], f"out {rng.randrange(3)}"))
+        if rng.random() < 0.05:
+            events.append((sid, "text", "still working on it"))
+    return events
+
+
+def one_by_one(f: Fleet, events: list[tuple]) -> list[tuple]:
+    out = []
+    for i, (sid, kind, *x) in enumerate(events):
+        x += [None] * (5 - len(x))
+        g = f.session(sid)
+        if kind == "call":
+            d = g.on_call(x[0], x[1], id=x[2])
+        elif kind == "result":
+            d = g.on_result(x[0], payload=x[1], error=x[2], no_op=x[3], id=x[4])
+        elif kind == "text":
+            d = g.on_text(x[0])
+        elif kind == "usage":
+            d = g.on_usage(model=x[0], input_tokens=x[1], output_tokens=x[2], cost_usd=x[3])
+        elif kind == "turn_start":
+            try:
+                d = g.start_turn()
+            except GuardrailHalted:
+                d = g.refusal()
+        else:
+            d = g.end_turn()
+        if d is not Decision() and not (isinstance(d, Turn) and not d) and d != Decision():
+            out.append((i, sid, d))
+    return out
+
+
+def summary(outcomes: list[tuple]) -> list[tuple]:
+    rows = []
+    for i, sid, d in outcomes:
+        if isinstance(d, Turn):
+            rows.append((i, sid, "turn", d.feedback, d.compact))
+        else:
+            rows.append((i, sid, d.action, d.guardrail, d.reason,
+                         tuple((a.signal, a.event) for a in d.alerts)))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["warn", "feedback", "enforce"])
+def test_a_batch_decides_exactly_what_one_event_at_a_time_decides(
+        implementation: str, seed: int, mode: str) -> None:
+    events = random_traffic(seed)
+    config = {"mode": mode, "max_turn_cost_usd": 0.05}
+    batch_fleet, single_fleet = fleet(implementation, **config), fleet(implementation, **config)
+    got = summary(batch_fleet.observe_many(events))
+    want = summary(one_by_one(single_fleet, events))
+    assert got == want and got  # something happened, and the same thing
+    for sid in {e[0] for e in events}:
+        a, b = batch_fleet.session(sid), single_fleet.session(sid)
+        assert a.status() == b.status()
+        for attr in ("events", "repeat_run", "name_run", "silent_calls", "stale_results",
+                     "failure_streak", "no_op_run"):
+            assert getattr(a.watchdog, attr) == getattr(b.watchdog, attr), (sid, attr)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_batch_alert_texts_quote_the_same_calls(implementation: str, seed: int) -> None:
+    events = patterned_traffic(seed)
+    batch_fleet, single_fleet = fleet(implementation), fleet(implementation)
+    got = summary(batch_fleet.observe_many(events))
+    want = summary(one_by_one(single_fleet, events))
+    assert got == want
+    fired = {signal for row in got if row[2] != "turn" for signal, _ in row[5]}
+    assert {"alternating-tool-cycle", "dominant-tool-call"} <= fired
+    for sid in {e[0] for e in events}:  # the recent calls the next alert would quote
+        a, b = batch_fleet.session(sid).watchdog, single_fleet.session(sid).watchdog
+        assert [a.recent_call(age) for age in range(8)] == \
+            [b.recent_call(age) for age in range(8)], sid
+
+
+def test_a_batch_split_anywhere_decides_what_one_batch_decides(implementation: str) -> None:
+    events = random_traffic(7)
+    whole, split = fleet(implementation, mode="enforce"), fleet(implementation, mode="enforce")
+    want = summary(whole.observe_many(events))
+    got = []
+    for start, stop in ((0, 1), (1, 140), (140, 141), (141, 600)):
+        got += [(i + start, *rest) for i, *rest in summary(split.observe_many(events[start:stop]))]
+    assert got == want
+    for sid in {e[0] for e in events}:
+        assert split.session(sid).status() == whole.session(sid).status()
+
+
+def test_a_result_streamed_before_the_batch_is_counted_once(implementation: str) -> None:
+    batched, single = fleet(implementation), fleet(implementation)
+    for f in (batched, single):
+        f.session("s").on_usage(model="claude-opus-4-5", input_tokens=1000)
+        f.session("s").on_call("read_file", {"path": "a"}, id="c1")
+        f.session("s").on_result_chunk("x" * 3000)  # 1,000 tokens, counted as they stream
+    batched.observe_many([("s", "result", None, "x" * 3000, None, False, "c1"),
+                          ("s", "result", "grep", "y" * 300)])
+    single.session("s").on_result(id="c1", payload="x" * 3000)
+    single.session("s").on_result("grep", payload="y" * 300)
+    assert batched.session("s").utilization() == single.session("s").utilization()
+    assert batched.session("s").utilization().unmeasured_bytes == 3300
+
+
+def test_a_halt_inside_a_batch_blocks_that_session_only(implementation: str) -> None:
+    f = fleet(implementation, mode="enforce")
+    events = [("a", "turn_start"), ("b", "turn_start")]
+    for _ in range(7):
+        events += [("a", "call", *LOOP), ("b", "call", "grep", {"q": len(events)})]
+    out = f.observe_many(events)
+    halt = [(i, sid, d.action) for i, sid, d in out if isinstance(d, Decision)]
+    assert halt[0] == (10, "a", "halt_session")  # a's fifth identical call
+    assert [(i, sid) for i, sid, _ in halt[1:]] == [(12, "a"), (14, "a")]  # blocked, not observed
+    assert f.session("a").watchdog.events == 6 and f.session("b").watchdog.events == 8
+
+
+def test_usage_inside_a_batch(implementation: str) -> None:
+    """Usage is charged and measured in the batch, even for a halted session (as on_usage
+    does), whose usage rows then carry the halt like its other rows."""
+    f = fleet(implementation, mode="enforce", max_session_cost_usd=1.0)
+    events = [("h", "turn_start")] + [("h", "call", *LOOP)] * 5  # halted at row 5
+    events += [("h", "usage", "claude-opus-4-5", 1000, 10, 0.25), ("h", "text", "hm"),
+               ("h", "usage", None, 2000, 10, 0.25), ("u", "turn_start"),
+               ("u", "usage", "claude-opus-4-5", 5000, 10, 0.5),
+               ("u", "result", "read_file", "x" * 3000), ("u", "usage", None, None, 3, 0.125)]
+    out = f.observe_many(events)
+    assert [(i, sid, d.action) for i, sid, d in out] == [
+        (5, "h", "halt_session"), (6, "h", "halt_session"), (7, "h", "halt_session"),
+        (8, "h", "halt_session")]
+    h, u = f.session("h").status(), f.session("u").status()
+    assert h.spent_usd == 0.5 and h.context.tokens == 2000
+    assert u.spent_usd == 0.625 and u.context.tokens == 6000  # 5,000 measured + 1,000 estimated
+    assert f.session("h").watchdog.events == 8 and f.session("u").watchdog.events == 4
+    # the session ceiling trips on the batch's fourth usage, decided by Guardrails
+    out = f.observe_many([("u", "usage", None, None, 3, 0.375), ("u", "call", "grep", "{}")])
+    assert [(i, d.action, d.guardrail) for i, _, d in out] == [
+        (0, "halt_session", "cost_ceiling"), (1, "halt_session", "cost_ceiling")]
+
+
+def test_columns_and_event_objects(implementation: str) -> None:
+    f = fleet(implementation, mode="enforce")
+    n = 6
+    out = f.observe_many({
+        "session": np.array(["x"] * n),
+        "kind": np.array(["call"] * n),
+        "name": np.array(["read_file"] * n, dtype=object),
+        "args": np.array(['{"path": "a"}'] * n, dtype=object),
+    })
+    assert [(i, d.action) for i, _, d in out] == [(4, "halt_session"), (5, "halt_session")]
+    g = fleet(implementation, mode="enforce")
+    out = g.observe_many([("y", TurnStart())] + [("y", Call("grep", {"q": 1}, id=f"c{i}"))
+                                                 for i in range(2)]
+                         + [("y", Result(id="c1", error="denied"))] * 3)
+    assert [(i, a.signal) for i, _, d in out for a in d.alerts] == [(5, "tool-failure-streak")]
+    assert "grep" in out[0][2].alerts[0].reason  # the name came from the call id
+
+
+def test_context_limits_inside_a_batch(implementation: str) -> None:
+    f = fleet(implementation)
+    events = [("c", "turn_start"), ("c", "usage", "claude-opus-4-5", 160_000, 10, None)]
+    events += [("c", "result", "read_file", "x" * 15_000)] * 8  # +5,000 tokens each
+    out = f.observe_many(events)
+    got = [(i, d.action, d.guardrail) for i, _, d in out if isinstance(d, Decision)]
+    assert got == [(7, "cut_turn", "context"), (8, "cut_turn", "context"), (9, "cut_turn", "context")]
+    u = f.session("c").utilization()
+    assert u.tokens == 190_000 and u.unmeasured_bytes == 90_000  # the cut event counted, no more
+    assert f.session("c").status().compaction_pending
+
+
+def test_bad_batches(implementation: str) -> None:
+    from tripwire.errors import InvalidEvent
+
+    f = fleet(implementation)
+    with pytest.raises(InvalidEvent, match="unknown kind"):
+        f.observe_many([("s", "teleport")])
+    with pytest.raises(InvalidEvent, match="at most"):
+        f.observe_many([("s", "text", "a", "b")])
+    with pytest.raises(InvalidEvent, match="'session' and 'kind'"):
+        f.observe_many({"kind": ["call"]})
+
+
+def test_a_malformed_row_fails_the_batch_before_any_event(implementation: str) -> None:
+    from tripwire.errors import InvalidEvent
+
+    f = fleet(implementation, mode="enforce")
+    good = [("a", "call", *LOOP, f"c{i}") for i in range(5)]
+    for bad, message in [
+        (("a", "usage", "claude-opus-4-5", -5), "event 5: input_tokens must be a non-negative"),
+        (("a", "usage", None, 10, 1, float("nan")), "event 5: cost_usd must be a finite"),
+        (("a", "usage", None, 10, True), "event 5: output_tokens must be a non-negative"),
+        (("a", "text", 42), "event 5: agent text must be a str"),
+        (("a", "call", 7, "{}"), "event 5: tool name must be a str"),
+        (("a", "result", "grep", None, None, False, "c1", "extra"), "event 5: a result takes"),
+    ]:
+        with pytest.raises(InvalidEvent, match=message):
+            f.observe_many([*good, bad])
+        assert f.session("a").watchdog.events == 0 and not f.session("a").halted
+
+
+def test_a_refused_reset_mid_batch_reports_what_was_observed(implementation: str) -> None:
+    from tripwire.errors import BatchInterrupted, InvalidReset
+
+    f = fleet(implementation, mode="enforce")
+    events = [("a", "call", *LOOP, f"c{i}") for i in range(5)]  # the fifth halts
+    events += [("a", "reset", "nonsense"), ("b", "call", "grep", "{}")]
+    with pytest.raises(BatchInterrupted) as info:
+        f.observe_many(events)
+    err = info.value
+    assert (err.index, err.session_id) == (5, "a") and isinstance(err.error, InvalidReset)
+    assert [(i, d.action) for i, _, d in err.outcomes] == [(4, "halt_session")]
+    assert f.session("a").watchdog.events == 5 and f.session("a").halted
+    assert f.session("a")._ids == {f"c{i}": "read_file" for i in range(5)}
+    assert f.session("b").watchdog.events == 0  # after the refused reset: not observed
+
+
+def test_session_ids_are_checked(implementation: str) -> None:
+    from tripwire.errors import InvalidEvent
+
+    f = fleet(implementation)
+    with pytest.raises(InvalidEvent, match="session id"):
+        f.observe_many([(1, "call", "grep", "{}"), ("s", "call", "grep", "{}")])
+    with pytest.raises(InvalidEvent, match="session id"):
+        f.session("")
