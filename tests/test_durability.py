@@ -131,6 +131,28 @@ def test_a_deleted_halt_row_is_detected_and_the_session_stays_halted(
         g.start_turn()
 
 
+def test_a_halted_session_deleted_whole_stays_halted(tmp_path: Path,
+                                                    implementation: str) -> None:
+    """Rows and head gone: the store's manifest still lists the session as once halted."""
+    from tripwire.fleet import Fleet
+
+    db = tmp_path / "g.sqlite"
+    child(HALT_AND_CRASH, implementation, str(db))
+    with sqlite3.connect(db) as raw:
+        raw.execute("DELETE FROM rows WHERE session = 's1'")
+        raw.execute("DELETE FROM heads WHERE session = 's1'")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["verify", str(db)], out=out, err=err) == 1
+    assert "s1: BROKEN" in out.getvalue() and "deleted" in out.getvalue()
+    g = open_guardrails(db, implementation, mode="enforce")
+    with pytest.raises(GuardrailHalted, match="tampered"):
+        g.start_turn()
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False), store=SQLiteStore(db),
+                  implementation=implementation)
+    assert [(h.session_id, h.in_memory) for h in fleet.status()] == [("s1", False)]
+    assert "tampered" in fleet.status()[0].reason
+
+
 def test_an_edited_halt_reason_is_detected(tmp_path: Path, implementation: str) -> None:
     db = tmp_path / "g.sqlite"
     child(HALT_AND_CRASH, implementation, str(db))

@@ -349,6 +349,44 @@ def test_deleted_session_is_caught_only_by_the_manifest(path: Path) -> None:
         ]
 
 
+def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
+    """s-1 recorded halts: deleting it whole (rows and head) cannot pass for a fresh session."""
+    raw(path, "DELETE FROM rows WHERE session = 's-1'", "DELETE FROM heads WHERE session = 's-1'")
+    deleted = ChainReport(
+        "s-1", False, 0, 0,
+        "the session's rows and head were deleted (the manifest records a halt for it)",
+        False, None,
+    )
+    with SQLiteStore(path) as store:
+        assert store.history("s-1") == SessionHistory((), deleted)
+        assert store.histories()["s-1"].report == deleted
+        assert store.verify() == [
+            deleted,
+            S2_INTACT,
+            manifest_report("5 rows are missing from the store: the manifest records 8 rows", 3),
+        ]
+
+
+def test_the_manifests_halt_list_cannot_be_edited(path: Path) -> None:
+    """Taking a session off the list breaks the manifest's MAC: the store reports it."""
+    raw(path, ("UPDATE manifest SET halted = ?", (msgpack.packb([]),)))
+    with SQLiteStore(path) as store:
+        assert store.verify()[-1] == manifest_report(
+            "manifest record was forged or edited", 8, valid=False
+        )
+
+
+def test_the_manifest_lists_each_halted_session_once(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "h.db") as store:
+        for session in ("b", "a", "b", "c"):
+            store.append(session, "trip", HALT_1)
+        store.append("d", "spend", {"usd": 1.0})
+    db = sqlite3.connect(tmp_path / "h.db")
+    (halted,) = db.execute("SELECT halted FROM manifest").fetchone()
+    db.close()
+    assert msgpack.unpackb(halted) == ["a", "b", "c"]
+
+
 def test_deleted_or_edited_manifest_is_reported(path: Path) -> None:
     raw(path, "UPDATE manifest SET rows = 5")
     with SQLiteStore(path) as store:

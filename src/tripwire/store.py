@@ -12,14 +12,16 @@ file. Tables::
 
     rows(session, seq, kind, body, time, mac)       body = msgpack of data; seq 0-based per session
     heads(session, count, last_mac, last_halt_seq, mac)
-    manifest(id = 1, rows, mac)                       store-wide row count
+    manifest(id = 1, rows, halted, mac)               store-wide row count, sessions ever halted
     meta(key, value)                                  schema_version, key_check
 
 Integrity. ``mac`` of a row is keyed BLAKE3 over msgpack ``[1, session, seq, kind, body, time,
 previous row's mac]`` (32 zero bytes before row 0), so an edited, reordered, inserted or deleted
 middle row breaks the chain at its position. The head's MAC covers ``[b"head", session, count,
 last_mac, last_halt_seq]``: it catches deletion of the last rows, which the chain alone cannot. The
-manifest's MAC covers ``[b"manifest", rows]``: it catches a session deleted whole (rows and head).
+manifest's MAC covers ``[b"manifest", rows, halted]``: the row count catches a session deleted
+whole (rows and head), and ``halted`` (msgpack of the sorted ids of every session that ever
+recorded a halt; ids are only added) names such a session when it had halted.
 Verdicts, as ``ChainReport.problem`` with ``first_broken``:
 
     row N was edited or reordered                 MAC fails (edit, seq swap, forged row)   N
@@ -31,6 +33,7 @@ Verdicts, as ``ChainReport.problem`` with ``first_broken``:
     no head record for K rows                     head deleted                             K
     head record was forged or edited              head MAC fails                           K
     head record does not match row N              head and last row disagree               N
+    the session's rows and head were deleted      no rows, no head, listed as halted        0
 
 ``first_broken`` is the first position that can no longer be trusted; ``SessionHistory.rows`` are
 the rows before it. When the head is missing or forged the rows still chain, so all of them are
@@ -56,12 +59,12 @@ Limits.
   the tools the agent runs, or the agent can forge anything.
 - Nothing outside the file anchors it: replacing the whole file with an older copy, or wiping
   every table, reads as an older or fresh store.
-- The manifest counts rows; it does not name them. A session deleted whole (rows and head) reads
-  as a fresh, intact, empty session in ``history``/``histories``; only ``verify()`` reports the
-  store-level ``"*"`` problem, and it cannot say which session lost rows or whether a halt was
-  among them. Restore that must not hand such a session a fresh budget has to call ``verify()``
-  and apply a ``"*"`` report to every session it cannot find. Replaying an old, validly MAC'd head
-  after deleting the rows behind it is likewise caught only by the manifest.
+- The manifest names only sessions that halted. Another session deleted whole (rows and head:
+  its spend, say) reads as a fresh, intact, empty session in ``history``/``histories``; only
+  ``verify()`` reports the store-level ``"*"`` problem, and it cannot say which session lost
+  rows. Replaying an old, validly MAC'd head after deleting the rows behind it is likewise caught
+  only by the manifest's count. Deleting or forging the manifest itself is reported (``"*"``),
+  after which deleted halted sessions can no longer be named.
 - ``time`` is the writer's clock: covered by the MAC, but informational only.
 - ``histories()`` holds the rows it reads in memory (30,000 rows: a few MB); a store that grows
   without bound needs compaction, which this module does not do.
@@ -233,8 +236,11 @@ def _head_mac(key: bytes, session: str, count: int, last_mac: bytes, halt: int |
     return _mac(key, [b"head", session, count, last_mac, halt])
 
 
-def _manifest_mac(key: bytes, rows: int) -> bytes:
-    return _mac(key, [b"manifest", rows])
+def _manifest_mac(key: bytes, rows: int, halted: bytes) -> bytes:
+    return _mac(key, [b"manifest", rows, halted])
+
+
+_NO_HALTS = msgpack.packb([], use_bin_type=True)
 
 
 def _head_ok(key: bytes, session: str, head: tuple[Any, ...]) -> bool:
@@ -248,8 +254,18 @@ def _head_ok(key: bytes, session: str, head: tuple[Any, ...]) -> bool:
 
 
 def _manifest_ok(key: bytes, manifest: tuple[Any, ...]) -> bool:
-    rows, mac = manifest
-    return type(rows) is int and mac == _manifest_mac(key, rows)
+    rows, halted, mac = manifest
+    return type(rows) is int and isinstance(halted, bytes) and \
+        mac == _manifest_mac(key, rows, halted)
+
+
+def _halted_in(manifest: tuple[Any, ...]) -> list[str]:
+    """The halted session ids a valid manifest records."""
+    try:
+        ids = msgpack.unpackb(manifest[1], raw=False)
+    except Exception:  # a valid MAC over bytes we did not write cannot happen; stay total
+        return []
+    return [s for s in ids if isinstance(s, str)] if isinstance(ids, list) else []
 
 
 def _check_data(value: Any, where: str, depth: int = 0) -> None:
@@ -372,6 +388,12 @@ def _verify(
     return SessionHistory(tuple(trusted), report)
 
 
+def _deleted(session: str, hint: str) -> SessionHistory:
+    """A session the manifest lists as halted, with neither rows nor head left."""
+    problem = "the session's rows and head were deleted (the manifest records a halt for it)"
+    return SessionHistory((), ChainReport(session, False, 0, 0, problem + hint, False, None))
+
+
 def _store_report(
     key: bytes, present: int, manifest: tuple[Any, ...] | None, hint: str
 ) -> ChainReport | None:
@@ -417,8 +439,9 @@ _SCHEMA = (
     " mac BLOB, PRIMARY KEY(session, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS heads(session TEXT PRIMARY KEY, count INTEGER, last_mac BLOB,"
     " last_halt_seq INTEGER, mac BLOB) WITHOUT ROWID",
+    # halted: msgpack of the sorted ids of every session that ever recorded a halt
     "CREATE TABLE IF NOT EXISTS manifest(id INTEGER PRIMARY KEY CHECK(id = 1), rows INTEGER,"
-    " mac BLOB)",
+    " halted BLOB, mac BLOB)",
 )
 _TABLES = frozenset({"meta", "rows", "heads", "manifest"})
 _ROW_COLUMNS = "session, seq, kind, body, time, mac"
@@ -508,8 +531,8 @@ class SQLiteStore:
                         [("schema_version", SCHEMA_VERSION), ("key_check", self._key_check)],
                     )
                     db.execute(
-                        "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?)",
-                        (_manifest_mac(self._key, 0),),
+                        "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?, ?)",
+                        (_NO_HALTS, _manifest_mac(self._key, 0, _NO_HALTS)),
                     )
                 db.execute("COMMIT")
             except BaseException:
@@ -617,12 +640,20 @@ class SQLiteStore:
                         _head_mac(key, session, seq + 1, mac, last_halt),
                     ),
                 )
-            manifest = db.execute("SELECT rows, mac FROM manifest WHERE id = 1").fetchone()
+            manifest = db.execute(
+                "SELECT rows, halted, mac FROM manifest WHERE id = 1").fetchone()
             if manifest is not None and _manifest_ok(key, manifest):
-                # Count on from the recorded value, never recount: a deficit stays visible.
+                # Count on from the recorded value, never recount: a deficit stays visible. A
+                # session's first halt puts it on the manifest's list for good, so deleting the
+                # session whole (rows and head) is still seen as hiding a halt.
+                halted = manifest[1]
+                if halts:
+                    ids = _halted_in(manifest)
+                    if session not in ids:
+                        halted = msgpack.packb(sorted([*ids, session]), use_bin_type=True)
                 db.execute(
-                    "UPDATE manifest SET rows = ?, mac = ? WHERE id = 1",
-                    (manifest[0] + 1, _manifest_mac(key, manifest[0] + 1)),
+                    "UPDATE manifest SET rows = ?, halted = ?, mac = ? WHERE id = 1",
+                    (manifest[0] + 1, halted, _manifest_mac(key, manifest[0] + 1, halted)),
                 )
             db.execute("COMMIT")
         return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
@@ -708,7 +739,8 @@ class SQLiteStore:
                     " IN (SELECT value FROM json_each(?))",
                     (names,),
                 ).fetchall()
-            manifest = db.execute("SELECT rows, mac FROM manifest WHERE id = 1").fetchone()
+            manifest = db.execute(
+                "SELECT rows, halted, mac FROM manifest WHERE id = 1").fetchone()
             check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
             db.execute("COMMIT")
         hint = ""
@@ -722,6 +754,11 @@ class SQLiteStore:
         for session, head in head_of.items():
             if session not in found:  # a head whose rows are all gone
                 found[session] = _verify(key, session, (), head, hint)
+        listed = _halted_in(manifest) if manifest is not None and _manifest_ok(key, manifest) \
+            else []
+        for session in listed:  # halted once, now without rows or head: deleted whole
+            if session not in found and (wanted is None or session in wanted):
+                found[session] = _deleted(session, hint)
         if wanted is None:
             result = {s: found[s] for s in sorted(found)}
         else:
