@@ -61,3 +61,45 @@ def test_history_one_session_of_10k(benchmark, big_store: Path) -> None:
             store.history, args=("s-05000",), rounds=200, iterations=1, warmup_rounds=5
         )
     assert len(history.rows) == 3 and history.report.intact
+
+
+@pytest.fixture(scope="module")
+def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10,000 sessions written by real Guardrails: every tenth halted by a loop, all with spend."""
+    from tripwire import GuardrailsConfig
+    from tripwire.fleet import Fleet
+
+    path = tmp_path_factory.mktemp("fleet") / "fleet.db"
+    store = SQLiteStore(path)
+    with store._use("tune") as db:  # building is not measured: no fsync per row
+        db.execute("PRAGMA synchronous = OFF")
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True), store=store)
+    for i in range(SESSIONS):
+        g = fleet.session(f"s-{i:05d}")
+        g.start_turn()
+        for _ in range(5 if i % 10 == 0 else 1):
+            g.on_call("read_file", '{"path": "src/a.py"}')
+        g.on_usage(model="claude-sonnet-4-5", input_tokens=4000, cost_usd=0.02)
+        g.end_turn()
+    store.close()
+    return path
+
+
+@pytest.mark.benchmark(group="store_restore")
+def test_restore_10k_sessions_into_a_fleet(benchmark, fleet_store: Path) -> None:
+    """A daemon's start: every stored session folded back into a fresh Fleet (target <= 2 s)."""
+    from tripwire import GuardrailsConfig
+    from tripwire.fleet import Fleet
+
+    benchmark.extra_info["target_s"] = 2
+
+    def restore() -> Fleet:
+        fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True),
+                      store=SQLiteStore(fleet_store))
+        fleet.restore_all()
+        return fleet
+
+    fleet = benchmark.pedantic(restore, rounds=3, iterations=1)
+    assert len(fleet) == SESSIONS
+    halted = fleet.status()
+    assert len(halted) == SESSIONS // 10 and all(h.in_memory for h in halted)

@@ -82,6 +82,31 @@ def test_evicted_sessions_are_restored_from_the_store(tmp_path: Path, implementa
     assert not f.session("idle").halted
 
 
+def test_restore_all_brings_back_every_stored_session(tmp_path: Path,
+                                                      implementation: str) -> None:
+    config = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1.0)
+    first = Fleet(config, store=SQLiteStore(tmp_path / "f.sqlite"),
+                  implementation=implementation)
+    for i in range(6):
+        g = first.session(f"s{i}")
+        g.start_turn()
+        for _ in range(5 if i % 2 else 1):  # the odd sessions loop and are halted
+            g.on_call(*LOOP)
+        g.on_usage(cost_usd=0.25 * (i + 1))
+        g.end_turn()
+    second = Fleet(config, store=SQLiteStore(tmp_path / "f.sqlite"),
+                   implementation=implementation)
+    assert second.session("s0").status().spent_usd == 0.25  # in memory before restore_all
+    assert second.restore_all() == 5 and len(second) == 6
+    assert [h.session_id for h in second.status()] == ["s1", "s3", "s4", "s5"]
+    assert all(h.in_memory for h in second.status())
+    assert [second.session(f"s{i}").status().spent_usd for i in range(6)] == \
+        [0.25, 0.5, 0.75, 1.0, 1.25, 1.5]
+    assert second.session("s4").status().halted_by == ("cost_ceiling",)  # 1.25 >= 1.0
+    assert second.session("s1").status().halted_by == ("watchdog",)
+    assert Fleet(config, implementation=implementation).restore_all() == 0  # no store
+
+
 def test_concurrent_sessions_from_threads(implementation: str) -> None:
     f = fleet(implementation, mode="warn")
     errors: list[BaseException] = []

@@ -110,9 +110,11 @@ cdef class Engine:
     cdef public object settings
     cdef public object config  # the WatchdogConfig the settings came from
     cdef public Py_ssize_t events
+    cdef public double last_used  # Fleet: when the session was last fetched (monotonic)
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
-    cdef list _names
-    cdef list _args
+    # [name, args, name, args, ...]: one list, so a call touches one object (a fleet's
+    # sessions are cold in cache; every object a call reaches is a memory access)
+    cdef list _texts
     cdef Py_ssize_t _ring
     cdef Py_ssize_t _pos
     cdef frozenset _exempt
@@ -139,9 +141,9 @@ cdef class Engine:
         self._s = new Session(c)
         self.settings = settings
         self.events = 0
+        self.last_used = 0.0
         self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
-        self._names = [None] * self._ring
-        self._args = [None] * self._ring
+        self._texts = [None] * (2 * self._ring)
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
         self._failure_threshold = settings.failure_threshold
@@ -180,8 +182,8 @@ cdef class Engine:
     cdef inline void _note_call(self, object name, object args):
         """The Python side of an observed call: the event count and the text ring."""
         self.events += 1
-        self._names[self._pos] = name
-        self._args[self._pos] = args
+        self._texts[2 * self._pos] = name
+        self._texts[2 * self._pos + 1] = args
         self._pos += 1
         if self._pos == self._ring:
             self._pos = 0
@@ -190,8 +192,8 @@ cdef class Engine:
         """Batch ingest: the text ring entry of the call ``offset`` places after the current
         position (the batch writes only the calls the ring will still hold)."""
         cdef Py_ssize_t at = (self._pos + offset) % self._ring
-        self._names[at] = name
-        self._args[at] = args
+        self._texts[2 * at] = name
+        self._texts[2 * at + 1] = args
 
     cdef inline void _ring_advance(self, Py_ssize_t calls):
         self.events += calls
@@ -272,8 +274,7 @@ cdef class Engine:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
         self._session().reset()
         self.events += 1
-        self._names = [None] * self._ring
-        self._args = [None] * self._ring
+        self._texts = [None] * (2 * self._ring)
         self._pos = 0
         self._clear_texts()
         return ()
@@ -292,7 +293,7 @@ cdef class Engine:
         cdef Py_ssize_t i = (self._pos - 1 - age) % self._ring
         if i < 0:
             i += self._ring
-        return self._names[i], self._args[i]
+        return self._texts[2 * i], self._texts[2 * i + 1]
 
     @property
     def repeat_run(self):

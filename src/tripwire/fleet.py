@@ -9,6 +9,7 @@ native core without the GIL.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +24,8 @@ from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConf
 from .reporting import Counters, OperatorEvent
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
+
+LOGGER = logging.getLogger("tripwire")
 
 #: The batch tuple shapes: (session, kind, *fields), fields as the event's in SPEC §0.
 BATCH_KINDS = {
@@ -60,7 +63,6 @@ class Fleet:
         self._on_event = on_event
         self._summarize = summarize
         self._sessions: dict[str, Guardrails] = {}
-        self._used: dict[str, float] = {}
         self._lock = threading.Lock()
         self._engine = _engine.load(self.implementation)
 
@@ -75,12 +77,41 @@ class Fleet:
             with self._lock:
                 g = self._sessions.get(session_id)
                 if g is None:
-                    g = Guardrails(self.settings, session_id=session_id, on_event=self._on_event,
-                                   counters=self.counters, implementation=self.implementation,
-                                   summarize=self._summarize, store=self.store)
-                    self._sessions[session_id] = g
-        self._used[session_id] = time.monotonic()
+                    g = self._sessions[session_id] = self._new_session(session_id)
+        w = g._watchdog  # _touch(), inlined: this is every fleet call's path
+        if w is not None:
+            w.last_used = time.monotonic()
+        else:
+            g._used_at = time.monotonic()
         return g
+
+    def _new_session(self, session_id: str, history: Any = None) -> Guardrails:
+        return Guardrails(self.settings, session_id=session_id, on_event=self._on_event,
+                          counters=self.counters, implementation=self.implementation,
+                          summarize=self._summarize, store=self.store, history=history)
+
+    def restore_all(self) -> int:
+        """Bring every session the store knows into memory (a daemon's start): one read of the
+        whole store instead of one per session. Sessions already in memory are left as they
+        are. Returns how many were restored; fails open as each session's restore does."""
+        if self.store is None:
+            return 0
+        from .store import StoreError
+
+        try:
+            histories = self.store.histories()
+        except StoreError as exc:
+            LOGGER.warning("tripwire: store unreadable (%s); sessions restore one by one on use",
+                           exc)
+            return 0
+        restored = 0
+        for sid, history in histories.items():
+            with self._lock:
+                if sid in self._sessions or sid == "*":
+                    continue
+                self._sessions[sid] = self._new_session(sid, history)
+                restored += 1
+        return restored
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -102,13 +133,12 @@ class Fleet:
                 return False
             g.flush()
             del self._sessions[session_id]
-            self._used.pop(session_id, None)
             return True
 
     def evict_idle(self, idle_seconds: float) -> int:
         """Evict every session unused for ``idle_seconds``; returns how many went."""
         cutoff = time.monotonic() - idle_seconds
-        idle = [sid for sid, used in list(self._used.items()) if used < cutoff]
+        idle = [sid for sid, g in list(self._sessions.items()) if _last_used(g) < cutoff]
         return sum(self.evict(sid) for sid in idle)
 
     def status(self) -> list[HaltedSession]:
@@ -211,13 +241,13 @@ class Fleet:
 
     def _sessions_for(self, ids: list[str]) -> list[Guardrails]:
         now = time.monotonic()
-        get, used = self._sessions.get, self._used
+        get = self._sessions.get
         sessions = []
         for sid in ids:
             g = get(sid)
             if g is None:
                 g = self.session(sid)
-            used[sid] = now
+            _touch(g, now)
             sessions.append(g)
         return sessions
 
@@ -281,6 +311,21 @@ class Fleet:
             return
         if outcome is not CONTINUE and (not isinstance(outcome, Turn) or outcome):
             out.append((index, sid, outcome))
+
+
+def _touch(g: Guardrails, now: float) -> None:
+    """Note when a session was fetched: in its native engine, whose object the next call
+    reads anyway (a dict of times, or a float per session, costs a cold memory access each)."""
+    w = g._watchdog
+    if w is not None:
+        w.last_used = now
+    else:
+        g._used_at = now
+
+
+def _last_used(g: Guardrails) -> float:
+    w = g._watchdog
+    return w.last_used if w is not None else g._used_at
 
 
 def _index(outcome: tuple) -> int:
