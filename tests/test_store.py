@@ -742,3 +742,16 @@ def test_format_reports_of_a_tampered_store(path: Path) -> None:
             "s-2: intact (3 rows)\n"
             "*: BROKEN: 1 row is missing from the store: the manifest records 8 rows"
         )
+
+
+def test_the_default_key_is_announced_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    import tripwire.store
+
+    monkeypatch.setattr(tripwire.store, "_noticed", False)
+    with caplog.at_level("WARNING", logger="tripwire"):
+        SQLiteStore(tmp_path / "k.db", key="a secret").close()
+        assert caplog.records == []  # a real key: nothing to say
+        SQLiteStore(tmp_path / "d.db").close()
+        SQLiteStore(tmp_path / "d.db").close()
+    assert [r.getMessage() for r in caplog.records] == [f"tripwire: {DEFAULT_KEY_NOTICE}"]

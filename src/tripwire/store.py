@@ -73,6 +73,7 @@ Limits.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import string
@@ -467,6 +468,8 @@ class SQLiteStore:
             raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
         self.timeout = float(timeout)
         self._key, self.key_source = _resolve_key(key)
+        if self.key_source == "default":
+            _notice_default_key()
         self._key_check = _mac(self._key, _KEY_CHECK)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
@@ -765,6 +768,17 @@ class SQLiteStore:
             result = {s: found.get(s) or _verify(key, s, (), None, hint) for s in wanted}
         store = _store_report(key, len(raw), manifest, hint) if store_level else None
         return result, store
+
+
+_noticed = False
+
+
+def _notice_default_key() -> None:
+    """Say once per process that the store's seal is the public default key."""
+    global _noticed
+    if not _noticed:
+        _noticed = True
+        logging.getLogger("tripwire").warning("tripwire: %s", DEFAULT_KEY_NOTICE)
 
 
 def _is_locked(exc: sqlite3.Error) -> bool:
