@@ -369,8 +369,14 @@ def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
 
 def test_the_manifests_halt_list_cannot_be_edited(path: Path) -> None:
     """Taking a session off the list breaks the manifest's MAC: the store reports it."""
-    raw(path, ("UPDATE manifest SET halted = ?", (msgpack.packb([]),)))
+    empty = msgpack.packb([])
+    raw(path, ("UPDATE manifest SET halted = ?", (empty,)))
     with SQLiteStore(path) as store:
+        assert store.verify()[-1] == manifest_report(
+            "manifest record was forged or edited", 8, valid=False
+        )
+    raw(path, ("UPDATE manifest SET halted_hash = ?", (blake3.blake3(empty).digest(),)))
+    with SQLiteStore(path) as store:  # the hash is under the manifest's MAC
         assert store.verify()[-1] == manifest_report(
             "manifest record was forged or edited", 8, valid=False
         )

@@ -12,16 +12,18 @@ file. Tables::
 
     rows(session, seq, kind, body, time, mac)       body = msgpack of data; seq 0-based per session
     heads(session, count, last_mac, last_halt_seq, mac)
-    manifest(id = 1, rows, halted, mac)               store-wide row count, sessions ever halted
+    manifest(id = 1, rows, halted, halted_hash, mac)  store-wide row count, sessions ever halted
     meta(key, value)                                  schema_version, key_check
 
 Integrity. ``mac`` of a row is keyed BLAKE3 over msgpack ``[1, session, seq, kind, body, time,
 previous row's mac]`` (32 zero bytes before row 0), so an edited, reordered, inserted or deleted
 middle row breaks the chain at its position. The head's MAC covers ``[b"head", session, count,
 last_mac, last_halt_seq]``: it catches deletion of the last rows, which the chain alone cannot. The
-manifest's MAC covers ``[b"manifest", rows, halted]``: the row count catches a session deleted
-whole (rows and head), and ``halted`` (msgpack of the sorted ids of every session that ever
-recorded a halt; ids are only added) names such a session when it had halted.
+manifest's MAC covers ``[b"manifest", rows, halted_hash]``: the row count catches a session
+deleted whole (rows and head), and ``halted`` (msgpack of the sorted ids of every session that
+ever recorded a halt; ids are only added; ``halted_hash`` is its BLAKE3) names such a session
+when it had halted. An append reads and MACs only the count and the hash (constant time); the
+list itself is read when a session has no rows left, cached per store object by its hash.
 Verdicts, as ``ChainReport.problem`` with ``first_broken``:
 
     row N was edited or reordered                 MAC fails (edit, seq swap, forged row)   N
@@ -237,8 +239,12 @@ def _head_mac(key: bytes, session: str, count: int, last_mac: bytes, halt: int |
     return _mac(key, [b"head", session, count, last_mac, halt])
 
 
-def _manifest_mac(key: bytes, rows: int, halted: bytes) -> bytes:
-    return _mac(key, [b"manifest", rows, halted])
+def _manifest_mac(key: bytes, rows: int, halted_hash: bytes) -> bytes:
+    return _mac(key, [b"manifest", rows, halted_hash])
+
+
+def _list_hash(halted: bytes) -> bytes:
+    return blake3.blake3(halted).digest()
 
 
 _NO_HALTS = msgpack.packb([], use_bin_type=True)
@@ -255,18 +261,21 @@ def _head_ok(key: bytes, session: str, head: tuple[Any, ...]) -> bool:
 
 
 def _manifest_ok(key: bytes, manifest: tuple[Any, ...]) -> bool:
-    rows, halted, mac = manifest
-    return type(rows) is int and isinstance(halted, bytes) and \
-        mac == _manifest_mac(key, rows, halted)
+    """``manifest`` is ``(rows, halted_hash, mac)``."""
+    rows, halted_hash, mac = manifest
+    return type(rows) is int and isinstance(halted_hash, bytes) and \
+        mac == _manifest_mac(key, rows, halted_hash)
 
 
-def _halted_in(manifest: tuple[Any, ...]) -> list[str]:
-    """The halted session ids a valid manifest records."""
+def _halted_ids(halted: Any, halted_hash: bytes) -> frozenset[str] | None:
+    """The ids of the halted list, or None when it does not match the (MAC'd) hash."""
+    if not isinstance(halted, bytes) or _list_hash(halted) != halted_hash:
+        return None
     try:
-        ids = msgpack.unpackb(manifest[1], raw=False)
-    except Exception:  # a valid MAC over bytes we did not write cannot happen; stay total
-        return []
-    return [s for s in ids if isinstance(s, str)] if isinstance(ids, list) else []
+        ids = msgpack.unpackb(halted, raw=False)
+    except Exception:  # matching the MAC'd hash, it is ours: stay total all the same
+        return None
+    return frozenset(s for s in ids if isinstance(s, str)) if isinstance(ids, list) else None
 
 
 def _check_data(value: Any, where: str, depth: int = 0) -> None:
@@ -396,9 +405,9 @@ def _deleted(session: str, hint: str) -> SessionHistory:
 
 
 def _store_report(
-    key: bytes, present: int, manifest: tuple[Any, ...] | None, hint: str
+    key: bytes, present: int, manifest: tuple[Any, ...] | None, list_ok: bool, hint: str
 ) -> ChainReport | None:
-    valid = manifest is not None and _manifest_ok(key, manifest)
+    valid = manifest is not None and _manifest_ok(key, manifest) and list_ok
     if manifest is None:
         problem = f"no manifest record for {_rows(present)}"
     elif not valid:
@@ -442,7 +451,7 @@ _SCHEMA = (
     " last_halt_seq INTEGER, mac BLOB) WITHOUT ROWID",
     # halted: msgpack of the sorted ids of every session that ever recorded a halt
     "CREATE TABLE IF NOT EXISTS manifest(id INTEGER PRIMARY KEY CHECK(id = 1), rows INTEGER,"
-    " halted BLOB, mac BLOB)",
+    " halted BLOB, halted_hash BLOB, mac BLOB)",
 )
 _TABLES = frozenset({"meta", "rows", "heads", "manifest"})
 _ROW_COLUMNS = "session, seq, kind, body, time, mac"
@@ -472,6 +481,7 @@ class SQLiteStore:
             _notice_default_key()
         self._key_check = _mac(self._key, _KEY_CHECK)
         self._lock = threading.Lock()
+        self._halted_cache: tuple[bytes, frozenset[str]] | None = None
         self._db: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
@@ -534,8 +544,9 @@ class SQLiteStore:
                         [("schema_version", SCHEMA_VERSION), ("key_check", self._key_check)],
                     )
                     db.execute(
-                        "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?, ?)",
-                        (_NO_HALTS, _manifest_mac(self._key, 0, _NO_HALTS)),
+                        "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?, ?, ?)",
+                        (_NO_HALTS, _list_hash(_NO_HALTS),
+                         _manifest_mac(self._key, 0, _list_hash(_NO_HALTS))),
                     )
                 db.execute("COMMIT")
             except BaseException:
@@ -644,19 +655,22 @@ class SQLiteStore:
                     ),
                 )
             manifest = db.execute(
-                "SELECT rows, halted, mac FROM manifest WHERE id = 1").fetchone()
+                "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
             if manifest is not None and _manifest_ok(key, manifest):
-                # Count on from the recorded value, never recount: a deficit stays visible. A
-                # session's first halt puts it on the manifest's list for good, so deleting the
-                # session whole (rows and head) is still seen as hiding a halt.
-                halted = manifest[1]
+                # Count on from the recorded value, never recount: a deficit stays visible.
+                rows, list_hash = manifest[0] + 1, manifest[1]
                 if halts:
-                    ids = _halted_in(manifest)
-                    if session not in ids:
-                        halted = msgpack.packb(sorted([*ids, session]), use_bin_type=True)
+                    # A session's first halt puts it on the manifest's list for good, so
+                    # deleting the session whole (rows and head) still reads as hiding a halt.
+                    ids = self._halted(db, list_hash)
+                    if ids is not None and session not in ids:
+                        halted = msgpack.packb(sorted(ids | {session}), use_bin_type=True)
+                        list_hash = _list_hash(halted)
+                        db.execute("UPDATE manifest SET halted = ?, halted_hash = ? WHERE id = 1",
+                                   (halted, list_hash))
                 db.execute(
-                    "UPDATE manifest SET rows = ?, halted = ?, mac = ? WHERE id = 1",
-                    (manifest[0] + 1, halted, _manifest_mac(key, manifest[0] + 1, halted)),
+                    "UPDATE manifest SET rows = ?, mac = ? WHERE id = 1",
+                    (rows, _manifest_mac(key, rows, list_hash)),
                 )
             db.execute("COMMIT")
         return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
@@ -743,7 +757,12 @@ class SQLiteStore:
                     (names,),
                 ).fetchall()
             manifest = db.execute(
-                "SELECT rows, halted, mac FROM manifest WHERE id = 1").fetchone()
+                "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
+            valid = manifest is not None and _manifest_ok(key, manifest)
+            listed: frozenset[str] | None = None
+            if valid and (store_level or wanted is None or not self._all_present(
+                    wanted, raw, heads)):
+                listed = self._halted(db, manifest[1])
             check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
             db.execute("COMMIT")
         hint = ""
@@ -757,17 +776,33 @@ class SQLiteStore:
         for session, head in head_of.items():
             if session not in found:  # a head whose rows are all gone
                 found[session] = _verify(key, session, (), head, hint)
-        listed = _halted_in(manifest) if manifest is not None and _manifest_ok(key, manifest) \
-            else []
-        for session in listed:  # halted once, now without rows or head: deleted whole
+        for session in listed or ():  # halted once, now without rows or head: deleted whole
             if session not in found and (wanted is None or session in wanted):
                 found[session] = _deleted(session, hint)
         if wanted is None:
             result = {s: found[s] for s in sorted(found)}
         else:
             result = {s: found.get(s) or _verify(key, s, (), None, hint) for s in wanted}
-        store = _store_report(key, len(raw), manifest, hint) if store_level else None
+        store = _store_report(key, len(raw), manifest, listed is not None, hint) \
+            if store_level else None
         return result, store
+
+    @staticmethod
+    def _all_present(wanted: list[str], raw: list[tuple], heads: list[tuple]) -> bool:
+        present = {r[0] for r in raw} | {h[0] for h in heads}
+        return all(s in present for s in wanted)
+
+    def _halted(self, db: sqlite3.Connection, list_hash: bytes) -> frozenset[str] | None:
+        """The manifest's halted list (None: it does not match its MAC'd hash), read once per
+        version: the cache is keyed by the hash the manifest's MAC covers."""
+        cached = self._halted_cache
+        if cached is not None and cached[0] == list_hash:
+            return cached[1]
+        row = db.execute("SELECT halted FROM manifest WHERE id = 1").fetchone()
+        ids = _halted_ids(row[0] if row is not None else None, list_hash)
+        if ids is not None:
+            self._halted_cache = (list_hash, ids)
+        return ids
 
 
 _noticed = False
