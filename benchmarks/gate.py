@@ -104,7 +104,7 @@ def checks() -> list[Check]:
 
 def _batch_check() -> Check:
     """Batch ingest against the same events one at a time through the fleet."""
-    from test_bench_fleet import fresh_fleet, one_at_a_time
+    from test_bench_batch import fresh_fleet, one_at_a_time
 
     events = workload.fleet_traffic(200, 40_000)
     return Check(
