@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +70,21 @@ def feed(watchdog: Any, event: dict[str, Any]) -> tuple:
     if kind == "reset":
         return watchdog.reset()
     raise AssertionError(f"unknown event kind {kind!r}")
+
+
+def in_threads(work: Callable[[int], object], threads: int = 4) -> list[BaseException]:
+    """Run work(0..threads-1) on as many threads at once; the exceptions they raised."""
+    errors: list[BaseException] = []
+
+    def run(t: int) -> None:
+        try:
+            work(t)
+        except BaseException as exc:
+            errors.append(exc)
+
+    started = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for t in started:
+        t.start()
+    for t in started:
+        t.join()
+    return errors

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, GuardrailsConfig, Turn
 from tripwire.events import Call, Result, TurnStart
@@ -109,21 +109,12 @@ def test_restore_all_brings_back_every_stored_session(tmp_path: Path,
 
 def test_concurrent_sessions_from_threads(implementation: str) -> None:
     f = fleet(implementation, mode="warn")
-    errors: list[BaseException] = []
 
     def work(t: int) -> None:
-        try:
-            for i in range(300):
-                f.on_call(f"s{i % 10}", "read_file", {"path": f"{t}/{i}.py"})
-        except BaseException as exc:
-            errors.append(exc)
+        for i in range(300):
+            f.on_call(f"s{i % 10}", "read_file", {"path": f"{t}/{i}.py"})
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and len(f) == 10
+    assert in_threads(work) == [] and len(f) == 10
     assert sum(f.session(f"s{i}").watchdog.events for i in range(10)) == 1200
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 
 import pytest
+from conftest import in_threads
 
 from tripwire import (
     GuardrailHalted,
@@ -479,22 +479,13 @@ def test_results_by_id_use_the_calls_name(implementation: str) -> None:
 def test_concurrent_calls_do_not_corrupt_state(implementation: str) -> None:
     g = make(implementation, mode="warn")
     g.start_turn()
-    errors: list[BaseException] = []
 
     def worker(t: int) -> None:
-        try:
-            for i in range(500):
-                g.on_call("read_file", {"path": f"t{t}/f{i}.py"})
-                g.on_result("read_file", payload=f"{t}:{i}")
-        except BaseException as exc:
-            errors.append(exc)
+        for i in range(500):
+            g.on_call("read_file", {"path": f"t{t}/f{i}.py"})
+            g.on_result("read_file", payload=f"{t}:{i}")
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert in_threads(worker) == []
     assert g.watchdog.events == 1 + 4 * 500 * 2
     assert g.watchdog.silent_calls == 4 * 500
     assert g.watchdog.stale_results == 0  # every payload was distinct
