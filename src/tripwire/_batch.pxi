@@ -68,8 +68,8 @@ cdef struct _Slot:
     bint streaks
 
 
-_BATCH_FIELDS = {"call": 3, "result": 5, "text": 1, "usage": 4, "turn_start": 0,
-                 "turn_end": 0, "reset": 2}
+_BATCH_FIELDS = BATCH_FIELDS
+cdef Py_ssize_t MAX_CALL_IDS = _MAX_CALL_IDS
 cdef str _CALL = "call"
 cdef str _RESULT = "result"
 cdef str _TEXT = "text"
@@ -343,7 +343,7 @@ cdef class Batch:
                     ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
                     if ident is not None:
                         names = self._ids_to_change(it.slot)
-                        if len(names) >= 512:  # as Guardrails.on_call: bounded without turns
+                        if len(names) >= MAX_CALL_IDS:  # remember_call_id(), inlined
                             names.clear()
                         names[ident] = self._name(i)
             elif it.kind == b'r' and it.name == NULL:  # a result named by its call id

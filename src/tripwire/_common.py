@@ -12,6 +12,29 @@ from typing import Any, NamedTuple
 
 from .errors import InvalidEvent
 
+#: Batch ingest rows: (session, kind, *fields), the fields of each kind in order (SPEC §0).
+BATCH_KINDS: dict[str, tuple[str, ...]] = {
+    "call": ("name", "args", "id"),
+    "result": ("name", "payload", "error", "no_op", "id"),
+    "text": ("text",),
+    "usage": ("model", "input_tokens", "output_tokens", "cost_usd"),
+    "turn_start": (),
+    "turn_end": (),
+    "reset": ("guardrail", "additional_budget_usd"),
+}
+BATCH_FIELDS = {kind: len(fields) for kind, fields in BATCH_KINDS.items()}
+
+#: Call ids remembered per session for results named by id; a harness that never starts a
+#: turn (which forgets them) still stays bounded.
+MAX_CALL_IDS = 512
+
+
+def remember_call_id(ids: dict[Any, str], ident: Any, name: str) -> None:
+    """Record a call id's tool name, as ``Guardrails.on_call`` does (inlined there)."""
+    if len(ids) >= MAX_CALL_IDS:
+        ids.clear()
+    ids[ident] = name
+
 
 class EngineSettings(NamedTuple):
     """Resolved, clamped detector settings (built by ``WatchdogConfig.engine_settings()``)."""

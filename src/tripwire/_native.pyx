@@ -25,7 +25,10 @@ from tripwire._native_core cimport (
     xxh3_64 as c_xxh3_64,
 )
 
-from tripwire._common import args_bytes, error_failed, name_str, payload_bytes, text_has_words
+from tripwire._common import (
+    BATCH_FIELDS, args_bytes, error_failed, name_str, payload_bytes, text_has_words,
+)
+from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
 

@@ -25,11 +25,13 @@ from typing import Any, NamedTuple
 import xxhash
 
 from ._common import (
+    BATCH_FIELDS,
     EngineSettings,
     args_bytes,
     error_failed,
     name_str,
     payload_bytes,
+    remember_call_id,
     text_has_words,
 )
 from .cost import usage_cost_nano
@@ -817,8 +819,7 @@ def estimate_tokens(byte_count: int) -> int:
 # --------------------------------------------------------------------------------------------
 # 5. Batch ingest (the same contract as the native Batch, one event at a time)
 
-_BATCH_FIELDS = {"call": 3, "result": 5, "text": 1, "usage": 4, "turn_start": 0,
-                 "turn_end": 0, "reset": 2}
+_BATCH_FIELDS = BATCH_FIELDS
 
 
 class Batch:
@@ -903,9 +904,7 @@ class Batch:
             if kind == "call":
                 name = fields[0]
                 if fields[2] is not None:
-                    if len(names) >= 512:  # as Guardrails.on_call: bounded without turns
-                        names.clear()
-                    names[fields[2]] = name
+                    remember_call_id(names, fields[2], name)
                     self.ids_changed[slot] = True
             elif kind == "result":
                 name = fields[0]

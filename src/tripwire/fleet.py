@@ -17,26 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _engine
+from ._common import BATCH_KINDS, remember_call_id
 from .decision import CONTINUE, Decision, Turn
 from .errors import BatchInterrupted, GuardrailHalted, InvalidEvent, TripwireError
-from .events import Call, Event, Reset, Result, Text, TurnEnd, TurnStart, Usage
+from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
 
 LOGGER = logging.getLogger("tripwire")
-
-#: The batch tuple shapes: (session, kind, *fields), fields as the event's in SPEC §0.
-BATCH_KINDS = {
-    "call": ("name", "args", "id"),
-    "result": ("name", "payload", "error", "no_op", "id"),
-    "text": ("text",),
-    "usage": ("model", "input_tokens", "output_tokens", "cost_usd"),
-    "turn_start": (),
-    "turn_end": (),
-    "reset": ("guardrail", "additional_budget_usd"),
-}
 
 
 @dataclass(frozen=True)
@@ -283,9 +273,7 @@ class Fleet:
             if row[1] == "turn_start":
                 ids.clear()
             elif row[1] == "call" and row[4] is not None:
-                if len(ids) >= 512:
-                    ids.clear()
-                ids[row[4]] = row[2]
+                remember_call_id(ids, row[4], row[2])
 
     def _single(self, row: tuple, index: int, g: Guardrails,
                 out: list[tuple[int, str, Decision | Turn]]) -> None:
@@ -385,5 +373,3 @@ def _as_tuple(event: Any, i: int) -> tuple:
         return (sid, "reset", ev.guardrail, ev.additional_budget_usd)
     raise InvalidEvent(f"not an event: {ev!r}")
 
-
-Event = Event  # re-exported for annotations of (session_id, Event) batches

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _engine
-from ._common import payload_bytes, text_has_words
+from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
 from .config import read_config_file
 from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
@@ -382,7 +382,7 @@ class Guardrails:
                 return CONTINUE
             if id is not None:
                 ids = self._ids
-                if len(ids) >= 512:  # harnesses that never start turns: stay bounded
+                if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
                     ids.clear()
                 ids[id] = name
             alerts = watchdog.observe_call(name, args)
