@@ -65,7 +65,7 @@ def feed(watchdog: Any, event: dict[str, Any]) -> tuple:
         )
     if kind == "text":
         return watchdog.observe_text(event["text"])
-    if kind == "turn_end":
+    if kind in ("turn_end", "turn_start"):  # both are turn boundaries (SPEC §10.5)
         return watchdog.end_turn()
     if kind == "reset":
         return watchdog.reset()

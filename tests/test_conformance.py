@@ -21,17 +21,6 @@ need_shared("conformance")
 VECTORS = read_jsonl(CONFORMANCE / "reference-vectors.jsonl")
 PAIRS = read_jsonl(CONFORMANCE / "canonical-pairs.jsonl")
 
-# Lines that contradict SPEC.md, which wins. Each stays an expected failure (strict: if it ever
-# passes, the implementation has drifted from SPEC) with the reason.
-DIRNAME = (
-    "contradicts SPEC §2.1, whose fixed list of path words names `dirname` explicitly "
-    "(beside filename, filepath, pathname, foldername); the line calls it "
-    "'one word, not in the list'"
-)
-KNOWN_WRONG_VECTORS = {"tw-pathkey-dirname-is-not-a-path": DIRNAME}
-KNOWN_WRONG_PAIRS = {'{"dirname":"./a"}': DIRNAME}
-
-
 def config_for(signals: Any) -> WatchdogConfig:
     if signals == "default":
         return WatchdogConfig()
@@ -49,10 +38,7 @@ def expectation(vector: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _vector_params():
     for v in VECTORS:
-        marks = []
-        if v["name"] in KNOWN_WRONG_VECTORS:
-            marks.append(pytest.mark.xfail(reason=KNOWN_WRONG_VECTORS[v["name"]], strict=True))
-        yield pytest.param(v, id=v["name"], marks=marks)
+        yield pytest.param(v, id=v["name"])
 
 
 @pytest.mark.parametrize("vector", list(_vector_params()))
@@ -95,10 +81,7 @@ def _pair_params():
         tw = p["tripwire"]
         if tw.get("equal") is None:  # the one ambiguous pair: not tested, by the data's own rule
             continue
-        marks = []
-        if p["a"] in KNOWN_WRONG_PAIRS:
-            marks.append(pytest.mark.xfail(reason=KNOWN_WRONG_PAIRS[p["a"]], strict=True))
-        yield pytest.param(p, id=f"{p['source']}:{p['a']}|{p['b']}", marks=marks)
+        yield pytest.param(p, id=f"{p['source']}:{p['a']}|{p['b']}")
 
 
 @pytest.mark.parametrize("pair", list(_pair_params()))
