@@ -1,0 +1,162 @@
+"""One pass per session: the engine's statistics and the first trip of every signal.
+
+Each session runs through ``Guardrails`` in warn mode with no cost ceilings — replay's view of
+a recording, so every event is observed and an alert names the event that made it trip, exactly
+as ``tripwire replay`` reports it — with the engine's statistics mode on.
+
+Files are the unit of work: ``measure_paths`` runs them serially, in ``jobs`` processes, or on a
+Dask cluster, and always returns the sessions in the same order (the arguments', then sorted
+paths, then each file's own order), so the three give identical results.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..decision import Decision
+from ..events import Event
+from ..guardrails import GuardrailsConfig
+from ..replay import ReplayOptions, ReplayStats, _Session
+from ..reporting import LOGGER
+from ..signals import SIGNAL_IDS, WatchdogConfig
+from .sessions import corpus_files, iter_sessions
+
+__all__ = ["SessionResult", "measure_events", "measure_file", "measure_paths", "thresholds",
+           "threshold_knob", "corpus_config"]
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """One session: its corpus (the path argument it came from), its name, its event count,
+    per signal (SPEC §1 order) the peak statistic and the first tripping event (or None)."""
+
+    corpus: str
+    session: str
+    events: int
+    stats: tuple[int, ...]
+    first_trip: tuple[int | None, ...]
+
+    def record(self) -> dict[str, Any]:
+        """The ``--json`` line of this session."""
+        return {
+            "kind": "session",
+            "session": self.session,
+            "events": self.events,
+            "stats": dict(zip(SIGNAL_IDS, self.stats)),
+            "first_trip": dict(zip(SIGNAL_IDS, self.first_trip)),
+        }
+
+
+def threshold_knob(signal: str) -> str:
+    """The knob a signal's statistic is compared with (the cycle counts laps)."""
+    return "cycles" if signal == "alternating-tool-cycle" else "threshold"
+
+
+def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
+    """Per signal, the resolved (clamped) value its statistic is compared with."""
+    s = config.engine_settings()
+    return (s.repeat_threshold, s.cycle_cycles, s.density_threshold, s.name_threshold,
+            s.failure_threshold, s.no_op_threshold, s.no_new_state_threshold,
+            s.silence_threshold)
+
+
+def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:
+    """Replay's analysis policy: warn mode, no cost ceilings, every event observed."""
+    return GuardrailsConfig(watchdog=watchdog, mode="warn", unattended=False)
+
+
+_INDEX = {signal: i for i, signal in enumerate(SIGNAL_IDS)}
+
+
+def measure_events(corpus: str, name: str, events: Iterable[Event], watchdog: WatchdogConfig,
+                   implementation: str | None = None) -> SessionResult:
+    options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
+    session = _Session(Path(name), options, ReplayStats(), session_id=name)
+    engine = session.guardrails._watchdog  # the session's engine (None: every signal off)
+    if engine is not None:
+        engine.enable_stats()
+    first: list[int | None] = [None] * len(SIGNAL_IDS)
+    count = 0
+    observe = session.observe
+    for index, event in enumerate(events):
+        decision = observe(index, event)
+        count += 1
+        if type(decision) is Decision and decision.alerts:
+            for alert in decision.alerts:
+                i = _INDEX[alert.signal]
+                if first[i] is None:
+                    first[i] = index
+    stats = engine.stats if engine is not None else (0,) * len(SIGNAL_IDS)
+    return SessionResult(corpus, name, count, tuple(stats), tuple(first))
+
+
+def measure_file(job: tuple[str, str, WatchdogConfig, str | None]) -> list[SessionResult]:
+    """Every session of one file (the unit of parallel work: a picklable job in, results out)."""
+    root, path, watchdog, implementation = job
+    quiet = _Quiet()
+    LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
+    try:
+        return [measure_events(root, name, events, watchdog, implementation)
+                for name, events in iter_sessions(Path(path), root)]
+    finally:
+        LOGGER.removeFilter(quiet)
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+def measure_paths(paths: Iterable[str], watchdog: WatchdogConfig | None = None, *,
+                  implementation: str | None = None, jobs: int = 1, dask: str | None = None,
+                  progress: bool | None = None) -> list[SessionResult]:
+    """Every session under ``paths``; identical whichever of serial, ``jobs`` > 1 processes or
+    a Dask scheduler address (``dask``) runs it. ``progress``: a bar on stderr (default: when
+    stderr is a terminal)."""
+    watchdog = watchdog if watchdog is not None else WatchdogConfig()
+    work = [(root, str(path), watchdog, implementation) for root, path in corpus_files(paths)]
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if dask is not None:
+        batches = _on_dask(dask, work)
+    elif jobs > 1 and len(work) > 1:
+        batches = _in_processes(jobs, work, progress)
+    else:
+        batches = _bar(map(measure_file, work), len(work), progress)
+    return [result for batch in batches for result in batch]
+
+
+def _bar(results: Iterator[list[SessionResult]], total: int,
+         progress: bool) -> Iterator[list[SessionResult]]:
+    if not progress:
+        return results
+    from tqdm import tqdm
+
+    return iter(tqdm(results, total=total, unit="file", file=sys.stderr, leave=False))
+
+
+def _in_processes(jobs: int, work: list, progress: bool) -> list[list[SessionResult]]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # map keeps the input order; small chunks keep both processes busy to the end
+        return list(_bar(pool.map(measure_file, work, chunksize=1), len(work), progress))
+
+
+def _on_dask(address: str, work: list) -> list[list[SessionResult]]:
+    try:
+        from distributed import Client
+    except ImportError:
+        from ..errors import ConfigError
+
+        raise ConfigError("--dask needs the dask extra: pip install 'tripwire[dask]'") from None
+    with Client(address) as client:
+        futures = client.map(measure_file, work, pure=False)
+        return client.gather(futures)
+
+
