@@ -37,7 +37,7 @@ def by_session(implementation: str) -> dict:
 
 
 def trips(result) -> dict[str, int]:
-    return {s: e for s, e in zip(SIGNAL_IDS, result.first_trip) if e is not None}
+    return {s: e for s, e in zip(SIGNAL_IDS, result.first_trip, strict=True) if e is not None}
 
 
 def test_scenarios_trip_exactly_what_they_must(implementation: str) -> None:
@@ -119,8 +119,8 @@ def test_stats_json_lines_exactly(implementation: str) -> None:
     session, summary = lines(out)
     assert session == {
         "kind": "session", "session": "identical-failure.jsonl", "events": 16,
-        "stats": dict(zip(SIGNAL_IDS, (6, 0, 6, 6, 6, 0, 0, 6))),
-        "first_trip": dict(zip(SIGNAL_IDS, (10, None, None, None, 7, None, None, None))),
+        "stats": dict(zip(SIGNAL_IDS, (6, 0, 6, 6, 6, 0, 0, 6), strict=True)),
+        "first_trip": dict(zip(SIGNAL_IDS, (10, None, None, None, 7, None, None, None), strict=True)),
     }
     assert summary["kind"] == "summary"
     assert summary["sessions"] == 1 and summary["events"] == 16
@@ -130,7 +130,7 @@ def test_stats_json_lines_exactly(implementation: str) -> None:
 
 
 def test_stats_distribution_over_the_scenarios() -> None:
-    code, out, _ = run("corpus", "stats", str(SCENARIOS), "--json")
+    _code, out, _ = run("corpus", "stats", str(SCENARIOS), "--json")
     summary = lines(out)[-1]
     assert summary["sessions"] == 5
     silence = summary["signals"]["tools-without-text"]

@@ -32,7 +32,7 @@ def signal_table(results: Sequence[SessionResult], config: WatchdogConfig) -> di
     trips = np.array([[t is not None for t in r.first_trip] for r in results],
                      dtype=bool).reshape(len(results), 8)
     table = {}
-    for i, (signal, limit) in enumerate(zip(SIGNAL_IDS, thresholds(config))):
+    for i, (signal, limit) in enumerate(zip(SIGNAL_IDS, thresholds(config), strict=True)):
         q = _quantiles(stats[:, i])
         tripped = int(trips[:, i].sum())
         table[signal] = {"threshold": limit, **q, "margin": limit - q["max"],
@@ -58,7 +58,7 @@ def summary(results: Sequence[SessionResult], config: WatchdogConfig) -> dict[st
 
 
 def critical_trips(result: SessionResult) -> list[tuple[str, int]]:
-    return [(signal, event) for signal, event in zip(SIGNAL_IDS, result.first_trip)
+    return [(signal, event) for signal, event in zip(SIGNAL_IDS, result.first_trip, strict=True)
             if event is not None and BY_ID[signal].severity == CRITICAL]
 
 
@@ -69,7 +69,7 @@ def violations(results: Iterable[SessionResult], labels: Labels | None) -> list[
     out: list[dict[str, Any]] = []
     for r in results:
         label = labels.of(r.session) if labels is not None else None
-        tripped = {s: e for s, e in zip(SIGNAL_IDS, r.first_trip) if e is not None}
+        tripped = {s: e for s, e in zip(SIGNAL_IDS, r.first_trip, strict=True) if e is not None}
         if labels is None:
             out.extend({"kind": "critical_trip", "session": r.session, "corpus": r.corpus,
                         "signal": s, "event": e} for s, e in critical_trips(r))

@@ -47,8 +47,8 @@ class SessionResult:
             "kind": "session",
             "session": self.session,
             "events": self.events,
-            "stats": dict(zip(SIGNAL_IDS, self.stats)),
-            "first_trip": dict(zip(SIGNAL_IDS, self.first_trip)),
+            "stats": dict(zip(SIGNAL_IDS, self.stats, strict=True)),
+            "first_trip": dict(zip(SIGNAL_IDS, self.first_trip, strict=True)),
         }
 
 
