@@ -12,6 +12,7 @@ import json
 from typing import Any, TextIO
 
 from ..config import read_config_file
+from ..errors import ConfigError
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
 EXIT_OK = 0
@@ -108,7 +109,11 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .analysis import summary, sweep, violations
+    try:
+        from .analysis import summary, sweep, violations
+    except ImportError as exc:  # numpy lives in the corpus extra
+        raise ConfigError(f"tripwire corpus needs the corpus extra ({exc.name} is missing): "
+                          "pip install 'tripwire[corpus]'") from None
     from .labels import read_labels
     from .measure import measure_paths
 

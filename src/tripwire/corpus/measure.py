@@ -135,7 +135,10 @@ def _bar(results: Iterator[list[SessionResult]], total: int,
          progress: bool) -> Iterator[list[SessionResult]]:
     if not progress:
         return results
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the bar is a nicety: no tqdm, no bar
+        return results
 
     return iter(tqdm(results, total=total, unit="file", file=sys.stderr, leave=False))
 
