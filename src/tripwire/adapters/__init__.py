@@ -23,14 +23,25 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidEvent, UnknownFormat
-from . import claude_code, interchange
+from . import (
+    anthropic,
+    claude_code,
+    codex,
+    interchange,
+    mini_swe_agent,
+    openai_chat,
+    openai_responses,
+    swe_agent,
+    tau_bench,
+)
 from ._base import Item
 
 __all__ = ["Item", "FORMATS", "FORMAT_NAMES", "detect", "read_transcript", "Transcript",
            "transcripts", "session_name", "detect_or_fail", "read"]
 
 #: detection order: the first whose ``sniff`` accepts the content wins
-_MODULES: tuple[ModuleType, ...] = (interchange, claude_code)
+_MODULES: tuple[ModuleType, ...] = (interchange, claude_code, codex, mini_swe_agent, swe_agent,
+                                    tau_bench, anthropic, openai_responses, openai_chat)
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
 FORMAT_NAMES = tuple(sorted(FORMATS))
 _SUFFIXES = frozenset(s for m in _MODULES for s in m.SUFFIXES)

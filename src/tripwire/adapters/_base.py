@@ -115,3 +115,14 @@ class Turns:
         if self.open:
             self.open = False
             yield TurnEnd()
+
+
+def messages_of(value: Any) -> list[Any] | None:
+    """The message list of a single-document transcript: the document itself when it is a
+    list of ``{"role": ...}`` objects, or its ``messages`` field; else None."""
+    if isinstance(value, dict):
+        value = value.get("messages")
+    if isinstance(value, list) and value and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in value[:8]):
+        return value
+    return None

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Call, Event, Result, Text, TurnEnd, Usage
+from ..events import Event, Text, TurnEnd, Usage
 from ._base import Item, Turns, block_text, json_lines
+from .anthropic import tool_call, tool_result, usage_of
+
+__all__ = ["NAME", "sniff", "read", "usage_of"]
 
 NAME = "claude-code"
 SUFFIXES = (".jsonl",)
@@ -62,44 +65,6 @@ class _Session:
             if self.usage is not None:
                 yield Item(self.name, self.usage_line, self.usage)
             self.usage_id = self.usage = None
-
-
-def usage_of(message: dict[str, Any]) -> Usage | None:
-    """An Anthropic Messages ``usage`` object as one interchange usage (input counts the cached
-    parts too: ``input_tokens`` is the uncached remainder only)."""
-    usage = message.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    read = _count(usage.get("cache_read_input_tokens"))
-    write = _count(usage.get("cache_creation_input_tokens"))
-    uncached = _count(usage.get("input_tokens"))
-    return Usage(model=message.get("model") if isinstance(message.get("model"), str) else None,
-                 input_tokens=uncached + read + write,
-                 output_tokens=_count(usage.get("output_tokens")),
-                 cache_read_tokens=read, cache_write_tokens=write, provider="anthropic")
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def tool_result(block: dict[str, Any], names: dict[str, str]) -> Result:
-    """A ``tool_result`` block as a result, named after its call when the call was seen."""
-    ident = block.get("tool_use_id")
-    ident = ident if isinstance(ident, str) else None
-    text = block_text(block.get("content"))
-    error = (text or True) if block.get("is_error") is True else None
-    return Result(name=names.get(ident) if ident else None, id=ident, error=error, payload=text)
-
-
-def tool_call(block: dict[str, Any], names: dict[str, str]) -> Call:
-    name = block.get("name")
-    if not isinstance(name, str):
-        raise InvalidEvent("a tool_use block needs a string 'name'")
-    ident = block.get("id") if isinstance(block.get("id"), str) else None
-    if ident is not None:
-        names[ident] = name
-    return Call(name, block.get("input"), ident)
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
