@@ -29,11 +29,16 @@ def sniff(value: Any) -> bool:
 
 
 def message_events(message: dict[str, Any], turns: Turns, names: dict[str, str],
-                   failed: Callable[[str], bool] | None = None) -> Iterator[Event]:
-    """One chat message as events. ``failed(text)`` says whether a tool's answer is an error."""
+                   failed: Callable[[str], bool] | None = None,
+                   stop: Callable[[str], bool] | None = None) -> Iterator[Event]:
+    """One chat message as events. ``failed(text)``: is a tool's answer an error?
+    ``stop(text)``: does this user message end the conversation rather than start a turn?"""
     role = message.get("role")
     if role == "user":
-        yield from turns.start()
+        if stop is not None and stop(block_text(message.get("content"))):
+            yield from turns.end()
+        else:
+            yield from turns.start()
     elif role == "assistant":
         text = block_text(message.get("content"))
         if text:
@@ -61,14 +66,15 @@ def message_events(message: dict[str, Any], turns: Turns, names: dict[str, str],
 
 
 def conversation(messages: list[Any], name: str, path: Path,
-                 failed: Callable[[str], bool] | None = None) -> Iterator[Item]:
+                 failed: Callable[[str], bool] | None = None,
+                 stop: Callable[[str], bool] | None = None) -> Iterator[Item]:
     """The items of one message list (positions are 1-based message numbers)."""
     turns, names = Turns(), {}
     for number, message in enumerate(messages, start=1):
         try:
             if not isinstance(message, dict):
                 raise InvalidEvent("a message must be an object")
-            events = list(message_events(message, turns, names, failed))
+            events = list(message_events(message, turns, names, failed, stop))
         except InvalidEvent as exc:
             yield Item(name, number, error=InvalidEvent(exc.message, source=str(path),
                                                         line=number))

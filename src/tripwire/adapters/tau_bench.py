@@ -1,7 +1,8 @@
 """tau-bench results files: a JSON array of ``{"task_id", "trial"?, "reward", "info",
 "traj"}``, read whole. Each result is one session, named ``<file>#task-<id>[-trial-<n>]``;
 its ``traj`` is an OpenAI chat message list. tau-bench's environment answers a tool that raised
-with ``Error: ...``, so such a result is a failure.
+with ``Error: ...``, so such a result is a failure; the simulated user's ``###STOP###`` ends the
+conversation (it starts no turn).
 """
 
 from __future__ import annotations
@@ -23,8 +24,15 @@ def sniff(value: Any) -> bool:
             and "task_id" in value[0] and isinstance(value[0].get("traj"), list))
 
 
+STOP = "###STOP###"
+
+
 def failed(text: str) -> bool:
     return text.startswith("Error:")
+
+
+def stop(text: str) -> bool:
+    return STOP in text
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
@@ -39,4 +47,4 @@ def read(path: Path, name: str) -> Iterator[Item]:
         session = f"{name}#task-{result.get('task_id')}"
         if "trial" in result:
             session += f"-trial-{result['trial']}"
-        yield from conversation(result["traj"], session, path, failed)
+        yield from conversation(result["traj"], session, path, failed, stop)
