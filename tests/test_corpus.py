@@ -118,7 +118,8 @@ def test_stats_json_lines_exactly(implementation: str) -> None:
     assert code == 0
     session, summary = lines(out)
     assert session == {
-        "kind": "session", "session": "identical-failure.jsonl", "events": 16,
+        # a file given directly is named by the argument itself (as replay names it)
+        "kind": "session", "session": str(SCENARIOS / "identical-failure.jsonl"), "events": 16,
         "stats": dict(zip(SIGNAL_IDS, (6, 0, 6, 6, 6, 0, 0, 6), strict=True)),
         "first_trip": dict(zip(SIGNAL_IDS, (10, None, None, None, 7, None, None, None), strict=True)),
     }
@@ -185,7 +186,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     labels = tmp_path / "labels.json"
     labels.write_text("[1, 2]")
     code, _, err = run("corpus", "validate", str(SCENARIOS), "--labels", str(labels))
-    assert (code, err) == (2, f"tripwire: {labels}: a label file is a JSON object\n")
+    assert (code, err) == (2, f"tripwire: {labels}: a label file is a JSON object (or a "
+                              "tau-bench results array)\n")
     code, _, err = run("corpus", "stats", str(tmp_path / "missing"))
     assert code == 2 and err.count("\n") == 1
 

@@ -7,7 +7,10 @@ Accepted label files (JSON):
 - ``{"sessions": {"<session>": {"label": "healthy" | ..., "must_trip": [ids], "must_not_trip":
   [ids]}}}`` — labelled scenarios (tripwire's own ``corpus/``), with the signals each must and
   must not trip;
-- ``{"<session>": "<label>" | true | false}`` — a flat map.
+- ``{"<session>": "<label>" | true | false}`` — a flat map;
+- a tau-bench results file itself (``[{"task_id", "trial", "reward", ...}]``): reward 1 is
+  healthy, anything else failed; its sessions are named as the tau-bench reader names them,
+  ``<file>#task-<id>[-trial-<n>]``.
 
 A label key names a session by its name (its path relative to the path argument) or by that
 name's last component without the transcript suffix (``.jsonl``, ``.traj.json``, ``.traj``,
@@ -87,8 +90,13 @@ def read_labels(path: str | Path) -> Labels:
         raise FileNotFoundError(f"{path}: no such label file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidEvent(f"not a JSON label file ({exc})", source=str(path)) from None
+    if isinstance(data, list) and data and all(
+            isinstance(r, dict) and "task_id" in r and "reward" in r for r in data):
+        return Labels({_tau_bench_session(path.name, r): Label(
+            "healthy" if r["reward"] == 1 else "failed") for r in data})
     if not isinstance(data, dict):
-        raise InvalidEvent("a label file is a JSON object", source=str(path))
+        raise InvalidEvent("a label file is a JSON object (or a tau-bench results array)",
+                           source=str(path))
     table = data.get("resolved", data.get("sessions", data))
     if not isinstance(table, dict):
         raise InvalidEvent("labels must map session names to labels", source=str(path))
@@ -96,3 +104,9 @@ def read_labels(path: str | Path) -> Labels:
         return Labels({str(k): _label(v, f"label of {k!r}") for k, v in table.items()})
     except InvalidEvent as exc:
         raise InvalidEvent(exc.message, source=str(path)) from None
+
+
+def _tau_bench_session(file: str, result: dict[str, Any]) -> str:
+    # the session name tripwire.adapters.tau_bench gives this result
+    trial = f"-trial-{result['trial']}" if "trial" in result else ""
+    return f"{file}#task-{result['task_id']}{trial}"

@@ -15,18 +15,18 @@ import logging
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from ..adapters import Transcript
 from ..decision import Decision
 from ..events import Event
 from ..guardrails import GuardrailsConfig
 from ..replay import ReplayOptions, ReplayStats, _Session
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
-from .sessions import corpus_files, iter_sessions
+from .sessions import corpus_files, session_events
 
-__all__ = ["SessionResult", "measure_events", "measure_file", "measure_paths", "thresholds",
+__all__ = ["SessionResult", "measure_file", "measure_paths", "thresholds",
            "threshold_knob", "corpus_config"]
 
 
@@ -73,36 +73,51 @@ def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:
 _INDEX = {signal: i for i, signal in enumerate(SIGNAL_IDS)}
 
 
-def measure_events(corpus: str, name: str, events: Iterable[Event], watchdog: WatchdogConfig,
-                   implementation: str | None = None) -> SessionResult:
-    options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
-    session = _Session(Path(name), options, ReplayStats(), session_id=name)
-    engine = session.guardrails._watchdog  # the session's engine (None: every signal off)
-    if engine is not None:
-        engine.enable_stats()
-    first: list[int | None] = [None] * len(SIGNAL_IDS)
-    count = 0
-    observe = session.observe
-    for index, event in enumerate(events):
-        decision = observe(index, event)
-        count += 1
+class _Measurement:
+    """One session being measured: its guardrails (engine in statistics mode), the next
+    event's index and each signal's first tripping event."""
+
+    def __init__(self, corpus: str, name: str, watchdog: WatchdogConfig,
+                 implementation: str | None):
+        options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
+        self.corpus, self.name = corpus, name
+        self.session = _Session(name, options, ReplayStats())
+        self.engine = self.session.guardrails._watchdog  # None: every signal is off
+        if self.engine is not None:
+            self.engine.enable_stats()
+        self.first: list[int | None] = [None] * len(SIGNAL_IDS)
+        self.events = 0
+
+    def add(self, event: Event) -> None:
+        index = self.events
+        self.events += 1
+        decision = self.session.observe(index, event)
         if type(decision) is Decision and decision.alerts:
             for alert in decision.alerts:
                 i = _INDEX[alert.signal]
-                if first[i] is None:
-                    first[i] = index
-    stats = engine.stats if engine is not None else (0,) * len(SIGNAL_IDS)
-    return SessionResult(corpus, name, count, tuple(stats), tuple(first))
+                if self.first[i] is None:
+                    self.first[i] = index
+
+    def result(self) -> SessionResult:
+        stats = self.engine.stats if self.engine is not None else (0,) * len(SIGNAL_IDS)
+        return SessionResult(self.corpus, self.name, self.events, tuple(stats),
+                             tuple(self.first))
 
 
-def measure_file(job: tuple[str, str, WatchdogConfig, str | None]) -> list[SessionResult]:
-    """Every session of one file (the unit of parallel work: a picklable job in, results out)."""
-    root, path, watchdog, implementation = job
+def measure_file(job: tuple[str, Transcript, WatchdogConfig, str | None]) -> list[SessionResult]:
+    """Every session of one transcript, in the order they first appear (the unit of parallel
+    work: a picklable job in, results out)."""
+    root, transcript, watchdog, implementation = job
     quiet = _Quiet()
     LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
     try:
-        return [measure_events(root, name, events, watchdog, implementation)
-                for name, events in iter_sessions(Path(path), root)]
+        sessions: dict[str, _Measurement] = {}
+        for name, event in session_events(transcript):
+            m = sessions.get(name)
+            if m is None:
+                m = sessions[name] = _Measurement(root, name, watchdog, implementation)
+            m.add(event)
+        return [m.result() for m in sessions.values()]
     finally:
         LOGGER.removeFilter(quiet)
 
@@ -119,7 +134,8 @@ def measure_paths(paths: Iterable[str], watchdog: WatchdogConfig | None = None, 
     a Dask scheduler address (``dask``) runs it. ``progress``: a bar on stderr (default: when
     stderr is a terminal)."""
     watchdog = watchdog if watchdog is not None else WatchdogConfig()
-    work = [(root, str(path), watchdog, implementation) for root, path in corpus_files(paths)]
+    work = [(root, transcript, watchdog, implementation)
+            for root, transcript in corpus_files(paths)]
     if progress is None:
         progress = sys.stderr.isatty()
     if dask is not None:
