@@ -77,9 +77,7 @@ class _Measurement:
     """One session being measured: its guardrails (engine in statistics mode), the next
     event's index and each signal's first tripping event."""
 
-    def __init__(self, corpus: str, name: str, watchdog: WatchdogConfig,
-                 implementation: str | None):
-        options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
+    def __init__(self, corpus: str, name: str, options: ReplayOptions):
         self.corpus, self.name = corpus, name
         self.session = _Session(name, options, ReplayStats())
         self.engine = self.session.guardrails._watchdog  # None: every signal is off
@@ -111,11 +109,12 @@ def measure_file(job: tuple[str, Transcript, WatchdogConfig, str | None]) -> lis
     quiet = _Quiet()
     LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
     try:
+        options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
         sessions: dict[str, _Measurement] = {}
         for name, event in session_events(transcript):
             m = sessions.get(name)
             if m is None:
-                m = sessions[name] = _Measurement(root, name, watchdog, implementation)
+                m = sessions[name] = _Measurement(root, name, options)
             m.add(event)
         return [m.result() for m in sessions.values()]
     finally:
@@ -163,8 +162,10 @@ def _in_processes(jobs: int, work: list, progress: bool) -> list[list[SessionRes
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        # map keeps the input order; small chunks keep both processes busy to the end
-        return list(_bar(pool.map(measure_file, work, chunksize=1), len(work), progress))
+        # map keeps the input order; ~8 chunks per process amortize the hand-over of many
+        # small files and still keep every process busy to the end
+        chunk = max(1, len(work) // (8 * jobs))
+        return list(_bar(pool.map(measure_file, work, chunksize=chunk), len(work), progress))
 
 
 def _on_dask(address: str, work: list) -> list[list[SessionResult]]:
