@@ -264,3 +264,12 @@ def test_sweep_report_image_loads_in_chromium(tmp_path: Path) -> None:
                      "--values", "2:12", "--labels", str(LABELS), "--report", str(tmp_path))
     assert code == 0
     assert _loaded_widths(tmp_path / "index.html") == [480]
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
+    pytest.importorskip("tqdm", reason="the corpus extra is not installed")
+    measure_paths([str(SCENARIOS)])  # stderr is not a terminal here: no bar
+    assert capsys.readouterr().err == ""
+    quiet = measure_paths([str(SCENARIOS)], progress=True)
+    assert "5/5" in capsys.readouterr().err  # tqdm's bar on stderr
+    assert quiet == measure_paths([str(SCENARIOS)])
