@@ -270,6 +270,6 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
     pytest.importorskip("tqdm", reason="the corpus extra is not installed")
     measure_paths([str(SCENARIOS)])  # stderr is not a terminal here: no bar
     assert capsys.readouterr().err == ""
-    quiet = measure_paths([str(SCENARIOS)], progress=True)
+    with_bar = measure_paths([str(SCENARIOS)], progress=True)
     assert "| 0/5 [" in capsys.readouterr().err  # tqdm's bar over the 5 files, on stderr
-    assert quiet == measure_paths([str(SCENARIOS)])
+    assert with_bar == measure_paths([str(SCENARIOS)])
