@@ -23,11 +23,12 @@ Why each default is what it is (from ``seeds/context-management.md``):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import EngineSettings, json_text
+from ._common import EngineSettings, json_text, safe_repr
 from .errors import ConfigError
 
 __all__ = [
@@ -381,5 +382,8 @@ def error_text(error: Any) -> str:
     if isinstance(error, (bytes, bytearray)):
         error = bytes(error).decode("utf-8", "backslashreplace")
     elif not isinstance(error, str):
-        error = json_text(error)
+        try:
+            error = json.dumps(error, ensure_ascii=False, default=safe_repr)
+        except (TypeError, ValueError, RecursionError):  # deeper than json.dumps recurses
+            error = json_text(error)
     return truncate_utf8(error.encode("utf-8", "backslashreplace"))
