@@ -397,6 +397,26 @@ def test_a_refused_turn_retries_the_outbox(tmp_path: Path, implementation: str) 
     assert [k for _, k, _ in store.appended] == ["trip"]
 
 
+def test_rows_of_dropped_guardrails_are_still_written(tmp_path: Path,
+                                                      implementation: str) -> None:
+    """A host that lets go of a session's guardrails while its halt waits for the store: the
+    retrier holds the rows itself and writes them once the store takes them."""
+    import gc
+
+    store = FlakyStore(tmp_path / "g.sqlite")
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation, store=store)
+    g.start_turn()
+    store.failing = True
+    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
+    del g
+    gc.collect()
+    store.failing = False
+    deadline = time.monotonic() + 30
+    while not store.appended and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [k for _, k, _ in store.appended] == ["trip"]
+
+
 def test_a_halt_waiting_in_the_outbox_is_written_at_exit(tmp_path: Path,
                                                          implementation: str) -> None:
     """A real process halts while another holds the store's lock, then exits normally: the

@@ -874,6 +874,10 @@ class SQLiteStore:
             reports.append(store)
         return reports
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         if self._closed:
             return
