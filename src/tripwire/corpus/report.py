@@ -31,6 +31,14 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, out: Path, name: str) -> str:
+    """Write one figure as ``out/name`` and free it; returns the name the page links."""
+    fig.tight_layout()
+    fig.savefig(out / name)
+    plt.close(fig)
+    return name
+
+
 def _page(title: str, body: str) -> str:
     return (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}"
             "</title><style>body{font-family:sans-serif;margin:2em}img{max-width:48%;"
@@ -65,11 +73,7 @@ def write_stats_report(directory: str | Path, results: Sequence[SessionResult],
         ax.set_xlabel("peak per session")
         ax.set_ylabel("sessions")
         ax.legend()
-        fig.tight_layout()
-        name = f"hist-{signal}.png"
-        fig.savefig(out / name)
-        plt.close(fig)
-        images.append(name)
+        images.append(_save(plt, fig, out, f"hist-{signal}.png"))
     if len(corpora) > 1:
         for i, signal in enumerate(SIGNAL_IDS):
             fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
@@ -79,11 +83,7 @@ def write_stats_report(directory: str | Path, results: Sequence[SessionResult],
                           [Path(c).name or c for c in corpora], rotation=20, fontsize=7)
             ax.axhline(limits[i], color="#c03030", linewidth=2)
             ax.set_title(f"{signal} by corpus")
-            fig.tight_layout()
-            name = f"corpora-{signal}.png"
-            fig.savefig(out / name)
-            plt.close(fig)
-            images.append(name)
+            images.append(_save(plt, fig, out, f"corpora-{signal}.png"))
     rows = [[signal, s["threshold"], f"{s['median']:.1f}", f"{s['p90']:.1f}", f"{s['p99']:.1f}",
              s["max"], s["margin"], s["trips"], f"{100 * s['trip_rate']:.1f}%"]
             for signal, s in table["signals"].items()]
@@ -111,10 +111,7 @@ def write_sweep_report(directory: str | Path, signal: str, points: Sequence[Any]
     ax.set_xlabel(f"{signal} {result['knob']}")
     ax.set_ylabel("sessions tripping")
     ax.legend()
-    fig.tight_layout()
-    name = f"sweep-{signal}.png"
-    fig.savefig(out / name)
-    plt.close(fig)
+    name = _save(plt, fig, out, f"sweep-{signal}.png")
     rows = [[p.value, p.trips, p.healthy, p.unhealthy, p.unlabelled,
              "-" if p.median_first_trip is None else f"{p.median_first_trip:.1f}"]
             for p in points]
