@@ -273,3 +273,43 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
     with_bar = measure_paths([str(SCENARIOS)], progress=True)
     assert "| 0/5 [" in capsys.readouterr().err  # tqdm's bar over the 5 files, on stderr
     assert with_bar == measure_paths([str(SCENARIOS)])
+
+
+def _replayed_first_trips(paths: list[str], implementation: str) -> dict[str, dict[str, int]]:
+    """Each session's first alert per signal as ``tripwire replay`` (one event at a time)
+    reports it."""
+    from tripwire.corpus.measure import corpus_config
+    from tripwire.corpus.sessions import corpus_files
+    from tripwire.replay import ReplayOptions, ReplayStats, replay_transcript
+
+    options = ReplayOptions(guardrails=corpus_config(WatchdogConfig()),
+                            implementation=implementation)
+    first: dict[str, dict[str, int]] = {}
+    for _, transcript in corpus_files(paths):
+        for record in replay_transcript(transcript, options, ReplayStats()):
+            if record["kind"] == "alert":
+                session = record.get("session", transcript.name)
+                first.setdefault(session, {}).setdefault(record["signal"], record["event"])
+    return first
+
+
+def test_first_trips_are_replays_alerts(implementation: str) -> None:
+    paths = [str(SCENARIOS), str(ROOT / "corpus" / "examples")]
+    measured = {r.session: trips(r) for r in measure_paths(paths, implementation=implementation)
+                if trips(r)}
+    assert sorted(measured) == ["identical-failure.jsonl", "read-file-loop.jsonl",
+                                "two-strategy-cycle.jsonl"]
+    assert measured == _replayed_first_trips(paths, implementation)
+
+
+def test_first_trips_are_replays_alerts_on_the_shared_corpus() -> None:
+    from conftest import need_shared
+
+    paths = [str(need_shared("corpus", "tau-bench-airline")),
+             str(need_shared("corpus", "swe-agent-demos")),
+             str(need_shared("corpus", "claude-code-samples"))]
+    results = measure_paths(paths)
+    assert len(results) == 230
+    measured = {r.session: trips(r) for r in results if trips(r)}
+    assert len(measured) == 12  # sessions with at least one alert
+    assert measured == _replayed_first_trips(paths, "native")

@@ -2,7 +2,8 @@
 
 Each session runs through ``Guardrails`` in warn mode with no cost ceilings — replay's view of
 a recording, so every event is observed and an alert names the event that made it trip, exactly
-as ``tripwire replay`` reports it — with the engine's statistics mode on.
+as ``tripwire replay`` reports it — with the engine's statistics mode on, through a fleet's
+batch path.
 
 Files are the unit of work: ``measure_paths`` runs them serially, in ``jobs`` processes, or on a
 Dask cluster, and always returns the sessions in the same order (the arguments', then sorted
@@ -20,8 +21,8 @@ from typing import Any
 from ..adapters import Transcript
 from ..decision import Decision
 from ..events import Event
+from ..fleet import Fleet
 from ..guardrails import GuardrailsConfig
-from ..replay import ReplayOptions, ReplayStats, _Session
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
 from .sessions import corpus_files, session_events
@@ -73,50 +74,43 @@ def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:
 _INDEX = {signal: i for i, signal in enumerate(SIGNAL_IDS)}
 
 
-class _Measurement:
-    """One session being measured: its guardrails (engine in statistics mode), the next
-    event's index and each signal's first tripping event."""
-
-    def __init__(self, corpus: str, name: str, options: ReplayOptions):
-        self.corpus, self.name = corpus, name
-        self.session = _Session(name, options, ReplayStats())
-        self.engine = self.session.guardrails._watchdog  # None: every signal is off
-        if self.engine is not None:
-            self.engine.enable_stats()
-        self.first: list[int | None] = [None] * len(SIGNAL_IDS)
-        self.events = 0
-
-    def add(self, event: Event) -> None:
-        index = self.events
-        self.events += 1
-        decision = self.session.observe(index, event)
-        if type(decision) is Decision and decision.alerts:
-            for alert in decision.alerts:
-                i = _INDEX[alert.signal]
-                if self.first[i] is None:
-                    self.first[i] = index
-
-    def result(self) -> SessionResult:
-        stats = self.engine.stats if self.engine is not None else (0,) * len(SIGNAL_IDS)
-        return SessionResult(self.corpus, self.name, self.events, tuple(stats),
-                             tuple(self.first))
-
-
 def measure_file(job: tuple[str, Transcript, WatchdogConfig, str | None]) -> list[SessionResult]:
     """Every session of one transcript, in the order they first appear (the unit of parallel
-    work: a picklable job in, results out)."""
+    work: a picklable job in, results out). The transcript's events go through one fleet's
+    batch path (``Fleet.observe_many``: detection without the GIL, policy in Python only where
+    a signal fires), which decides exactly as the guardrails' one-event methods do."""
     root, transcript, watchdog, implementation = job
     quiet = _Quiet()
     LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
     try:
-        options = ReplayOptions(guardrails=corpus_config(watchdog), implementation=implementation)
-        sessions: dict[str, _Measurement] = {}
+        fleet = Fleet(corpus_config(watchdog), implementation=implementation)
+        rows: list[tuple[str, Event]] = []
+        position: list[int] = []  # each row's event index within its session
+        counts: dict[str, int] = {}
         for name, event in session_events(transcript):
-            m = sessions.get(name)
-            if m is None:
-                m = sessions[name] = _Measurement(root, name, options)
-            m.add(event)
-        return [m.result() for m in sessions.values()]
+            index = counts.get(name)
+            if index is None:
+                index = 0
+                engine = fleet.session(name)._watchdog  # None: every signal is off
+                if engine is not None:
+                    engine.enable_stats()
+            counts[name] = index + 1
+            rows.append((name, event))
+            position.append(index)
+        first = {name: [None] * len(SIGNAL_IDS) for name in counts}
+        for row, name, outcome in fleet.observe_many(rows) if rows else ():
+            if type(outcome) is Decision and outcome.alerts:
+                trips = first[name]
+                for alert in outcome.alerts:
+                    i = _INDEX[alert.signal]
+                    if trips[i] is None:
+                        trips[i] = position[row]
+        results = []
+        for name, events in counts.items():
+            engine = fleet.session(name)._watchdog
+            stats = engine.stats if engine is not None else (0,) * len(SIGNAL_IDS)
+            results.append(SessionResult(root, name, events, tuple(stats), tuple(first[name])))
+        return results
     finally:
         LOGGER.removeFilter(quiet)
 
