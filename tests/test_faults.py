@@ -155,7 +155,6 @@ def test_deep_serialization_agrees_with_json_where_both_apply() -> None:
 
 # -- spend is durable at every usage event -----------------------------------------------------
 
-import logging  # noqa: E402
 import sqlite3  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
