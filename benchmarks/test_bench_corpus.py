@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import resource
 import statistics
 import time
 from collections import defaultdict
@@ -70,17 +72,31 @@ def test_stats_pass_two_processes(benchmark, interchange: Path) -> None:
     _record(benchmark, interchange, len(results), 2)
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its reaped children (the -j workers)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 def test_two_process_scaling_ratio(interchange: Path, record_property) -> None:
-    """serial time / -j 2 time, medians of alternating rounds (2.0 would be linear)."""
-    serial, parallel = [], []
+    """serial time / -j 2 time, medians of alternating rounds (2.0 would be linear), and the
+    CPU seconds each spent: MB per CPU second is the per-core rate whatever else the machine
+    is running."""
+    mb = _size(interchange) / 1e6
+    serial, parallel, serial_cpu, parallel_cpu = [], [], [], []
     for _ in range(3):
-        start = time.perf_counter()
+        cpu, start = _cpu(), time.perf_counter()
         measure_paths([str(interchange)])
         serial.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        serial_cpu.append(_cpu() - cpu)
+        cpu, start = _cpu(), time.perf_counter()
         measure_paths([str(interchange)], jobs=2)
         parallel.append(time.perf_counter() - start)
+        parallel_cpu.append(_cpu() - cpu)
     ratio = statistics.median(serial) / statistics.median(parallel)
     record_property("scaling_ratio_j2", ratio)
     print(f"\n-j 2 scaling: {ratio:.2f}x (serial {statistics.median(serial):.2f} s, "
-          f"-j 2 {statistics.median(parallel):.2f} s)")
+          f"-j 2 {statistics.median(parallel):.2f} s); per CPU second: serial "
+          f"{mb / statistics.median(serial_cpu):.1f} MB/s, -j 2 "
+          f"{mb / statistics.median(parallel_cpu):.1f} MB/s (load {os.getloadavg()[0]:.1f})")
