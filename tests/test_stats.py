@@ -175,3 +175,55 @@ def test_cycle_peak_is_exactly_the_laps_that_trip(implementation: str, laps: int
     cfg = WatchdogConfig(signals={"alternating-tool-cycle": {"cycles": laps + 1}})
     _, alerts = _stats(implementation, block * laps, cfg)
     assert all(a[0] != "alternating-tool-cycle" for a in alerts)
+
+
+def _rows(trace: list[tuple], sid: str) -> list[tuple]:
+    rows = []
+    for e in trace:
+        if e[0] == "call":
+            rows.append((sid, "call", e[1], e[2]))
+        elif e[0] == "result":
+            rows.append((sid, "result", e[1], e[4], e[2], e[3]))
+        elif e[0] == "text":
+            rows.append((sid, "text", e[1]))
+        else:
+            rows.append((sid, e[0]))
+    return rows
+
+
+def _one_at_a_time(g, row: tuple) -> None:
+    kind, f = row[1], row[2:]
+    if kind == "call":
+        g.on_call(f[0], f[1])
+    elif kind == "result":
+        g.on_result(f[0], payload=f[1], error=f[2], no_op=f[3])
+    elif kind == "text":
+        g.on_text(f[0])
+    elif kind == "turn_end":
+        g.end_turn()
+    else:
+        g.reset()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(events(), min_size=1, max_size=3), st.sampled_from(["native", "python"]))
+def test_stats_over_the_batch_path_equal_one_event_at_a_time(
+    traces: list[list[tuple]], implementation: str
+) -> None:
+    from tripwire import GuardrailsConfig
+    from tripwire.fleet import Fleet
+
+    config = GuardrailsConfig(mode="warn", unattended=False)
+    batch, single = (Fleet(config, implementation=implementation) for _ in range(2))
+    rows = []
+    for i, trace in enumerate(traces):
+        sid = f"s{i}"
+        for fleet in (batch, single):
+            fleet.session(sid)._watchdog.enable_stats()
+        rows.extend(_rows(trace, sid))
+    batch.observe_many(rows)
+    for row in rows:
+        _one_at_a_time(single.session(row[0]), row)
+    for i in range(len(traces)):
+        sid = f"s{i}"
+        assert batch.session(sid)._watchdog.stats == single.session(sid)._watchdog.stats
