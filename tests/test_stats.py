@@ -5,6 +5,8 @@ detectors themselves (a signal without stand-downs trips at threshold T iff its 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -215,12 +217,14 @@ def test_stats_over_the_batch_path_equal_one_event_at_a_time(
 
     config = GuardrailsConfig(mode="warn", unattended=False)
     batch, single = (Fleet(config, implementation=implementation) for _ in range(2))
-    rows = []
+    per_session = []
     for i, trace in enumerate(traces):
         sid = f"s{i}"
         for fleet in (batch, single):
             fleet.session(sid)._watchdog.enable_stats()
-        rows.extend(_rows(trace, sid))
+        per_session.append(_rows(trace, sid))
+    # the sessions' rows interleaved, round robin, each session's in its own order
+    rows = [r for group in itertools.zip_longest(*per_session) for r in group if r is not None]
     batch.observe_many(rows)
     for row in rows:
         _one_at_a_time(single.session(row[0]), row)
