@@ -214,6 +214,10 @@ def test_serial_processes_and_dask_give_identical_results() -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         assert measure_paths(paths, dask=cluster.scheduler_address) == serial
+        on_dask = run("corpus", "stats", *paths, "--json", "--dask", cluster.scheduler_address)
+    assert on_dask == run("corpus", "stats", *paths, "--json") == run(
+        "corpus", "stats", *paths, "--json", "-j", "2")
+    assert on_dask[0] == 0 and len(lines(on_dask[1])) == 7
 
 
 # --------------------------------------------------------------------------------------------
