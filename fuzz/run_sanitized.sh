@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+# the build tools a non-isolated CMake build needs (pip's isolated build had its own)
+python -m pip install --quiet cython cmake ninja
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cmake -S . -B "$work/build" -G Ninja -DTRIPWIRE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
