@@ -317,3 +317,13 @@ def test_first_trips_are_replays_alerts_on_the_shared_corpus() -> None:
     measured = {r.session: trips(r) for r in results if trips(r)}
     assert len(measured) == 12  # sessions with at least one alert
     assert measured == _replayed_first_trips(paths, "native")
+
+
+def test_an_unreachable_dask_scheduler_is_one_line_and_exit_2() -> None:
+    dask = pytest.importorskip("dask", reason="the dask extra is not installed")
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code, out, err = run("corpus", "stats", str(SCENARIOS), "--dask", "tcp://127.0.0.1:9")
+    assert (code, out) == (2, "")
+    assert err.startswith("tripwire: --dask: cannot reach a Dask scheduler at "
+                          "'tcp://127.0.0.1:9': ")
+    assert err.count("\n") == 1

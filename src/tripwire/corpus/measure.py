@@ -20,6 +20,7 @@ from typing import Any
 
 from ..adapters import Transcript
 from ..decision import Decision
+from ..errors import ConfigError
 from ..events import Event
 from ..fleet import Fleet
 from ..guardrails import GuardrailsConfig
@@ -166,11 +167,12 @@ def _on_dask(address: str, work: list) -> list[list[SessionResult]]:
     try:
         from distributed import Client
     except ImportError:
-        from ..errors import ConfigError
-
         raise ConfigError("--dask needs the dask extra: pip install 'tripwire[dask]'") from None
-    with Client(address) as client:
+    try:
+        client = Client(address)
+    except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
+        raise ConfigError(f"--dask: cannot reach a Dask scheduler at {address!r}: {exc}") \
+            from None
+    with client:
         futures = client.map(measure_file, work, pure=False)
         return client.gather(futures)
-
-
