@@ -327,3 +327,11 @@ def test_an_unreachable_dask_scheduler_is_one_line_and_exit_2() -> None:
     assert err.startswith("tripwire: --dask: cannot reach a Dask scheduler at "
                           "'tcp://127.0.0.1:9': ")
     assert err.count("\n") == 1
+
+
+def test_an_unwritable_report_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the report extra is not installed")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code, _, err = run("corpus", "stats", str(SCENARIOS), "--report", str(blocker / "r"))
+    assert (code, err) == (2, f"tripwire: --report {blocker / 'r'}: Not a directory\n")

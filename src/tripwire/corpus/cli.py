@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.report:
             from .report import write_sweep_report
 
-            write_sweep_report(args.report, args.signal, points, result)
+            _writing(args.report, write_sweep_report, args.report, args.signal, points, result)
         return EXIT_OK
     results = measure_paths(args.paths, config, **run_options)
     if args.corpus_command == "stats":
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.report:
             from .report import write_stats_report
 
-            write_stats_report(args.report, results, config, table)
+            _writing(args.report, write_stats_report, args.report, results, config, table)
         return EXIT_OK
     found = violations(results, labels)
     for v in found:
@@ -160,6 +160,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "violations" if labels is not None else "critical_trips": len(found),
             "passed": not gated}, out)
     return EXIT_GATED if gated else EXIT_OK
+
+
+def _writing(directory: str, write: Any, *args: Any) -> None:
+    """Write a report; a directory that cannot be written is a usage error, not a traceback."""
+    try:
+        write(*args)
+    except OSError as exc:
+        raise ConfigError(f"--report {directory}: {exc.strerror or exc}") from None
 
 
 def _stats_table(table: dict[str, Any]) -> str:
