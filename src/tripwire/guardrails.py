@@ -781,7 +781,11 @@ class Guardrails:
         self._drain(DECISION_WAIT)
 
     def _drain(self, wait: float | None) -> bool:
-        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed):
+        """Write the outbox, waiting at most ``wait`` (None: the store's timeout) for the store
+        and as long for a write the background retrier has under way."""
+        take_over = getattr(self._store, "timeout", 5.0) if wait is None else wait
+        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed,
+                              take_over=take_over):
             return True
         RETRIER.schedule(self._outbox, self._store, self.session_id)
         return False
@@ -792,8 +796,8 @@ class Guardrails:
             "background and at the next guardrail decision"))
 
     def flush(self) -> bool:
-        """Write rows the store did not take yet (waiting the store's full timeout); True when
-        none is left."""
+        """Write rows the store did not take yet (waiting the store's full timeout, and for a
+        write the background retrier has under way); True when none is left."""
         if self._store is None:
             return True
         return self._drain(None)
