@@ -405,11 +405,11 @@ def shell_args(draw: st.DrawFn) -> object:
     if form == "escaped":
         return json.dumps({"command": command}, ensure_ascii=True)
     if form == "two-keys":
-        return '{"script": %s, "cmd": %s, "cmd": "zzz"}' % (json.dumps(command),
-                                                            json.dumps(command[::-1]))
+        return ('{"script": ' + json.dumps(command) + ', "cmd": ' + json.dumps(command[::-1])
+                + ', "cmd": "zzz"}')
     if form == "nested":
-        return '{"opts": {"command": "no", "list": ["}", "\\""]}, "command": %s}' % (
-            json.dumps(command))
+        return '{"opts": {"command": "no", "list": ["}", "\\""]}, "command": ' + json.dumps(
+            command) + "}"
     if form == "number":
         return '{"command": 17}'
     return json.dumps({"command": command})[: draw(st.integers(0, 40))]
