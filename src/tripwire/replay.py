@@ -32,6 +32,7 @@ from .decision import HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig
+from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
 
@@ -60,6 +61,8 @@ class ReplayStats:
     critical_alerts: int = 0
     decisions: Counter = field(default_factory=Counter)
     halted_sessions: int = 0
+    estimated_costs: int = 0  # usages priced from token prices, not reported
+    unpriced_models: set = field(default_factory=set)  # models of usages with no price
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,8 @@ class ReplayStats:
             "by_signal": dict(sorted(self.alerts.items())),
             "decisions": dict(sorted(self.decisions.items())),
             "halted_sessions": self.halted_sessions,
+            "estimated_costs": self.estimated_costs,
+            "unpriced_models": sorted(self.unpriced_models),
         }
 
 
@@ -179,8 +184,14 @@ class _Session:
         if isinstance(event, Text):
             return g.on_text(event.text)
         if isinstance(event, Usage):
+            priced = estimate(event)  # SPEC §11.3: a usage without cost_usd is priced
+            if priced.estimated:
+                self.stats.estimated_costs += 1
+            if priced.unpriced:
+                self.stats.unpriced_models.add(event.model or "")
             return g.on_usage(model=event.model, input_tokens=event.input_tokens,
-                              output_tokens=event.output_tokens, cost_usd=event.cost_usd)
+                              output_tokens=event.output_tokens, cost_usd=priced.cost_usd,
+                              estimated=priced.estimated, unpriced=priced.unpriced)
         if isinstance(event, TurnEnd):
             return g.end_turn()
         if isinstance(event, TurnStart):
