@@ -88,8 +88,9 @@ def test_replay_prices_a_transcript_and_marks_the_trip_estimated(tmp_path: Path)
     # 4 usages priced before the halt; the main session's later ones are in refused turns
     assert (summary["estimated_costs"], summary["unpriced_models"]) == (4, [])
     status = [json.loads(x) for x in tripwire("status", str(db)).stdout.splitlines()]
-    assert [(s["session"], s.get("cost_estimated")) for s in status] == [
-        ("5e1f0000-0000-4000-8000-000000000001", True)]
+    assert [(s["session"], s["halted"], s.get("cost_estimated")) for s in status] == [
+        ("5e1f0000-0000-4000-8000-000000000001", True, True),
+        ("5e1f0000-0000-4000-8000-000000000001:agent-abc1234", False, True)]
 
 
 def test_status_says_a_ceiling_cannot_trip_on_an_unpriced_model(tmp_path: Path) -> None:
