@@ -204,7 +204,7 @@ def test_mini_swe_agent_one_bash_block_is_one_call() -> None:
         (s, ("TurnEnd",)),
     ]
     calls = [i.event for i in items(FIXTURES / s) if isinstance(i.event, Call)]
-    assert calls[1].args == {"command": "cd /testbed && python -m pytest -x"}
+    assert calls[1].args == '{"command":"cd /testbed && python -m pytest -x"}'  # JSON text
 
 
 def test_swe_agent_history_actions_function_calls_and_demos() -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from .adapters import Item, Transcript, transcripts
 from .adapters import read as read_transcript
-from .decision import HALT_SESSION, REFUSE_TURN, Decision
+from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig
@@ -134,7 +134,11 @@ class _Session:
                 self.stats.skipped_events += 1
                 return
             yield from self.end_skip()
-        decision = self.observe(index, event)
+        yield from self.report(index, event, self.observe(index, event))
+
+    def report(self, index: int, event: Any,
+               decision: Decision | dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+        """The records of one observed event: its alerts, decision and operator notes."""
         out = []
         if isinstance(decision, dict):
             out.append(decision)
@@ -260,7 +264,15 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
             stats.sessions += 1
         index = session.index
         session.index += 1
-        for record in _item_records(item, index, session, options, stats):
+        if item.error is None and session.skipping is None:  # the common case, inline
+            stats.events += 1
+            decision = session.observe(index, item.event)
+            if decision is CONTINUE and not session.notes:
+                continue
+            records = session.report(index, item.event, decision)
+        else:
+            records = _item_records(item, index, session, options, stats)
+        for record in records:
             yield {**record, "session": name} if named else record
     for name, session in sessions.items():
         for record in session.finish():

@@ -14,7 +14,8 @@ import orjson
 from ..errors import InvalidEvent, TruncatedLine
 from ..events import Event, TurnEnd, TurnStart
 
-__all__ = ["Item", "SKIP", "json_lines", "read_document", "block_text", "Turns"]
+__all__ = ["Item", "json_lines", "read_document", "command_args", "block_text",
+           "Turns", "messages_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +34,6 @@ class Item:
     error: InvalidEvent | None = None
 
 
-#: a recognized line without an event (module constant: no allocation per skipped line)
-SKIP = None
 
 
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
@@ -75,6 +74,12 @@ def _reason(exc: orjson.JSONDecodeError) -> str:
     if "utf-8" in text.lower() or "surrogate" in text.lower():
         return f"not UTF-8: {text}"
     return text
+
+
+def command_args(command: str) -> str:
+    """``{"command": command}`` as JSON text: a harness's one shell tool, given the args as
+    text so they are canonicalized without a second encoding."""
+    return orjson.dumps({"command": command}).decode()
 
 
 def block_text(content: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, read_document
+from ._base import Item, command_args, read_document
 
 NAME = "mini-swe-agent"
 SUFFIXES = (".traj.json", ".json")
@@ -74,7 +74,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
             if len(actions) == 1:
                 calls += 1
                 pending = f"call-{calls}"
-                yield Item(name, number, Call(TOOL, {"command": actions[0]}, pending))
+                yield Item(name, number, Call(TOOL, command_args(actions[0]), pending))
             elif not thought.strip():
                 yield Item(name, number)
         elif role == "user" and pending is not None:

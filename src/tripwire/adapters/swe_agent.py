@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, block_text, read_document
+from ._base import Item, block_text, command_args, read_document
 
 NAME = "swe-agent"
 SUFFIXES = (".traj",)
@@ -76,7 +76,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 calls += 1
                 ident = f"call-{calls}"
                 pending.append((ident, TOOL))
-                events.append(Call(TOOL, {"command": message["action"].strip()}, ident))
+                events.append(Call(TOOL, command_args(message["action"].strip()), ident))
         elif pending:
             text = block_text(message.get("content"))
             error = text if text.strip().startswith(TIMED_OUT) else None
