@@ -291,11 +291,35 @@ def test_tau_bench_results_are_one_session_each() -> None:
     ]
 
 
+def test_otel_spans_in_time_order_per_conversation(tmp_path: Path) -> None:
+    trace = f"{FIXTURES / 'otel.jsonl'}#trace-4bf92f3577b34da6a3ce929d0e0e4736"
+    expected = [
+        ("conv-42", ("TurnStart",)),  # invoke_agent
+        ("conv-42", ("usage", "gpt-4o-2024-08-06", 1200, 40, None)),  # the response model
+        ("conv-42", ("call", "read_file", "call_2")),  # two tool spans starting together
+        ("conv-42", ("call", "run_tests", "call_1")),
+        ("conv-42", ("result", "run_tests", "call_1", True)),  # error status: a failure
+        ("conv-42", ("result", "read_file", "call_2", False)),
+        ("conv-42", ("text", "Tests fail in a.py.")),  # gen_ai.output.messages text parts
+        ("conv-42", ("usage", "gpt-4o", 1500, 20, None)),
+        ("conv-42", ("TurnEnd",)),
+        (trace, ("call", "search", "c9")),  # no conversation id: the trace is the session
+        (trace, ("result", "search", "c9", False)),
+    ]
+    assert events(FIXTURES / "otel.jsonl") == expected
+    # one pretty-printed export document is read whole
+    pretty = tmp_path / "export.json"
+    batch = json.loads((FIXTURES / "otel.jsonl").read_text().splitlines()[0])
+    pretty.write_text(json.dumps(batch, indent=2))
+    assert detect(pretty) == "otel"
+    assert [e for _, e in events(pretty)] == [e for _, e in expected[:9]]
+
+
 @pytest.mark.parametrize("name, fmt", [
     ("claude-code.jsonl", "claude-code"), ("codex.jsonl", "codex"),
     ("mini-swe-agent.traj.json", "mini-swe-agent"), ("swe-agent.traj", "swe-agent"),
     ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
-    ("anthropic.json", "anthropic"), ("tau-bench.json", "tau-bench"),
+    ("anthropic.json", "anthropic"), ("tau-bench.json", "tau-bench"), ("otel.jsonl", "otel"),
 ])
 def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
                                                      tmp_path: Path) -> None:
@@ -307,7 +331,7 @@ def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
 
 def test_every_format_name_is_offered() -> None:
     assert set(FORMAT_NAMES) == {"anthropic", "claude-code", "codex", "interchange",
-                                 "mini-swe-agent", "openai-chat", "openai-responses",
+                                 "mini-swe-agent", "openai-chat", "openai-responses", "otel",
                                  "swe-agent", "tau-bench"}
 
 
@@ -431,7 +455,7 @@ def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:
         ("anthropic.json", "anthropic"), ("claude-code.jsonl", "claude-code"),
         ("codex.jsonl", "codex"), ("mini-swe-agent.traj.json", "mini-swe-agent"),
         ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
-        ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),
+        ("otel.jsonl", "otel"), ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),
     ]
     assert [t.name for t in transcripts([str(tmp_path / "mix")], "codex")] == ["codex.jsonl"]
 
