@@ -4,7 +4,7 @@ answer ends it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 
 from ..errors import InvalidEvent, TruncatedLine
-from ..events import Event, TurnEnd, TurnStart
+from ..events import Event, TurnEnd, TurnStart, Usage
 
-__all__ = ["Item", "json_lines", "read_document", "command_args", "block_text",
-           "Turns", "messages_of"]
+__all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", "Turns",
+           "messages_of", "items_at", "positioned", "run_total"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +131,43 @@ def messages_of(value: Any) -> list[Any] | None:
             isinstance(m, dict) and isinstance(m.get("role"), str) for m in value[:8]):
         return value
     return None
+
+
+def items_at(session: str, number: int, path: Path,
+             make: Callable[[], Iterable[Event | Item]]) -> Iterator[Item]:
+    """The items of one line or message: its events (``Item``s pass through as they are), one
+    skip when it has none, or the ``InvalidEvent`` it raised, located at ``path:number``."""
+    try:
+        events = list(make())
+    except InvalidEvent as exc:
+        yield Item(session, number, error=InvalidEvent(exc.message, source=str(path),
+                                                       line=number))
+        return
+    if not events:
+        yield Item(session, number)
+    for event in events:
+        yield event if isinstance(event, Item) else Item(session, number, event)
+
+
+def positioned(session: str, path: Path, units: list[Any],
+               events_of: Callable[[dict[str, Any]], Iterable[Event]]) -> Iterator[Item]:
+    """The items of a document's messages or items, each at its 1-based position."""
+    for number, unit in enumerate(units, start=1):
+        if not isinstance(unit, dict):
+            yield Item(session, number, error=InvalidEvent(
+                "a message must be an object", source=str(path), line=number))
+            continue
+        yield from items_at(session, number, path, lambda unit=unit: events_of(unit))
+
+
+def run_total(document: dict[str, Any], model: str | None = None) -> Usage | None:
+    """A trajectory's ``info.model_stats.instance_cost`` (mini-swe-agent, SWE-agent: the run's
+    total, the only cost they record) as one cost-only usage, when the run made API calls."""
+    info = document.get("info")
+    stats = info.get("model_stats") if isinstance(info, dict) else None
+    if not isinstance(stats, dict) or not stats.get("api_calls"):
+        return None
+    cost = stats.get("instance_cost")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
+        return None
+    return Usage(model=model, cost_usd=float(cost))

@@ -26,7 +26,7 @@ import orjson
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, block_text, json_lines, read_document
+from ._base import Item, block_text, items_at, json_lines, read_document
 
 NAME = "otel"
 SUFFIXES = (".jsonl", ".json")
@@ -182,13 +182,5 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 "not an OTLP/JSON trace export (expected an object with 'resourceSpans')",
                 source=str(path), line=number))
             continue
-        try:
-            events = _batch(value, name)
-        except InvalidEvent as exc:
-            yield Item(name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                        line=number))
-            continue
-        if not events:
-            yield Item(name, number)
-        for _, _, session, event in events:
-            yield Item(session, number, event)
+        yield from items_at(name, number, path, lambda v=value, n=number: (
+            Item(session, n, event) for _, _, session, event in _batch(v, name)))
