@@ -169,7 +169,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .guardrails import Guardrails
 
         def factory(name: str) -> Guardrails:
-            return Guardrails(options.guardrails, session_id=name,
+            return Guardrails(options.resolved(), session_id=name,
                               implementation=args.implementation, store=store)
     stats = ReplayStats()
     many = len(files) > 1

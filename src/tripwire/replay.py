@@ -31,7 +31,7 @@ from .adapters import read as read_transcript
 from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
-from .guardrails import Guardrails, GuardrailsConfig
+from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
@@ -46,6 +46,15 @@ class ReplayOptions:
     )
     skip_invalid: bool = False
     implementation: str | None = None
+    _resolved: ResolvedConfig | None = field(default=None, init=False, repr=False,
+                                             compare=False)
+
+    def resolved(self) -> ResolvedConfig:
+        """The guardrails config, resolved once for every session of the run (a directory of
+        transcripts is hundreds of sessions)."""
+        if self._resolved is None:
+            self._resolved = self.guardrails.resolve()
+        return self._resolved
 
 
 @dataclass
@@ -114,7 +123,7 @@ class _Session:
         self.notes: list[OperatorEvent] = []
         self.index = 0  # the next event's 0-based index in this session
         self.guardrails = guardrails or Guardrails(
-            options.guardrails, session_id=name, on_event=self.notes.append,
+            options.resolved(), session_id=name, on_event=self.notes.append,
             implementation=options.implementation)
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0

@@ -5,9 +5,8 @@ answer ends it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -18,14 +17,15 @@ __all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", 
            "messages_of", "items_at", "positioned", "run_total"]
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(NamedTuple):
     """One thing a reader found at ``line`` (1-based line of a JSON Lines file, or the 1-based
     position of the message/step in a single-document transcript).
 
     Exactly one of: ``event`` (an interchange event of ``session``), ``error`` (a line that
     cannot be read: ``InvalidEvent``, or ``TruncatedLine`` for a cut-off last line), or neither
     (a line the reader recognizes that carries no event: metadata, snapshots, summaries).
+    A named tuple: one is made per event, and a tuple is made three times faster than a frozen
+    dataclass.
     """
 
     session: str
