@@ -509,3 +509,48 @@ def test_turn_ends_and_starts_are_well_formed_in_every_fixture() -> None:
                 depth[session] -= 1
         assert not any(depth.values()), path
     assert TurnStart() != TurnEnd()
+
+
+def test_json_lines_transcripts_stream_without_reading_the_file_whole(tmp_path: Path) -> None:
+    """A reader yields a line's events before the rest of the file exists: a named pipe is
+    fed the first lines and held open while they are read."""
+    import threading
+
+    fifo = tmp_path / "live.jsonl"
+    os.mkfifo(fifo)
+    lines = (FIXTURES / "claude-code.jsonl").read_text().splitlines(keepends=True)
+    release = threading.Event()
+
+    def writer() -> None:
+        with open(fifo, "w") as pipe:
+            pipe.writelines(lines[:5])  # snapshot, prompt, thinking, text, first tool_use
+            pipe.flush()
+            release.wait(30)
+            pipe.writelines(lines[5:])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        from tripwire.adapters import Transcript
+
+        stream = read(Transcript(fifo, "claude-code", "live"))
+        first = [next(stream) for _ in range(5)]
+        assert [shape(i.event) for i in first if i.event is not None] == [
+            ("TurnStart",), ("text", "Running both."), ("call", "Bash", "toolu_1")]
+        assert thread.is_alive()  # the writer still holds the rest
+        release.set()
+        rest = list(stream)
+    finally:
+        release.set()
+        thread.join(30)
+    got = [(i.session, shape(i.event)) for i in first + rest if i.event is not None]
+    assert got == events(FIXTURES / "claude-code.jsonl")
+
+
+def test_session_names_one_session_only() -> None:
+    proc = tripwire("replay", "--session", "mine", str(FIXTURES / "tau-bench.json"))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"tripwire: {FIXTURES / 'tau-bench.json'}: --session names one "
+                           "session, but this transcript holds several\n")
+    proc = tripwire("replay", "--session", "mine", "--quiet", str(FIXTURES / "codex.jsonl"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["sessions"] == 1

@@ -120,6 +120,7 @@ class _Session:
     def __init__(self, name: str, options: ReplayOptions, stats: ReplayStats,
                  guardrails: Guardrails | None = None):
         self.stats = stats
+        self.name = name
         self.notes: list[OperatorEvent] = []
         self.index = 0  # the next event's 0-based index in this session
         self.guardrails = guardrails or Guardrails(
@@ -262,14 +263,14 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
         if item.event is None and item.error is None:
             stats.skipped_lines += 1
             continue
-        name = session_id or item.session
-        session = sessions.get(name)
+        session = sessions.get(item.session)
         if session is None:
             if session_id is not None and sessions:
                 raise InvalidEvent("--session names one session, but this transcript holds "
                                    "several", source=str(transcript.path))
+            name = session_id or item.session
             guardrails = guardrails_for(name) if guardrails_for is not None else None
-            session = sessions[name] = _Session(name, options, stats, guardrails)
+            session = sessions[item.session] = _Session(name, options, stats, guardrails)
             stats.sessions += 1
         index = session.index
         session.index += 1
@@ -282,10 +283,10 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
         else:
             records = _item_records(item, index, session, options, stats)
         for record in records:
-            yield {**record, "session": name} if named else record
-    for name, session in sessions.items():
+            yield {**record, "session": session.name} if named else record
+    for session in sessions.values():
         for record in session.finish():
-            yield {**record, "session": name} if named else record
+            yield {**record, "session": session.name} if named else record
 
 
 def _item_records(item: Item, index: int, session: _Session, options: ReplayOptions,
