@@ -173,7 +173,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .guardrails import Guardrails
 
         def factory(name: str) -> Guardrails:
-            return Guardrails(options.guardrails, session_id=name,
+            return Guardrails(options.resolved(), session_id=name,
                               implementation=args.implementation, store=store)
     stats = ReplayStats()
     many = len(files) > 1
@@ -261,7 +261,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
-        _print({
+        _print({**_price_notes(history.rows),
             "kind": "session", "session": sid, "halted": bool(folded.halted_by),
             "halted_by": list(folded.halted_by), "reason": folded.reason or None,
             "spent_usd": round(folded.spent_usd, 9), "granted_usd": round(folded.granted_usd, 9),
@@ -270,6 +270,23 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
         }, out)
     store.close()
     return EXIT_OK
+
+
+def _price_notes(rows: Any) -> dict[str, Any]:
+    """What the latest spend row says of prices (SPEC §11.3): estimated costs, and models with
+    no price, on whose usage a cost ceiling cannot trip."""
+    last = next((r.data for r in reversed(rows) if "spent_usd" in r.data), {})
+    notes: dict[str, Any] = {}
+    if last.get("estimated"):
+        notes["cost_estimated"] = True
+    unpriced = last.get("unpriced_models")
+    if unpriced:
+        notes["unpriced_models"] = list(unpriced)
+        if last.get("max_session_usd") or last.get("max_turn_usd"):
+            names = ", ".join(repr(m) for m in unpriced)
+            notes["note"] = (f"the cost ceiling cannot trip on usage of {names}: the price "
+                             "catalogue has no price for it, so it has no cost")
+    return notes
 
 
 def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
