@@ -283,3 +283,32 @@ def test_codex_denies_the_fifth_identical_call_without_keys_codex_rejects(codex:
     # a new turn of the halted session: the prompt is refused
     assert codex(codex_event("UserPromptSubmit", turn="2", prompt="again")) == {
         "decision": "block", "reason": reason}
+
+
+def no_op_turn(hook: Hook, turn: str, first: int) -> dict | None:
+    """A turn whose three reworded calls each come back no_op; the last result's output."""
+    assert hook(common("UserPromptSubmit", prompt="record it", prompt_id=turn)) is None
+    out = None
+    for n in range(first, first + 3):
+        args = {"detail": f"{turn} v{n}"}
+        assert hook(pre(n, args, tool="mark_task_done")) is None
+        out = hook(post(n, args, tool="mark_task_done", no_op=True))
+    return out
+
+
+def test_three_cut_turns_in_a_row_halt_across_processes(claude: Hook) -> None:
+    assert set(no_op_turn(claude, "p1", 0)) == {"decision", "reason"}
+    assert set(no_op_turn(claude, "p2", 3)) == {"decision", "reason"}
+    out = no_op_turn(claude, "p3", 6)
+    assert out["continue"] is False
+    assert out["stopReason"].startswith(
+        "tripwire: watchdog halted the session (no-op-streak): no-op-streak cut 3 turns in a row")
+
+
+def test_a_clean_turn_between_cuts_clears_the_count_across_processes(claude: Hook) -> None:
+    for k, turn in enumerate(("p1", "p3", "p5")):
+        assert set(no_op_turn(claude, turn, 10 * k)) == {"decision", "reason"}  # cut, not halted
+        clean = f"p{2 * k + 2}"
+        assert claude(common("UserPromptSubmit", prompt="go on", prompt_id=clean)) is None
+        assert claude(pre(10 * k + 5, {"command": "ls"})) is None
+        assert claude(post(10 * k + 5, {"command": "ls"}, stdout="Makefile")) is None

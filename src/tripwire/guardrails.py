@@ -347,9 +347,12 @@ class Guardrails:
             trip = self._cost.check()
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=False)
+            counts = (self._cut_in_a_row, self._cost.in_a_row)
             self._close_turn()
             if self._store is not None:
-                self._persist_turn_end()
+                # a clean turn that cleared a restored escalation count must say so durably,
+                # or the next process restores the stale count (turns in a row, not in total)
+                self._persist_turn_end(counts != (self._cut_in_a_row, self._cost.in_a_row))
             return decision
 
     def _close_turn(self) -> None:
@@ -790,11 +793,12 @@ class Guardrails:
                 self._persisted_spend = self._cost.spent
         return True
 
-    def _persist_turn_end(self) -> None:
+    def _persist_turn_end(self, counts_changed: bool = False) -> None:
         """At a turn boundary, what a restart needs and no trip or reset wrote: the spend (when
         a ceiling is active) and the escalation counts."""
         cost = self._cost
-        if (cost.active and cost.spent != self._persisted_spend) or self._outbox:
+        if counts_changed or (cost.active and cost.spent != self._persisted_spend) \
+                or self._outbox:
             self._persist("spend", {**self._spend_fields(),
                                     "watchdog_cut_signal": self._cut_signal,
                                     "watchdog_in_a_row": self._cut_in_a_row,
