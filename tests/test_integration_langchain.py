@@ -10,13 +10,13 @@ import pytest
 
 pytest.importorskip("langchain_core", reason="needs the langchain extra: pip install 'tripwire[langchain]'")
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 
-from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig  # noqa: E402
-from tripwire.errors import GuardrailTripped  # noqa: E402
-from tripwire.integrations.langchain import TripwireCallbackHandler  # noqa: E402
+from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
+from tripwire.errors import GuardrailTripped
+from tripwire.integrations.langchain import TripwireCallbackHandler
 
 executed: list[str] = []
 

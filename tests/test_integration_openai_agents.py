@@ -11,19 +11,19 @@ import pytest
 
 pytest.importorskip("agents", reason="needs the openai-agents extra: pip install 'tripwire[openai-agents]'")
 
-from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import (  # noqa: E402
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
 )
 
-from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig  # noqa: E402
-from tripwire.errors import GuardrailTripped  # noqa: E402
-from tripwire.integrations.openai_agents import TripwireRunHooks  # noqa: E402
+from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
+from tripwire.errors import GuardrailTripped
+from tripwire.integrations.openai_agents import TripwireRunHooks
 
 
 def tool_call(n: int, name: str, args: dict) -> ResponseFunctionToolCall:

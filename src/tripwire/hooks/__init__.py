@@ -48,15 +48,42 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return parser
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The options, read by hand on the event path (argparse costs milliseconds to build);
+    anything unusual goes to argparse for its usage message."""
+    args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
+                              write=None)
+    values = iter(argv)
+    for arg in values:
+        if arg in HARNESSES and args.harness is None:
+            args.harness = arg
+        elif arg in ("--store", "--mode", "--config", "--write"):
+            value = next(values, None)
+            if value is None:
+                break
+            setattr(args, arg[2:], value)
+        elif arg == "--install":
+            args.install = True
+        else:
+            break
+    else:
+        if args.harness is not None:
+            return args
+    return build_parser().parse_args(argv)
+
+
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
+         stderr: TextIO | None = None, *, close: bool = True) -> int:
+    """Run one hook invocation. ``close=False`` leaves the store's connections open for the
+    process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
+    that every event would pay; auto-checkpoints keep the WAL bounded)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     harness = _harness(args.harness)
     if args.install:
         return _install(harness, args, stdout, stderr)
     try:
-        out = _run(harness, args, stdin.read())
+        out = _run(harness, args, stdin.read(), close)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
         stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
         return 0
@@ -65,7 +92,8 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     return 0
 
 
-def _run(harness: Any, args: argparse.Namespace, text: str) -> dict[str, Any] | None:
+def _run(harness: Any, args: argparse.Namespace, text: str,
+         close: bool = True) -> dict[str, Any] | None:
     from ._contract import render
     from ._session import default_store
 
@@ -78,7 +106,7 @@ def _run(harness: Any, args: argparse.Namespace, text: str) -> dict[str, Any] | 
     name, event = harness.parse(payload)
     store = args.store or default_store()
     try:
-        verdict = _apply(harness, args, store, event)
+        verdict = _apply(harness, args, store, event, close)
     except Exception:
         if event.kind != "call":
             raise
@@ -88,11 +116,12 @@ def _run(harness: Any, args: argparse.Namespace, text: str) -> dict[str, Any] | 
     return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
 
 
-def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any) -> Any:
+def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
+           close: bool = True) -> Any:
     from ..context import ContextConfig
     from ..guardrails import GuardrailsConfig
-    from ..signals import WatchdogConfig
     from ..reporting import LOGGER
+    from ..signals import WatchdogConfig
     from ..store import DEFAULT_KEY_NOTICE
     from ._session import HookSession
     from ._transcript import transcript_usage
@@ -112,7 +141,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any) -> An
     config = GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
                               context=ContextConfig(enabled=False), file=file)
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
-    with HookSession(store, event.session, config) as session:
+    with HookSession(store, event.session, config, close=close) as session:
         usage, session.state.transcript = transcript_usage(
             harness.HARNESS, event.transcript_path, session.state.transcript)
         return session.apply(event, usage)

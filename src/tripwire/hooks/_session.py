@@ -157,15 +157,19 @@ class HookSession:
     store's hook lock)."""
 
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
-                 implementation: str | None = None):
+                 implementation: str | None = None, *, close: bool = True):
         from ..store import SQLiteStore
 
+        self._close = close
         self.session = session
         self.store_path = store_path
         self._lock = open(store_path + ".lock", "a")  # noqa: SIM115 - held for the invocation
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         self.store = SQLiteStore(store_path)
         self._db = sqlite3.connect(store_path, timeout=self.store.timeout, isolation_level=None)
+        # the hook state is a cache of the window, not evidence: a write lost to a power cut
+        # loses at most one event of a pattern (halts are the store's, fsync'd)
+        self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute(_SCHEMA)
         row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
                                (session,)).fetchone()
@@ -189,8 +193,9 @@ class HookSession:
                 self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
                                  (self.session, self.state.dump()))
         finally:
-            self._db.close()
-            self.store.close()
+            if self._close:
+                self._db.close()
+                self.store.close()
             self._lock.close()  # releases the lock
 
     # -- replay ------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from typing import Any
 __all__ = ["transcript_usage"]
 
 
-def transcript_usage(harness: str, path: str | None, offset: int) -> tuple[list[dict[str, Any]], int]:
+def transcript_usage(harness: str, path: str | None,
+                     offset: int) -> tuple[list[dict[str, Any]], int]:
     """The usage events (``Guardrails.on_usage`` keyword arguments) final in the transcript
     since byte ``offset``, and the offset to read from next time."""
     if harness != "claude-code" or not path:

@@ -1,12 +1,15 @@
 """Claude Code hooks: ``tripwire hook claude-code`` (stdin JSON in, stdout JSON out).
 
-| event | tripwire does |
-|---|---|
-| PreToolUse | observes the call; under enforce denies it (``permissionDecision: deny``, the model-facing guidance as the reason) when it trips a critical signal, when the turn was cut, or when the session is halted (then also ``continue: false``) |
-| PostToolUse / PostToolUseFailure | observes the result; feedback as ``additionalContext``; a cut as ``decision: block`` (PostToolUse); a halt as ``continue: false`` |
-| UserPromptSubmit | a turn boundary; a halted session's prompt is blocked (the reason goes to the user); queued feedback as ``additionalContext`` |
-| SessionStart | a turn boundary; queued feedback as ``additionalContext`` |
-| Stop / SubagentStop | the stop-hook cap: after 8 refused attempts to finish in a row, ``continue: false`` |
+- PreToolUse: observes the call; under enforce denies it (``permissionDecision: deny``, the
+  model-facing guidance as the reason) when it trips a critical signal, when the turn was cut,
+  or when the session is halted (then with ``continue: false`` too).
+- PostToolUse / PostToolUseFailure: observes the result; feedback as ``additionalContext``; a
+  cut as ``decision: block`` (PostToolUse); a halt as ``continue: false``.
+- UserPromptSubmit: a turn boundary; a halted session's prompt is blocked (the reason goes to
+  the user); queued feedback as ``additionalContext``.
+- SessionStart: a turn boundary; queued feedback as ``additionalContext``.
+- Stop / SubagentStop: the stop-hook cap: after 8 refused attempts to finish in a row,
+  ``continue: false``.
 
 A sub-agent's events are their own session: ``<session_id>/<agent_id>``.
 """

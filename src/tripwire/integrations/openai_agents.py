@@ -11,11 +11,12 @@ response's usage and text are observed (``on_llm_end``); every tool call (``on_t
 its result (``on_tool_end``).
 
 Function tools run their input guardrails *before* the tool-start hooks, so ``guard_tools`` adds
-a tool input guardrail that observes the call there and raises ``GuardrailTripped`` on a cut or
-halt: the looping call never runs. The error is ``AgentsGuardrailTripped``, both a
-``GuardrailTripped`` and the SDK's ``AgentsException``. Tools it cannot guard (hosted tools, shell and computer
-tools, agents as tools) are observed in ``on_tool_start``, which raises the same way; an
-exception raised in a hook propagates out of ``Runner.run``.
+a tool input guardrail that observes the call there and raises on a cut or halt: the looping
+call never runs. The error is ``AgentsGuardrailTripped``, both a ``GuardrailTripped`` and the
+SDK's ``AgentsException`` (the SDK re-raises its own exceptions as they are). Tools it cannot
+guard (hosted tools, shell and computer tools, agents as tools) are observed in
+``on_tool_start``, which raises the same way; an exception raised in a hook propagates out of
+``Runner.run``.
 """
 
 from __future__ import annotations
