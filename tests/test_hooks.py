@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,41 @@ def test_a_clean_turn_between_cuts_clears_the_count_across_processes(claude: Hoo
         assert claude(common("UserPromptSubmit", prompt="go on", prompt_id=clean)) is None
         assert claude(pre(10 * k + 5, {"command": "ls"})) is None
         assert claude(post(10 * k + 5, {"command": "ls"}, stdout="Makefile")) is None
+
+
+def test_a_resident_server_answers_exactly_as_the_command_does(claude: Hook, tmp_path: Path) -> None:
+    sock = tmp_path / "hook.sock"
+    server = subprocess.Popen([sys.executable, "-m", "tripwire", "hook", "serve", "--socket",
+                               str(sock), "--idle-timeout", "60"], env=claude.env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists() and server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sock.exists(), "the server did not start"
+        # the client's own engine setting is broken: only the server can give these answers
+        client = Hook("claude-code", claude.store, "python")
+        client.env.update(TRIPWIRE_HOOK_SOCKET=str(sock), TRIPWIRE_IMPLEMENTATION="no-such")
+        assert looping_until_denied(client) == {
+            "continue": False,
+            "stopReason": halt_reason(claude.store),
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse", "permissionDecision": "deny",
+                "permissionDecisionReason": block(("repeated-tool-call", repeat_guidance())),
+            },
+        }
+    finally:
+        server.kill()
+        server.wait()
+    # no server listening any more: the command runs the event itself, from the same store
+    claude.env["TRIPWIRE_HOOK_SOCKET"] = str(sock)
+    assert claude(pre(6))["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_broken_environment_fails_open(claude: Hook) -> None:
+    claude.env["TRIPWIRE_IMPLEMENTATION"] = "no-such-engine"
+    done = claude.raw(json.dumps(pre(1)))
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.splitlines() == [
+        "tripwire hook claude-code: TRIPWIRE_IMPLEMENTATION must be native, python or auto, "
+        "not 'no-such-engine'; no decision"]

@@ -5,6 +5,9 @@ JSON on stdout with exit code 0 (no output: no decision). One module per harness
 payloads read (``claude_code.py``, ``codex.py``); ``_contract.py`` writes the output both
 read; ``_session.py`` keeps the session across invocations in the store.
 
+``tripwire hook serve --socket PATH`` keeps the modules imported in a resident process that the
+command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``_daemon.py``).
+
 Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
 decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
 store still denies a tool call then.
@@ -21,6 +24,7 @@ from typing import Any, TextIO
 __all__ = ["main", "HARNESSES"]
 
 HARNESSES = ("claude-code", "codex")
+_filtered = False
 
 
 def _harness(name: str) -> Any:
@@ -78,12 +82,19 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
     that every event would pay; auto-checkpoints keep the WAL bounded)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    if argv[:1] == ["serve"]:
+        return _serve(argv[1:])
     args = _parse(argv)
-    harness = _harness(args.harness)
     if args.install:
-        return _install(harness, args, stdout, stderr)
+        return _install(_harness(args.harness), args, stdout, stderr)
+    text = stdin.read()
+    served = _served(args, text)
+    if served is not None:
+        stdout.write(served["stdout"])
+        stderr.write(served["stderr"])
+        return served["code"]
     try:
-        out = _run(harness, args, stdin.read(), close)
+        out = _run(_harness(args.harness), args, text, close)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
         stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
         return 0
@@ -92,10 +103,48 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     return 0
 
 
+def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
+    """The resident server's answer when ``$TRIPWIRE_HOOK_SOCKET`` names one (``_daemon``)."""
+    path = os.environ.get("TRIPWIRE_HOOK_SOCKET", "").strip()
+    if not path:
+        return None
+    from ._daemon import call
+
+    argv = [args.harness, "--store", os.path.abspath(args.store or default_store())]
+    for option in ("mode", "config"):
+        if getattr(args, option):
+            argv += [f"--{option}", os.path.abspath(args.config) if option == "config"
+                     else args.mode]
+    return call(path, argv, text)
+
+
+def _serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tripwire hook serve", description=(
+        "Answer hook invocations over a Unix socket (set TRIPWIRE_HOOK_SOCKET to it in the "
+        "harness's environment), so each event skips Python's imports."))
+    parser.add_argument("--socket", required=True, metavar="PATH")
+    parser.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                        help="exit after this long without a request (default: never)")
+    args = parser.parse_args(argv)
+    from ._daemon import serve
+
+    return serve(args.socket, args.idle_timeout)
+
+
+def default_store() -> str:
+    """``$TRIPWIRE_STORE``, else ``$XDG_STATE_HOME/tripwire/hooks.sqlite3`` (XDG's default
+    state directory is ``~/.local/state``)."""
+    env = os.environ.get("TRIPWIRE_STORE", "").strip()
+    if env:
+        return env
+    base = os.environ.get("XDG_STATE_HOME", "").strip() or os.path.join(
+        os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "tripwire", "hooks.sqlite3")
+
+
 def _run(harness: Any, args: argparse.Namespace, text: str,
          close: bool = True) -> dict[str, Any] | None:
     from ._contract import render
-    from ._session import default_store
 
     try:
         payload = json.loads(text)
@@ -126,8 +175,10 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
     from ._session import HookSession
     from ._transcript import transcript_usage
 
-    # said once at --install, not on every event of every session
-    LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
+    global _filtered
+    if not _filtered:  # said once at --install, not on every event of every session
+        _filtered = True
+        LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
 
     file: dict[str, Any] = {}
     if args.config:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._session import HookEvent, Verdict
+from ._model import HookEvent, Verdict
 
 __all__ = ["render", "hooks_block"]
 

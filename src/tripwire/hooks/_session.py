@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -42,6 +41,7 @@ from ..decision import Decision
 from ..feedback import render_feedback
 from ..guardrails import Guardrails, GuardrailsConfig
 from ..modes import Mode
+from ._model import HookEvent, Verdict
 
 __all__ = ["WINDOW", "STOP_REJECTIONS_CAP", "HookEvent", "Verdict", "HookSession"]
 
@@ -53,39 +53,6 @@ STOP_REJECTIONS_CAP = 8
 LONG_VALUE = 256
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
-
-
-@dataclass
-class HookEvent:
-    """One hook payload, harness-neutral. ``kind``: call, result, prompt, session_start,
-    stop, other. ``turn`` is the harness's id of the current prompt/turn when it sends one."""
-
-    kind: str
-    session: str
-    turn: str | None = None
-    name: str = ""
-    args: Any = None
-    call_id: str | None = None
-    error: str | None = None
-    payload: Any = None
-    stop_hook_active: bool = False
-    transcript_path: str | None = None
-
-
-@dataclass
-class Verdict:
-    """What the hook tells the harness, harness-neutral.
-
-    ``deny``: refuse this tool call, the reason for the model. ``block``: refuse the prompt,
-    the reason for the user. ``context``: feedback for the model (``additionalContext``).
-    ``halt``: stop the agent (``continue: false``), the reason for the user. ``cut``: the
-    turn was cut by this observation, the reason for the model."""
-
-    deny: str | None = None
-    block: str | None = None
-    context: str | None = None
-    halt: str | None = None
-    cut: str | None = None
 
 
 @dataclass
@@ -348,14 +315,3 @@ class HookSession:
                 "tool calls. Stop working and end your turn with a short summary of where you "
                 "are.")
         return self.state.halt_text
-
-
-def default_store() -> str:
-    """``$TRIPWIRE_STORE``, else ``$XDG_STATE_HOME/tripwire/hooks.sqlite3`` (XDG's default
-    state directory is ``~/.local/state``)."""
-    env = os.environ.get("TRIPWIRE_STORE", "").strip()
-    if env:
-        return env
-    base = os.environ.get("XDG_STATE_HOME", "").strip() or os.path.join(
-        os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "tripwire", "hooks.sqlite3")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._contract import hooks_block
-from ._session import HookEvent
+from ._model import HookEvent
 
 __all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import claude_code
 from ._contract import hooks_block
-from ._session import HookEvent
+from ._model import HookEvent
 
 __all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
