@@ -68,7 +68,8 @@ def serve(path: str, idle_timeout: float | None = None) -> int:
                 try:
                     request = json.loads(_read(conn))
                     out, err = io.StringIO(), io.StringIO()
-                    code = main(list(request["argv"]), io.StringIO(request["stdin"]), out, err)
+                    code = main(list(request["argv"]), io.StringIO(request["stdin"]), out, err,
+                                close=False)  # the store stays open between requests
                     conn.sendall(json.dumps({"code": code, "stdout": out.getvalue(),
                                              "stderr": err.getvalue()}).encode())
                 except (OSError, ValueError, KeyError, TypeError):

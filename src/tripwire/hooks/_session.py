@@ -54,6 +54,9 @@ LONG_VALUE = 256
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
 
+#: close=False: the store and state connections of each store path, opened once per process
+_OPEN: dict[str, tuple[Any, sqlite3.Connection]] = {}
+
 
 @dataclass
 class _State:
@@ -121,7 +124,8 @@ def _no_op(payload: Any) -> bool:
 
 class HookSession:
     """Load a session, apply one event, save it. Use as a context manager (it holds the
-    store's hook lock)."""
+    store's hook lock). ``close=False`` keeps the store's connections open for the next event
+    of this process (a resident server) or for the process exit to drop (the command)."""
 
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
                  implementation: str | None = None, *, close: bool = True):
@@ -132,12 +136,18 @@ class HookSession:
         self.store_path = store_path
         self._lock = open(store_path + ".lock", "a")  # noqa: SIM115 - held for the invocation
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self.store = SQLiteStore(store_path)
-        self._db = sqlite3.connect(store_path, timeout=self.store.timeout, isolation_level=None)
-        # the hook state is a cache of the window, not evidence: a write lost to a power cut
-        # loses at most one event of a pattern (halts are the store's, fsync'd)
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute(_SCHEMA)
+        opened = None if close else _OPEN.get(store_path)
+        if opened is None:
+            store = SQLiteStore(store_path)
+            db = sqlite3.connect(store_path, timeout=store.timeout, isolation_level=None)
+            # the hook state is a cache of the window, not evidence: a write lost to a power
+            # cut loses at most one event of a pattern (halts are the store's, fsync'd)
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(_SCHEMA)
+            opened = (store, db)
+            if not close:
+                _OPEN[store_path] = opened
+        self.store, self._db = opened
         row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
                                (session,)).fetchone()
         self.state = _State.load(row[0] if row else None)
