@@ -166,6 +166,9 @@ class HookSession:
 
     def __exit__(self, *exc: object) -> None:
         try:
+            # every decided row in the store before the process ends (a row the store was slow
+            # to take would otherwise wait for a background retry that exiting cuts short)
+            self.guardrails.flush()
             if exc[0] is None:
                 self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
                                  (self.session, self.state.dump()))
