@@ -220,8 +220,9 @@ def test_an_unusable_store_fails_open(claude: Hook, tmp_path: Path) -> None:
     claude.env["TRIPWIRE_STORE"] = str(tmp_path)  # a directory, not a database file
     done = claude.raw(json.dumps(pre(1)))
     assert (done.returncode, done.stdout) == (0, "")
-    assert done.stderr.count("\n") == 1
-    assert "is a directory" in done.stderr
+    assert done.stderr.splitlines() == [
+        f"tripwire hook claude-code: {tmp_path}: cannot open the store: unable to open "
+        "database file; no decision"]
 
 
 def test_install_prints_and_merges_the_settings_block(tmp_path: Path) -> None:
@@ -351,3 +352,25 @@ def test_a_broken_environment_fails_open(claude: Hook) -> None:
     assert done.stderr.splitlines() == [
         "tripwire hook claude-code: TRIPWIRE_IMPLEMENTATION must be native, python or auto, "
         "not 'no-such-engine'; no decision"]
+
+
+def test_a_recorded_halt_still_denies_when_the_hook_fails(claude: Hook) -> None:
+    import sqlite3
+
+    looping_until_denied(claude)
+    with sqlite3.connect(claude.store) as db:  # the hook's own state becomes unreadable
+        db.execute("UPDATE hook_sessions SET state = x'c1c1c1'")
+    done = claude.raw(json.dumps(pre(6, {"file_path": "/home/u/app/a.py"}, tool="Read")))
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {
+        "continue": False,
+        "stopReason": halt_reason(claude.store).split(" To resume:")[0].removeprefix("tripwire: "),
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "[watchdog] This session was halted for a runaway "
+                                        "pattern and refuses further tool calls."},
+    }
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    # a result, whose hook cannot deny anything, just fails open
+    done = claude.raw(json.dumps(post(6, {"file_path": "/home/u/app/a.py"}, tool="Read")))
+    assert (done.returncode, done.stdout, len(done.stderr.splitlines())) == (0, "", 1)

@@ -39,6 +39,8 @@ def _harness(name: str) -> Any:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="tripwire hook")
+    parser.epilog = ("tripwire hook serve --socket PATH runs a resident server that the command "
+                     "hands events to when TRIPWIRE_HOOK_SOCKET names its socket.")
     parser.add_argument("harness", choices=HARNESSES)
     parser.add_argument("--store", metavar="PATH",
                         help="the SQLite store (default: $TRIPWIRE_STORE, else "
@@ -94,7 +96,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         stderr.write(served["stderr"])
         return served["code"]
     try:
-        out = _run(_harness(args.harness), args, text, close)
+        out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
         stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
         return 0
@@ -142,8 +144,8 @@ def default_store() -> str:
     return os.path.join(base, "tripwire", "hooks.sqlite3")
 
 
-def _run(harness: Any, args: argparse.Namespace, text: str,
-         close: bool = True) -> dict[str, Any] | None:
+def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
+         stderr: TextIO | None = None) -> dict[str, Any] | None:
     from ._contract import render
 
     try:
@@ -156,12 +158,15 @@ def _run(harness: Any, args: argparse.Namespace, text: str,
     store = args.store or default_store()
     try:
         verdict = _apply(harness, args, store, event, close)
-    except Exception:
+    except Exception as exc:
         if event.kind != "call":
             raise
         verdict = _recorded_halt(store, event)  # a recorded halt still denies
         if verdict is None:
             raise
+        if stderr is not None:
+            stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(exc)}; the store "
+                         "records a halt, so the call is denied\n")
     return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
 
 
@@ -201,12 +206,15 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
 def _recorded_halt(store: str, event: Any) -> Any:
     """The denial of a call of a session halted in the store, read with as little as can
     fail; None when the store shows no halt (or cannot be read either)."""
+    from ..reporting import LOGGER
+
+    LOGGER.disabled = True  # this read's own failure is the fail-open line the caller writes
     try:
         from ..restore import fold_history
         from ..store import SQLiteStore
-        from ._session import Verdict
+        from ._model import Verdict
 
-        with SQLiteStore(store) as s:
+        with SQLiteStore(store, read_only=True) as s:
             folded = fold_history(s.history(event.session))
         if not folded.halted_by:
             return None
@@ -214,6 +222,8 @@ def _recorded_halt(store: str, event: Any) -> Any:
                             "refuses further tool calls.", halt=folded.reason)
     except Exception:
         return None
+    finally:
+        LOGGER.disabled = False
 
 
 def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

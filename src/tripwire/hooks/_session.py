@@ -138,13 +138,17 @@ class HookSession:
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         opened = None if close else _OPEN.get(store_path)
         if opened is None:
-            store = SQLiteStore(store_path)
-            db = sqlite3.connect(store_path, timeout=store.timeout, isolation_level=None)
-            # the hook state is a cache of the window, not evidence: a write lost to a power
-            # cut loses at most one event of a pattern (halts are the store's, fsync'd)
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute(_SCHEMA)
-            opened = (store, db)
+            # the state table first: a path that is no database fails here, in one line,
+            # before the store would start retrying it in memory
+            try:
+                db = sqlite3.connect(store_path, timeout=5.0, isolation_level=None)
+                # the hook state is a cache of the window, not evidence: a write lost to a
+                # power cut loses at most one event of a pattern (halts are the store's)
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute(_SCHEMA)
+            except sqlite3.Error as exc:
+                raise OSError(f"{store_path}: cannot open the store: {exc}") from None
+            opened = (SQLiteStore(store_path), db)
             if not close:
                 _OPEN[store_path] = opened
         self.store, self._db = opened
