@@ -2,7 +2,8 @@
 
 Verbs: ``replay`` (recordings through the guardrails), ``convert`` (other harnesses'
 transcripts as interchange events), ``status`` / ``reset`` / ``verify`` (a durable store
-written by any process), ``hook`` (a harness's live hook command).
+written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``), ``hook`` (a
+harness's live hook command).
 
 Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input (a missing
 file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
@@ -123,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
     verify.add_argument("store", metavar="STORE")
+
+    from .corpus.cli import add_parser as add_corpus_parser
+
+    add_corpus_parser(verbs)
 
     from .hooks import build_parser as hook_parser
 
@@ -364,6 +369,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _reset(args, out, err)
         if args.verb == "verify":
             return _verify(args, out)
+        if args.verb == "corpus":
+            from .corpus.cli import run as corpus
+
+            return corpus(args, out, err)
     except (InvalidEvent, ConfigError, FileNotFoundError, InvalidReset, StoreError) as exc:
         err.write(f"tripwire: {exc}\n")
         return EXIT_USAGE
