@@ -2,7 +2,8 @@
 
 Verbs: ``replay`` (recordings through the guardrails), ``convert`` (other harnesses'
 transcripts as interchange events), ``status`` / ``reset`` / ``verify`` (a durable store
-written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``).
+written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``), ``hook`` (a
+harness's live hook command).
 
 Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input (a missing
 file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
@@ -127,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .corpus.cli import add_parser as add_corpus_parser
 
     add_corpus_parser(verbs)
+
+    from .hooks import build_parser as hook_parser
+
+    hook_parser(verbs.add_parser(
+        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)"))
     return parser
 
 
@@ -360,6 +366,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     from .store import StoreError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # the hook path skips the rest of the CLI: it runs on every event
+        from .hooks import main as hook_main
+
+        return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
