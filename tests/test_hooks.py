@@ -374,3 +374,40 @@ def test_a_recorded_halt_still_denies_when_the_hook_fails(claude: Hook) -> None:
     # a result, whose hook cannot deny anything, just fails open
     done = claude.raw(json.dumps(post(6, {"file_path": "/home/u/app/a.py"}, tool="Read")))
     assert (done.returncode, done.stdout, len(done.stderr.splitlines())) == (0, "", 1)
+
+
+def test_claude_code_spend_comes_from_the_transcript_priced(tmp_path: Path,
+                                                           implementation: str) -> None:
+    """Claude Code records tokens, never a cost: the hook reads each response's usage once
+    (from the last line of its message id) and prices it from the catalogue, marked estimated."""
+    pytest.importorskip("genai_prices", reason="the price catalogue is the prices extra")
+    from tripwire.events import Usage
+    from tripwire.prices import estimate
+
+    transcript = tmp_path / "session.jsonl"
+    usage = {"input_tokens": 1200, "cache_read_input_tokens": 30000, "output_tokens": 800}
+    lines = [{"type": "user", "sessionId": SESSION, "message": {"role": "user", "content": "go"}}]
+    for chunk in ({**usage, "output_tokens": 1}, usage):  # the first chunk's output is partial
+        lines.append({"type": "assistant", "sessionId": SESSION, "isSidechain": False,
+                      "message": {"id": "msg_01", "role": "assistant",
+                                  "model": "claude-sonnet-4-5-20250929", "usage": chunk,
+                                  "content": [{"type": "text", "text": "running"}]}})
+    lines.append({"type": "user", "sessionId": SESSION,
+                  "message": {"role": "user", "content": [{"type": "tool_result",
+                                                           "tool_use_id": "toolu_01",
+                                                           "content": "ok"}]}})
+    transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    hook = Hook("claude-code", tmp_path / "state" / "tripwire.sqlite3", implementation)
+    payload = {**post(1), "transcript_path": str(transcript)}
+    assert hook(common("UserPromptSubmit", prompt="go")) is None
+    assert hook(payload) is None
+    assert hook(payload) is None  # read once: the offset is kept in the hook's state
+    expected = estimate(Usage(model="claude-sonnet-4-5-20250929", input_tokens=31200,
+                              output_tokens=800, cache_read_tokens=30000,
+                              provider="anthropic")).cost_usd
+    assert expected and expected > 0
+    status = subprocess.run([sys.executable, "-m", "tripwire", "status", str(hook.store)],
+                            capture_output=True, text=True, env=hook.env, timeout=60)
+    (record,) = [json.loads(x) for x in status.stdout.splitlines() if x.startswith("{")]
+    assert record["spent_usd"] == pytest.approx(expected, abs=1e-9)
+    assert record["cost_estimated"] is True

@@ -8,7 +8,8 @@ Claude Code repeats a response's usage on each of its content lines (same ``mess
 first chunks' ``output_tokens`` are partial): the usage is taken once per id, from the last
 line of that id. A response is final once a line of another response or a user line follows
 it; the offset stays at the first line of a response not yet final, so the next invocation
-reads it again, whole. The usage itself is read by the transcript adapter's ``usage_of``.
+reads it again, whole. The usage itself is read by the transcript adapter's ``usage_of``
+and priced by ``tripwire.prices`` (the ``prices`` extra).
 Codex rollouts are not read yet (no usage from Codex hooks).
 """
 
@@ -78,5 +79,11 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
 
 
 def _keywords(usage: Any) -> dict[str, Any]:
+    """``on_usage``'s arguments, priced as replay prices them (Claude Code records no cost):
+    ``tripwire.prices`` marks the cost estimated, or the model unpriced."""
+    from ..prices import estimate
+
+    priced = estimate(usage)
     return {"model": usage.model, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd}
+            "output_tokens": usage.output_tokens, "cost_usd": priced.cost_usd,
+            "estimated": priced.estimated, "unpriced": priced.unpriced}
