@@ -6,6 +6,9 @@ from ._common import EngineSettings
 
 IMPLEMENTATION: str
 BYTES_PER_TOKEN: int
+SIGNAL_BITS: dict[str, int]
+SETTINGS_FIELDS: tuple[str, ...]
+SETTINGS_BYTES: int
 
 class Engine:
     settings: EngineSettings
@@ -37,8 +40,6 @@ class Engine:
     def failure_streak(self) -> int: ...
     @property
     def failure_names(self) -> list[str]: ...
-    @property
-    def last_error(self) -> Any: ...
     @property
     def no_op_run(self) -> int: ...
     @property

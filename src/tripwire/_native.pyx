@@ -14,12 +14,13 @@ from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memset
 from libcpp.string cimport string
 
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
-    CanonicalCall, Canonicalizer, Hash128, Session, Settings,
+    CanonicalCall, Canonicalizer, Hash128, Session, Settings, kSignalBits, kSignalCount,
     clean_path_string, is_path_key as c_is_path_key, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64,
@@ -33,7 +34,33 @@ from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
 
 IMPLEMENTATION = "native"
+
+#: The engine API, the same in ``_reference`` (tests/test_parity.py checks it).
+__all__ = [
+    "IMPLEMENTATION", "BYTES_PER_TOKEN", "Engine", "TokenEstimator", "Batch", "canonical_key",
+    "canonical_form", "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "payload_digest",
+    "utf8_length", "estimate_tokens",
+]
 BYTES_PER_TOKEN = 3
+
+
+def _signal_bits():
+    cdef size_t i
+    return {kSignalBits[i].id.decode(): kSignalBits[i].bit for i in range(kSignalCount)}
+
+
+def _settings_fields():
+    cdef Settings c
+    memset(&c, 0, sizeof(c))
+    cdef dict fields = c
+    return tuple(fields)
+
+
+#: session.h's signal bits by signal id, and the Settings fields the bindings fill (with the
+#: struct's size): tests/test_parity.py checks both against the Python catalogue.
+SIGNAL_BITS = _signal_bits()
+SETTINGS_FIELDS = _settings_fields()
+SETTINGS_BYTES = sizeof(Settings)
 
 
 cdef extern from "Python.h":
@@ -123,7 +150,6 @@ cdef class Engine:
     cdef frozenset _exempt
     cdef list _failure_names
     cdef list _no_op_names
-    cdef object _last_error
     cdef Py_ssize_t _failure_threshold
     cdef Py_ssize_t _no_op_threshold
 
@@ -162,7 +188,6 @@ cdef class Engine:
         # None until a failure or a no-op arrives: most sessions never need them
         self._failure_names = None
         self._no_op_names = None
-        self._last_error = None
 
     # -- observations ----------------------------------------------------------------------
 
@@ -210,7 +235,6 @@ cdef class Engine:
                 self._failure_names = []
             if len(self._failure_names) < self._failure_threshold:
                 self._failure_names.append(name)
-            self._last_error = error
             return
         if self._failure_names is not None:
             self._failure_names = None
@@ -326,10 +350,6 @@ cdef class Engine:
     @property
     def failure_names(self):
         return list(self._failure_names or ())
-
-    @property
-    def last_error(self):
-        return self._last_error
 
     @property
     def no_op_run(self):

@@ -24,7 +24,6 @@ cdef extern from "canonical.h" namespace "tw" nogil:
         const CanonicalCall& canonicalize(const char* name, size_t name_len,
                                           const char* args, size_t args_len) except +
         cbool canonical_form(const char* args, size_t args_len, string& out) except +
-        size_t scratch_bytes()
 
     Canonicalizer& thread_canonicalizer()
     cbool is_path_key(const char* key, size_t length)
@@ -56,6 +55,12 @@ cdef extern from "detectors.h" namespace "tw" nogil:
 
 
 cdef extern from "session.h" namespace "tw" nogil:
+    cdef struct SignalBitName:
+        const char* id
+        uint32_t bit
+    const SignalBitName kSignalBits[]
+    const size_t kSignalCount
+
     cdef struct Settings:
         uint32_t enabled
         uint32_t repeat_threshold

@@ -2,28 +2,42 @@
 
 Selected with ``TRIPWIRE_IMPLEMENTATION=python``. The C++ core (``native/``, bound in
 ``_native.pyx``) implements exactly this behaviour; the test suite drives both with the same
-traces and asserts identical alerts, keys and token counts. When the two disagree, this file is
-the one that reads like SPEC.md, so read it first.
+traces and asserts identical alerts, keys and token counts. When the two disagree, the Python
+side is the one that reads like SPEC.md, so read it first.
 
-Contents, in the order an observed call flows through them:
+Where each part lives:
 
-1. canonical call keys (SPEC §2): path-shaped keys, lexical path cleaning, canonical JSON,
-   the 64-bit XXH3 key, and the run-consistent suffix relation of the repeat detector;
-2. the eight detectors (SPEC §1), one small class each;
-3. ``Engine``: one session's detectors, fanning observations out and returning a bitmask
-   of fired signals (bit i = the i-th signal of the §1 table);
-4. ``TokenEstimator``: streaming bytes -> tokens at 3 bytes per token (SPEC §6).
+1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
+2. the eight detectors (SPEC §1): each in its signal's module (``signals/<signal>.py``);
+3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
+   bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
+4. ``TokenEstimator`` (here): streaming bytes -> tokens at 3 bytes per token (SPEC §6);
+5. ``Batch`` (here): the batch-ingest contract, one event at a time.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections import OrderedDict, deque
-from typing import Any, NamedTuple
+from collections import deque
+from typing import Any
 
-import xxhash
-
+from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
+    MAX_DEPTH,
+    MAX_EXPONENT_DIGITS,
+    PATH_WORDS,
+    REST_PLACEHOLDER,
+    CanonicalCall,
+    canonical_form,
+    canonical_key,
+    canonical_number,
+    canonicalize,
+    clean_path,
+    is_path_key,
+    key_words,
+    paths_suffix_match,
+    payload_digest,
+    xxh3_64,
+    xxh3_128,
+)
 from ._common import (
     BATCH_FIELDS,
     EngineSettings,
@@ -36,530 +50,37 @@ from ._common import (
 )
 from .cost import usage_cost_nano
 from .errors import InvalidEvent
+from .signals import BY_ID
+from .signals._spec import StreakDetector
+from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
+from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
+from .signals.no_new_state import DigestMemory
+from .signals.repeated_tool_call import RepeatDetector
+from .signals.repeated_tool_name import NameRunDetector
+from .signals.tools_without_text import SilenceDetector
 
 IMPLEMENTATION = "python"
 
-# --------------------------------------------------------------------------------------------
-# 1. Canonical call keys
-# --------------------------------------------------------------------------------------------
-
-#: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
-PATH_WORDS = frozenset(
-    {
-        "path", "paths", "file", "files", "filename", "filepath", "pathname", "dirname",
-        "foldername", "dir", "dirs", "directory", "folder", "cwd", "root", "target", "source",
-        "destination", "src", "dst",
-    }
-)
-
-#: Containers nested deeper than this make the args "not a JSON object" (compared as raw bytes).
-#: A fixed limit so both implementations agree on pathological input.
-MAX_DEPTH = 128
-
-#: Number exponents with more digits than this are treated as invalid JSON (raw bytes): keeps the
-#: exact-decimal arithmetic in 64-bit integers in the native core.
-MAX_EXPONENT_DIGITS = 15
-
-# SPEC §10.10: split on _ - . space, then on case changes, acronym ends and letter/digit changes.
-# ASCII letters carry case; any other character run is a word of its own.
-_SEPARATORS = re.compile(r"[_\-. ]+")
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
-
-
-def key_words(key: str) -> list[str]:
-    """Lower-cased words of a JSON key, digit-only words dropped (SPEC §10.10)."""
-    words: list[str] = []
-    for part in _SEPARATORS.split(key):
-        for word in _WORD.findall(part):
-            if word.isascii():
-                if not word.isdigit():
-                    words.append(word.lower())  # only ASCII letters carry case
-            else:
-                words.append(word)
-    return words
-
-
-def is_path_key(key: str) -> bool:
-    """SPEC §2.1: path-shaped iff the last word, or the last two words joined, is a path word."""
-    words = key_words(key)
-    if not words:
-        return False
-    if words[-1] in PATH_WORDS:
-        return True
-    return len(words) >= 2 and (words[-2] + words[-1]) in PATH_WORDS
-
-
-def clean_path(path: str) -> str:
-    """POSIX lexical cleaning, like Go's ``path.Clean`` (SPEC §2.2)."""
-    if path == "":
-        return "."
-    rooted = path.startswith("/")
-    parts: list[str] = []
-    for element in path.split("/"):
-        if element in ("", "."):
-            continue
-        if element == "..":
-            if parts and parts[-1] != "..":
-                parts.pop()
-            elif not rooted:
-                parts.append("..")
-            # ".." directly under the root is dropped
-            continue
-        parts.append(element)
-    cleaned = "/".join(parts)
-    if rooted:
-        return "/" + cleaned
-    return cleaned or "."
-
-
-def paths_suffix_match(a: str, b: str) -> bool:
-    """The repeat detector's path relation on two cleaned paths (SPEC §2.3).
-
-    Equal, or the longer ends with ``/`` + the shorter (a suffix on a component boundary). Two
-    absolute paths match only when equal: ``//x`` cannot occur in a cleaned path.
-    """
-    if a == b:
-        return True
-    if a == "." or b == ".":
-        return False
-    if len(a) < len(b):
-        a, b = b, a
-    return a.endswith("/" + b)
-
-
-class _Invalid(Exception):
-    """The args are not a canonicalizable JSON object: compare them as raw bytes."""
-
-
-class _Number(str):
-    """A JSON number, held as its canonical exact-decimal spelling."""
-
-
-_NUMBER = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([-+]?)([0-9]+))?")
-
-
-def canonical_number(literal: str) -> str:
-    """The exact decimal value of a JSON number literal, spelled one way (SPEC §10.9).
-
-    ``digits`` without leading or trailing zeros, then ``e<exponent>`` unless it is 0; zero is
-    ``0`` whatever its sign. So ``1`` = ``1.0`` = ``1e0``, ``100`` -> ``1e2``, ``-0`` -> ``0``,
-    and integers beyond 2^53 keep every digit. No floating point is involved.
-    """
-    m = _NUMBER.fullmatch(literal)
-    if m is None:  # pragma: no cover - the JSON scanner only hands over valid literals
-        raise _Invalid
-    sign, integer, fraction, exp_sign, exp_digits = m.groups()
-    fraction = fraction or ""
-    exponent = 0
-    if exp_digits is not None:
-        significant = exp_digits.lstrip("0")
-        if len(significant) > MAX_EXPONENT_DIGITS:
-            raise _Invalid
-        exponent = int(significant or "0") * (-1 if exp_sign == "-" else 1)
-    digits = (integer + fraction).lstrip("0")
-    if not digits:
-        return "0"
-    exponent -= len(fraction)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    return sign + stripped + (f"e{exponent}" if exponent else "")
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Invalid  # NaN, Infinity, -Infinity are not JSON
-
-
-_DECODER = json.JSONDecoder(
-    parse_float=lambda s: _Number(canonical_number(s)),
-    parse_int=lambda s: _Number(canonical_number(s)),
-    parse_constant=_reject_constant,
-)  # duplicate keys: dict() keeps the last value, as SPEC §10.9 wants
-
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
-_ESCAPES[ord('"')] = '\\"'
-_ESCAPES[ord("\\")] = "\\\\"
-
-
-def _quote(s: str) -> str:
-    """Canonical string spelling: only ``"``, ``\\`` and control characters are escaped."""
-    return '"' + s.translate(_ESCAPES) + '"'
-
-
-#: Marks a top-level path value in the "rest" form the repeat relation compares. Raw 0x01 never
-#: occurs in canonical JSON (control characters are escaped), so it cannot collide.
-REST_PLACEHOLDER = "\x01"
-
-
-def _canonical(value: Any, depth: int) -> str:
-    if isinstance(value, dict):
-        if depth > MAX_DEPTH:
-            raise _Invalid
-        members = []
-        for key in sorted(value):  # code-point order == UTF-8 byte order
-            members.append(_quote(key) + ":" + _member_value(key, value[key], depth))
-        return "{" + ",".join(members) + "}"
-    if isinstance(value, list):
-        if depth > MAX_DEPTH:
-            raise _Invalid
-        return "[" + ",".join(_canonical(v, depth + 1) for v in value) + "]"
-    if isinstance(value, _Number):
-        return str(value)
-    if isinstance(value, str):
-        return _quote(value)
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return "null"
-
-
-def _member_value(key: str, value: Any, depth: int) -> str:
-    """A member's canonical value; strings under path-shaped keys are cleaned (SPEC §10.9)."""
-    if is_path_key(key):
-        if type(value) is str:
-            return _quote(clean_path(value))
-        if isinstance(value, list):
-            if depth + 1 > MAX_DEPTH:
-                raise _Invalid
-            items = [
-                _quote(clean_path(v)) if type(v) is str else _canonical(v, depth + 2)
-                for v in value
-            ]
-            return "[" + ",".join(items) + "]"
-    return _canonical(value, depth + 1)
-
-
-class CanonicalCall(NamedTuple):
-    """What the detectors need of one call."""
-
-    key: int  # XXH3-64 of name + 0x00 + canonical form: equal keys are equal calls
-    rest: int  # the key with top-level path strings replaced by a placeholder
-    is_object: bool
-    paths: tuple[str, ...]  # cleaned top-level path-shaped string values, sorted by key
-    canonical: bytes  # the canonical form (raw bytes for non-objects)
-
-
-def canonical_form(args: Any) -> bytes | None:
-    """The canonical JSON of object args, or None when they are compared as raw bytes."""
-    parsed = _parse_object(args_bytes(args))
-    if parsed is None:
-        return None
-    try:
-        return _canonical(parsed, 1).encode("utf-8")
-    except (_Invalid, UnicodeEncodeError):
-        return None  # too deep, or a lone surrogate escape
-
-
-def _parse_object(raw: bytes) -> dict | None:
-    try:
-        text = raw.decode("utf-8")  # strict: invalid UTF-8 is not JSON
-        value = _DECODER.decode(text)
-    except (ValueError, _Invalid, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def canonicalize(name: str, args: Any) -> CanonicalCall:
-    """Parse once, clean paths, re-serialize canonically, hash (SPEC §2.3)."""
-    prefix = name.encode("utf-8", "surrogatepass") + b"\x00"
-    raw = args_bytes(args)
-    parsed = _parse_object(raw)
-    if parsed is not None:
-        try:
-            canonical = _canonical(parsed, 1).encode("utf-8")
-            key = xxhash.xxh3_64_intdigest(prefix + canonical)
-            paths: list[str] = []
-            rest_members = []
-            for k in sorted(parsed):
-                v = parsed[k]
-                if type(v) is str and is_path_key(k):
-                    paths.append(clean_path(v))
-                    rest_members.append(_quote(k) + ":" + REST_PLACEHOLDER)
-                else:
-                    rest_members.append(_quote(k) + ":" + _member_value(k, v, 1))
-            rest = key
-            if paths:
-                rest_form = ("{" + ",".join(rest_members) + "}").encode("utf-8")
-                rest = xxhash.xxh3_64_intdigest(prefix + rest_form)
-            return CanonicalCall(key, rest, True, tuple(paths), canonical)
-        except (_Invalid, UnicodeEncodeError):
-            pass  # too deep, or a lone surrogate escape: not canonicalizable
-    key = xxhash.xxh3_64_intdigest(prefix + raw)
-    return CanonicalCall(key, key, False, (), raw)
-
-
-def canonical_key(name: str, args: Any) -> int:
-    """The 64-bit canonical key of a call (SPEC §2.3)."""
-    return canonicalize(name, args).key
-
-
-def payload_digest(payload: Any) -> bytes | None:
-    """The 128-bit digest no-new-state remembers, or None when there is no payload."""
-    data = payload_bytes(payload)
-    if data is None:
-        return None
-    return xxhash.xxh3_128_digest(data)
-
-
-def xxh3_64(data: bytes) -> int:
-    return xxhash.xxh3_64_intdigest(data)
-
-
-def xxh3_128(data: bytes) -> int:
-    return xxhash.xxh3_128_intdigest(data)
-
-
-# --------------------------------------------------------------------------------------------
-# 2. The detectors (SPEC §1, §10). Each reads what it needs and says whether it fired.
-# --------------------------------------------------------------------------------------------
-
-
-class RepeatDetector:
-    """repeated-tool-call: N calls in a row with equivalent args, run-consistent (SPEC §2.3)."""
-
-    def __init__(self, threshold: int, enabled: bool):
-        self.threshold = threshold
-        self.enabled = enabled
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.rest = 0
-        self.is_object = False
-        self.longest: list[str] = []  # the longest spelling seen in the run, per path key
-        self.tripped = False
-
-    def continues(self, call: CanonicalCall) -> bool:
-        return (
-            self.run > 0
-            and call.rest == self.rest
-            and call.is_object == self.is_object
-            and all(paths_suffix_match(p, q) for p, q in zip(call.paths, self.longest, strict=True))
-        )
-
-    def observe(self, call: CanonicalCall) -> tuple[bool, bool]:
-        """Returns (joined the current run, fired)."""
-        joined = self.continues(call)
-        if joined:
-            self.run += 1
-            self.longest = [
-                p if len(p) > len(q) else q for p, q in zip(call.paths, self.longest, strict=True)
-            ]
-        else:
-            self.run = 1
-            self.rest = call.rest
-            self.is_object = call.is_object
-            self.longest = list(call.paths)
-            self.tripped = False
-        if self.enabled and self.run >= self.threshold and not self.tripped:
-            self.tripped = True
-            return joined, True
-        return joined, False
-
-
-def smallest_rotation(block: tuple[int, ...]) -> tuple[int, ...]:
-    """One fingerprint per cyclic pattern: a,b and b,a are the same loop (SPEC §1)."""
-    return min(block[i:] + block[:i] for i in range(len(block)))
-
-
-class CycleDetector:
-    """alternating-tool-cycle: the last p*cycles calls are `cycles` laps of a p-call block."""
-
-    def __init__(self, max_period: int, cycles: int, enabled: bool):
-        self.max_period = max_period
-        self.cycles = cycles
-        self.enabled = enabled
-        self.reset()
-
-    def reset(self) -> None:
-        self.fingerprint: tuple[int, ...] | None = None
-        self.period = 0
-
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
-        n = len(keys)
-        for p in range(2, self.max_period + 1):
-            span = p * self.cycles
-            if n < span:
-                break
-            tail = list(keys)[n - span :]
-            if any(tail[i] != tail[i - p] for i in range(p, span)):
-                continue
-            # SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
-            if all(joins[n - j] for j in range(1, p)):
-                continue
-            fingerprint = smallest_rotation(tuple(tail[span - p :]))
-            if fingerprint == self.fingerprint:
-                return False
-            self.fingerprint = fingerprint
-            self.period = p
-            return True
-        self.fingerprint = None  # any call that breaks the pattern re-arms
-        return False
-
-
-#: How many density-reported keys are remembered; more than a handful cannot be at threshold at
-#: once, and the oldest is forgotten first.
-DENSITY_REPORTED_CAPACITY = 8
-
-
-class DensityDetector:
-    """dominant-tool-call: one canonical call is `threshold` of the last `window` calls."""
-
-    def __init__(self, window: int, threshold: int, defer_run: int, defer_cycle_period: int):
-        self.window = window
-        self.threshold = threshold
-        self.defer_run = defer_run
-        self.defer_cycle_period = defer_cycle_period
-        self.reset()
-
-    def reset(self) -> None:
-        self.reported: deque[int] = deque(maxlen=DENSITY_REPORTED_CAPACITY)
-        self.count = 0
-        self.length = 0
-        self.first_age = 0  # calls between the dominant key's earliest window entry and now
-
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
-        n = len(keys)
-        length = min(n, self.window)
-        window = list(keys)[n - length :]
-        window_joins = list(joins)[n - length :]
-        # the dominant key: highest count, ties to the earliest first occurrence
-        counts: dict[int, int] = {}
-        first: dict[int, int] = {}
-        for i, k in enumerate(window):
-            counts[k] = counts.get(k, 0) + 1
-            first.setdefault(k, i)
-        dominant = max(counts, key=lambda k: (counts[k], -first[k]))
-        count = counts[dominant]
-        if count < self.threshold:
-            self.reported.clear()  # SPEC §10.4: re-arm only when the count falls below
-            return False
-        if self._deferred(window, window_joins, dominant):
-            return False
-        if dominant in self.reported:
-            return False
-        self.reported.append(dominant)
-        self.count = count
-        self.length = length
-        self.first_age = length - 1 - first[dominant]
-        return True
-
-    def _deferred(self, window: list[int], joins: list[bool], dominant: int) -> bool:
-        if self.defer_run > 0:
-            # SPEC §10.2: the longest stretch of window entries the repeat detector counted as
-            # one run, containing the dominant key.
-            best = stretch = 0
-            has_dominant = False
-            for i, k in enumerate(window):
-                if i == 0 or not joins[i]:
-                    stretch, has_dominant = 0, False
-                stretch += 1
-                has_dominant = has_dominant or k == dominant
-                if has_dominant:
-                    best = max(best, stretch)
-            if best >= self.defer_run:
-                return True
-        length = len(window)
-        for p in range(2, self.defer_cycle_period + 1):
-            if p < length and all(window[i] == window[i - p] for i in range(p, length)):
-                return True  # a clean cycle: the cycle detector's territory
-        return False
-
-
-class NameRunDetector:
-    """repeated-tool-name: N calls in a row with the same name, whatever the args (SPEC §10.1)."""
-
-    def __init__(self, threshold: int, stand_down_run: int):
-        self.threshold = threshold
-        self.stand_down_run = stand_down_run  # the repeat threshold; 0 when nothing to defer to
-        self.reset()
-
-    def reset(self) -> None:
-        self.name: str | None = None
-        self.run = 0
-        self.reported = False
-
-    def observe(self, name: str, repeat_run: int) -> bool:
-        if self.run and name == self.name:
-            self.run += 1
-        else:
-            self.name, self.run, self.reported = name, 1, False
-        if self.run >= self.threshold and not self.reported:
-            self.reported = True  # a stood-down run counts as reported
-            return not (self.stand_down_run and repeat_run >= self.stand_down_run)
-        return False
-
-
-class SilenceDetector:
-    """tools-without-text: N calls in a row with no agent text between them."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.reported = False
-
-    def observe_call(self) -> bool:
-        self.run += 1
-        if self.run >= self.threshold and not self.reported:
-            self.reported = True
-            return True
-        return False
-
-    def observe_text(self, has_words: bool) -> None:
-        if has_words:
-            self.run = 0
-            self.reported = False
-
-
-class StreakDetector:
-    """A run of results with one property; one alert per run, re-armed when the run resets."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.tripped = False
-
-    def extend(self) -> bool:
-        self.run += 1
-        if self.run >= self.threshold and not self.tripped:
-            self.tripped = True
-            return True
-        return False
-
-
-class DigestMemory:
-    """The turn's last `capacity` distinct payload digests, least recently seen evicted."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.seen: OrderedDict[bytes, None] = OrderedDict()
-
-    def seen_before(self, digest: bytes) -> bool:
-        """Remember the digest; True if it was already remembered (and refresh it)."""
-        if digest in self.seen:
-            self.seen.move_to_end(digest)
-            return True
-        if len(self.seen) >= self.capacity:
-            self.seen.popitem(last=False)
-        self.seen[digest] = None
-        return False
-
-    def clear(self) -> None:
-        self.seen.clear()
-
+#: The engine API, the same in ``_native`` (tests/test_parity.py checks it).
+__all__ = [
+    "IMPLEMENTATION", "BYTES_PER_TOKEN", "Engine", "TokenEstimator", "Batch", "canonical_key",
+    "canonical_form", "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "payload_digest",
+    "utf8_length", "estimate_tokens",
+]
 
 # --------------------------------------------------------------------------------------------
 # 3. One session's engine
 # --------------------------------------------------------------------------------------------
 
-# Bit i of a fired mask is the i-th signal of the SPEC §1 table.
-REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, NO_NEW_STATE, SILENCE = (1 << i for i in range(8))
+# Bit i of a fired mask is signals.SIGNALS[i] (the catalogue's order).
+REPEAT = BY_ID["repeated-tool-call"].bit
+CYCLE = BY_ID["alternating-tool-cycle"].bit
+DENSITY = BY_ID["dominant-tool-call"].bit
+NAME = BY_ID["repeated-tool-name"].bit
+FAILURE = BY_ID["tool-failure-streak"].bit
+NO_OP = BY_ID["no-op-streak"].bit
+NO_NEW_STATE = BY_ID["no-new-state"].bit
+SILENCE = BY_ID["tools-without-text"].bit
 
 
 class Engine:
@@ -640,7 +161,6 @@ class Engine:
                 mask |= FAILURE
             if len(self._failure_names) < self.settings.failure_threshold:
                 self._failure_names.append(name)
-            self._last_error = error
         else:
             self._failures.reset()
             self._failure_names = []
@@ -700,7 +220,6 @@ class Engine:
         self._calls: deque[tuple[str, Any]] = deque(maxlen=self._history)
         self._failure_names: list[str] = []
         self._no_op_names: list[str] = []
-        self._last_error: Any = None
 
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
@@ -744,10 +263,6 @@ class Engine:
     @property
     def failure_names(self) -> list[str]:
         return list(self._failure_names)
-
-    @property
-    def last_error(self) -> Any:
-        return self._last_error
 
     @property
     def no_op_run(self) -> int:

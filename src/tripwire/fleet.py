@@ -213,7 +213,7 @@ class Fleet:
                 else:
                     decision = g._on_alerts(alerts) if alerts else CONTINUE
                     if row[1] == "text":  # words that answer queued notes
-                        g._withdraw_silence_notes()
+                        g._withdraw_answered_notes()
                     elif g._context is not None and row[1] == "result":
                         decision = g._context_check(decision)
                     if decision is not CONTINUE:

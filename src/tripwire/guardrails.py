@@ -34,11 +34,11 @@ from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Uti
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
-from .feedback import SILENCE_SIGNAL, FeedbackQueue
+from .feedback import FeedbackQueue
 from .modes import Mode, detect_unattended, parse_mode, resolve_mode
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
-from .signals import CRITICAL, SESSION, Alert, WatchdogConfig
+from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert, WatchdogConfig
 from .watchdog import Watchdog
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
@@ -444,7 +444,7 @@ class Guardrails:
                 return CONTINUE
             watchdog.observe_text(text)
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
-                self._withdraw_silence_notes()
+                self._withdraw_answered_notes()
             return CONTINUE
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
@@ -549,11 +549,11 @@ class Guardrails:
         """Whether agent words now would withdraw queued notes (batch ingest asks)."""
         return self.mode >= Mode.FEEDBACK and bool(len(self._feedback) or self._pending)
 
-    def _withdraw_silence_notes(self) -> None:
-        """The agent spoke: queued tools-without-text notes describe a silence that ended."""
-        withdrawn = self._feedback.withdraw_silence()
+    def _withdraw_answered_notes(self) -> None:
+        """The agent spoke: queued notes its words answer (``withdrawn_by_words``) are moot."""
+        withdrawn = self._feedback.withdraw_answered()
         for i, (alert, for_model) in enumerate(self._pending):
-            if for_model and alert.signal == SILENCE_SIGNAL:
+            if for_model and alert.signal in WITHDRAWN_BY_WORDS:
                 self._pending[i] = (alert, False)
                 withdrawn.append(alert)
         for alert in withdrawn:
