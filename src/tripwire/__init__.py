@@ -6,13 +6,17 @@ correction back to the model, cut a turn, or halt a session until an operator re
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from .decision import CONTINUE, Decision, Turn
 from .errors import (
+    BatchInterrupted,
     ConfigError,
     GuardrailHalted,
     InvalidEvent,
     InvalidReset,
     ResetRefused,
+    SmallTierParentRefused,
     TripwireError,
 )
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
@@ -21,7 +25,7 @@ from .reporting import Counters, OperatorEvent
 from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
 from .watchdog import IMPLEMENTATION, Watchdog
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("tripwire")  # written once, in pyproject.toml
 
 __all__ = [
     "CONTINUE",
@@ -29,6 +33,7 @@ __all__ = [
     "SIGNALS",
     "SIGNAL_IDS",
     "Alert",
+    "BatchInterrupted",
     "ConfigError",
     "Counters",
     "Decision",
@@ -41,6 +46,7 @@ __all__ = [
     "OperatorEvent",
     "ResetOutcome",
     "ResetRefused",
+    "SmallTierParentRefused",
     "Status",
     "TripwireError",
     "Turn",

@@ -222,7 +222,7 @@ def canonical_form(args: Any) -> bytes | None:
         return None  # too deep, or a lone surrogate escape
 
 
-def _parse_object(raw: bytes) -> dict | None:
+def _parse_object(raw: bytes) -> dict[str, Any] | None:
     try:
         text = raw.decode("utf-8")  # strict: invalid UTF-8 is not JSON
         value = _DECODER.decode(text)

@@ -18,6 +18,7 @@ Where each part lives:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
@@ -50,7 +51,7 @@ from ._common import (
 )
 from .cost import usage_cost_nano
 from .errors import InvalidEvent
-from .signals import BY_ID
+from .signals import BY_ID, Alert
 from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
@@ -91,6 +92,11 @@ class Engine:
     """
 
     implementation = IMPLEMENTATION
+    _keys: deque[int]
+    _joins: deque[bool]
+    _calls: deque[tuple[str, Any]]
+    _failure_names: list[str]
+    _no_op_names: list[str]
 
     def __init__(self, settings: EngineSettings):
         self._engine_init(settings)
@@ -124,7 +130,7 @@ class Engine:
 
     # -- observations ------------------------------------------------------------------------
 
-    def observe_call(self, name: str, args: Any = None) -> tuple:
+    def observe_call(self, name: str, args: Any = None) -> tuple[Alert, ...]:
         if type(name) is not str:
             name = name_str(name)
         self.events += 1
@@ -149,7 +155,7 @@ class Engine:
 
     def observe_result(
         self, name: str = "", error: Any = None, no_op: bool = False, payload: Any = None
-    ) -> tuple:
+    ) -> tuple[Alert, ...]:
         if type(name) is not str:
             name = name_str(name)
         self.events += 1
@@ -185,12 +191,12 @@ class Engine:
             return self._fired(mask, name, error)
         return ()
 
-    def observe_text(self, text: Any) -> tuple:
+    def observe_text(self, text: Any) -> tuple[Alert, ...]:
         self.events += 1
         self._silence.observe_text(text_has_words(text))
         return ()
 
-    def end_turn(self) -> tuple:
+    def end_turn(self) -> tuple[Alert, ...]:
         self.events += 1
         self.turn_boundary()
         return ()
@@ -202,7 +208,7 @@ class Engine:
         self._digests.clear()
         self._stale.reset()
 
-    def reset(self) -> tuple:
+    def reset(self) -> tuple[Alert, ...]:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
         self.events += 1
         self._clear()
@@ -215,17 +221,18 @@ class Engine:
         ):
             detector.reset()
         self._digests.clear()
-        self._keys: deque[int] = deque(maxlen=self._history)
-        self._joins: deque[bool] = deque(maxlen=self._history)
-        self._calls: deque[tuple[str, Any]] = deque(maxlen=self._history)
-        self._failure_names: list[str] = []
-        self._no_op_names: list[str] = []
+        self._keys = deque(maxlen=self._history)
+        self._joins = deque(maxlen=self._history)
+        self._calls = deque(maxlen=self._history)
+        self._failure_names = []
+        self._no_op_names = []
 
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
 
-    def _fired(self, mask: int, name: str, detail: Any) -> tuple:  # pragma: no cover - abstract
+    def _fired(self, mask: int, name: str, detail: Any,
+               ) -> tuple[Alert, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- what alert texts need ---------------------------------------------------------------
@@ -342,7 +349,8 @@ class Batch:
     ``tripwire._native.Batch`` (there, the class docstring), with every usage row handed to
     Python (``why`` 2), which the contract allows."""
 
-    def __init__(self, rows, convert=None):
+    def __init__(self, rows: Iterable[Any],
+                 convert: Callable[[Any, int], Any] | None = None):
         self.rows = list(rows)
         self.slot_of: dict[str, int] = {}
         self.session_ids: list[str] = []
@@ -355,7 +363,8 @@ class Batch:
         except InvalidEvent as e:
             raise InvalidEvent(f"event {i}: {e.message}") from None
 
-    def _check(self, row, i, convert) -> tuple:
+    def _check(self, row: Any, i: int, convert: Callable[[Any, int], Any] | None,
+               ) -> tuple[Any, ...]:
         """The checks the native batch makes up front, so a bad row fails before any is seen."""
         if (not isinstance(row, tuple) or len(row) < 2
                 or (not isinstance(row[1], str) and convert is not None)):
@@ -395,7 +404,7 @@ class Batch:
             usage_cost_nano(fields[1], fields[2], fields[3])
         return row
 
-    def bind(self, states) -> None:
+    def bind(self, states: list[tuple[Any, ...]]) -> None:
         if len(states) != len(self.session_ids):
             raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
         self.engines = [s[0] for s in states]
@@ -405,7 +414,7 @@ class Batch:
         self.contexts = [None if s[2] is None else [*s[2][:6], 0, 0] for s in states]
         self.ids = [dict(s[3]) for s in states]
         self.ids_changed = [False] * len(states)
-        self.items: list[tuple] = []
+        self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
         self.pos = 0
         for i, row in enumerate(self.rows):
@@ -435,7 +444,7 @@ class Batch:
                 self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3])))
         self.bound = True
 
-    def run(self) -> tuple[int, tuple, int]:
+    def run(self) -> tuple[int, tuple[Alert, ...], int]:
         if not self.bound:
             raise RuntimeError("Batch.bind() first")
         n = len(self.items)
@@ -464,8 +473,8 @@ class Batch:
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
             c = self.contexts[slot]
             if c is not None and payload is not None:
-                size = utf8_length(payload) if isinstance(
-                    payload, (str, bytes, bytearray, memoryview)) else len(payload_bytes(payload))
+                size = utf8_length(payload) if isinstance(payload, (
+                    str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
                 if size:
                     c[6] += size
                     tokens = c[0] + estimate_tokens(c[1] + c[6])
@@ -475,14 +484,14 @@ class Batch:
                 return i, alerts, 1
         return n, (), 0
 
-    def row(self, i: int) -> tuple:
-        row = self.rows[i]
+    def row(self, i: int) -> tuple[Any, ...]:
+        row: tuple[Any, ...] = self.rows[i]
         return row + (None,) * (_BATCH_FIELDS[row[1]] + 2 - len(row))
 
     def slot(self, i: int) -> int:
         return self.slots[i]
 
-    def update_slot(self, slot: int, state: tuple) -> None:
+    def update_slot(self, slot: int, state: tuple[Any, ...]) -> None:
         self.blocked[slot] = state[1]
         self.words[slot] = state[4]
         if state[2] is not None and self.contexts[slot] is not None:
@@ -500,6 +509,6 @@ class Batch:
                 c[7] = c[6]
         return out
 
-    def call_ids(self) -> list[tuple[int, dict]]:
+    def call_ids(self) -> list[tuple[int, dict[Any, str]]]:
         return [(k, ids) for k, ids in enumerate(self.ids)
                 if self.ids_changed[k] and self.engines[k] is not None]

@@ -222,7 +222,8 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise InvalidReset(f"--add-budget must be a non-negative number, not {budget}")
     if budget and args.guardrail == "watchdog":
         raise InvalidReset("added budget applies to the cost ceiling, not the watchdog")
-    last = next((r.data for r in reversed(history.rows) if "max_session_usd" in r.data), {})
+    last: dict[str, Any] = next(
+        (r.data for r in reversed(history.rows) if "max_session_usd" in r.data), {})
     base = float(last.get("max_session_usd", 0.0))
     if budget and not base:
         raise InvalidReset("no per-session cost ceiling is recorded for this session: added "

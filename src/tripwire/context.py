@@ -209,7 +209,8 @@ class ContextGuard:
         "window_assumed",
     )
 
-    def __init__(self, config: ContextConfig, estimator_class: type, utf8_length: Callable):
+    def __init__(self, config: ContextConfig, estimator_class: type,
+                 utf8_length: Callable[[Any], int]):
         self.config = config
         self.estimator = estimator_class()
         self._utf8_length = utf8_length
@@ -262,7 +263,7 @@ class ContextGuard:
 
     @property
     def tokens(self) -> int:
-        return self.measured + self.estimator.tokens
+        return self.measured + int(self.estimator.tokens)
 
     def check(self) -> str | None:
         """After an observation: ``"turn_cut"`` (>= 95%, once a turn), ``"compact"`` (the

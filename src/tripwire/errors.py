@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "TripwireError",
     "ConfigError",
@@ -10,6 +12,7 @@ __all__ = [
     "ResetRefused",
     "InvalidReset",
     "BatchInterrupted",
+    "SmallTierParentRefused",
 ]
 
 
@@ -69,12 +72,17 @@ class InvalidReset(TripwireError, ValueError):
     is not configured."""
 
 
+class SmallTierParentRefused(ConfigError):
+    """The small-tier-parent guard in ``refuse`` mode: the parent model is small-tier."""
+
+
 class BatchInterrupted(TripwireError):
     """Event ``index`` of a ``Fleet.observe_many`` batch raised ``error`` (a malformed usage,
     a refused reset ...). The events before it were observed, and ``outcomes`` holds theirs,
     as ``observe_many`` would have returned them; it and the events after it were not."""
 
-    def __init__(self, index: int, session_id: str, error: TripwireError, outcomes: list):
+    def __init__(self, index: int, session_id: str, error: TripwireError,
+                 outcomes: list[tuple[int, str, Any]]):
         super().__init__(f"event {index} (session {session_id!r}): {error}")
         self.index = index
         self.session_id = session_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -112,7 +112,7 @@ def _names(types: tuple[type, ...]) -> str:
 
 
 def _count(obj: dict[str, Any], name: str) -> int | None:
-    value = _field(obj, name, (int,))
+    value: int | None = _field(obj, name, (int,))
     if value is not None and value < 0:
         raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
     return value
@@ -172,7 +172,7 @@ def _reset(o: dict[str, Any]) -> Reset:
     return Reset(guardrail, budget)
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "call": _call,
     "result": _result,
     "text": _text,

@@ -51,9 +51,9 @@ class ReplayStats:
     events: int = 0
     invalid_lines: int = 0
     skipped_events: int = 0
-    alerts: Counter = field(default_factory=Counter)
+    alerts: Counter[str] = field(default_factory=Counter)
     critical_alerts: int = 0
-    decisions: Counter = field(default_factory=Counter)
+    decisions: Counter[str] = field(default_factory=Counter)
     halted_sessions: int = 0
 
     def summary(self) -> dict[str, Any]:

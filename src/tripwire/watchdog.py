@@ -39,13 +39,16 @@ class Watchdog:
     settings: EngineSettings
     events: int
     last_used: float
-    __slots__ = ()  # the native class then has no per-instance __dict__ (a fleet has many)
+    if TYPE_CHECKING:  # the engine classes hold these (the native one in C slots)
+        __slots__ = ("config", "events", "last_used", "settings")
+    else:  # the native class then has no per-instance __dict__ (a fleet has many)
+        __slots__ = ()
 
     def __new__(cls, config: WatchdogConfig | None = None, *,
                 implementation: str | None = None) -> Watchdog:
         target = watchdog_class(implementation) if cls is Watchdog else cls
         # the engine's constructor along the concrete class's MRO (native: the C type's tp_new)
-        instance: Watchdog = super(Watchdog, target).__new__(target)  # type: ignore[misc]
+        instance: Watchdog = super(Watchdog, target).__new__(target)
         return instance
 
     def __init__(

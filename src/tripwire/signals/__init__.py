@@ -10,6 +10,7 @@ by ``tests/test_parity.py``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,8 +167,7 @@ class WatchdogConfig:
             resolved: dict[str, Any] = {}
             enabled = 0
             for spec in SIGNALS:
-                resolved.update(spec.resolve(lambda knob, s=spec.id: self.value(s, knob),
-                                             resolved))
+                resolved.update(spec.resolve(functools.partial(self.value, spec.id), resolved))
                 if self.is_enabled(spec.id):
                     enabled |= spec.bit
             cached = EngineSettings(enabled=enabled, **resolved)
