@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from .config import read_config_file
 from .errors import ConfigError, InvalidEvent, InvalidReset
+from .guardrail import Guardrail
 from .guardrails import GuardrailsConfig
 from .modes import parse_mode
 from .replay import ReplayOptions, ReplayStats, event_files, replay_file
@@ -100,13 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
     reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
     reset.add_argument("store", metavar="STORE")
     reset.add_argument("--session", metavar="ID", required=True)
-    reset.add_argument("--guardrail", choices=("watchdog", "cost_ceiling", "all"), default="all")
+    reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
+                       metavar="{watchdog,cost_ceiling,all}")
     reset.add_argument("--add-budget", type=float, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
     verify.add_argument("store", metavar="STORE")
     return parser
+
+
+def _reset_scope(text: str) -> Guardrail:
+    try:
+        return Guardrail.parse_reset(text)
+    except InvalidReset as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _mode(text: str) -> str:
@@ -246,9 +255,9 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if folded.cost_escalation_halt:
             cleared.append("per-turn cost escalation")
     store.append(args.session, "reset", {
-        "guardrail": args.guardrail, "budget_usd": budget, "cleared": cleared,
+        "guardrail": args.guardrail.value, "budget_usd": budget, "cleared": cleared,
         "spent_usd": folded.spent_usd, "max_session_usd": base, "by": "tripwire reset"})
-    _print({"kind": "reset", "session": args.session, "guardrail": args.guardrail,
+    _print({"kind": "reset", "session": args.session, "guardrail": args.guardrail.value,
             "cleared": cleared, "max_session_cost_usd": ceiling + budget if base else 0.0}, out)
     store.close()
     return EXIT_OK

@@ -38,7 +38,7 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["read_config_file", "SECTIONS"]
 
 #: Top-level sections a config file may hold.
-SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "store")
+SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from .errors import InvalidEvent
+from .guardrail import Guardrail
 
 __all__ = [
     "Call",
@@ -89,8 +90,6 @@ class Reset:
 
 Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]  # noqa: UP007 (py3.10 alias)
 
-GUARDRAILS = ("watchdog", "cost_ceiling", "all")
-
 
 def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
            nullable: bool = True) -> Any:
@@ -162,14 +161,11 @@ def _usage(o: dict[str, Any]) -> Usage:
 
 
 def _reset(o: dict[str, Any]) -> Reset:
-    guardrail = _field(o, "guardrail", (str,)) or "all"
-    guardrail = guardrail.strip().lower()
-    if guardrail not in GUARDRAILS:
-        raise InvalidEvent(
-            f"field 'guardrail' must be one of {', '.join(GUARDRAILS)}, not {guardrail!r}"
-        )
+    value = _field(o, "guardrail", (str,)) or "all"
+    scope = Guardrail.parse_reset(value.strip().lower(), error=InvalidEvent,
+                                  prefix="field 'guardrail'")
     budget = _usd(o, "additional_budget_usd") or 0.0
-    return Reset(guardrail, budget)
+    return Reset(scope.value, budget)
 
 
 _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {

@@ -35,7 +35,8 @@ from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
 from .feedback import FeedbackQueue
-from .modes import Mode, detect_unattended, parse_mode, resolve_mode
+from .guardrail import Guardrail, halted_by
+from .modes import Mode, detect_unattended, resolve_mode
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
 from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert, WatchdogConfig
@@ -49,8 +50,6 @@ UNATTENDED_SESSION_CEILING_USD = 10.0
 ESCALATE_AFTER = 3
 #: SPEC §3: the feedback queue's bound.
 FEEDBACK_QUEUE = 4
-
-GUARDRAILS = ("watchdog", "cost_ceiling", "all")
 
 _WATCHDOG_FILE_KEYS = {"mode", "escalate_after", "feedback_queue"}
 _COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
@@ -680,16 +679,13 @@ class Guardrails:
         cannot apply.
         """
         with self._lock:
-            scope = guardrail.strip().lower() if isinstance(guardrail, str) else guardrail
-            if scope not in GUARDRAILS:
-                raise InvalidReset(f"guardrail must be one of {', '.join(GUARDRAILS)}, "
-                                   f"not {guardrail!r}")
-            if additional_budget_usd and scope == "watchdog":
+            scope = Guardrail.parse_reset(guardrail)
+            if additional_budget_usd and scope is Guardrail.WATCHDOG:
                 raise InvalidReset(
                     "additional budget applies to the cost ceiling, not the watchdog"
                 )
             budget = 0
-            if scope in ("cost_ceiling", "all"):
+            if scope.covers(Guardrail.COST_CEILING):
                 try:
                     budget = self._cost.check_reset(additional_budget_usd)
                 except ResetRefused as refused:
@@ -697,7 +693,7 @@ class Guardrails:
                                        guardrail="cost_ceiling")
                     raise
             cleared: list[str] = []
-            if scope in ("watchdog", "all"):
+            if scope.covers(Guardrail.WATCHDOG):
                 if self._watchdog_halt is not None:
                     cleared.append("watchdog")
                 self._watchdog_halt = None
@@ -705,7 +701,7 @@ class Guardrails:
                 self._cut_signal, self._cut_in_a_row = None, 0
                 if self._watchdog is not None:
                     self._watchdog.reset()  # a resumed run must build back up to a threshold
-            if scope in ("cost_ceiling", "all"):
+            if scope.covers(Guardrail.COST_CEILING):
                 cleared += self._cost.reset(budget)
             if not self.halted:
                 self._blocked = None
@@ -719,14 +715,15 @@ class Guardrails:
                 )
             if not parts:
                 parts.append("nothing in scope to reset" + (
-                    f"; the session is still halted by {', '.join(still)}" if still
+                    f"; the session is still {halted_by(still)}" if still
                     else "; no guardrail was tripped"))
             elif still:
-                parts.append(f"still halted by {', '.join(still)}")
+                parts.append(f"still {halted_by(still)}")
             message = "reset: " + "; ".join(parts)
-            self._persist("reset", {"guardrail": scope, "budget_usd": budget / NANO,
+            self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
                                     "cleared": cleared, **self._spend_fields()})
-            self._channel.emit("reset", message, guardrail=None if scope == "all" else scope)
+            self._channel.emit("reset", message,
+                               guardrail=None if scope is Guardrail.ALL else scope.value)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
 
     def status(self) -> Status:
@@ -901,12 +898,3 @@ def _describe(record: dict[str, Any]) -> str:
         return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
     return event
 
-
-def parse_guardrail(value: str) -> str:
-    scope = value.strip().lower()
-    if scope not in GUARDRAILS:
-        raise ConfigError(f"guardrail must be one of {', '.join(GUARDRAILS)}, not {value!r}")
-    return scope
-
-
-__all__ += ["parse_guardrail", "parse_mode"]
