@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .._common import json_text, safe_repr
+
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
 
@@ -162,11 +164,7 @@ def quote_args(args: Any) -> str:
     elif args is None:
         data = b""
     else:
-        try:
-            text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=repr)
-            data = text.encode("utf-8", "surrogatepass")
-        except (TypeError, ValueError, RecursionError):
-            data = repr(args).encode("utf-8", "backslashreplace")
+        data = json_text(args).encode("utf-8", "surrogatepass")
     return truncate_utf8(data)
 
 
@@ -187,9 +185,9 @@ def error_text(error: Any) -> str:
         error = bytes(error).decode("utf-8", "backslashreplace")
     elif not isinstance(error, str):
         try:
-            error = json.dumps(error, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError, RecursionError):
-            error = repr(error)
+            error = json.dumps(error, ensure_ascii=False, default=safe_repr)
+        except (TypeError, ValueError, RecursionError):  # deeper than json.dumps recurses
+            error = json_text(error)
     text: str = error
     return truncate_utf8(text.encode("utf-8", "backslashreplace"))
 
