@@ -17,6 +17,7 @@ from .errors import (
     InvalidReset,
     ResetRefused,
     SmallTierParentRefused,
+    StoreError,
     TripwireError,
 )
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
@@ -48,6 +49,7 @@ __all__ = [
     "ResetRefused",
     "SmallTierParentRefused",
     "Status",
+    "StoreError",
     "TripwireError",
     "Turn",
     "Watchdog",

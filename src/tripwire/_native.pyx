@@ -37,12 +37,9 @@ IMPLEMENTATION = "native"
 
 #: The engine API, the same in ``_reference`` (tests/test_parity.py checks it).
 __all__ = [
-    "IMPLEMENTATION", "BYTES_PER_TOKEN", "Engine", "TokenEstimator", "Batch", "canonical_key",
-    "canonical_form", "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "payload_digest",
-    "utf8_length", "estimate_tokens",
+    "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
+    "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
 ]
-BYTES_PER_TOKEN = 3
-
 
 def _signal_bits():
     cdef size_t i
@@ -431,14 +428,6 @@ def xxh3_128(data):
     finally:
         PyBuffer_Release(&buf)
     return (<object>h.high64 << 64) | h.low64
-
-
-def payload_digest(payload):
-    """The 128-bit digest no-new-state remembers (big-endian, as ``xxh3_128_digest``)."""
-    data = payload_bytes(payload)
-    if data is None:
-        return None
-    return xxh3_128(data).to_bytes(16, "big")
 
 
 # ------------------------------------------------------------------------------------------

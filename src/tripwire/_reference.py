@@ -64,9 +64,8 @@ IMPLEMENTATION = "python"
 
 #: The engine API, the same in ``_native`` (tests/test_parity.py checks it).
 __all__ = [
-    "IMPLEMENTATION", "BYTES_PER_TOKEN", "Engine", "TokenEstimator", "Batch", "canonical_key",
-    "canonical_form", "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "payload_digest",
-    "utf8_length", "estimate_tokens",
+    "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
+    "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
 ]
 
 # --------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ __all__ = [
     "InvalidReset",
     "BatchInterrupted",
     "SmallTierParentRefused",
+    "StoreError",
 ]
 
 
@@ -70,6 +71,11 @@ class InvalidReset(TripwireError, ValueError):
     """A reset request that makes no sense (HTTP 400 semantics): budget for the watchdog, a
     negative or non-finite budget, an unknown guardrail, or budget for a per-session bound that
     is not configured."""
+
+
+class StoreError(TripwireError):
+    """The store cannot be used: unreadable, corrupt or locked database, or a bad key. The message
+    names the database file when there is one."""
 
 
 class SmallTierParentRefused(ConfigError):

@@ -12,14 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import _engine
 from ._common import BATCH_KINDS, remember_call_id
 from .decision import CONTINUE, Decision, Turn
-from .errors import BatchInterrupted, GuardrailHalted, InvalidEvent, TripwireError
+from .errors import (
+    BatchInterrupted,
+    GuardrailHalted,
+    InvalidEvent,
+    StoreError,
+    TripwireError,
+)
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
@@ -86,7 +92,6 @@ class Fleet:
         are. Returns how many were restored; fails open as each session's restore does."""
         if self.store is None:
             return 0
-        from .store import StoreError
 
         try:
             histories = self.store.histories()
@@ -109,7 +114,7 @@ class Fleet:
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self._sessions))
 
     def evict(self, session_id: str) -> bool:
@@ -253,7 +258,8 @@ class Fleet:
         return sessions
 
     @staticmethod
-    def _report_blocked(batch: Any, sessions: list[Guardrails], out: list) -> None:
+    def _report_blocked(batch: Any, sessions: list[Guardrails],
+                        out: list[tuple[int, str, Decision | Turn]]) -> None:
         for j in batch.take_blocked():
             g = sessions[batch.slot(j)]
             out.append((j, g.session_id, g._blocked))
@@ -282,7 +288,7 @@ class Fleet:
                 g._context.estimator.add_bytes(added)
 
     @staticmethod
-    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[tuple],
+    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[tuple[Any, ...]],
                     stop: int) -> None:
         """An interrupted batch: the call id maps of the sessions it drove, as of row stop."""
         for i in range(stop):
@@ -295,7 +301,7 @@ class Fleet:
             elif row[1] == "call" and row[4] is not None:
                 remember_call_id(ids, row[4], row[2])
 
-    def _single(self, row: tuple, index: int, g: Guardrails,
+    def _single(self, row: tuple[Any, ...], index: int, g: Guardrails,
                 out: list[tuple[int, str, Decision | Turn]]) -> None:
         sid, kind, *f = row
         outcome: Decision | Turn
@@ -336,7 +342,7 @@ def _last_used(g: Guardrails) -> float:
     return w.last_used if w is not None else g._used_at
 
 
-def _index(outcome: tuple) -> int:
+def _index(outcome: tuple[int, str, Decision | Turn]) -> int:
     return outcome[0]
 
 
@@ -372,7 +378,7 @@ def _rows(events: Iterable[Any] | Mapping[str, Sequence[Any]]) -> Iterable[Any]:
     return rows
 
 
-def _as_tuple(event: Any, i: int) -> tuple:
+def _as_tuple(event: Any, i: int) -> tuple[Any, ...]:
     """A ``(session_id, Event)`` pair as a batch tuple."""
     if not (isinstance(event, (tuple, list)) and len(event) == 2):
         raise InvalidEvent(f"expected (session_id, kind, *fields), not {event!r}")

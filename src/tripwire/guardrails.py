@@ -33,7 +33,7 @@ from .config import read_config_file
 from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
-from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
+from .errors import ConfigError, GuardrailHalted, ResetRefused, StoreError
 from .feedback import FeedbackQueue
 from .guardrail import Guardrail, halted_by
 from .modes import Mode, detect_unattended, resolve_mode
@@ -262,7 +262,8 @@ class Guardrails:
         "settings",
     )
 
-    def __init__(self, config: GuardrailsConfig | None = None, *, session_id: str = "default",
+    def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
+                 session_id: str = "default",
                  on_event: Callable[[OperatorEvent], object] | None = None,
                  counters: Counters | None = None, implementation: str | None = None,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
@@ -319,7 +320,7 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
-            if self.halted and self._store is not None and not len(self._outbox):
+            if self.halted and self._outbox is not None and not len(self._outbox):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
                 self._sync_resets()
@@ -460,7 +461,8 @@ class Guardrails:
                 decision = self._cost_decision(trip, in_turn=self._in_turn)
             elif self._blocked is not None:
                 decision = self._blocked
-            if self._store is not None and self._cost.spent != self._outbox.queued_spend:
+            outbox = self._outbox  # there is one exactly when there is a store
+            if outbox is not None and self._cost.spent != outbox.queued_spend:
                 self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
             context = self._context
             if context is not None:
@@ -500,7 +502,7 @@ class Guardrails:
         self._channel.counters.count_trip("watchdog")
         self._persist("trip", {"guardrail": "watchdog", "kind": "turn", "halts": False,
                                "signal": alert.signal, "reason": reason, "in_a_row": n,
-                               "mode": str(self.mode), **self._spend_fields()})
+                               "mode": str(self.mode), **self._cost.snapshot()})
         self._channel.emit(
             "cut",
             f"watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -525,7 +527,7 @@ class Guardrails:
             "guardrail": "watchdog", "kind": "session" if alert.scope != "turn" else "escalation",
             "halts": True, "signal": alert.signal, "reason": reason,
             "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode),
-            **self._spend_fields()})
+            **self._cost.snapshot()})
         self._channel.emit(
             "halt",
             "watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -534,7 +536,7 @@ class Guardrails:
             event=alert.event)
         return decision
 
-    def _batch_state(self) -> tuple:
+    def _batch_state(self) -> tuple[Any, ...]:
         """What batch ingest needs of this session (its lock held): ``(engine, blocked,
         context, ids, words_matter, cost)``. The engine is None when the batch must hand every
         row to this object: off mode, or a result streaming in chunk by chunk (its final
@@ -575,7 +577,7 @@ class Guardrails:
         self._channel.counters.count_trip("cost_ceiling")
         self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
                                "halts": trip.halts, "reason": trip.reason,
-                               "in_a_row": trip.in_a_row, **self._spend_fields()})
+                               "in_a_row": trip.in_a_row, **self._cost.snapshot()})
         head = ("cost_ceiling guardrail cut the turn in flight \u2014 the cancellation that "
                 "follows is this cut, not a provider failure: " if in_turn
                 else "cost_ceiling guardrail tripped: ")
@@ -596,6 +598,7 @@ class Guardrails:
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
         context = self._context
+        assert context is not None  # called only with a context guard
         verdict = context.check()
         if verdict is None:
             return decision
@@ -684,18 +687,12 @@ class Guardrails:
         """
         with self._lock:
             scope = Guardrail.parse_reset(guardrail)
-            if additional_budget_usd and scope is Guardrail.WATCHDOG:
-                raise InvalidReset(
-                    "additional budget applies to the cost ceiling, not the watchdog"
-                )
-            budget = 0
-            if scope.covers(Guardrail.COST_CEILING):
-                try:
-                    budget = self._cost.check_reset(additional_budget_usd)
-                except ResetRefused as refused:
-                    self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
-                                       guardrail="cost_ceiling")
-                    raise
+            try:
+                budget = self._cost.check_reset(additional_budget_usd, scope)
+            except ResetRefused as refused:
+                self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
+                                   guardrail="cost_ceiling")
+                raise
             cleared: list[str] = []
             if scope.covers(Guardrail.WATCHDOG):
                 if self._watchdog_halt is not None:
@@ -725,7 +722,7 @@ class Guardrails:
                 parts.append(f"still {halted_by(still)}")
             message = "reset: " + "; ".join(parts)
             self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
-                                    "cleared": cleared, **self._spend_fields()})
+                                    "cleared": cleared, **self._cost.snapshot()})
             self._channel.emit("reset", message,
                                guardrail=None if scope is Guardrail.ALL else scope.value)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
@@ -758,19 +755,14 @@ class Guardrails:
 
     # -- durability (SPEC §5) ------------------------------------------------------------------
 
-    def _spend_fields(self) -> dict[str, Any]:
-        cost = self._cost
-        return {"spent_usd": cost.spent / NANO, "max_session_usd": cost.max_session / NANO,
-                "max_turn_usd": cost.max_turn / NANO, "granted_usd": cost.granted / NANO}
-
     def _persist(self, kind: str, data: dict[str, Any]) -> None:
         """Append one row before the decision is returned (the store fsyncs), waiting for the
         store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
         in order, and is written in the background (persistence.py) — a held lock must neither
         lose a halt nor hold the harness's decision."""
-        if self._store is None:
-            return
         outbox = self._outbox
+        if outbox is None:
+            return
         outbox.put(kind, data)
         if kind != "context":  # trips, resets and spend rows all carry the spend and counts
             outbox.queued_spend = self._cost.spent
@@ -778,7 +770,8 @@ class Guardrails:
         self._drain(DECISION_WAIT)
 
     def _drain(self, wait: float | None) -> bool:
-        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed):
+        if self._outbox is None or self._outbox.drain(self._store, self.session_id, wait,
+                                                      self._store_failed):
             return True
         RETRIER.schedule(self)
         return False
@@ -791,9 +784,9 @@ class Guardrails:
     def _flush_in_background(self) -> bool:
         """The retrier's write (persistence.py): the store's full timeout, quietly (the first
         failure was logged)."""
-        store = self._store
-        return store is None or self._outbox.drain(store, self.session_id, None,
-                                                   lambda kind, exc: None)
+        store, outbox = self._store, self._outbox
+        return store is None or outbox is None or outbox.drain(store, self.session_id, None,
+                                                               lambda kind, exc: None)
 
     def flush(self) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout); True when
@@ -811,7 +804,7 @@ class Guardrails:
         return self._cut_signal, self._cut_in_a_row, self._cost.in_a_row
 
     def _persist_spend(self) -> None:
-        self._persist("spend", {**self._spend_fields(),
+        self._persist("spend", {**self._cost.snapshot(),
                                 "watchdog_cut_signal": self._cut_signal,
                                 "watchdog_in_a_row": self._cut_in_a_row,
                                 "cost_in_a_row": self._cost.in_a_row})
@@ -820,6 +813,8 @@ class Guardrails:
         """At a turn boundary, what a restart needs and no other row wrote: the escalation
         counts (a clean turn clears them), and any spend not written yet."""
         outbox = self._outbox
+        if outbox is None:
+            return
         if self._cost.spent != outbox.queued_spend or self._counts() != outbox.queued_counts:
             self._persist_spend()
         elif len(outbox):
@@ -836,7 +831,6 @@ class Guardrails:
             self._restore()
 
     def _read_history(self, history: Any = None) -> Folded | None:
-        from .store import StoreError
 
         try:
             if history is None:
@@ -855,15 +849,7 @@ class Guardrails:
         if folded is None or (not folded.rows and folded.tampered is None):
             return
         cost = self._cost
-        cost.spent = max(cost.spent, round(folded.spent_usd * NANO))
-        if cost.max_session:  # budget only for a per-session bound still configured
-            cost.granted = round(folded.granted_usd * NANO)
-        if folded.cost_session_halt is not None and cost.max_session:
-            cost.session_reason = folded.cost_session_halt["reason"]
-        if folded.cost_escalation_halt is not None and cost.max_turn:
-            cost.escalation_reason = folded.cost_escalation_halt["reason"]
-        if cost.max_turn:
-            cost.in_a_row = folded.cost_in_a_row
+        cost.apply(folded)
         if self._watchdog is not None:
             self._cut_signal = folded.watchdog_cut_signal
             self._cut_in_a_row = folded.watchdog_in_a_row
@@ -882,8 +868,9 @@ class Guardrails:
             LOGGER.warning(self._channel.line(self._watchdog_halt))
         if self.halted:
             self._blocked = self.refusal()
-        self._outbox.queued_spend = cost.spent  # what the store holds now
-        self._outbox.queued_counts = self._counts()
+        if self._outbox is not None:
+            self._outbox.queued_spend = cost.spent  # what the store holds now
+            self._outbox.queued_counts = self._counts()
 
     def _sync_resets(self) -> None:
         """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by
@@ -927,5 +914,5 @@ def _describe(record: dict[str, Any]) -> str:
         return f"context reduction failed ({record['operation']}): {record['reason']}"
     if event == "context-reduction-degraded":
         return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
-    return event
+    return str(event)
 
