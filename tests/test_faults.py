@@ -151,3 +151,307 @@ def test_deep_serialization_agrees_with_json_where_both_apply() -> None:
         assert _iterative_json(value, sort_keys) == expected
     assert _to_json(nested(300), sort_keys=False) == (
         '{"a":' * 300 + "{}" + "}" * 300).encode()
+
+
+# -- spend is durable at every usage event -----------------------------------------------------
+
+import sqlite3  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from tripwire import GuardrailHalted, Guardrails  # noqa: E402
+from tripwire.cli import main as cli_main  # noqa: E402
+from tripwire.store import SQLiteStore, StoreError  # noqa: E402
+
+LOOP = ("read_file", '{"path": "src/a.py"}')
+ENFORCE = GuardrailsConfig(mode="enforce", unattended=False)
+
+
+def restored_spend(db: Path, implementation: str, session: str = "s1") -> float:
+    g = Guardrails(ENFORCE, session_id=session, implementation=implementation,
+                   store=SQLiteStore(db))
+    return g.status().spent_usd
+
+
+def test_a_turn_halted_by_the_watchdog_keeps_its_spend(tmp_path: Path,
+                                                       implementation: str) -> None:
+    db = tmp_path / "g.sqlite"
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(model="m", input_tokens=10, cost_usd=9.0)
+    decisions = [g.on_call(*LOOP) for _ in range(5)]
+    assert decisions[-1].halt_session
+    g.end_turn()
+    assert restored_spend(db, implementation) == pytest.approx(9.0)
+
+
+def test_a_turn_cut_by_the_watchdog_keeps_its_spend(tmp_path: Path, implementation: str) -> None:
+    db = tmp_path / "g.sqlite"
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(cost_usd=2.5)
+    for _ in range(3):
+        decision = g.on_result("t", no_op=True, payload="x")
+    assert decision.cut_turn and not g.halted
+    g.end_turn()
+    assert restored_spend(db, implementation) == pytest.approx(2.5)
+
+
+def test_spend_is_in_the_store_when_on_usage_returns(tmp_path: Path,
+                                                     implementation: str) -> None:
+    """No turn end, no trip: the usage event alone (the crash trials of test_crash.py kill the
+    process at random points on top of this)."""
+    db = tmp_path / "g.sqlite"
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(cost_usd=3.85)
+    g.on_usage(cost_usd=0.10)
+    assert restored_spend(db, implementation) == pytest.approx(3.95)
+
+
+def test_a_batch_keeps_the_spend_of_a_halted_turn(tmp_path: Path, implementation: str) -> None:
+    db = tmp_path / "g.sqlite"
+    fleet = Fleet(ENFORCE, store=SQLiteStore(db), implementation=implementation)
+    out = fleet.observe_many([("s1", "turn_start"), ("s1", "usage", "m", 10, 5, 9.0)]
+                             + [("s1", "call", *LOOP)] * 5 + [("s2", "usage", "m", 1, 1, 0.25)])
+    assert [(i, d.action) for i, _, d in out] == [(6, "halt_session")]
+    assert restored_spend(db, implementation) == pytest.approx(9.0)
+    assert restored_spend(db, implementation, "s2") == pytest.approx(0.25)
+
+
+# -- eviction ----------------------------------------------------------------------------------
+
+
+class FlakyStore:
+    """A real store that refuses appends while ``failing`` (a held lock, a full disk)."""
+
+    def __init__(self, db: Path, delay: float = 0.0) -> None:
+        self.inner = SQLiteStore(db)
+        self.failing = False
+        self.delay = delay
+        self.appended: list[tuple[str, str, dict]] = []
+        self._lock = threading.Lock()
+
+    def append(self, session: str, kind: str, data: dict, *, wait: float | None = None):
+        if self.delay:
+            time.sleep(self.delay)
+        if self.failing:
+            raise StoreError("flaky.sqlite: database is locked")
+        row = self.inner.append(session, kind, data, wait=wait)
+        with self._lock:
+            self.appended.append((session, kind, data))
+        return row
+
+    def history(self, session: str):
+        return self.inner.history(session)
+
+    def histories(self, sessions=None):
+        return self.inner.histories(sessions)
+
+
+def test_evict_keeps_a_session_whose_halt_is_not_in_the_store(tmp_path: Path,
+                                                              implementation: str) -> None:
+    store = FlakyStore(tmp_path / "g.sqlite")
+    fleet = Fleet(ENFORCE, store=store, implementation=implementation)
+    fleet.session("s1").start_turn()
+    store.failing = True
+    decisions = [fleet.on_call("s1", *LOOP) for _ in range(5)]
+    assert decisions[-1].halt_session
+    assert not fleet.evict("s1") and "s1" in fleet  # its halt exists only in memory
+    assert fleet.evict_idle(0) == 0
+    store.failing = False
+    assert fleet.evict("s1") and "s1" not in fleet
+    with pytest.raises(GuardrailHalted):
+        fleet.session("s1").start_turn()  # restored from the store: still halted
+
+
+def test_eviction_racing_a_session_in_use_loses_no_decision(tmp_path: Path,
+                                                           implementation: str) -> None:
+    """The agent's thread halts and resets its session over and over while another thread
+    evicts it: no exception reaches the agent, every halt decision reaches it, and each halt
+    and reset is written exactly once."""
+    store = FlakyStore(tmp_path / "g.sqlite", delay=0.002)  # a slow store widens every window
+    fleet = Fleet(ENFORCE, store=store, implementation=implementation)
+    halts, resets, errors = [], [], []
+    stop = threading.Event()
+
+    def agent() -> None:
+        try:
+            for n in range(30):
+                fleet.session("s1").start_turn()
+                args = f'{{"path": "f{n}.py"}}'
+                for _ in range(5):
+                    decision = fleet.on_call("s1", "read_file", args)
+                    if decision.halt_session:
+                        halts.append(n)
+                        break
+                fleet.reset("s1")
+                resets.append(n)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    def evictor() -> None:
+        try:
+            while not stop.is_set():
+                fleet.evict("s1")
+                fleet.evict_idle(0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=agent), threading.Thread(target=evictor)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert len(resets) == 30
+    trips = [d for s, k, d in store.appended if k == "trip" and d["halts"]]
+    assert len(trips) == len(halts)  # each halt written once
+    assert len([1 for _, k, _ in store.appended if k == "reset"]) == 30
+
+
+# -- store failures: fail open, promptly, without losing rows ---------------------------------
+
+
+def test_a_deleted_database_file_keeps_rows_in_memory(tmp_path: Path, implementation: str,
+                                                      caplog) -> None:
+    db = tmp_path / "g.sqlite"
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))
+    g.start_turn()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    decisions = [g.on_call(*LOOP) for _ in range(5)]
+    assert decisions[-1].halt_session and g.halted
+    assert g.unpersisted_rows == 1  # not "written" into the unlinked file
+    assert any("deleted or replaced while in use" in r.getMessage() for r in caplog.records)
+
+
+def test_guardrails_on_a_corrupt_store_keep_deciding(tmp_path: Path, implementation: str,
+                                                     caplog) -> None:
+    db = tmp_path / "junk.sqlite"
+    db.write_bytes(os.urandom(8192))
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))  # neither raises
+    g.start_turn()
+    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
+    assert g.unpersisted_rows == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("store unavailable" in m for m in messages)
+    assert any("could not persist a trip row" in m for m in messages)
+
+
+def test_a_held_write_lock_does_not_hold_the_decision(tmp_path: Path,
+                                                      implementation: str) -> None:
+    """Another writer holds the lock far longer than the store's timeout would wait: the halt
+    decision returns while the lock is still held (the holder lets go only once it has), and
+    the row reaches the store in the background once the lock is free."""
+    db = tmp_path / "g.sqlite"
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db, timeout=60.0))
+    g.start_turn()
+    for _ in range(4):
+        g.on_call(*LOOP)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    decided = threading.Event()
+    result: list = []
+
+    def decide() -> None:
+        result.append(g.on_call(*LOOP))
+        decided.set()
+
+    t = threading.Thread(target=decide)
+    t.start()
+    assert decided.wait(30), "the decision waited for the store's lock"
+    assert result[0].halt_session and g.unpersisted_rows == 1
+    holder.execute("ROLLBACK")
+    holder.close()
+    t.join()
+    deadline = time.monotonic() + 30
+    while g.unpersisted_rows and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert g.unpersisted_rows == 0  # the background retrier wrote it
+    with pytest.raises(GuardrailHalted):
+        Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db)).start_turn()
+
+
+def test_a_refused_turn_retries_the_outbox(tmp_path: Path, implementation: str) -> None:
+    store = FlakyStore(tmp_path / "g.sqlite")
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation, store=store)
+    g.start_turn()
+    store.failing = True
+    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
+    store.failing = False
+    with pytest.raises(GuardrailHalted):
+        g.start_turn()  # never reaches end_turn: the refusal is a decision point too
+    assert g.unpersisted_rows == 0
+    assert [k for _, k, _ in store.appended] == ["trip"]
+
+
+def test_a_halt_waiting_in_the_outbox_is_written_at_exit(tmp_path: Path,
+                                                         implementation: str) -> None:
+    """A real process halts while another holds the store's lock, then exits normally: the
+    halt is written on the way out (or by the background retrier before), never lost."""
+    db = tmp_path / "g.sqlite"
+    SQLiteStore(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    code = textwrap.dedent("""
+        import sys
+        from tripwire import Guardrails, GuardrailsConfig
+        from tripwire.store import SQLiteStore
+        g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s1",
+                       store=SQLiteStore(sys.argv[1]))
+        g.start_turn()
+        d = [g.on_call("read_file", '{"path": "a"}') for _ in range(5)][-1]
+        print("halted" if d.halt_session else "not halted", g.unpersisted_rows, flush=True)
+        sys.stdin.readline()  # the parent lets go of the lock, then says so
+    """)
+    env = {**os.environ, "TRIPWIRE_IMPLEMENTATION": implementation}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(db)], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline().split() == ["halted", "1"]
+    holder.execute("ROLLBACK")
+    holder.close()
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    with pytest.raises(GuardrailHalted):
+        Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db)).start_turn()
+
+
+# -- the CLI's reset with the wrong key ---------------------------------------------------------
+
+
+def test_a_reset_with_the_wrong_key_is_refused(tmp_path: Path, implementation: str,
+                                               monkeypatch) -> None:
+    import io
+
+    db = tmp_path / "g.sqlite"
+    monkeypatch.setenv("TRIPWIRE_STORE_KEY", "a secret the agent cannot read")
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
+                   store=SQLiteStore(db))
+    g.start_turn()
+    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
+    monkeypatch.delenv("TRIPWIRE_STORE_KEY")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli_main(["reset", str(db), "--session", "s1"], out=out, err=err) == 2
+    assert out.getvalue() == ""
+    assert err.getvalue().count("\n") == 1
+    assert "this key is not the one the store was created with" in err.getvalue()
+    monkeypatch.setenv("TRIPWIRE_STORE_KEY", "a secret the agent cannot read")
+    store = SQLiteStore(db)
+    assert [r.kind for r in store.history("s1").rows] == ["trip"]  # nothing was appended
+    assert store.verify()[0].intact
+    assert cli_main(["reset", str(db), "--session", "s1"], out=out, err=err) == 0
+

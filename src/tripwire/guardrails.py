@@ -781,12 +781,13 @@ class Guardrails:
             f"could not persist a {kind} row ({exc}); kept in memory and retried in the "
             "background and at the next guardrail decision"))
 
-    def _flush_in_background(self) -> bool:
+    def _flush_in_background(self, at_exit: bool = False) -> bool:
         """The retrier's write (persistence.py): the store's full timeout, quietly (the first
-        failure was logged)."""
+        failure was logged); at exit, after any write the retrier has under way."""
         store, outbox = self._store, self._outbox
-        return store is None or outbox is None or outbox.drain(store, self.session_id, None,
-                                                               lambda kind, exc: None)
+        take_over = getattr(store, "timeout", 5.0) if at_exit else 0.0
+        return store is None or outbox is None or outbox.drain(
+            store, self.session_id, None, lambda kind, exc: None, take_over=take_over)
 
     def flush(self) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout); True when

@@ -50,11 +50,13 @@ class Outbox:
             self._rows.append((kind, data))
 
     def drain(self, store: Any, session_id: str, wait: float | None,
-              on_error: Callable[[str, StoreError], None]) -> bool:
+              on_error: Callable[[str, StoreError], None], *, take_over: float = 0.0) -> bool:
         """Write queued rows in order; True when none is left. ``wait`` bounds each append's
-        wait for the store (None: the store's own timeout)."""
+        wait for the store (None: the store's own timeout); ``take_over``, how long to wait for
+        another thread that is writing them (0: leave them to it)."""
         while True:
-            if not self._draining.acquire(blocking=False):
+            if not self._draining.acquire(timeout=take_over) if take_over else \
+                    not self._draining.acquire(blocking=False):
                 return False  # another thread is writing this session's rows, ours included
             try:
                 while True:
@@ -84,7 +86,8 @@ class _Retrier:
         self._thread: threading.Thread | None = None
 
     def schedule(self, owner: Any) -> None:
-        """``owner`` has rows waiting; its ``_flush_in_background()`` writes them (True: done)."""
+        """``owner`` has rows waiting; its ``_flush_in_background(at_exit)`` writes them (True:
+        done; at exit it waits for a write the retrier thread has under way)."""
         with self._cv:
             self._waiting[id(owner)] = weakref.ref(owner)
             if self._thread is None or not self._thread.is_alive():
@@ -107,11 +110,11 @@ class _Retrier:
                     self._cv.wait(delay)  # a new schedule() wakes it sooner
                 delay = min(delay * 2, RETRY_CAP)
 
-    def _flush(self, owners: list[tuple[int, weakref.ref[Any]]]) -> int:
+    def _flush(self, owners: list[tuple[int, weakref.ref[Any]]], at_exit: bool = False) -> int:
         left = 0
         for key, ref in owners:
             owner = ref()
-            done = owner is None or owner._flush_in_background()
+            done = owner is None or owner._flush_in_background(at_exit)
             with self._cv:
                 if done and self._waiting.get(key) is ref:
                     del self._waiting[key]
@@ -124,7 +127,7 @@ class _Retrier:
         never reached another decision point must not lose its halt at exit)."""
         with self._cv:
             owners = list(self._waiting.items())
-        self._flush(owners)
+        self._flush(owners, at_exit=True)
 
 
 RETRIER = _Retrier()
