@@ -21,179 +21,29 @@ per session, not one global lock).
 from __future__ import annotations
 
 import logging
-import math
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from . import _engine
+from . import _engine, lines
 from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
-from .config import read_config_file
-from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
-from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
+from .config import GuardrailsConfig, ResolvedConfig
+from .context import Compaction, ContextGuard, SummaryResult, Utilization
+from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
-from .errors import ConfigError, GuardrailHalted, ResetRefused, StoreError
+from .errors import GuardrailHalted, ResetRefused, StoreError
 from .feedback import FeedbackQueue
-from .guardrail import Guardrail, halted_by
-from .modes import Mode, detect_unattended, resolve_mode
+from .guardrail import Guardrail
+from .modes import Mode
 from .persistence import DECISION_WAIT, RETRIER, Outbox
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
-from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert, WatchdogConfig
+from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from .watchdog import Watchdog
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
 
-#: SPEC §4: an unattended run has nobody watching the spend.
-UNATTENDED_SESSION_CEILING_USD = 10.0
-#: SPEC §3/§4: this many turns in a row cut by the same thing halt the session.
-ESCALATE_AFTER = 3
-#: SPEC §3: the feedback queue's bound.
-FEEDBACK_QUEUE = 4
-
-_WATCHDOG_FILE_KEYS = {"mode", "escalate_after", "feedback_queue"}
-_COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
-_SESSION_FILE_KEYS = {"unattended"}
-
-_ONE_SHOT = (
-    "Nothing starts that turn on its own, though: under a driver the run goes on, and a "
-    "one-shot run ends here."
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Configuration
-
-
-@dataclass(frozen=True)
-class ResolvedConfig:
-    """Every setting with its final value, and where the mode and session ceiling came from."""
-
-    mode: Mode
-    mode_source: str
-    unattended: bool
-    watchdog: WatchdogConfig
-    max_turn_cost_usd: float
-    max_session_cost_usd: float
-    session_ceiling_source: str
-    watchdog_escalate_after: int
-    cost_escalate_after: int
-    feedback_queue: int
-    context: ContextConfig
-
-    def describe(self) -> str:
-        """The startup line: the mode, its source and what it does."""
-        effect = {
-            Mode.OFF: "observes nothing",
-            Mode.WARN: "reports alerts to the operator only",
-            Mode.FEEDBACK: "reports alerts and tells the model on its next turn",
-            Mode.ENFORCE: "reports, tells the model, cuts a turn on a critical alert and halts "
-                          "the session on a session-scoped one",
-        }[self.mode]
-        turn = f"${self.max_turn_cost_usd:.4f}" if self.max_turn_cost_usd else "off"
-        session = f"${self.max_session_cost_usd:.4f}" if self.max_session_cost_usd else "off"
-        return (f"watchdog: {self.mode} mode [{self.mode_source}] ({effect}); cost ceiling: "
-                f"per turn {turn}, per session {session} [{self.session_ceiling_source}]")
-
-
-@dataclass(frozen=True)
-class GuardrailsConfig:
-    """Explicit settings; ``None`` means "not set here". Precedence (SPEC §3, §4): a field set
-    here > the config ``file`` (a parsed config file's sections) > the default for an
-    unattended or interactive run. An explicit 0 disables a cost bound even when unattended."""
-
-    watchdog: WatchdogConfig | None = None
-    mode: str | Mode | None = None
-    unattended: bool | None = None
-    max_turn_cost_usd: float | None = None
-    max_session_cost_usd: float | None = None
-    watchdog_escalate_after: int | None = None
-    cost_escalate_after: int | None = None
-    feedback_queue: int | None = None
-    context: ContextConfig | None = None
-    file: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_file(cls, path: str, **explicit: Any) -> GuardrailsConfig:
-        """Read a TOML/JSON config file; keyword arguments override it."""
-        return cls(file=read_config_file(path), **explicit)
-
-    def resolve(self) -> ResolvedConfig:
-        f = self.file
-        wd_file = _section(f, "watchdog", _WATCHDOG_FILE_KEYS)
-        cost_file = _section(f, "cost", _COST_FILE_KEYS)
-        session_file = _section(f, "session", _SESSION_FILE_KEYS)
-        unattended = _first(self.unattended, session_file.get("unattended"))
-        if unattended is None:
-            unattended = detect_unattended()
-        elif not isinstance(unattended, bool):
-            raise ConfigError(f"unattended must be true or false, not {unattended!r}")
-        if self.mode is not None and not isinstance(self.mode, (str, Mode)):
-            raise ConfigError(f"mode must be a string, not {self.mode!r}")
-        mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
-        watchdog = self.watchdog
-        if watchdog is None:
-            watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
-        session, session_source = self.max_session_cost_usd, "explicit"
-        if session is None and "max_session_usd" in cost_file:
-            session, session_source = cost_file["max_session_usd"], "config file"
-        if session is None:
-            if unattended:
-                session, session_source = UNATTENDED_SESSION_CEILING_USD, "unattended default"
-            else:
-                session, session_source = 0.0, "interactive default"
-        turn = _first(self.max_turn_cost_usd, cost_file.get("max_turn_usd"), 0.0)
-        return ResolvedConfig(
-            mode=mode,
-            mode_source=mode_source,
-            unattended=unattended,
-            watchdog=watchdog,
-            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd"),
-            max_session_cost_usd=_dollars(session, "max_session_cost_usd"),
-            session_ceiling_source=session_source,
-            watchdog_escalate_after=_count(_first(self.watchdog_escalate_after,
-                                                  wd_file.get("escalate_after"), ESCALATE_AFTER),
-                                           "watchdog escalate_after"),
-            cost_escalate_after=_count(_first(self.cost_escalate_after,
-                                              cost_file.get("escalate_after"), ESCALATE_AFTER),
-                                       "cost escalate_after"),
-            feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
-                                         FEEDBACK_QUEUE), "feedback_queue"),
-            context=self.context if self.context is not None else ContextConfig.from_mapping(f),
-        )
-
-
-def _first(*values: Any) -> Any:
-    for v in values:
-        if v is not None:
-            return v
-    return None
-
-
-def _section(f: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
-    section = f.get(name, {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"config section [{name}] must be a table")
-    unknown = sorted(set(section) - keys)
-    if unknown:
-        raise ConfigError(f"unknown setting(s) in [{name}]: {', '.join(unknown)} "
-                          f"(known: {', '.join(sorted(keys))})")
-    return section
-
-
-def _dollars(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
-    return max(0.0, float(value))  # <= 0 disables the bound
-
-
-def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, not {value!r}")
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,7 +177,7 @@ class Guardrails:
             if self.halted:
                 self._channel.counters.count_refused()
                 reason = self._halt_reason()
-                self._channel.emit("refused_turn", f"turn refused before any model call: {reason}",
+                self._channel.emit("refused_turn", lines.refused_turn(reason),
                                    guardrail=self._halted_by()[0])
                 raise GuardrailHalted(reason, self._halted_by())
             if self._watchdog is not None:
@@ -493,10 +343,8 @@ class Guardrails:
         self._cut_signal, self._cut_in_a_row, self._turn_cut_signal = alert.signal, n, alert.signal
         limit = self.settings.watchdog_escalate_after
         if n >= limit:
-            return self._halt_watchdog(alert, alerts, (
-                f"{alert.signal} cut {n} turns in a row (latest: {alert.reason}); a model that "
-                "restarts the loop on every fresh turn is not stopped by cutting turns"))
-        reason = f"watchdog cut the turn ({alert.signal}): {alert.reason}"
+            return self._halt_watchdog(alert, alerts, lines.watchdog_escalation(alert, n))
+        reason = lines.watchdog_cut_reason(alert)
         decision = Decision(CUT_TURN, "watchdog", reason, alerts)
         self._blocked = decision
         self._channel.counters.count_trip("watchdog")
@@ -504,19 +352,12 @@ class Guardrails:
                                "signal": alert.signal, "reason": reason, "in_a_row": n,
                                "mode": str(self.mode), **self._cost.snapshot()})
         self._channel.emit(
-            "cut",
-            f"watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
-            f"this cut, not a provider failure: {reason} The turn was stopped with its work "
-            f"unfinished; the session is NOT halted, and a further turn would start fresh. "
-            f"{_ONE_SHOT} {n} in a row now \u2014 at {limit} the session halts and needs an "
-            "operator reset.",
-            level=logging.WARNING, guardrail="watchdog", alert=alert, decision=decision,
-            event=alert.event)
+            "cut", lines.watchdog_cut(reason, n, limit), level=logging.WARNING,
+            guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
         return decision
 
     def _halt_watchdog(self, alert: Alert, alerts: tuple[Alert, ...], why: str) -> Decision:
-        reason = (f"watchdog halted the session ({alert.signal}): {why} The session refuses new "
-                  "turns until an operator resets it (Guardrails.reset, or `tripwire reset`).")
+        reason = lines.watchdog_halt_reason(alert, why)
         self._watchdog_halt = reason
         self._halt_alert = alert
         decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
@@ -529,11 +370,8 @@ class Guardrails:
             "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode),
             **self._cost.snapshot()})
         self._channel.emit(
-            "halt",
-            "watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
-            f"this cut, not a provider failure: {reason}",
-            level=logging.WARNING, guardrail="watchdog", alert=alert, decision=decision,
-            event=alert.event)
+            "halt", lines.watchdog_halt(reason), level=logging.WARNING,
+            guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
         return decision
 
     def _batch_state(self) -> tuple[Any, ...]:
@@ -562,9 +400,7 @@ class Guardrails:
                 self._pending[i] = (alert, False)
                 withdrawn.append(alert)
         for alert in withdrawn:
-            self._channel.emit("feedback_withdrawn",
-                               f"watchdog note withdrawn: {alert.signal} at event {alert.event} "
-                               "(the model has spoken since)",
+            self._channel.emit("feedback_withdrawn", lines.note_withdrawn(alert),
                                guardrail="watchdog", alert=alert, event=alert.event)
 
     # -- cost ceiling (SPEC §4) ----------------------------------------------------------------
@@ -578,18 +414,9 @@ class Guardrails:
         self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
                                "halts": trip.halts, "reason": trip.reason,
                                "in_a_row": trip.in_a_row, **self._cost.snapshot()})
-        head = ("cost_ceiling guardrail cut the turn in flight \u2014 the cancellation that "
-                "follows is this cut, not a provider failure: " if in_turn
-                else "cost_ceiling guardrail tripped: ")
-        if trip.halts:
-            tail = "The session is halted: every later turn is refused until an operator reset."
-        else:
-            limit = self._cost.escalate_after
-            tail = ("The turn was stopped with its work unfinished; the session is NOT halted, "
-                    f"and a further turn would start from a fresh per-turn budget. {_ONE_SHOT} "
-                    f"{trip.in_a_row} in a row now \u2014 at {limit} the session halts and needs "
-                    "an operator reset.")
-        self._channel.emit("halt" if trip.halts else "cut", f"{head}{trip.reason}. {tail}",
+        line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
+                               in_a_row=trip.in_a_row, limit=self._cost.escalate_after)
+        self._channel.emit("halt" if trip.halts else "cut", line,
                            level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
         return decision
 
@@ -608,17 +435,11 @@ class Guardrails:
                 "event": "compaction-pending", "utilization": round(u.fraction, 6),
                 "estimated": u.estimated, "tokens": u.tokens, "window": u.window,
                 "threshold": u.threshold, "model": u.model,
-                "message": f"compaction pending: the context is {u.fraction:.1%} full "
-                           f"({u.tokens:,} of {u.window:,} tokens"
-                           f"{', partly estimated' if u.estimated else ''}), past the "
-                           f"{u.threshold:.0%} threshold for {u.tier or 'an unknown'} tier",
+                "message": lines.compaction_pending(u),
             })
             return decision
         record = context.turn_cut_record()
-        reason = (f"the context window is {u.fraction:.1%} full ({u.tokens:,} of {u.window:,} "
-                  f"tokens, {u.unmeasured_bytes:,} bytes of it estimated), past the "
-                  f"{self.settings.context.cut_at:.0%} hard ceiling; compaction is pending, so a "
-                  "next turn would start by reducing context")
+        reason = lines.context_cut_reason(u, self.settings.context.cut_at)
         if not decision.proceed:
             self._context_record({**record, "message": reason})
             return decision  # already cut or halted by another guardrail
@@ -626,8 +447,7 @@ class Guardrails:
         self._blocked = cut
         self._channel.counters.count_trip("context")
         self._channel.emit(
-            "cut", "context guard cut the turn in flight \u2014 the cancellation that follows is "
-            f"this cut, not a provider failure: {reason}.", level=logging.WARNING,
+            "cut", lines.context_cut(reason), level=logging.WARNING,
             guardrail="context", decision=cut, record=record)
         return cut
 
@@ -647,7 +467,7 @@ class Guardrails:
                 return Compaction("skipped", reason="the context guard is disabled")
             result = self._context.compact(messages, focus, self._summarize)
             for record in result.records:
-                self._context_record({**record, "message": _describe(record)})
+                self._context_record({**record, "message": lines.compaction_record(record)})
             return result
 
     def utilization(self) -> Utilization | None:
@@ -707,20 +527,7 @@ class Guardrails:
             if not self.halted:
                 self._blocked = None
             still = self._halted_by()
-            parts = []
-            if cleared:
-                parts.append("cleared " + ", ".join(cleared))
-            if budget:
-                parts.append(
-                    f"session ceiling raised by {usd(budget)} to {usd(self._cost.ceiling)}"
-                )
-            if not parts:
-                parts.append("nothing in scope to reset" + (
-                    f"; the session is still {halted_by(still)}" if still
-                    else "; no guardrail was tripped"))
-            elif still:
-                parts.append(f"still {halted_by(still)}")
-            message = "reset: " + "; ".join(parts)
+            message = lines.reset_done(cleared, budget, self._cost.ceiling, still)
             self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
                                     "cleared": cleared, **self._cost.snapshot()})
             self._channel.emit("reset", message,
@@ -777,9 +584,7 @@ class Guardrails:
         return False
 
     def _store_failed(self, kind: str, exc: Exception) -> None:
-        LOGGER.error(self._channel.line(
-            f"could not persist a {kind} row ({exc}); kept in memory and retried in the "
-            "background and at the next guardrail decision"))
+        LOGGER.error(self._channel.line(lines.store_failed(kind, exc)))
 
     def _flush_in_background(self, at_exit: bool = False) -> bool:
         """The retrier's write (persistence.py): the store's full timeout, quietly (the first
@@ -837,8 +642,7 @@ class Guardrails:
             if history is None:
                 history = self._store.history(self.session_id)
         except StoreError as exc:
-            LOGGER.warning(self._channel.line(
-                f"guardrail history unreadable ({exc}); the session runs without it"))
+            LOGGER.warning(self._channel.line(lines.history_unreadable(exc)))
             return None
         folded = fold_history(history)
         for warning in folded.warnings:
@@ -865,7 +669,7 @@ class Guardrails:
             if halt is not None and self.mode == Mode.ENFORCE:
                 self._watchdog_halt = halt["reason"]
         if folded.tampered is not None and (self.mode == Mode.ENFORCE or cost.active):
-            self._watchdog_halt = f"watchdog halted the session: {folded.tampered}."
+            self._watchdog_halt = lines.tampered_halt(folded.tampered)
             LOGGER.warning(self._channel.line(self._watchdog_halt))
         if self.halted:
             self._blocked = self.refusal()
@@ -904,16 +708,4 @@ class Guardrails:
     def watchdog(self) -> Watchdog | None:
         """The session's watchdog (None in ``off`` mode)."""
         return self._watchdog
-
-
-def _describe(record: dict[str, Any]) -> str:
-    """The operator line of a compaction record."""
-    event = record["event"]
-    if event == "compaction-boundary":
-        return f"compaction boundary written ({record['kind']})"
-    if event == "context-reduction-failed":
-        return f"context reduction failed ({record['operation']}): {record['reason']}"
-    if event == "context-reduction-degraded":
-        return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
-    return str(event)
 
