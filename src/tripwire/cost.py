@@ -199,6 +199,17 @@ class CostCeiling:
                 self.escalation_reason = folded.cost_escalation_halt["reason"]
             self.in_a_row = folded.cost_in_a_row
 
+    def sync(self, folded: Folded) -> None:
+        """Take an operator reset written to the store elsewhere: its budget, and the halts it
+        cleared."""
+        if self.max_session:
+            self.granted = max(self.granted, round(folded.granted_usd * NANO))
+        if self.session_reason is not None and folded.cost_session_halt is None:
+            self.session_reason = None
+        if self.escalation_reason is not None and folded.cost_escalation_halt is None:
+            self.escalation_reason = None
+            self.in_a_row = 0
+
     @classmethod
     def from_history(cls, folded: Folded, rows: Sequence[Any]) -> CostCeiling:
         """The ceiling a session's rows describe (its bounds as last recorded), with the folded

@@ -31,16 +31,16 @@ from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
 from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
+from .decision import CONTINUE, CUT_TURN, HALT_SESSION, REFUSE_TURN, Decision, Turn
 from .errors import GuardrailHalted, ResetRefused, StoreError
-from .feedback import FeedbackQueue
 from .guardrail import Guardrail
 from .modes import Mode
 from .persistence import DECISION_WAIT, RETRIER, Outbox
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
-from .restore import RESTORED_SIGNAL, Folded, fold_history
-from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
+from .restore import Folded, fold_history
+from .signals import Alert
 from .watchdog import Watchdog
+from .watchdog_policy import WatchdogPolicy
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
 
@@ -97,17 +97,11 @@ class Guardrails:
         "__weakref__",
         "_channel",
         "_cost",
-        "_cut_in_a_row",
-        "_cut_signal",
-        "_feedback",
-        "_halt_alert",
         "_in_turn",
         "_outbox",
-        "_pending",
+        "_policy",
         "_store",
         "_summarize",
-        "_turn_cut_signal",
-        "_watchdog_halt",
         "session_id",
         "settings",
     )
@@ -127,17 +121,12 @@ class Guardrails:
                           if resolved.mode > Mode.OFF else None)
         self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
                                  resolved.cost_escalate_after)
-        self._feedback = FeedbackQueue(resolved.feedback_queue)
         self._channel = OperatorChannel(session_id, on_event, counters)
+        self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
+                                      resolved.feedback_queue, self._channel, self._persist_trip)
         self._lock = threading.RLock()
         self._blocked: Decision | None = None   # the halt, or this turn's cut: later events get it
-        self._watchdog_halt: str | None = None  # the watchdog's halt reason
-        self._halt_alert: Alert | None = None
-        self._cut_signal: str | None = None     # the signal that cut the last turns...
-        self._cut_in_a_row = 0                  # ...and how many turns in a row
-        self._turn_cut_signal: str | None = None
         self._in_turn = False
-        self._pending: list[tuple[Alert, bool]] = []  # warn/feedback: (alert, still for the model)
         self._ids: dict[str, str] = {}          # call id -> tool name, for results by id
         self._used_at = 0.0                     # Fleet: last fetched, when there is no watchdog
         engine = _engine.load(_engine.resolve(implementation))
@@ -186,7 +175,8 @@ class Guardrails:
             self._in_turn = True
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
-            feedback = self._feedback.drain() if len(self._feedback) else ""
+            queue = self._policy.feedback
+            feedback = queue.drain() if len(queue) else ""
             return Turn(feedback, compact) if feedback or compact else Turn()
 
     def end_turn(self) -> Decision:
@@ -204,14 +194,7 @@ class Guardrails:
             return decision
 
     def _close_turn(self) -> None:
-        for alert, for_model in self._pending:  # warn and feedback report post-turn
-            self._channel.alert(alert)
-            if for_model and self.mode >= Mode.FEEDBACK:
-                self._feedback.push(alert)
-        self._pending.clear()
-        if self._turn_cut_signal is None:  # a turn that ends without a cut clears the count
-            self._cut_signal, self._cut_in_a_row = None, 0
-        self._turn_cut_signal = None
+        self._policy.close_turn()
         self._cost.end_turn()
         self._in_turn = False
         if self._blocked is not None and not self.halted:
@@ -321,57 +304,12 @@ class Guardrails:
                 return self._context_check(decision)
             return decision
 
-    # -- watchdog policy (SPEC §3) -------------------------------------------------------------
+    # -- policy hand-offs (batch ingest calls these too) -------------------------------------
 
     def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
-        if self.mode < Mode.ENFORCE:
-            self._pending.extend((a, True) for a in alerts)  # reported after the turn
-            return Decision(PROCEED, alerts=alerts)
-        for alert in alerts:  # enforce: in-turn
-            self._channel.alert(alert)
-            self._feedback.push(alert)
-        critical = [a for a in alerts if a.critical]
-        if not critical:
-            return Decision(PROCEED, alerts=alerts)
-        for alert in critical:
-            if alert.scope != "turn":
-                return self._halt_watchdog(alert, alerts, alert.reason)
-        return self._cut_watchdog(critical[0], alerts)
-
-    def _cut_watchdog(self, alert: Alert, alerts: tuple[Alert, ...]) -> Decision:
-        n = self._cut_in_a_row + 1 if self._cut_signal == alert.signal else 1
-        self._cut_signal, self._cut_in_a_row, self._turn_cut_signal = alert.signal, n, alert.signal
-        limit = self.settings.watchdog_escalate_after
-        if n >= limit:
-            return self._halt_watchdog(alert, alerts, lines.watchdog_escalation(alert, n))
-        reason = lines.watchdog_cut_reason(alert)
-        decision = Decision(CUT_TURN, "watchdog", reason, alerts)
-        self._blocked = decision
-        self._channel.counters.count_trip("watchdog")
-        self._persist("trip", {"guardrail": "watchdog", "kind": "turn", "halts": False,
-                               "signal": alert.signal, "reason": reason, "in_a_row": n,
-                               "mode": str(self.mode), **self._cost.snapshot()})
-        self._channel.emit(
-            "cut", lines.watchdog_cut(reason, n, limit), level=logging.WARNING,
-            guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
-        return decision
-
-    def _halt_watchdog(self, alert: Alert, alerts: tuple[Alert, ...], why: str) -> Decision:
-        reason = lines.watchdog_halt_reason(alert, why)
-        self._watchdog_halt = reason
-        self._halt_alert = alert
-        decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
-        self._blocked = decision
-        self._turn_cut_signal = alert.signal
-        self._channel.counters.count_trip("watchdog")
-        self._persist("trip", {
-            "guardrail": "watchdog", "kind": "session" if alert.scope != "turn" else "escalation",
-            "halts": True, "signal": alert.signal, "reason": reason,
-            "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode),
-            **self._cost.snapshot()})
-        self._channel.emit(
-            "halt", lines.watchdog_halt(reason), level=logging.WARNING,
-            guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
+        decision = self._policy.on_alerts(alerts)
+        if not decision.proceed:
+            self._blocked = decision
         return decision
 
     def _batch_state(self) -> tuple[Any, ...]:
@@ -389,19 +327,10 @@ class Guardrails:
                  cost.halted or cost.turn_tripped))
 
     def _words_matter(self) -> bool:
-        """Whether agent words now would withdraw queued notes (batch ingest asks)."""
-        return self.mode >= Mode.FEEDBACK and bool(len(self._feedback) or self._pending)
+        return self._policy.words_matter()
 
     def _withdraw_answered_notes(self) -> None:
-        """The agent spoke: queued notes its words answer (``withdrawn_by_words``) are moot."""
-        withdrawn = self._feedback.withdraw_answered()
-        for i, (alert, for_model) in enumerate(self._pending):
-            if for_model and alert.signal in WITHDRAWN_BY_WORDS:
-                self._pending[i] = (alert, False)
-                withdrawn.append(alert)
-        for alert in withdrawn:
-            self._channel.emit("feedback_withdrawn", lines.note_withdrawn(alert),
-                               guardrail="watchdog", alert=alert, event=alert.event)
+        self._policy.withdraw_answered()
 
     # -- cost ceiling (SPEC §4) ----------------------------------------------------------------
 
@@ -479,18 +408,18 @@ class Guardrails:
 
     @property
     def halted(self) -> bool:
-        return self._watchdog_halt is not None or self._cost.halted
+        return self._policy.halt_reason is not None or self._cost.halted
 
     def _halted_by(self) -> tuple[str, ...]:
         by = []
-        if self._watchdog_halt is not None:
+        if self._policy.halted:
             by.append("watchdog")
         if self._cost.halted:
             by.append("cost_ceiling")
         return tuple(by)
 
     def _halt_reason(self) -> str:
-        return " ".join(r for r in (self._watchdog_halt, self._cost.reason) if r)
+        return " ".join(r for r in (self._policy.halt_reason, self._cost.reason) if r)
 
     def refusal(self) -> Decision:
         """The decision for a turn refused at its start (``refuse_turn``), while halted."""
@@ -515,11 +444,7 @@ class Guardrails:
                 raise
             cleared: list[str] = []
             if scope.covers(Guardrail.WATCHDOG):
-                if self._watchdog_halt is not None:
-                    cleared.append("watchdog")
-                self._watchdog_halt = None
-                self._halt_alert = None
-                self._cut_signal, self._cut_in_a_row = None, 0
+                cleared += self._policy.reset()
                 if self._watchdog is not None:
                     self._watchdog.reset()  # a resumed run must build back up to a threshold
             if scope.covers(Guardrail.COST_CEILING):
@@ -545,7 +470,7 @@ class Guardrails:
                 mode=str(self.mode),
                 halted=self.halted,
                 halted_by=self._halted_by(),
-                watchdog_reason=self._watchdog_halt,
+                watchdog_reason=self._policy.halt_reason,
                 cost_reason=cost.reason,
                 spent_usd=cost.spent / NANO,
                 turn_spent_usd=cost.turn_spent() / NANO,
@@ -554,7 +479,7 @@ class Guardrails:
                 granted_budget_usd=cost.granted / NANO,
                 would_retrip=cost.would_retrip,
                 budget_needed_usd=needed,
-                queued_feedback=len(self._feedback),
+                queued_feedback=len(self._policy.feedback),
                 counters=self._channel.counters.snapshot(),
                 context=self._context.utilization() if self._context is not None else None,
                 compaction_pending=self._context.pending if self._context is not None else False,
@@ -607,12 +532,14 @@ class Guardrails:
         return len(self._outbox) if self._outbox is not None else 0
 
     def _counts(self) -> tuple[str | None, int, int]:
-        return self._cut_signal, self._cut_in_a_row, self._cost.in_a_row
+        return self._policy.cut_signal, self._policy.cut_in_a_row, self._cost.in_a_row
+
+    def _persist_trip(self, kind: str, data: dict[str, Any]) -> None:
+        """A policy's row, with the spend every trip row carries."""
+        self._persist(kind, {**data, **self._cost.snapshot()})
 
     def _persist_spend(self) -> None:
-        self._persist("spend", {**self._cost.snapshot(),
-                                "watchdog_cut_signal": self._cut_signal,
-                                "watchdog_in_a_row": self._cut_in_a_row,
+        self._persist("spend", {**self._cost.snapshot(), **self._policy.snapshot(),
                                 "cost_in_a_row": self._cost.in_a_row})
 
     def _persist_turn_end(self) -> None:
@@ -656,21 +583,11 @@ class Guardrails:
         cost = self._cost
         cost.apply(folded)
         if self._watchdog is not None:
-            self._cut_signal = folded.watchdog_cut_signal
-            self._cut_in_a_row = folded.watchdog_in_a_row
-            halt = folded.watchdog_halt
-            if halt is not None and self.mode >= Mode.FEEDBACK:
-                # the resumed model must learn why it was stopped, even after a restart
-                self._feedback.push(Alert(
-                    RESTORED_SIGNAL, CRITICAL, SESSION, halt["reason"],
-                    "Before a restart this session was halted for a runaway pattern "
-                    f"({halt.get('signal')}): {halt.get('guidance') or halt['reason']} "
-                    "Do not resume that pattern.", -1, None, 0))
-            if halt is not None and self.mode == Mode.ENFORCE:
-                self._watchdog_halt = halt["reason"]
+            self._policy.apply(folded)
         if folded.tampered is not None and (self.mode == Mode.ENFORCE or cost.active):
-            self._watchdog_halt = lines.tampered_halt(folded.tampered)
-            LOGGER.warning(self._channel.line(self._watchdog_halt))
+            reason = lines.tampered_halt(folded.tampered)
+            self._policy.hold(reason)
+            LOGGER.warning(self._channel.line(reason))
         if self.halted:
             self._blocked = self.refusal()
         if self._outbox is not None:
@@ -683,20 +600,9 @@ class Guardrails:
         folded = self._read_history()
         if folded is None:
             return
-        if self._watchdog_halt is not None and folded.watchdog_halt is None \
-                and folded.tampered is None:
-            self._watchdog_halt = None
-            self._cut_signal, self._cut_in_a_row = None, 0
-            if self._watchdog is not None:
-                self._watchdog.reset()
-        cost = self._cost
-        if cost.max_session:
-            cost.granted = max(cost.granted, round(folded.granted_usd * NANO))
-        if cost.session_reason is not None and folded.cost_session_halt is None:
-            cost.session_reason = None
-        if cost.escalation_reason is not None and folded.cost_escalation_halt is None:
-            cost.escalation_reason = None
-            cost.in_a_row = 0
+        if self._policy.sync(folded) and self._watchdog is not None:
+            self._watchdog.reset()
+        self._cost.sync(folded)
         if not self.halted:
             self._blocked = None
 
