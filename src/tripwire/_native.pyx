@@ -23,11 +23,12 @@ from tripwire._native_core cimport (
     CanonicalCall, Canonicalizer, Hash128, Session, Settings, kSignalBits, kSignalCount,
     clean_path_string, is_path_key as c_is_path_key, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
-    xxh3_64 as c_xxh3_64,
+    xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
 )
 
 from tripwire._common import (
-    BATCH_FIELDS, args_bytes, error_failed, name_str, payload_bytes, text_has_words,
+    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, payload_bytes,
+    text_has_words,
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
@@ -39,6 +40,7 @@ IMPLEMENTATION = "native"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
+    "cost_trips", "context_crosses",
 ]
 
 def _signal_bits():
@@ -428,6 +430,20 @@ def xxh3_128(data):
     finally:
         PyBuffer_Release(&buf)
     return (<object>h.high64 << 64) | h.low64
+
+
+# ------------------------------------------------------------------------------------------
+# The threshold predicates (native/thresholds.h), for the differential test
+
+
+def cost_trips(long long spent, baseline, long long max_turn, long long ceiling):
+    return c_cost_trips(spent, baseline is not None, baseline if baseline is not None else 0,
+                        max_turn, ceiling)
+
+
+def context_crosses(long long tokens, long long compact_at, bint pending, long long cut_tokens,
+                    bint cut):
+    return c_context_crosses(tokens, compact_at, pending, cut_tokens, cut)
 
 
 # ------------------------------------------------------------------------------------------

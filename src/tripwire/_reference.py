@@ -41,7 +41,11 @@ from ._canonical import (  # noqa: F401 - the engine module's API, the same as _
 )
 from ._common import (
     BATCH_FIELDS,
+    BatchChange,
+    BatchState,
+    ContextState,
     EngineSettings,
+    StopReason,
     args_bytes,
     error_failed,
     name_str,
@@ -59,6 +63,7 @@ from .signals.no_new_state import DigestMemory
 from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
 from .signals.tools_without_text import SilenceDetector
+from .thresholds import context_crosses, cost_trips
 
 IMPLEMENTATION = "python"
 
@@ -66,6 +71,7 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
+    "cost_trips", "context_crosses",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -343,6 +349,25 @@ def estimate_tokens(byte_count: int) -> int:
 _BATCH_FIELDS = BATCH_FIELDS
 
 
+class _BatchContext:
+    """A session's context estimate as of the last hand-over, and the bytes added since."""
+
+    __slots__ = ("added", "state", "taken")
+
+    def __init__(self, state: ContextState):
+        self.state = state
+        self.added = self.taken = 0
+
+    @classmethod
+    def of(cls, state: ContextState | None) -> _BatchContext | None:
+        return None if state is None else cls(state)
+
+    def crossed(self, tokens: int) -> bool:
+        """A limit the context guard has not reported yet is reached."""
+        s = self.state
+        return context_crosses(tokens, s.compact_at, s.pending, s.cut_tokens, s.cut)
+
+
 class Batch:
     """Many sessions' events observed in order, one at a time; the contract of
     ``tripwire._native.Batch`` (there, the class docstring), with every usage row handed to
@@ -403,15 +428,14 @@ class Batch:
             usage_cost_nano(fields[1], fields[2], fields[3])
         return row
 
-    def bind(self, states: list[tuple[Any, ...]]) -> None:
+    def bind(self, states: list[BatchState]) -> None:
         if len(states) != len(self.session_ids):
             raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
-        self.engines = [s[0] for s in states]
-        self.blocked = [s[1] for s in states]
-        self.words = [s[4] for s in states]
-        # per slot: [measured, carried, compact_at, cut_tokens, pending, cut, added, taken]
-        self.contexts = [None if s[2] is None else [*s[2][:6], 0, 0] for s in states]
-        self.ids = [dict(s[3]) for s in states]
+        self.engines = [s.engine for s in states]
+        self.blocked = [s.blocked for s in states]
+        self.words = [s.words_matter for s in states]
+        self.contexts = [_BatchContext.of(s.context) for s in states]
+        self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
         self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
@@ -443,7 +467,7 @@ class Batch:
                 self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3])))
         self.bound = True
 
-    def run(self) -> tuple[int, tuple[Alert, ...], int]:
+    def run(self) -> tuple[int, tuple[Alert, ...], StopReason]:
         if not self.bound:
             raise RuntimeError("Batch.bind() first")
         n = len(self.items)
@@ -452,7 +476,7 @@ class Batch:
             item = self.items[i]
             self.pos += 1
             if item[0] == "p":
-                return i, (), 2
+                return i, (), StopReason.PYTHON
             slot = item[1]
             if self.blocked[slot]:
                 self.blocked_rows.append(i)
@@ -461,12 +485,12 @@ class Batch:
             if item[0] == "t":
                 engine.observe_text(item[2])
                 if self.words[slot] and text_has_words(item[2]):
-                    return i, (), 1  # Guardrails withdraws the notes the words answer
+                    return i, (), StopReason.POLICY  # Guardrails withdraws the notes answered
                 continue
             if item[0] == "c":
                 alerts = engine.observe_call(item[2], item[3])
                 if alerts:
-                    return i, alerts, 1
+                    return i, alerts, StopReason.POLICY
                 continue
             _, _, name, payload, error, no_op = item
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
@@ -475,13 +499,12 @@ class Batch:
                 size = utf8_length(payload) if isinstance(payload, (
                     str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
                 if size:
-                    c[6] += size
-                    tokens = c[0] + estimate_tokens(c[1] + c[6])
-                    if (tokens >= c[2] and not c[4]) or (tokens >= c[3] and not c[5]):
-                        return i, alerts, 1
+                    c.added += size
+                    if c.crossed(c.state.measured + estimate_tokens(c.state.carried + c.added)):
+                        return i, alerts, StopReason.POLICY
             if alerts:
-                return i, alerts, 1
-        return n, (), 0
+                return i, alerts, StopReason.POLICY
+        return n, (), StopReason.END
 
     def row(self, i: int) -> tuple[Any, ...]:
         row: tuple[Any, ...] = self.rows[i]
@@ -490,22 +513,22 @@ class Batch:
     def slot(self, i: int) -> int:
         return self.slots[i]
 
-    def update_slot(self, slot: int, state: tuple[Any, ...]) -> None:
-        self.blocked[slot] = state[1]
-        self.words[slot] = state[4]
-        if state[2] is not None and self.contexts[slot] is not None:
-            self.contexts[slot] = [*state[2][:6], 0, 0]
+    def update_slot(self, slot: int, state: BatchState) -> None:
+        self.blocked[slot] = state.blocked
+        self.words[slot] = state.words_matter
+        if state.context is not None and self.contexts[slot] is not None:
+            self.contexts[slot] = _BatchContext.of(state.context)
 
     def take_blocked(self) -> list[int]:
         rows, self.blocked_rows = self.blocked_rows, []
         return rows
 
-    def changes(self) -> list[tuple[int, None, None, int]]:
+    def changes(self) -> list[BatchChange]:
         out = []
         for k, c in enumerate(self.contexts):
-            if c is not None and c[6] != c[7]:
-                out.append((k, None, None, c[6] - c[7]))
-                c[7] = c[6]
+            if c is not None and c.added != c.taken:
+                out.append(BatchChange(k, None, None, c.added - c.taken))
+                c.taken = c.added
         return out
 
     def call_ids(self) -> list[tuple[int, dict[Any, str]]]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, InvalidEvent, InvalidReset, ResetRefused
 from .guardrail import Guardrail
+from .thresholds import session_bound_reached, turn_bound_reached
 
 if TYPE_CHECKING:
     from .restore import Folded
@@ -155,7 +156,7 @@ class CostCeiling:
         if self.halted or self.turn_tripped:
             return None
         turn = self.turn_spent()
-        if self.max_turn and self.baseline is not None and turn >= self.max_turn:
+        if self.baseline is not None and turn_bound_reached(turn, self.max_turn):
             self.turn_tripped = True
             self.in_a_row += 1
             detail = f"this turn cost {usd(turn)}, ceiling is {usd(self.max_turn)}"
@@ -167,7 +168,7 @@ class CostCeiling:
                 )
                 return CostTrip("escalation", self.escalation_reason, self.in_a_row)
             return CostTrip("turn", f"per-turn cost ceiling exceeded: {detail}", self.in_a_row)
-        if self.max_session and self.spent >= self.ceiling:
+        if session_bound_reached(self.spent, self.ceiling):
             self.session_reason = (
                 f"per-session cost ceiling exceeded: the session cost {usd(self.spent)}, "
                 f"ceiling is {usd(self.ceiling)}; a reset must add budget "

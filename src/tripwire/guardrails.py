@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _engine, lines
-from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
+from ._common import (
+    MAX_CALL_IDS,
+    BatchChange,
+    BatchState,
+    ContextState,
+    CostState,
+    payload_bytes,
+    text_has_words,
+)
 from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
@@ -278,7 +286,7 @@ class Guardrails:
                 return CONTINUE
             watchdog.observe_text(text)
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
-                self._withdraw_answered_notes()
+                self._policy.withdraw_answered()
             return CONTINUE
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
@@ -312,25 +320,86 @@ class Guardrails:
             self._blocked = decision
         return decision
 
-    def _batch_state(self) -> tuple[Any, ...]:
-        """What batch ingest needs of this session (its lock held): ``(engine, blocked,
-        context, ids, words_matter, cost)``. The engine is None when the batch must hand every
-        row to this object: off mode, or a result streaming in chunk by chunk (its final
-        result skips the bytes already counted, which only on_result knows)."""
+    # -- batch ingest (Fleet.observe_many, which holds the lock) ----------------------------
+
+    def touch(self, now: float) -> None:
+        """Note when the session was last fetched (Fleet's idle eviction): in its engine, whose
+        object the next call reads anyway (a separate float would be one more cold access)."""
+        w = self._watchdog
+        if w is not None:
+            w.last_used = now
+        else:
+            self._used_at = now
+
+    @property
+    def last_used(self) -> float:
+        w = self._watchdog
+        return w.last_used if w is not None else self._used_at
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The session's lock (a batch holds every session's lock while it runs)."""
+        return self._lock
+
+    def batch_state(self) -> BatchState:
+        """What batch ingest needs of this session. The engine is None when the batch must
+        hand every row to this object: off mode, or a result streaming in chunk by chunk (its
+        final result skips the bytes already counted, which only on_result knows)."""
         c, cost = self._context, self._cost
-        context = None if c is None else (
+        context = None if c is None else ContextState(
             c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens, c.pending,
             c.cut_this_turn, c.model)
         engine = None if c is not None and c.streamed else self._watchdog
-        return (engine, self._blocked is not None, context, self._ids, self._words_matter(),
-                (cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
-                 cost.halted or cost.turn_tripped))
+        return BatchState(engine, self._blocked is not None, context, self._ids,
+                          self._words_matter(),
+                          CostState(cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
+                                    cost.halted or cost.turn_tripped))
+
+    def take_batch_change(self, change: BatchChange) -> None:
+        """What the batch core changed in this session, before policy looks at it: spend it
+        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
+        if change.spent is not None:
+            trip = self._cost.add(change.spent - self._cost.spent)
+            assert trip is None, "the batch core charges only spend that trips no bound"
+        context = self._context
+        if context is not None:
+            if change.measured is not None:
+                context.observe_usage(None, change.measured)
+            if change.added:
+                context.estimator.add_bytes(change.added)
+
+    def on_batch_stop(self, kind: str, alerts: tuple[Alert, ...]) -> Decision:
+        """The policy for a row the batch core observed and stopped at (``StopReason.POLICY``):
+        its alerts, agent words that answer queued notes, a context limit a result crossed."""
+        decision = self._on_alerts(alerts) if alerts else CONTINUE
+        if kind == "text":
+            self._policy.withdraw_answered()
+        elif self._context is not None and kind == "result":
+            decision = self._context_check(decision)
+        return decision
+
+    @property
+    def blocked_decision(self) -> Decision | None:
+        """The halt, or this turn's cut, that every later event of the turn gets."""
+        return self._blocked
+
+    @property
+    def call_ids(self) -> dict[Any, str]:
+        """Call id -> tool name, for results named by id (a batch replaces the map whole)."""
+        return self._ids
+
+    @call_ids.setter
+    def call_ids(self, ids: dict[Any, str]) -> None:
+        self._ids = ids
+
+    def persist_spend(self) -> None:
+        """Write the spend if the store does not have it yet (a batch charged usage rows)."""
+        outbox = self._outbox
+        if outbox is not None and self._cost.spent != outbox.queued_spend:
+            self._persist_spend()
 
     def _words_matter(self) -> bool:
         return self._policy.words_matter()
-
-    def _withdraw_answered_notes(self) -> None:
-        self._policy.withdraw_answered()
 
     # -- cost ceiling (SPEC §4) ----------------------------------------------------------------
 
