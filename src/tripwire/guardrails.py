@@ -574,19 +574,11 @@ class Guardrails:
         if self._outbox is None or self._outbox.drain(self._store, self.session_id, wait,
                                                       self._store_failed):
             return True
-        RETRIER.schedule(self)
+        RETRIER.schedule(self._outbox, self._store, self.session_id)
         return False
 
     def _store_failed(self, kind: str, exc: Exception) -> None:
         LOGGER.error(self._channel.line(lines.store_failed(kind, exc)))
-
-    def _flush_in_background(self, at_exit: bool = False) -> bool:
-        """The retrier's write (persistence.py): the store's full timeout, quietly (the first
-        failure was logged); at exit, after any write the retrier has under way."""
-        store, outbox = self._store, self._outbox
-        take_over = getattr(store, "timeout", 5.0) if at_exit else 0.0
-        return store is None or outbox is None or outbox.drain(
-            store, self.session_id, None, lambda kind, exc: None, take_over=take_over)
 
     def flush(self) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout); True when
