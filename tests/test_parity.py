@@ -20,7 +20,7 @@ native = pytest.importorskip("tripwire._native", reason="the native core is not 
 NATIVE_ONLY = {"state_bytes"}
 #: EngineSettings fields the native Settings struct does not carry, and why: exemptions are
 #: decided in the bindings (a Python set of names), not in C++.
-PYTHON_ONLY_SETTINGS = {"exempt_tools"}
+PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools"}
 
 
 def test_native_signal_bits_are_the_catalogue_order() -> None:

@@ -2,6 +2,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
+from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 
@@ -35,6 +36,10 @@ cdef extern from "thresholds.h" namespace "tw" nogil:
                      int64_t ceiling)
     cbool context_crosses(int64_t tokens, int64_t compact_at, cbool pending, int64_t cut_tokens,
                           cbool cut)
+
+
+cdef extern from "shell.h" namespace "tw" nogil:
+    string_view shell_program(const char* args, size_t length, string& scratch) except +
 
 
 cdef extern from "tokens.h" namespace "tw" nogil:

@@ -181,7 +181,7 @@ class CostCeiling:
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, float]:
+    def snapshot(self) -> dict[str, Any]:
         """The fields every trip, reset and spend row carries (``restore.fold_history`` reads
         them back)."""
         return {"spent_usd": self.spent / NANO, "max_session_usd": self.max_session / NANO,

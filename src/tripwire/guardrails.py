@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import _engine, lines
@@ -105,12 +105,15 @@ class Guardrails:
         "__weakref__",
         "_channel",
         "_cost",
+        "_cost_estimated",
         "_in_turn",
         "_policy",
         "_log",
         "_summarize",
         "_cost_policy",
         "_context_policy",
+        "_unpriced",
+        "_unpriced_changed",
         "session_id",
         "settings",
     )
@@ -145,6 +148,9 @@ class Guardrails:
         self._cost_policy = CostPolicy(self._cost, self._channel, self._persist_trip)
         self._context_policy = (None if self._context is None else ContextPolicy(
             self._context, resolved.context.cut_at, self._channel, self._persist))
+        self._cost_estimated = False  # some spend was estimated from token prices (SPEC §11.3)
+        self._unpriced: set[str] = set()  # models whose usage had no price, so no cost
+        self._unpriced_changed = False
         # the durable log: rows on their way to the store, the history read back
         self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
             else None
@@ -296,10 +302,20 @@ class Guardrails:
             return CONTINUE
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
-                 output_tokens: int | None = None, cost_usd: float | None = None) -> Decision:
-        """One model call's provider-reported usage; checked against the cost ceiling at once."""
+                 output_tokens: int | None = None, cost_usd: float | None = None,
+                 estimated: bool = False, unpriced: bool = False) -> Decision:
+        """One model call's provider-reported usage; checked against the cost ceiling at once.
+
+        ``estimated``: ``cost_usd`` was computed from token prices (``tripwire.prices``), not
+        reported, so trips and store rows say so. ``unpriced``: the model has no price, so the
+        usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd)  # all checked first
         with self._lock:
+            if estimated:
+                self._cost_estimated = True
+            if unpriced and (model or "") not in self._unpriced:
+                self._unpriced.add(model or "")
+                self._unpriced_changed = True
             if self._watchdog is not None:
                 self._watchdog.count_event()
             trip = self._cost.add(nano)  # spend counts even while halted or cut
@@ -410,6 +426,8 @@ class Guardrails:
     # -- cost and context (policies.py decides) ------------------------------------------
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
+        if self._cost_estimated:
+            trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
         if in_turn or trip.halts:
             self._blocked = decision
@@ -488,7 +506,7 @@ class Guardrails:
             still = self._halted_by()
             message = lines.reset_done(cleared, budget, self._cost.ceiling, still)
             self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
-                                    "cleared": cleared, **self._cost.snapshot()})
+                                    "cleared": cleared, **self._spend_fields()})
             self._channel.emit("reset", message,
                                guardrail=None if scope is Guardrail.ALL else scope.value)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
@@ -545,12 +563,22 @@ class Guardrails:
     def _counts(self) -> tuple[str | None, int, int]:
         return self._policy.cut_signal, self._policy.cut_in_a_row, self._cost.in_a_row
 
+    def _spend_fields(self) -> dict[str, Any]:
+        """What every trip, reset and spend row carries: the ceiling's snapshot, and whether
+        the spend is partly estimated or some model was unpriced (SPEC §11.3)."""
+        fields: dict[str, Any] = self._cost.snapshot()
+        if self._cost_estimated:
+            fields["estimated"] = True
+        if self._unpriced:
+            fields["unpriced_models"] = sorted(self._unpriced)
+        return fields
+
     def _persist_trip(self, kind: str, data: dict[str, Any]) -> None:
         """A policy's row, with the spend every trip row carries."""
-        self._persist(kind, {**data, **self._cost.snapshot()})
+        self._persist(kind, {**data, **self._spend_fields()})
 
     def _persist_spend(self) -> None:
-        self._persist("spend", {**self._cost.snapshot(), **self._policy.snapshot(),
+        self._persist("spend", {**self._spend_fields(), **self._policy.snapshot(),
                                 "cost_in_a_row": self._cost.in_a_row})
 
     def _persist_turn_end(self) -> None:
@@ -559,7 +587,8 @@ class Guardrails:
         log = self._log
         if log is None:
             return
-        if not log.holds(self._cost.spent, self._counts()):
+        if not log.holds(self._cost.spent, self._counts()) or self._unpriced_changed:
+            self._unpriced_changed = False
             self._persist_spend()
         elif len(log):
             log.drain(DECISION_WAIT)

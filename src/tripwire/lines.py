@@ -72,6 +72,10 @@ def tampered_halt(why: str) -> str:
 # -- cost ceiling -------------------------------------------------------------------------------
 
 
+def estimated_cost(reason: str) -> str:
+    return reason + " (estimated: the spend includes costs computed from token prices)"
+
+
 def cost_trip(reason: str, *, in_turn: bool, halts: bool, in_a_row: int, limit: int) -> str:
     head = (cut_in_flight("cost_ceiling guardrail") if in_turn
             else "cost_ceiling guardrail tripped: ")

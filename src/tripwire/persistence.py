@@ -188,12 +188,16 @@ class SessionLog:
     def drain(self, wait: float | None) -> bool:
         """Write the queued rows (each append waiting at most ``wait``; None: the store's own
         timeout); True when none is left, else the retrier takes over."""
-        if self.outbox.drain(self.store, self.session_id, wait, self._failed):
+        # and as long for a write the background retrier has under way
+        take_over = getattr(self.store, "timeout", 5.0) if wait is None else wait
+        if self.outbox.drain(self.store, self.session_id, wait, self._failed,
+                             take_over=take_over):
             return True
         RETRIER.schedule(self.outbox, self.store, self.session_id)
         return False
 
     def flush(self) -> bool:
+        """Every row, waiting the store's full timeout (and for a retrier write under way)."""
         return self.drain(None)
 
     def _failed(self, kind: str, exc: StoreError) -> None:

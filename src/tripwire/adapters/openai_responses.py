@@ -21,7 +21,7 @@ import orjson
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, read_document
+from ._base import Item, Turns, block_text, positioned, read_document
 
 NAME = "openai-responses"
 SUFFIXES = (".json",)
@@ -59,7 +59,7 @@ def exit_failure(output: str) -> bool:
             decoded = None
         metadata = decoded.get("metadata") if isinstance(decoded, dict) else None
         if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
-            return bool(metadata["exit_code"] != 0)
+            return metadata["exit_code"] != 0
     match = _EXIT.search(output[:4096])
     return match is not None and int(match.group(1)) != 0
 
@@ -122,20 +122,8 @@ def read(path: Path, name: str) -> Iterator[Item]:
         raise InvalidEvent("not a list of OpenAI Responses items (expected a JSON array of "
                            "{type: message|function_call|function_call_output|...} items)",
                            source=str(path))
-    turns, names = Turns(), dict[Any, Any]()
-    for number, item in enumerate(items, start=1):
-        try:
-            if not isinstance(item, dict):
-                raise InvalidEvent("an item must be an object")
-            events = list(item_events(item, turns, names))
-        except InvalidEvent as exc:
-            yield Item(name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                        line=number))
-            continue
-        if not events:
-            yield Item(name, number)
-        for event in events:
-            yield Item(name, number, event)
+    turns, names = Turns(), {}
+    yield from positioned(name, path, items, lambda i: item_events(i, turns, names))
     if isinstance(document, dict):
         model = document.get("model") if isinstance(document.get("model"), str) else None
         usage = usage_of(document.get("usage"), model)

@@ -92,7 +92,7 @@ def _check_knob(signal: SignalSpec, name: str, value: Any) -> Any:
             f"unknown knob {name!r} for signal {signal.id} (known: {known})"
         ) from None
     if knob.kind is tuple:
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{signal.id}.{name} must be a list of tool names, not {value!r}")
         return tuple(value)
     if value is None and knob.default is None:

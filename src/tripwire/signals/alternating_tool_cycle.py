@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._common import tool_identity
 from ..errors import ConfigError
 from ._spec import CRITICAL, SESSION, Knob, SignalSpec, tool_label
 
@@ -22,7 +23,9 @@ MAX_HISTORY = 64
 def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     p = wd.cycle_period
     laps = wd.settings.cycle_cycles
-    names = [tool_label(wd.recent_call(age)[0]) for age in range(p - 1, -1, -1)]
+    shells = wd.settings.shell_tools
+    names = [tool_label(tool_identity(*wd.recent_call(age), shells))
+             for age in range(p - 1, -1, -1)]
     sequence = " \u2192 ".join(names)
     reason = (
         f"The same {p}-call sequence ({sequence}) ran {laps} times in a row with identical "

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, SignalSpec, threshold, threshold_setting, tool_label
+from .._common import SHELL_TOOLS, tool_identity
+from ._spec import WARN, Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
 
 def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     n = wd.name_run
-    tool = tool_label(name)
+    tool = tool_label(tool_identity(name, args, wd.settings.shell_tools))
     reason = (
         f"{tool} was called {n} times in a row with no other tool in between (arguments vary): "
         "a reworded loop or a long sweep; the name alone cannot tell which."
@@ -27,7 +29,9 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-resolve = threshold_setting("name_threshold")
+def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name_threshold": max(2, value("threshold")),
+            "shell_tools": frozenset(value("shell_tools"))}
 
 
 SPEC = SignalSpec(
@@ -35,7 +39,10 @@ SPEC = SignalSpec(
     "calls in a row with the same tool name, whatever the args",
     (threshold(15, "calls in a row with one tool name",
                "a name is almost no evidence; 12 distinct reads are work, so 15 clears that "
-               "with margin and still fires before a 20-call grind"),),
+               "with margin and still fires before a 20-call grind"),
+     Knob("shell_tools", SHELL_TOOLS, "shell tools: their identity is tool:program, the "
+          "first word of the command (SPEC §11.2)", kind=tuple,
+          why="bash running pytest, then grep, is two tools, not one name repeated")),
     texts, resolve,
 )
 
