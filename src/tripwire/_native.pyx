@@ -14,28 +14,54 @@ from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memset
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
 
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
-    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings,
-    clean_path_string, is_path_key as c_is_path_key, shell_program as c_shell_program,
-    thread_canonicalizer, tokens_for_bytes,
+    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
+    kSignalCount, clean_path_string, is_path_key as c_is_path_key,
+    shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
-    xxh3_64 as c_xxh3_64,
+    xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
 )
 
 from tripwire._common import (
-    BATCH_FIELDS, args_bytes, error_failed, name_str, payload_bytes, text_has_words,
+    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, payload_bytes,
+    text_has_words,
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
 
 IMPLEMENTATION = "native"
-BYTES_PER_TOKEN = 3
+
+#: The engine API, the same in ``_reference`` (tests/test_parity.py checks it).
+__all__ = [
+    "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
+    "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
+    "cost_trips", "context_crosses",
+]
+
+def _signal_bits():
+    cdef size_t i
+    return {kSignalBits[i].id.decode(): kSignalBits[i].bit for i in range(kSignalCount)}
+
+
+def _settings_fields():
+    cdef Settings c
+    memset(&c, 0, sizeof(c))
+    cdef dict fields = c
+    return tuple(fields)
+
+
+#: session.h's signal bits by signal id, and the Settings fields the bindings fill (with the
+#: struct's size): tests/test_parity.py checks both against the Python catalogue.
+SIGNAL_BITS = _signal_bits()
+SETTINGS_FIELDS = _settings_fields()
+SETTINGS_BYTES = sizeof(Settings)
 
 
 cdef extern from "Python.h":
@@ -136,7 +162,6 @@ cdef class Engine:
     cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
     cdef list _failure_names
     cdef list _no_op_names
-    cdef object _last_error
     cdef Py_ssize_t _failure_threshold
     cdef Py_ssize_t _no_op_threshold
 
@@ -176,7 +201,6 @@ cdef class Engine:
         # None until a failure or a no-op arrives: most sessions never need them
         self._failure_names = None
         self._no_op_names = None
-        self._last_error = None
 
     # -- observations ----------------------------------------------------------------------
 
@@ -238,7 +262,6 @@ cdef class Engine:
                 self._failure_names = []
             if len(self._failure_names) < self._failure_threshold:
                 self._failure_names.append(name)
-            self._last_error = error
             return
         if self._failure_names is not None:
             self._failure_names = None
@@ -356,10 +379,6 @@ cdef class Engine:
         return list(self._failure_names or ())
 
     @property
-    def last_error(self):
-        return self._last_error
-
-    @property
     def no_op_run(self):
         return self._session().no_ops.run
 
@@ -456,12 +475,18 @@ def xxh3_128(data):
     return (<object>h.high64 << 64) | h.low64
 
 
-def payload_digest(payload):
-    """The 128-bit digest no-new-state remembers (big-endian, as ``xxh3_128_digest``)."""
-    data = payload_bytes(payload)
-    if data is None:
-        return None
-    return xxh3_128(data).to_bytes(16, "big")
+# ------------------------------------------------------------------------------------------
+# The threshold predicates (native/thresholds.h), for the differential test
+
+
+def cost_trips(long long spent, baseline, long long max_turn, long long ceiling):
+    return c_cost_trips(spent, baseline is not None, baseline if baseline is not None else 0,
+                        max_turn, ceiling)
+
+
+def context_crosses(long long tokens, long long compact_at, bint pending, long long cut_tokens,
+                    bint cut):
+    return c_context_crosses(tokens, compact_at, pending, cut_tokens, cut)
 
 
 # ------------------------------------------------------------------------------------------
