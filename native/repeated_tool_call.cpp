@@ -74,7 +74,7 @@ void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* dige
         end = kPollStoppedChanging;
     }
     // sticky for the run: a poll that repeats itself once is not polling again later
-    poll = poll == kPollChanging ? end : kPollEnded;
+    poll = poll == kPollChanging ? end : static_cast<uint8_t>(kPollEnded);
 }
 
 }  // namespace tw

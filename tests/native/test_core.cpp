@@ -143,6 +143,7 @@ void test_polling_with_changing_output() {
         mask |= call(s, c, tool, R"({"deploy": "api"})");
         const std::string out = std::to_string(i) + " of 20 updated replicas";
         mask |= s.observe_result(h, false, false, true, out.data(), out.size(), true);
+        if (i % 5 == 4) s.observe_text(true);  // a word to the user now and then
     }
     CHECK(mask == 0);
     CHECK(s.repeat.run == 20 && s.repeat.poll == tw::kPollChanging);
