@@ -4,22 +4,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "streak.h"
+
 namespace tw {
 
-// tools-without-text.
-struct SilenceDetector {
-    uint32_t threshold;
-    uint32_t run = 0;
-    bool reported = false;
-
-    explicit SilenceDetector(uint32_t threshold_) : threshold(threshold_) {}
-    bool observe_call() noexcept {
-        ++run;
-        if (run >= threshold && !reported) { reported = true; return true; }
-        return false;
-    }
+// tools-without-text: a streak of calls that the agent's words end.
+struct SilenceDetector : StreakDetector {
+    explicit SilenceDetector(uint32_t threshold_) : StreakDetector(threshold_) {}
+    bool observe_call() noexcept { return extend(); }
     void observe_text(bool has_words) noexcept { if (has_words) reset(); }
-    void reset() noexcept { run = 0; reported = false; }
 };
 
 }  // namespace tw

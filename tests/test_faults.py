@@ -396,6 +396,26 @@ def test_a_refused_turn_retries_the_outbox(tmp_path: Path, implementation: str) 
     assert [k for _, k, _ in store.appended] == ["trip"]
 
 
+def test_rows_of_dropped_guardrails_are_still_written(tmp_path: Path,
+                                                      implementation: str) -> None:
+    """A host that lets go of a session's guardrails while its halt waits for the store: the
+    retrier holds the rows itself and writes them once the store takes them."""
+    import gc
+
+    store = FlakyStore(tmp_path / "g.sqlite")
+    g = Guardrails(ENFORCE, session_id="s1", implementation=implementation, store=store)
+    g.start_turn()
+    store.failing = True
+    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
+    del g
+    gc.collect()
+    store.failing = False
+    deadline = time.monotonic() + 30
+    while not store.appended and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [k for _, k, _ in store.appended] == ["trip"]
+
+
 def test_a_halt_waiting_in_the_outbox_is_written_at_exit(tmp_path: Path,
                                                          implementation: str) -> None:
     """A real process halts while another holds the store's lock, then exits normally: the
@@ -455,3 +475,48 @@ def test_a_reset_with_the_wrong_key_is_refused(tmp_path: Path, implementation: s
     assert store.verify()[0].intact
     assert cli_main(["reset", str(db), "--session", "s1"], out=out, err=err) == 0
 
+
+
+# -- read-only operator verbs (the solid issue, section 7) ---------------------------------------
+
+
+@pytest.mark.parametrize("verb", ["status", "verify"])
+@pytest.mark.parametrize("content", ["foreign", "empty"])
+def test_read_only_verbs_refuse_a_file_that_is_not_a_store(tmp_path: Path, verb: str,
+                                                           content: str) -> None:
+    import hashlib
+    import io
+
+    db = tmp_path / "other.sqlite"
+    if content == "foreign":
+        with sqlite3.connect(db) as raw:
+            raw.execute("CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT)")
+    else:
+        db.write_bytes(b"")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    out, err = io.StringIO(), io.StringIO()
+    assert cli_main([verb, str(db)], out=out, err=err) == 2
+    assert out.getvalue() == ""
+    assert err.getvalue() == f"tripwire: {db}: not a tripwire store (no tripwire tables in it)\n"
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # nothing was written
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_verify_prints_a_verdict_for_an_empty_store(tmp_path: Path) -> None:
+    import io
+
+    db = tmp_path / "g.sqlite"
+    SQLiteStore(db).close()
+    out = io.StringIO()
+    assert cli_main(["verify", str(db)], out=out, err=io.StringIO()) == 0
+    assert out.getvalue() == "verdict: intact (0 sessions, 0 rows)\n"
+
+
+def test_read_only_verbs_do_not_announce_the_default_key(tmp_path: Path) -> None:
+    db = tmp_path / "g.sqlite"
+    SQLiteStore(db).close()
+    env = {k: v for k, v in os.environ.items() if k != "TRIPWIRE_STORE_KEY"}
+    for verb in ("status", "verify"):
+        proc = subprocess.run([sys.executable, "-m", "tripwire", verb, str(db)], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode == 0 and proc.stderr == "", (verb, proc.stderr)

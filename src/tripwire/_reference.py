@@ -43,7 +43,6 @@ from ._common import (
     BATCH_FIELDS,
     BatchChange,
     BatchState,
-    ContextState,
     EngineSettings,
     StopReason,
     args_bytes,
@@ -361,29 +360,70 @@ def estimate_tokens(byte_count: int) -> int:
 _BATCH_FIELDS = BATCH_FIELDS
 
 
-class _BatchContext:
-    """A session's context estimate as of the last hand-over, and the bytes added since."""
+class _BatchSlot:
+    """A session's policy state as of the last hand-over (``BatchState``), and what the batch
+    changed since: the native ``_Slot``, field for field."""
 
-    __slots__ = ("added", "state", "taken")
+    __slots__ = ("added", "blocked", "carried", "compact_at", "cost", "cut", "cut_tokens",
+                 "has_context", "measured", "measured_reset", "model", "pending", "spent",
+                 "spent_changed", "taken", "words")
 
-    def __init__(self, state: ContextState):
-        self.state = state
+    def __init__(self, state: BatchState):
+        self.blocked = state.blocked
+        self.words = state.words_matter
+        c = state.context
+        self.has_context = c is not None
+        if c is not None:
+            self.measured, self.carried = c.measured, c.carried
+            self.compact_at, self.cut_tokens = c.compact_at, c.cut_tokens
+            self.pending, self.cut, self.model = c.pending, c.cut, c.model
+        self.cost = state.cost
+        self.spent = state.cost.spent
         self.added = self.taken = 0
+        self.measured_reset = self.spent_changed = False
 
-    @classmethod
-    def of(cls, state: ContextState | None) -> _BatchContext | None:
-        return None if state is None else cls(state)
+    def tokens(self) -> int:
+        return self.measured + estimate_tokens(self.carried + self.added)
 
-    def crossed(self, tokens: int) -> bool:
-        """A limit the context guard has not reported yet is reached."""
-        s = self.state
-        return context_crosses(tokens, s.compact_at, s.pending, s.cut_tokens, s.cut)
+    def crosses(self, tokens: int) -> bool:
+        """A context limit the guard has not reported yet is reached."""
+        return context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens, self.cut)
+
+    def take_usage(self, cost: int, model: Any, input_tokens: int | None) -> bool:
+        """A usage row, as the native batch core handles it: charged here unless Python must
+        see it (a bound that trips, a new model, a context limit crossed); False then."""
+        c = self.cost
+        spent = self.spent + cost
+        if not c.frozen and cost_trips(spent, c.baseline, c.max_turn, c.ceiling):
+            return False
+        if self.has_context:
+            if model is not None and model != self.model:
+                return False
+            if self.crosses(input_tokens if input_tokens is not None else self.tokens()):
+                return False
+        if cost:
+            self.spent, self.spent_changed = spent, True
+        if self.has_context and input_tokens is not None:
+            self.measured = input_tokens  # a measured count replaces the estimate
+            self.carried = self.added = self.taken = 0
+            self.measured_reset = True
+        return True
+
+    def change(self, slot: int) -> BatchChange | None:
+        added = self.added - self.taken
+        if not (self.spent_changed or self.measured_reset or added):
+            return None
+        change = BatchChange(slot, self.spent if self.spent_changed else None,
+                             self.measured if self.measured_reset else None, added)
+        self.taken = self.added
+        self.spent_changed = self.measured_reset = False
+        return change
 
 
 class Batch:
     """Many sessions' events observed in order, one at a time; the contract of
-    ``tripwire._native.Batch`` (there, the class docstring), with every usage row handed to
-    Python (``why`` 2), which the contract allows."""
+    ``tripwire._native.Batch`` (there, the class docstring), usage rows included: charged here
+    unless Python must decide, exactly as the native core does."""
 
     def __init__(self, rows: Iterable[Any],
                  convert: Callable[[Any, int], Any] | None = None):
@@ -444,9 +484,7 @@ class Batch:
         if len(states) != len(self.session_ids):
             raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
         self.engines = [s.engine for s in states]
-        self.blocked = [s.blocked for s in states]
-        self.words = [s.words_matter for s in states]
-        self.contexts = [_BatchContext.of(s.context) for s in states]
+        self.states = [_BatchSlot(s) for s in states]
         self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
         self.items: list[tuple[Any, ...]] = []
@@ -469,8 +507,13 @@ class Batch:
                 name = fields[0]
                 if name is None:
                     name = names.get(fields[4], "") if fields[4] is not None else ""
-            if kind not in ("call", "result", "text") or self.engines[slot] is None:
+            if kind not in ("call", "result", "text", "usage") or self.engines[slot] is None:
                 self.items.append(("p", slot))
+            elif kind == "usage":
+                nano = usage_cost_nano(fields[1], fields[2], fields[3])
+                model = fields[0]
+                self.items.append(("u", slot, nano, model, fields[1]) if model is None
+                                  or isinstance(model, str) else ("p", slot))
             elif kind == "text":
                 self.items.append(("t", slot, fields[0]))
             elif kind == "call":
@@ -490,13 +533,21 @@ class Batch:
             if item[0] == "p":
                 return i, (), StopReason.PYTHON
             slot = item[1]
-            if self.blocked[slot]:
+            st = self.states[slot]
+            engine = self.engines[slot]
+            if item[0] == "u":  # counted and charged even while blocked, as on_usage does
+                if not st.take_usage(item[2], item[3], item[4]):
+                    return i, (), StopReason.PYTHON  # Guardrails decides
+                engine.count_event()
+                if st.blocked:
+                    self.blocked_rows.append(i)
+                continue
+            if st.blocked:
                 self.blocked_rows.append(i)
                 continue
-            engine = self.engines[slot]
             if item[0] == "t":
                 engine.observe_text(item[2])
-                if self.words[slot] and text_has_words(item[2]):
+                if st.words and text_has_words(item[2]):
                     return i, (), StopReason.POLICY  # Guardrails withdraws the notes answered
                 continue
             if item[0] == "c":
@@ -506,13 +557,12 @@ class Batch:
                 continue
             _, _, name, payload, error, no_op = item
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
-            c = self.contexts[slot]
-            if c is not None and payload is not None:
+            if st.has_context and payload is not None:
                 size = utf8_length(payload) if isinstance(payload, (
                     str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
                 if size:
-                    c.added += size
-                    if c.crossed(c.state.measured + estimate_tokens(c.state.carried + c.added)):
+                    st.added += size
+                    if st.crosses(st.tokens()):
                         return i, alerts, StopReason.POLICY
             if alerts:
                 return i, alerts, StopReason.POLICY
@@ -526,22 +576,14 @@ class Batch:
         return self.slots[i]
 
     def update_slot(self, slot: int, state: BatchState) -> None:
-        self.blocked[slot] = state.blocked
-        self.words[slot] = state.words_matter
-        if state.context is not None and self.contexts[slot] is not None:
-            self.contexts[slot] = _BatchContext.of(state.context)
+        self.states[slot] = _BatchSlot(state)
 
     def take_blocked(self) -> list[int]:
         rows, self.blocked_rows = self.blocked_rows, []
         return rows
 
     def changes(self) -> list[BatchChange]:
-        out = []
-        for k, c in enumerate(self.contexts):
-            if c is not None and c.added != c.taken:
-                out.append(BatchChange(k, None, None, c.added - c.taken))
-                c.taken = c.added
-        return out
+        return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
 
     def call_ids(self) -> list[tuple[int, dict[Any, str]]]:
         return [(k, ids) for k, ids in enumerate(self.ids)

@@ -40,12 +40,11 @@ from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, REFUSE_TURN, Decision, Turn
-from .errors import GuardrailHalted, ResetRefused, StoreError
+from .errors import GuardrailHalted, ResetRefused
 from .guardrail import Guardrail
 from .modes import Mode
-from .persistence import DECISION_WAIT, RETRIER, Outbox
+from .persistence import DECISION_WAIT, SessionLog
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
-from .restore import Folded, fold_history
 from .signals import Alert
 from .watchdog import Watchdog
 from .watchdog_policy import WatchdogPolicy
@@ -106,9 +105,8 @@ class Guardrails:
         "_channel",
         "_cost",
         "_in_turn",
-        "_outbox",
         "_policy",
-        "_store",
+        "_log",
         "_summarize",
         "session_id",
         "settings",
@@ -141,8 +139,9 @@ class Guardrails:
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._summarize = summarize
-        self._store = store
-        self._outbox = Outbox() if store is not None else None  # rows on their way to the store
+        # the durable log: rows on their way to the store, the history read back
+        self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
+            else None
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
 
@@ -157,8 +156,9 @@ class Guardrails:
         A refused turn is not a turn boundary: nothing in it ran, so nothing resets.
         """
         with self._lock:
-            if self._outbox is not None and len(self._outbox):
-                self._drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
+            log = self._log
+            if log is not None and len(log):
+                log.drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
             if self._in_turn:
                 self._close_turn()  # the last turn never said it ended
             trip = self._cost.check()  # settle: spend recorded since the last check
@@ -167,7 +167,7 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
-            if self.halted and self._outbox is not None and not len(self._outbox):
+            if self.halted and log is not None and not len(log):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
                 self._sync_resets()
@@ -197,7 +197,7 @@ class Guardrails:
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=False)
             self._close_turn()
-            if self._store is not None:
+            if self._log is not None:
                 self._persist_turn_end()
             return decision
 
@@ -302,8 +302,8 @@ class Guardrails:
                 decision = self._cost_decision(trip, in_turn=self._in_turn)
             elif self._blocked is not None:
                 decision = self._blocked
-            outbox = self._outbox  # there is one exactly when there is a store
-            if outbox is not None and self._cost.spent != outbox.queued_spend:
+            log = self._log
+            if log is not None and not log.holds(self._cost.spent):
                 self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
             context = self._context
             if context is not None:
@@ -394,8 +394,8 @@ class Guardrails:
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet (a batch charged usage rows)."""
-        outbox = self._outbox
-        if outbox is not None and self._cost.spent != outbox.queued_spend:
+        log = self._log
+        if log is not None and not log.holds(self._cost.spent):
             self._persist_spend()
 
     def _words_matter(self) -> bool:
@@ -561,44 +561,21 @@ class Guardrails:
         store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
         in order, and is written in the background (persistence.py) — a held lock must neither
         lose a halt nor hold the harness's decision."""
-        outbox = self._outbox
-        if outbox is None:
+        log = self._log
+        if log is None:
             return
-        outbox.put(kind, data)
-        if kind != "context":  # trips, resets and spend rows all carry the spend and counts
-            outbox.queued_spend = self._cost.spent
-            outbox.queued_counts = self._counts()
-        self._drain(DECISION_WAIT)
-
-    def _drain(self, wait: float | None) -> bool:
-        if self._outbox is None or self._outbox.drain(self._store, self.session_id, wait,
-                                                      self._store_failed):
-            return True
-        RETRIER.schedule(self)
-        return False
-
-    def _store_failed(self, kind: str, exc: Exception) -> None:
-        LOGGER.error(self._channel.line(lines.store_failed(kind, exc)))
-
-    def _flush_in_background(self, at_exit: bool = False) -> bool:
-        """The retrier's write (persistence.py): the store's full timeout, quietly (the first
-        failure was logged); at exit, after any write the retrier has under way."""
-        store, outbox = self._store, self._outbox
-        take_over = getattr(store, "timeout", 5.0) if at_exit else 0.0
-        return store is None or outbox is None or outbox.drain(
-            store, self.session_id, None, lambda kind, exc: None, take_over=take_over)
+        # trips, resets and spend rows all carry the spend and counts; context rows do not
+        log.put(kind, data, None if kind == "context" else (self._cost.spent, self._counts()))
 
     def flush(self) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout); True when
         none is left."""
-        if self._store is None:
-            return True
-        return self._drain(None)
+        return self._log is None or self._log.flush()
 
     @property
     def unpersisted_rows(self) -> int:
         """Rows decided but not yet in the store (0 without a store)."""
-        return len(self._outbox) if self._outbox is not None else 0
+        return len(self._log) if self._log is not None else 0
 
     def _counts(self) -> tuple[str | None, int, int]:
         return self._policy.cut_signal, self._policy.cut_in_a_row, self._cost.in_a_row
@@ -614,39 +591,29 @@ class Guardrails:
     def _persist_turn_end(self) -> None:
         """At a turn boundary, what a restart needs and no other row wrote: the escalation
         counts (a clean turn clears them), and any spend not written yet."""
-        outbox = self._outbox
-        if outbox is None:
+        log = self._log
+        if log is None:
             return
-        if self._cost.spent != outbox.queued_spend or self._counts() != outbox.queued_counts:
+        if not log.holds(self._cost.spent, self._counts()):
             self._persist_spend()
-        elif len(outbox):
-            self._drain(DECISION_WAIT)
+        elif len(log):
+            log.drain(DECISION_WAIT)
 
     def restore(self, store: Any) -> None:
         """Fold a store's history of this session forward (done at construction when a store
         is given). Fails open: an unreadable store means the session runs unrestored, with a
         logged warning naming it."""
         with self._lock:
-            self._store = store
-            if self._outbox is None:
-                self._outbox = Outbox()
+            if self._log is None:
+                self._log = SessionLog(store, self.session_id, self._channel.line)
+            else:
+                self._log.store = store
             self._restore()
 
-    def _read_history(self, history: Any = None) -> Folded | None:
-
-        try:
-            if history is None:
-                history = self._store.history(self.session_id)
-        except StoreError as exc:
-            LOGGER.warning(self._channel.line(lines.history_unreadable(exc)))
-            return None
-        folded = fold_history(history)
-        for warning in folded.warnings:
-            LOGGER.warning(self._channel.line(warning))
-        return folded
-
     def _restore(self, history: Any = None) -> None:
-        folded = self._read_history(history)
+        log = self._log
+        assert log is not None  # restoring needs a store
+        folded = log.read(history)
         if folded is None or (not folded.rows and folded.tampered is None):
             return
         cost = self._cost
@@ -659,14 +626,12 @@ class Guardrails:
             LOGGER.warning(self._channel.line(reason))
         if self.halted:
             self._blocked = self.refusal()
-        if self._outbox is not None:
-            self._outbox.queued_spend = cost.spent  # what the store holds now
-            self._outbox.queued_counts = self._counts()
+        log.mark_stored(cost.spent, self._counts())
 
     def _sync_resets(self) -> None:
         """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by
         another process) and take the budget it granted."""
-        folded = self._read_history()
+        folded = self._log.read() if self._log is not None else None
         if folded is None:
             return
         if self._policy.sync(folded) and self._watchdog is not None:

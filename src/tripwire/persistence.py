@@ -11,15 +11,19 @@ waits, the decision still holds in memory.
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .store import StoreError
+from . import lines
+from .errors import StoreError
+from .restore import Folded, fold_history
 
-__all__ = ["Outbox", "DECISION_WAIT"]
+__all__ = ["Outbox", "SessionLog", "DECISION_WAIT", "RETRIER"]
+
+LOGGER = logging.getLogger("tripwire")
 
 #: How long a guardrail decision waits for the store before its row goes to the background.
 DECISION_WAIT = 0.05
@@ -78,18 +82,18 @@ class Outbox:
 
 
 class _Retrier:
-    """One daemon thread for the whole process: writes the outboxes a decision left behind."""
+    """One daemon thread for the whole process: writes the outboxes a decision left behind. It
+    holds each outbox (and its store) itself, so rows are written even after the host dropped
+    the session's guardrails."""
 
     def __init__(self) -> None:
-        self._waiting: dict[int, weakref.ref[Any]] = {}
+        self._waiting: dict[int, tuple[Outbox, Any, str]] = {}
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def schedule(self, owner: Any) -> None:
-        """``owner`` has rows waiting; its ``_flush_in_background(at_exit)`` writes them (True:
-        done; at exit it waits for a write the retrier thread has under way)."""
+    def schedule(self, outbox: Outbox, store: Any, session_id: str) -> None:
         with self._cv:
-            self._waiting[id(owner)] = weakref.ref(owner)
+            self._waiting[id(outbox)] = (outbox, store, session_id)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="tripwire-store-retry",
                                                 daemon=True)
@@ -103,21 +107,28 @@ class _Retrier:
                 while not self._waiting:
                     self._cv.wait()
                     delay = RETRY_FIRST
-                owners = list(self._waiting.items())
-            left = self._flush(owners)
-            if left:
+                waiting = list(self._waiting.values())
+            if self._flush(waiting):
                 with self._cv:
                     self._cv.wait(delay)  # a new schedule() wakes it sooner
                 delay = min(delay * 2, RETRY_CAP)
 
-    def _flush(self, owners: list[tuple[int, weakref.ref[Any]]], at_exit: bool = False) -> int:
+    def _flush(self, waiting: list[tuple[Outbox, Any, str]], at_exit: bool = False) -> int:
+        """Drain each outbox (quietly: its first failure was logged); how many are left."""
         left = 0
-        for key, ref in owners:
-            owner = ref()
-            done = owner is None or owner._flush_in_background(at_exit)
+        for outbox, store, session_id in waiting:
+            if getattr(store, "closed", False):
+                if len(outbox):
+                    LOGGER.error("tripwire: [session %s] %d row(s) were never persisted: the "
+                                 "store was closed first", session_id, len(outbox))
+                done = True
+            else:
+                # at exit, wait for a write the retrier thread has under way
+                take_over = getattr(store, "timeout", 5.0) if at_exit else 0.0
+                done = outbox.drain(store, session_id, None, _quiet, take_over=take_over)
             with self._cv:
-                if done and self._waiting.get(key) is ref:
-                    del self._waiting[key]
+                if done and self._waiting.get(id(outbox), (None,))[0] is outbox:
+                    del self._waiting[id(outbox)]
                 elif not done:
                     left += 1
         return left
@@ -126,9 +137,78 @@ class _Retrier:
         """A last, full-timeout attempt for every outbox still waiting (a halted session that
         never reached another decision point must not lose its halt at exit)."""
         with self._cv:
-            owners = list(self._waiting.items())
-        self._flush(owners, at_exit=True)
+            waiting = list(self._waiting.values())
+        self._flush(waiting, at_exit=True)
+
+
+def _quiet(kind: str, exc: StoreError) -> None:
+    pass
 
 
 RETRIER = _Retrier()
 atexit.register(RETRIER.flush_at_exit)
+
+
+class SessionLog:
+    """One session's durable log, as its ``Guardrails`` writes and reads it: rows appended in
+    order before the decision returns (waiting at most ``DECISION_WAIT``; the rest goes to the
+    retrier), and the session's history read and folded back at restore. The guardrails hand
+    it finished rows; what a row holds is each policy's ``snapshot()``."""
+
+    __slots__ = ("line", "outbox", "session_id", "store")
+
+    def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
+        self.store = store
+        self.session_id = session_id
+        self.line = line  # the session's log-line prefix
+        self.outbox = Outbox()
+
+    def __len__(self) -> int:
+        return len(self.outbox)
+
+    def put(self, kind: str, data: dict[str, Any],
+            state: tuple[int, tuple[str | None, int, int]] | None = None) -> None:
+        """Append a row now (or leave it to the retrier). ``state``: the spend and escalation
+        counts the row carries, so a later decision knows whether the store has them."""
+        outbox = self.outbox
+        outbox.put(kind, data)
+        if state is not None:
+            outbox.queued_spend, outbox.queued_counts = state
+        self.drain(DECISION_WAIT)
+
+    def holds(self, spend: int, counts: tuple[str | None, int, int] | None = None) -> bool:
+        """Whether the rows written or queued already carry this spend (and counts)."""
+        outbox = self.outbox
+        return spend == outbox.queued_spend and (counts is None or counts == outbox.queued_counts)
+
+    def mark_stored(self, spend: int, counts: tuple[str | None, int, int]) -> None:
+        """What the store holds after a restore."""
+        self.outbox.queued_spend, self.outbox.queued_counts = spend, counts
+
+    def drain(self, wait: float | None) -> bool:
+        """Write the queued rows (each append waiting at most ``wait``; None: the store's own
+        timeout); True when none is left, else the retrier takes over."""
+        if self.outbox.drain(self.store, self.session_id, wait, self._failed):
+            return True
+        RETRIER.schedule(self.outbox, self.store, self.session_id)
+        return False
+
+    def flush(self) -> bool:
+        return self.drain(None)
+
+    def _failed(self, kind: str, exc: StoreError) -> None:
+        LOGGER.error(self.line(lines.store_failed(kind, exc)))
+
+    def read(self, history: Any = None) -> Folded | None:
+        """The session's history folded (``history``: read already, as ``Fleet.restore_all``
+        does), or None when the store cannot be read (the session runs without it, warned)."""
+        try:
+            if history is None:
+                history = self.store.history(self.session_id)
+        except StoreError as exc:
+            LOGGER.warning(self.line(lines.history_unreadable(exc)))
+            return None
+        folded = fold_history(history)
+        for warning in folded.warnings:
+            LOGGER.warning(self.line(warning))
+        return folded

@@ -59,14 +59,13 @@ Limits.
 - The default key is public: it only catches naive edits (``DEFAULT_KEY_NOTICE``). A real key
   must also stay out of the agent's reach: scrub ``TRIPWIRE_STORE_KEY`` from the environment of
   the tools the agent runs, or the agent can forge anything.
-- Nothing outside the file anchors it: replacing the whole file with an older copy, or wiping
-  every table, reads as an older or fresh store.
-- The manifest names only sessions that halted. Another session deleted whole (rows and head:
-  its spend, say) reads as a fresh, intact, empty session in ``history``/``histories``; only
-  ``verify()`` reports the store-level ``"*"`` problem, and it cannot say which session lost
-  rows. Replaying an old, validly MAC'd head after deleting the rows behind it is likewise caught
-  only by the manifest's count. Deleting or forging the manifest itself is reported (``"*"``),
-  after which deleted halted sessions can no longer be named.
+- Without an anchor, nothing outside the file vouches for it: replacing the whole file with an
+  older copy, or dropping every table, reads as an older or fresh store. With one, a store
+  behind its anchor is reported (``"*"``) and restores every session halted.
+- The manifest names only sessions that halted; another session deleted whole (its spend, say)
+  is caught by the manifest's row count, as is an older head replayed after deleting the rows
+  behind it: both are store-level reports, carried on every ``SessionHistory`` as
+  ``store_problem`` (restore then halts every session: none can be proven complete).
 - ``time`` is the writer's clock: covered by the MAC, but informational only.
 - ``histories()`` holds the rows it reads in memory (30,000 rows: a few MB); a store that grows
   without bound needs compaction, which this module does not do.
@@ -868,6 +867,10 @@ class SQLiteStore:
         if store is not None:
             reports.append(store)
         return reports
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         if self._closed:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _engine, _reference
-from ._common import EngineSettings
 from .signals import SIGNALS, Alert, WatchdogConfig
 
 __all__ = ["Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "watchdog_class"]
@@ -24,7 +23,15 @@ __all__ = ["Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "wa
 IMPLEMENTATION = _engine.DEFAULT
 
 
-class Watchdog:
+# Type checkers see the engine API on Watchdog itself (the reference engine's, which is typed);
+# at run time each concrete class below takes it from its own engine.
+if TYPE_CHECKING:
+    _EngineAPI = _reference.Engine
+else:
+    _EngineAPI = object
+
+
+class Watchdog(_EngineAPI):
     """One session's watchdog. ``Watchdog()`` runs SPEC §1's eight signals with their defaults.
 
     ``Watchdog(config, implementation="python")`` picks an engine explicitly; by default it is
@@ -34,15 +41,8 @@ class Watchdog:
     on its own: ``Guardrails`` serializes access per session.
     """
 
-    implementation: str
     config: WatchdogConfig
-    settings: EngineSettings
-    events: int
-    last_used: float
-    if TYPE_CHECKING:  # the engine classes hold these (the native one in C slots)
-        __slots__ = ("config", "events", "last_used", "settings")
-    else:  # the native class then has no per-instance __dict__ (a fleet has many)
-        __slots__ = ()
+    __slots__ = ()  # the native class then has no per-instance __dict__ (a fleet has many)
 
     def __new__(cls, config: WatchdogConfig | None = None, *,
                 implementation: str | None = None) -> Watchdog:
@@ -70,52 +70,6 @@ class Watchdog:
                     Alert(spec.id, spec.severity, spec.scope, reason, guidance, event, name, count)
                 )
         return tuple(alerts)
-
-    if TYPE_CHECKING:  # supplied by the engine class each concrete Watchdog derives from
-        def _engine_init(self, settings: EngineSettings) -> None: ...
-
-        def observe_call(self, name: str, args: Any = None) -> tuple[Alert, ...]:
-            """A tool call: args as JSON ``str``/``bytes``, a decoded value, or None."""
-
-        def observe_result(self, name: str = "", error: Any = None, no_op: bool = False,
-                           payload: Any = None) -> tuple[Alert, ...]:
-            """A tool's answer: ``error`` (true or a text: failed), ``no_op``, its ``payload``."""
-
-        def observe_text(self, text: Any) -> tuple[Alert, ...]:
-            """The agent's own words."""
-
-        def end_turn(self) -> tuple[Alert, ...]:
-            """A turn boundary."""
-
-        def turn_boundary(self) -> None: ...
-
-        def reset(self) -> tuple[Alert, ...]:
-            """An operator reset of every detector."""
-
-        def count_event(self) -> None: ...
-        def recent_call(self, age: int) -> tuple[str, Any]: ...
-        @property
-        def repeat_run(self) -> int: ...
-        @property
-        def repeat_poll(self) -> int: ...
-        @property
-        def cycle_period(self) -> int: ...
-        @property
-        def dominant(self) -> tuple[int, int, int]: ...
-        @property
-        def name_run(self) -> int: ...
-        @property
-        def silent_calls(self) -> int: ...
-        @property
-        def failure_streak(self) -> int: ...
-        @property
-        def failure_names(self) -> list[str]: ...
-        @property
-        def no_op_run(self) -> int: ...
-        @property
-        def no_op_names(self) -> list[str]: ...
-        @property
-        def stale_results(self) -> int: ...
 
 
 class PythonWatchdog(Watchdog, _reference.Engine):

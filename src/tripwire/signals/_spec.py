@@ -89,6 +89,15 @@ def threshold(default: int, doc: str, why: str) -> Knob:
     return Knob("threshold", default, doc, minimum=2, why=why)
 
 
+def threshold_setting(field: str) -> Resolve:
+    """The ``resolve`` of a signal whose one setting is its threshold, clamped to at least 2."""
+
+    def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
+        return {field: max(2, value("threshold"))}
+
+    return resolve
+
+
 # --------------------------------------------------------------------------------------------
 # Alerts and their texts
 # --------------------------------------------------------------------------------------------

@@ -6,12 +6,19 @@ Native twin: ``native/repeated_tool_call.*``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from .._canonical import CanonicalCall, paths_suffix_match
-from ._spec import CRITICAL, SESSION, SignalSpec, quote_args, threshold, tool_label
+from ._spec import (
+    CRITICAL,
+    SESSION,
+    SignalSpec,
+    quote_args,
+    threshold,
+    threshold_setting,
+    tool_label,
+)
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
@@ -70,8 +77,7 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    return {"repeat_threshold": max(2, value("threshold"))}
+resolve = threshold_setting("repeat_threshold")
 
 
 SPEC = SignalSpec(

@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, SignalSpec, threshold, tool_label
+from ._spec import WARN, SignalSpec, threshold, threshold_setting, tool_label
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
@@ -28,8 +27,7 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name_threshold": max(2, value("threshold"))}
+resolve = threshold_setting("name_threshold")
 
 
 SPEC = SignalSpec(

@@ -5,10 +5,9 @@ Detector: ``StreakDetector`` (native: ``native/streak.h``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, SignalSpec, error_text, threshold, tool_list
+from ._spec import WARN, SignalSpec, error_text, threshold, threshold_setting, tool_list
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
@@ -31,8 +30,7 @@ def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    return {"failure_threshold": max(2, value("threshold"))}
+resolve = threshold_setting("failure_threshold")
 
 
 SPEC = SignalSpec(

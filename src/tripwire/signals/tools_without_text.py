@@ -6,10 +6,9 @@ silence is withdrawn (``withdrawn_by_words``). Native twin: ``native/tools_witho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, SignalSpec, threshold
+from ._spec import WARN, SignalSpec, StreakDetector, threshold, threshold_setting
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
@@ -28,8 +27,7 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    return {"silence_threshold": max(2, value("threshold"))}
+resolve = threshold_setting("silence_threshold")
 
 
 SPEC = SignalSpec(
@@ -42,25 +40,12 @@ SPEC = SignalSpec(
 )
 
 
-class SilenceDetector:
-    """N calls in a row with no agent text between them."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.reported = False
+class SilenceDetector(StreakDetector):
+    """N calls in a row with no agent text between them: a streak of calls that words end."""
 
     def observe_call(self) -> bool:
-        self.run += 1
-        if self.run >= self.threshold and not self.reported:
-            self.reported = True
-            return True
-        return False
+        return self.extend()
 
     def observe_text(self, has_words: bool) -> None:
         if has_words:
-            self.run = 0
-            self.reported = False
+            self.reset()
