@@ -39,11 +39,12 @@ from ._common import (
 from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, CUT_TURN, HALT_SESSION, REFUSE_TURN, Decision, Turn
+from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
 from .errors import GuardrailHalted, ResetRefused
 from .guardrail import Guardrail
 from .modes import Mode
 from .persistence import DECISION_WAIT, SessionLog
+from .policies import ContextPolicy, CostPolicy
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .signals import Alert
 from .watchdog import Watchdog
@@ -108,6 +109,8 @@ class Guardrails:
         "_policy",
         "_log",
         "_summarize",
+        "_cost_policy",
+        "_context_policy",
         "session_id",
         "settings",
     )
@@ -139,6 +142,9 @@ class Guardrails:
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._summarize = summarize
+        self._cost_policy = CostPolicy(self._cost, self._channel, self._persist_trip)
+        self._context_policy = (None if self._context is None else ContextPolicy(
+            self._context, resolved.context.cut_at, self._channel, self._persist))
         # the durable log: rows on their way to the store, the history read back
         self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
             else None
@@ -305,10 +311,10 @@ class Guardrails:
             log = self._log
             if log is not None and not log.holds(self._cost.spent):
                 self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
-            context = self._context
-            if context is not None:
-                for record in context.observe_usage(model, input_tokens):
-                    self._context_record(record)
+            policy = self._context_policy
+            if policy is not None:
+                for record in policy.guard.observe_usage(model, input_tokens):
+                    policy.record(record)
                 return self._context_check(decision)
             return decision
 
@@ -401,72 +407,31 @@ class Guardrails:
     def _words_matter(self) -> bool:
         return self._policy.words_matter()
 
-    # -- cost ceiling (SPEC §4) ----------------------------------------------------------------
+    # -- cost and context (policies.py decides) ------------------------------------------
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
-        action = HALT_SESSION if trip.halts else CUT_TURN
-        decision = Decision(action, "cost_ceiling", trip.reason)
+        decision = self._cost_policy.decide(trip, in_turn=in_turn)
         if in_turn or trip.halts:
             self._blocked = decision
-        self._channel.counters.count_trip("cost_ceiling")
-        self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
-                               "halts": trip.halts, "reason": trip.reason,
-                               "in_a_row": trip.in_a_row, **self._cost.snapshot()})
-        line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
-                               in_a_row=trip.in_a_row, limit=self._cost.escalate_after)
-        self._channel.emit("halt" if trip.halts else "cut", line,
-                           level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
         return decision
-
-    # -- context window (SPEC §6) -------------------------------------------------------------
 
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
-        context = self._context
-        assert context is not None  # called only with a context guard
-        verdict = context.check()
-        if verdict is None:
-            return decision
-        u = context.utilization()
-        if verdict == "compact":
-            self._context_record({
-                "event": "compaction-pending", "utilization": round(u.fraction, 6),
-                "estimated": u.estimated, "tokens": u.tokens, "window": u.window,
-                "threshold": u.threshold, "model": u.model,
-                "message": lines.compaction_pending(u),
-            })
-            return decision
-        record = context.turn_cut_record()
-        reason = lines.context_cut_reason(u, self.settings.context.cut_at)
-        if not decision.proceed:
-            self._context_record({**record, "message": reason})
-            return decision  # already cut or halted by another guardrail
-        cut = Decision(CUT_TURN, "context", reason, decision.alerts)
-        self._blocked = cut
-        self._channel.counters.count_trip("context")
-        self._channel.emit(
-            "cut", lines.context_cut(reason), level=logging.WARNING,
-            guardrail="context", decision=cut, record=record)
-        return cut
-
-    def _context_record(self, record: dict[str, Any]) -> None:
-        message = record.pop("message", None) or record["event"]
-        level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
-        if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
-            self._persist("context", record)
-        self._channel.emit("context", message, level=level, guardrail="context", record=record)
+        policy = self._context_policy
+        assert policy is not None  # called only with a context guard
+        checked = policy.check(decision)
+        if checked is not decision:
+            self._blocked = checked
+        return checked
 
     def compact(self, messages: Any, focus: str | None = None) -> Compaction:
         """Reduce the context now: the host's ``summarize`` (with tripwire's retry, backoff and
         fallback rules), or mechanical truncation. Call it when ``start_turn().compact`` is true
         (or whenever the operator asks). ``Compaction.apply(messages)`` is the new history."""
         with self._lock:
-            if self._context is None:
+            if self._context_policy is None:
                 return Compaction("skipped", reason="the context guard is disabled")
-            result = self._context.compact(messages, focus, self._summarize)
-            for record in result.records:
-                self._context_record({**record, "message": lines.compaction_record(record)})
-            return result
+            return self._context_policy.compact(messages, focus, self._summarize)
 
     def utilization(self) -> Utilization | None:
         """How full the context is (None when the context guard is disabled)."""
