@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .errors import InvalidEvent
+from .errors import InvalidEvent, TruncatedLine
 from .guardrail import Guardrail
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Reset",
     "Event",
     "parse_event",
+    "event_record",
     "read_events",
     "EVENT_TYPES",
 ]
@@ -62,12 +63,20 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """One model call's provider-reported usage."""
+    """One model call's provider-reported usage.
+
+    ``input_tokens`` counts the whole prompt, cached parts included; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of it read from / written to the provider's prompt
+    cache (they price differently). ``provider`` helps the price catalogue (SPEC §11.3).
+    """
 
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    provider: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +166,9 @@ def _usage(o: dict[str, Any]) -> Usage:
         _count(o, "input_tokens"),
         _count(o, "output_tokens"),
         _usd(o, "cost_usd"),
+        _count(o, "cache_read_tokens"),
+        _count(o, "cache_write_tokens"),
+        _field(o, "provider", (str,)),
     )
 
 
@@ -178,6 +190,19 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "reset": _reset,
 }
 EVENT_TYPES = tuple(_PARSERS)
+_TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
+            TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset"}
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """A typed event as its interchange object (``parse_event`` reads it back): fields that
+    are None, and ``no_op: false``, are left out."""
+    record: dict[str, Any] = {"type": _TYPE_OF[type(event)]}
+    for name in event.__slots__:
+        value = getattr(event, name)
+        if value is not None and not (name == "no_op" and value is False):
+            record[name] = value
+    return record
 
 
 def parse_event(value: Any) -> Event:
@@ -223,12 +248,14 @@ def read_events(path: str | Path) -> Iterator[Line]:
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError as exc:
+                    if not raw.endswith(b"\n"):  # only the last line can lack its newline
+                        raise TruncatedLine() from None
                     raise InvalidEvent(f"not JSON ({exc.msg} at column {exc.colno})") from None
                 except RecursionError:
                     raise InvalidEvent("not JSON (nested too deeply)") from None
                 event = parse_event(value)
             except InvalidEvent as exc:
-                located = InvalidEvent(exc.message, source=str(path), line=number)
+                located = type(exc)(exc.message, source=str(path), line=number)
                 yield Line(index, number, None, located)
             else:
                 yield Line(index, number, event)
