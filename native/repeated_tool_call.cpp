@@ -2,11 +2,13 @@
 
 namespace tw {
 
-void RepeatDetector::start_run(const CanonicalCall& c) {
+void RepeatDetector::start_run(const CanonicalCall& c, uint64_t name_hash) {
     run = 1;
     rest = c.rest;
+    name = name_hash;
     is_object = c.is_object;
     tripped = false;
+    poll = kPollAwaiting;
     longest.clear();
     ends.clear();
     for (std::string_view p : c.paths) {
@@ -15,7 +17,7 @@ void RepeatDetector::start_run(const CanonicalCall& c) {
     }
 }
 
-bool RepeatDetector::observe(const CanonicalCall& c, bool& fired) {
+bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& fired) {
     fired = false;
     bool joined = run > 0 && c.rest == rest && c.is_object == is_object &&
                   c.paths.size() == ends.size();
@@ -43,13 +45,36 @@ bool RepeatDetector::observe(const CanonicalCall& c, bool& fired) {
             ends.swap(scratch_ends);
         }
     } else {
-        start_run(c);
+        start_run(c, name_hash);
     }
-    if (enabled && run >= threshold && !tripped) {
+    if (enabled && run >= threshold && !tripped && poll != kPollChanging) {
         tripped = true;
         fired = true;
     }
     return joined;
+}
+
+void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* digest) noexcept {
+    uint8_t end;
+    if (failed) {
+        end = kPollFailed;
+    } else if (no_op) {
+        end = kPollNoOp;
+    } else if (digest == nullptr) {
+        end = kPollNoPayload;
+    } else if (poll == kPollAwaiting) {
+        poll = kPollOnePayload;
+        last = *digest;
+        return;
+    } else if (digest->low64 != last.low64 || digest->high64 != last.high64) {
+        poll = kPollChanging;
+        last = *digest;
+        return;
+    } else {
+        end = kPollStoppedChanging;
+    }
+    // sticky for the run: a poll that repeats itself once is not polling again later
+    poll = poll == kPollChanging ? end : static_cast<uint8_t>(kPollEnded);
 }
 
 }  // namespace tw

@@ -64,8 +64,10 @@ public:
 
     // name_hash: any 64-bit hash of the tool name (the name-run detector compares names by it)
     uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash);
-    uint32_t observe_result(bool failed, bool no_op, bool exempt, const void* payload,
-                            size_t payload_len, bool has_payload);
+    // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
+    // its tool's); exempt: no-new-state skips it (its payload still reaches the repeat run)
+    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                            const void* payload, size_t payload_len, bool has_payload);
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
@@ -91,8 +93,8 @@ public:
     DigestLRU digests;
 
 private:
-    uint32_t result_mask(bool failed, bool no_op, bool exempt, const void* payload,
-                         size_t payload_len, bool has_payload);
+    uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                         const void* payload, size_t payload_len, bool has_payload);
 };
 
 }  // namespace tw

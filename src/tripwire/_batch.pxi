@@ -259,6 +259,7 @@ cdef class Batch:
             if obj is not None:
                 self.keep.append(obj)
             it.name, it.name_len = v.data, v.size
+            it.name_hash = <uint64_t>hash(name)
         if payload is not None:
             if type(payload) is str or type(payload) is bytes or PyObject_CheckBuffer(payload):
                 it.context_bytes = _utf8_length(payload)
@@ -370,12 +371,12 @@ cdef class Batch:
                 if obj is not None:
                     self.keep.append(obj)
                 it.name, it.name_len = v.data, v.size
+                it.name_hash = <uint64_t>hash(name)
             if slp.session == NULL:
                 it.kind = b'p'
             elif it.kind == b'r' and slp.has_exempt and not it.failed and not it.noop:
                 if self._name(i) in (<Engine>slp.engine)._exempt:
-                    it.exempt = True
-                    it.has_payload = False
+                    it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
         self.bound = True
 
     cdef int _set_state(self, _Slot* sl, object st) except -1:
@@ -502,8 +503,9 @@ cdef class Batch:
                     sl.results += 1
                     if it.failed or it.noop:
                         sl.streaks = True
-                    mask = sl.session.observe_result(it.failed, it.noop, it.exempt, it.data,
-                                                     it.data_len, it.has_payload)
+                    mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
+                                                     it.exempt, it.data, it.data_len,
+                                                     it.has_payload)
                     if sl.has_context and it.context_bytes:
                         sl.added += it.context_bytes
                         self._mark_dirty(sl, it.slot)

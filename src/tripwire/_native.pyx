@@ -275,35 +275,35 @@ cdef class Engine:
 
     def observe_result(self, name="", error=None, no_op=False, payload=None):
         cdef Session* s = self._session()
-        cdef bint failed, noop
+        cdef bint failed, noop, exempt
         cdef uint32_t mask
         cdef _View p
         cdef object keep
         cdef Py_buffer buf
         if type(name) is not str:
             name = name_str(name)
+        # the same name hash as observe_call's: the repeat run takes its tool's results
+        cdef uint64_t h = <uint64_t>hash(name)
         failed = _failed(error)
         noop = not failed and bool(no_op)
         self._note_result(name, failed, noop, error)
         if failed:
-            mask = s.observe_result(True, False, False, NULL, 0, False)
+            mask = s.observe_result(h, True, False, False, NULL, 0, False)
+        elif noop:
+            mask = s.observe_result(h, False, True, False, NULL, 0, False)
         else:
-            if noop:
-                mask = s.observe_result(False, True, False, NULL, 0, False)
+            exempt = name in self._exempt
+            if payload is None or (exempt and not s.repeat.awaits(h)):
+                mask = s.observe_result(h, False, False, exempt, NULL, 0, False)
+            elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
+                PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
+                try:
+                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True)
+                finally:
+                    PyBuffer_Release(&buf)
             else:
-                if name in self._exempt:
-                    mask = s.observe_result(False, False, True, NULL, 0, False)
-                elif payload is None:
-                    mask = s.observe_result(False, False, False, NULL, 0, False)
-                elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
-                    PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
-                    try:
-                        mask = s.observe_result(False, False, False, buf.buf, buf.len, True)
-                    finally:
-                        PyBuffer_Release(&buf)
-                else:
-                    keep = _view(payload, &p, True)
-                    mask = s.observe_result(False, False, False, p.data, p.size, True)
+                keep = _view(payload, &p, True)
+                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True)
         if mask:
             return self._fired(mask, name, error)
         return ()
@@ -352,6 +352,11 @@ cdef class Engine:
     @property
     def repeat_run(self):
         return self._session().repeat.run
+
+    @property
+    def repeat_poll(self):
+        """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
+        return self._session().repeat.poll
 
     @property
     def cycle_period(self):

@@ -52,6 +52,8 @@ cdef extern from "tokens.h" namespace "tw" nogil:
 cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass RepeatDetector:
         uint32_t run
+        uint8_t poll
+        cbool awaits(uint64_t name_hash)
     cdef cppclass CycleDetector:
         uint32_t period
     cdef cppclass DensityDetector:
@@ -97,8 +99,8 @@ cdef extern from "session.h" namespace "tw" nogil:
     cdef cppclass Session:
         Session(const Settings& s) except +
         uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash) except +
-        uint32_t observe_result(cbool failed, cbool no_op, cbool exempt, const void* payload,
-                                size_t payload_len, cbool has_payload)
+        uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
+                                const void* payload, size_t payload_len, cbool has_payload)
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()

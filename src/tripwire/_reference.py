@@ -179,7 +179,7 @@ class Engine:
         self.events += 1
         on = self.settings.enabled
         call = canonicalize(name, args)
-        joined, fired = self._repeat.observe(call)
+        joined, fired = self._repeat.observe(call, name)
         mask = REPEAT if fired else 0
         self._keys.append(call.key)
         self._joins.append(joined)
@@ -208,6 +208,14 @@ class Engine:
         on = self.settings.enabled
         failed = error_failed(error)
         mask = 0
+        repeat = self._repeat
+        exempt = name in self.settings.exempt_tools
+        digest = None
+        for_run = repeat.awaits(name)
+        if not failed and not no_op and (for_run or not exempt):
+            digest = payload_digest(payload)
+        if for_run:
+            repeat.observe_result(failed, bool(no_op), digest)  # SPEC §10.24
         if failed:
             if self._failures.extend() and on & FAILURE:
                 mask |= FAILURE
@@ -224,8 +232,7 @@ class Engine:
             else:
                 self._no_ops.reset()
                 self._no_op_names = []
-            if not no_op and name not in self.settings.exempt_tools:
-                digest = payload_digest(payload)
+            if not no_op and not exempt:
                 if digest is None:
                     self._stale.reset()  # cannot fingerprint: no evidence of a stall
                 elif self._digests.seen_before(digest):
@@ -305,6 +312,11 @@ class Engine:
     @property
     def repeat_run(self) -> int:
         return self._repeat.run
+
+    @property
+    def repeat_poll(self) -> int:
+        """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
+        return int(self._repeat.poll)
 
     @property
     def cycle_period(self) -> int:

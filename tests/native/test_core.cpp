@@ -107,15 +107,15 @@ void test_detectors_through_the_session() {
     CHECK(s.cycle.period == 2);
     s.reset();
     mask = 0;
-    for (int i = 0; i < 3; ++i) mask |= s.observe_result(true, false, false, nullptr, 0, false);
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, true, false, false, nullptr, 0, false);
     CHECK(mask == tw::kFailure);
     mask = 0;
-    for (int i = 0; i < 3; ++i) mask |= s.observe_result(false, true, false, nullptr, 0, false);
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, false, true, false, nullptr, 0, false);
     CHECK(mask == tw::kNoOp);
     mask = 0;
     const std::string payload(4096, 'p');
     for (int i = 0; i < 7; ++i)
-        mask |= s.observe_result(false, false, false, payload.data(), payload.size(), true);
+        mask |= s.observe_result(0, false, false, false, payload.data(), payload.size(), true);
     CHECK(mask == tw::kNoNewState);
     s.turn_boundary();
     CHECK(s.stale.run == 0 && s.no_ops.run == 0);
@@ -130,6 +130,27 @@ void test_detectors_through_the_session() {
         mask |= call(s, c, "bash", "{\"command\":\"step " + std::to_string(i) + "\"}");
     CHECK(mask & tw::kName);
     CHECK(s.state_bytes() > sizeof(tw::Session));
+}
+
+void test_polling_with_changing_output() {
+    // SPEC §10.24: a poll whose output changes is no loop; once it stops changing, it is
+    tw::Canonicalizer c;
+    tw::Session s(defaults());
+    const std::string tool = "wait_and_verify";  // exempt from no-new-state, not from this
+    const uint64_t h = tw::xxh3_64(tool.data(), tool.size());
+    uint32_t mask = 0;
+    for (int i = 0; i < 20; ++i) {
+        mask |= call(s, c, tool, R"({"deploy": "api"})");
+        const std::string out = std::to_string(i) + " of 20 updated replicas";
+        mask |= s.observe_result(h, false, false, true, out.data(), out.size(), true);
+        if (i % 5 == 4) s.observe_text(true);  // a word to the user now and then
+    }
+    CHECK(mask == 0);
+    CHECK(s.repeat.run == 20 && s.repeat.poll == tw::kPollChanging);
+    const std::string same = "19 of 20 updated replicas";
+    CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
+    CHECK(s.repeat.poll == tw::kPollStoppedChanging);
+    CHECK(call(s, c, tool, R"({"deploy": "api"})") == tw::kRepeat);
 }
 
 void test_density_and_rings_at_their_limits() {
@@ -174,6 +195,7 @@ int main() {
     test_hash();
     test_canonicalizer();
     test_detectors_through_the_session();
+    test_polling_with_changing_output();
     test_density_and_rings_at_their_limits();
     test_digest_lru();
     test_tokens();
