@@ -20,7 +20,8 @@ Session::Session(const Settings& s)
       stale(s.no_new_state_threshold),
       digests(s.digest_memory) {}
 
-uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash) {
+uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
+                               uint64_t identity) {
     const uint32_t on = settings.enabled;
     bool fired;
     const bool joined = repeat.observe(c, name_hash, fired);
@@ -28,7 +29,7 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash) {
     history.push(c.key, joined);
     if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
-    if (name.observe(name_hash, repeat.run) && (on & kName)) mask |= kName;
+    if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
     if (stats) stats->after_call(*this);
     return mask;

@@ -62,8 +62,10 @@ class Session {
 public:
     explicit Session(const Settings& s);
 
-    // name_hash: any 64-bit hash of the tool name (the name-run detector compares names by it)
-    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash);
+    // name_hash: any 64-bit hash of the tool name (the repeat run's tool, matched by results);
+    // identity: what the name-run detector compares (the name's hash, or for a shell tool the
+    // hash of tool:program, SPEC §11.2)
+    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity);
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
     // its tool's); exempt: no-new-state skips it (its payload still reaches the repeat run)
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,

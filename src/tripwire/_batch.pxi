@@ -18,6 +18,7 @@ cdef struct _Item:
     Py_ssize_t data_len
     int64_t context_bytes  # a result payload's bytes, for the context estimate
     uint64_t name_hash
+    uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
     int64_t cost         # a usage's cost, nano-dollars
     int64_t input_tokens  # a usage's measured context (-1: none)
     bint failed
@@ -234,6 +235,7 @@ cdef class Batch:
             self.keep.append(obj)
         it.name, it.name_len = v.data, v.size
         it.name_hash = <uint64_t>hash(name)
+        it.identity = it.name_hash  # a shell tool's is set at bind, by its engine's settings
         obj = _view(row[3] if size > 3 else None, &v, False)
         if obj is not None:
             self.keep.append(obj)
@@ -352,7 +354,7 @@ cdef class Batch:
                 continue
             if it.kind == b'c':
                 if slp.session != NULL:  # SPEC §11.2: a shell tool's key is tool:program
-                    it.name_hash = (<Engine>slp.engine)._identity(
+                    it.identity = (<Engine>slp.engine)._identity(
                         self._name(i), it.data, it.data_len, it.name_hash)
                 if it.nfields > 2:
                     ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
@@ -498,7 +500,7 @@ cdef class Batch:
                 if it.kind == b'c':
                     sl.calls += 1
                     mask = sl.session.observe_call(canon.canonicalize(
-                        it.name, it.name_len, it.data, it.data_len), it.name_hash)
+                        it.name, it.name_len, it.data, it.data_len), it.name_hash, it.identity)
                 else:
                     sl.results += 1
                     if it.failed or it.noop:

@@ -212,10 +212,11 @@ cdef class Engine:
             name = name_str(name)
         keep_name = _view(name, &n, False)
         keep_args = _view(args, &a, False)
-        # str caches its hash, so the name-run detector's key is free (but for shell tools)
-        cdef uint64_t identity = self._identity(name, a.data, a.size, <uint64_t>hash(name))
+        # str caches its hash, so the name keys are free (but a shell tool's identity)
+        cdef uint64_t name_hash = <uint64_t>hash(name)
+        cdef uint64_t identity = self._identity(name, a.data, a.size, name_hash)
         cdef uint32_t mask = s.observe_call(
-            _canon.canonicalize(n.data, n.size, a.data, a.size), identity)
+            _canon.canonicalize(n.data, n.size, a.data, a.size), name_hash, identity)
         self._note_call(name, args)
         if mask:
             return self._fired(mask, name, args)

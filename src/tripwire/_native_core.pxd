@@ -98,7 +98,8 @@ cdef extern from "session.h" namespace "tw" nogil:
 
     cdef cppclass Session:
         Session(const Settings& s) except +
-        uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash) except +
+        uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
+                              uint64_t identity) except +
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
                                 const void* payload, size_t payload_len, cbool has_payload)
         void observe_text(cbool has_words)

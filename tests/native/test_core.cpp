@@ -51,8 +51,9 @@ tw::Settings defaults() {
 
 uint32_t call(tw::Session& s, tw::Canonicalizer& c, const std::string& name,
               const std::string& args) {
+    const uint64_t name_hash = tw::xxh3_64(name.data(), name.size());
     return s.observe_call(c.canonicalize(name.data(), name.size(), args.data(), args.size()),
-                          tw::xxh3_64(name.data(), name.size()));
+                          name_hash, name_hash);
 }
 
 void test_hash() {
