@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +68,10 @@ def test_without_the_catalogue_installed_it_says_so_once(
 
 
 def tripwire(*argv: str) -> subprocess.CompletedProcess:
+    """The real command, on the tripwire this process imports (a PYTHONPATH to src/ would pick
+    up a tree without the built native core under CI's non-editable install)."""
     return subprocess.run([sys.executable, "-m", "tripwire", *argv], capture_output=True,
-                          text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          text=True, timeout=300, check=False)
 
 
 def test_replay_prices_a_transcript_and_marks_the_trip_estimated(tmp_path: Path) -> None:
