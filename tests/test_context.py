@@ -157,7 +157,7 @@ def test_past_95_percent_the_turn_is_cut(implementation: str) -> None:
     assert cut.record == {"event": "context-reduction-degraded", "operation": "turn-cut",
                           "estimate_tokens": 190_001, "window": 200_000,
                           "unmeasured_bytes": 30_003, "utilization": 0.950005}
-    assert cut.message.startswith("tripwire: [session ctx] context guard cut the turn in flight")
+    assert cut.message.startswith("[session ctx] context guard cut the turn in flight")
     assert not g.halted
     g.end_turn()
     assert g.start_turn().compact  # compaction is already pending: the session heals

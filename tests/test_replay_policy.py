@@ -116,7 +116,7 @@ def test_a_refused_reset_is_reported(tmp_path: Path, implementation: str) -> Non
     _, records = run(path, "--max-session-cost-usd", "1", implementation=implementation)
     refused, accepted = kinds(records, "reset_refused", "reset")
     assert refused["kind"] == "reset_refused" and refused["event"] == 3
-    assert refused["needed_usd"] == 0.5 and "add more than $0.5000" in refused["reason"]
+    assert refused["needed_usd"] == 0.5 and "add at least $0.5001" in refused["reason"]
     assert accepted["kind"] == "reset" and accepted["max_session_cost_usd"] == 2.0
     assert [d["action"] for d in kinds(records, "decision")] == ["halt_session"]
 

@@ -19,9 +19,18 @@ from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
 from .modes import Mode
 from .reporting import Counters, OperatorEvent
 from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
-from .watchdog import IMPLEMENTATION, Watchdog
+from .watchdog import Watchdog
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    if name == "IMPLEMENTATION":  # "native" or "python": chosen on first use, not at import
+        from . import _engine
+
+        return _engine.default()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CONTINUE",

@@ -11,6 +11,7 @@ import json
 from typing import Any, NamedTuple
 
 from .errors import InvalidEvent
+from .validate import check_no_op, check_text
 
 #: Batch ingest rows: (session, kind, *fields), the fields of each kind in order (SPEC §0).
 BATCH_KINDS: dict[str, tuple[str, ...]] = {
@@ -125,11 +126,16 @@ def error_failed(error: Any) -> bool:
 
 
 def text_has_words(text: Any) -> bool:
-    """Agent text counts when it holds a non-whitespace character (SPEC §10.11)."""
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        text = bytes(text).decode("utf-8", "replace")
-    elif not isinstance(text, str):
-        if text is None:
-            return False
-        raise InvalidEvent(f"agent text must be a str, not {type(text).__name__}")
+    """Agent text counts when it holds a non-whitespace character (SPEC §10.11); it must be
+    a str (``validate.check_text``)."""
+    if type(text) is not str:
+        text = check_text(text)
     return bool(text) and not text.isspace()
+
+
+def no_op_flag(no_op: Any, failed: bool) -> bool:
+    """A result is a no-op when it says ``no_op: True`` and did not fail (SPEC §10.7); the
+    claim must be a bool (``validate.check_no_op``)."""
+    if no_op is not True and no_op is not False:
+        no_op = check_no_op(no_op)
+    return no_op and not failed

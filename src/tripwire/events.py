@@ -9,13 +9,14 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from .errors import InvalidEvent
+from .money import parse_dollars
+from .validate import check_no_op
 
 __all__ = [
     "Call",
@@ -120,13 +121,7 @@ def _count(obj: dict[str, Any], name: str) -> int | None:
 
 def _usd(obj: dict[str, Any], name: str) -> float | None:
     value = _field(obj, name, (int, float))
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise InvalidEvent(f"field {name!r} must be a finite number, not {value}")
-    if value < 0:
-        raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
-    return float(value)
+    return parse_dollars(value, f"field {name!r}", error=InvalidEvent, allow_none=True)
 
 
 def _call(o: dict[str, Any]) -> Call:
@@ -142,10 +137,7 @@ def _result(o: dict[str, Any]) -> Result:
     error = o.get("error")
     if not isinstance(error, (str, bool, type(None), dict, list, int, float)):
         raise InvalidEvent("field 'error' must be false, true or the error text")
-    no_op = o.get("no_op", False)
-    if not isinstance(no_op, bool):
-        raise InvalidEvent(f"field 'no_op' must be a boolean, not {type(no_op).__name__}")
-    return Result(name, ident, error, no_op, o.get("payload"))
+    return Result(name, ident, error, check_no_op(o.get("no_op", False)), o.get("payload"))
 
 
 def _text(o: dict[str, Any]) -> Text:

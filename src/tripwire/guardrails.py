@@ -21,7 +21,6 @@ per session, not one global lock).
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
 from .config import read_config_file
 from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
+from .money import parse_dollars
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
 from .feedback import SILENCE_SIGNAL, FeedbackQueue
@@ -39,6 +39,7 @@ from .modes import Mode, detect_unattended, parse_mode, resolve_mode
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
 from .signals import CRITICAL, SESSION, Alert, WatchdogConfig
+from .validate import check_hook, check_id, check_no_op, check_text
 from .watchdog import Watchdog
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
@@ -135,6 +136,13 @@ class GuardrailsConfig:
         watchdog = self.watchdog
         if watchdog is None:
             watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
+        elif not isinstance(watchdog, WatchdogConfig):
+            raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
+                              "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
+                              f"not {type(watchdog).__name__}")
+        if self.context is not None and not isinstance(self.context, ContextConfig):
+            raise ConfigError("GuardrailsConfig(context=...) must be a ContextConfig, "
+                              f"not {type(self.context).__name__}")
         session, session_source = self.max_session_cost_usd, "explicit"
         if session is None and "max_session_usd" in cost_file:
             session, session_source = cost_file["max_session_usd"], "config file"
@@ -183,11 +191,7 @@ def _section(f: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, An
 
 
 def _dollars(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
-    return max(0.0, float(value))  # <= 0 disables the bound
+    return parse_dollars(value, name)  # 0 disables the bound; negative is an error
 
 
 def _count(value: Any, name: str) -> int:
@@ -268,6 +272,15 @@ class Guardrails:
                  counters: Counters | None = None, implementation: str | None = None,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  store: Any = None, history: Any = None):
+        if config is not None and not isinstance(config, (GuardrailsConfig, ResolvedConfig)):
+            hint = (f" (for a mode alone: GuardrailsConfig(mode={config!r}))"
+                    if isinstance(config, (str, Mode)) else "")
+            raise ConfigError("Guardrails(config) takes a GuardrailsConfig or None, not "
+                              f"{type(config).__name__}{hint}")
+        check_hook(on_event, "on_event")
+        check_hook(summarize, "summarize")
+        if not isinstance(session_id, str):
+            raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
         resolved = (config if isinstance(config, ResolvedConfig)
                     else (config or GuardrailsConfig()).resolve())
         self.session_id = session_id
@@ -381,6 +394,8 @@ class Guardrails:
             if watchdog is None:
                 return CONTINUE
             if id is not None:
+                if type(id) is not str:
+                    id = check_id(id)  # raises: an id is a str
                 ids = self._ids
                 if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
                     ids.clear()
@@ -402,6 +417,10 @@ class Guardrails:
                 return self._blocked
             watchdog = self._watchdog
             decision = CONTINUE
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises: an id is a str
+            if no_op is not False and no_op is not True:
+                check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
             if watchdog is not None:
                 if name is None:
                     name = self._ids.get(id, "") if id is not None else ""
@@ -436,6 +455,8 @@ class Guardrails:
 
     def on_text(self, text: str) -> Decision:
         """The agent's own words (not tool output, injected messages or private reasoning)."""
+        if type(text) is not str:
+            text = check_text(text)  # raises: agent text is a str, in every mode
         with self._lock:
             if self._blocked is not None:
                 return self._blocked
@@ -450,7 +471,7 @@ class Guardrails:
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None) -> Decision:
         """One model call's provider-reported usage; checked against the cost ceiling at once."""
-        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd)  # all checked first
+        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
             if self._watchdog is not None:
                 self._watchdog.count_event()

@@ -47,16 +47,53 @@ SESSION = "session"
 TURN = "turn"
 
 
+#: The largest count knob either engine takes (the native counters are 32-bit; a threshold
+#: of a million calls is already "never").
+MAX_COUNT = 1_000_000
+
+
 @dataclass(frozen=True)
 class Knob:
-    """One configurable number (or list) of a signal."""
+    """One configurable number (or list) of a signal, and its range: the one place both
+    engines read it from. An integer above ``maximum`` is a ConfigError naming the knob and
+    its range; below ``minimum`` it counts as ``minimum`` when ``clamps`` (SPEC §1: "counts
+    below 2 become 2") and is a ConfigError otherwise."""
 
     name: str
     default: Any
     doc: str
-    minimum: int | None = None  # values below are clamped up (SPEC §1 "thresholds clamp")
-    maximum: int | None = None  # values above are a ConfigError (fixed-size native rings)
+    minimum: int | None = None
+    maximum: int | None = MAX_COUNT
     kind: type = int
+    clamps: bool = True
+
+    def range_text(self) -> str:
+        if not self.clamps:
+            return f"an integer in [{self.minimum}, {self.maximum}]"
+        below = f" (values below {self.minimum} count as {self.minimum})" if self.minimum else ""
+        return f"an integer at most {self.maximum}{below}"
+
+    def checked(self, owner: str, value: Any) -> Any:
+        """The value as the engines will use it, or a ConfigError naming knob and range."""
+        if self.kind is tuple:
+            if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)) \
+                    or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{owner}.{self.name} must be a list of tool names, "
+                                  f"not {value!r}")
+            return tuple(value)
+        if value is None and self.default is None:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or (self.maximum is not None and value > self.maximum) \
+                or (not self.clamps and self.minimum is not None and value < self.minimum):
+            raise ConfigError(f"{owner}.{self.name} must be {self.range_text()}, not {value!r}")
+        return value
+
+    def effective(self, value: int) -> int:
+        """A checked value with SPEC §1's clamp applied."""
+        return max(self.minimum, value) if self.minimum is not None and self.clamps else value
 
 
 @dataclass(frozen=True)
@@ -104,9 +141,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
             Knob("window", 12, "calls in the sliding window", minimum=2, maximum=64),
             Knob("threshold", 8, "occurrences of one call in the window", minimum=2),
             Knob("defer_run", None, "stand down for a repeat run this long (default: the "
-                 "repeat threshold; <= 0 disables)"),
+                 "repeat threshold; <= 0 disables)", minimum=0),
             Knob("defer_cycle_period", None, "stand down for a clean cycle up to this period "
-                 "(default: the cycle max_period; < 2 disables)"),
+                 "(default: the cycle max_period; < 2 disables)", minimum=0, maximum=16),
         ),
     ),
     SignalSpec(
@@ -130,9 +167,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
         (
             _threshold(6, "already-seen payloads in a row"),
             Knob("memory", 64, "distinct payload digests remembered per turn", minimum=1,
-                 maximum=1024),
+                 maximum=1024, clamps=False),
             Knob("exempt_tools", ("wait_and_verify",), "tools whose results never count",
-                 kind=tuple),
+                 maximum=None, kind=tuple),
         ),
     ),
     SignalSpec(
@@ -161,20 +198,7 @@ def _check_knob(signal: SignalSpec, name: str, value: Any) -> Any:
         raise ConfigError(
             f"unknown knob {name!r} for signal {signal.id} (known: {known})"
         ) from None
-    if knob.kind is tuple:
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{signal.id}.{name} must be a list of tool names, not {value!r}")
-        return tuple(value)
-    if value is None and knob.default is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(f"{signal.id}.{name} must be an integer, not {value!r}")
-    if knob.maximum is not None and value > knob.maximum:
-        raise ConfigError(f"{signal.id}.{name} is at most {knob.maximum}, not {value}")
-    return value
+    return knob.checked(signal.id, value)
 
 
 @dataclass(frozen=True)
@@ -241,7 +265,7 @@ class WatchdogConfig:
     def _engine_settings(self) -> EngineSettings:
 
         def count(signal_id: str, knob: str = "threshold") -> int:
-            return max(2, self.value(signal_id, knob))
+            return BY_ID[signal_id].knob(knob).effective(self.value(signal_id, knob))
 
         repeat = count("repeated-tool-call")
         max_period = count("alternating-tool-cycle", "max_period")
@@ -252,9 +276,14 @@ class WatchdogConfig:
                 f"not {max_period} x {cycles}"
             )
         window = count("dominant-tool-call", "window")
-        density = min(max(2, self.value("dominant-tool-call", "threshold")), window)
+        density = min(count("dominant-tool-call"), window)
         defer_run = self.value("dominant-tool-call", "defer_run")
         defer_period = self.value("dominant-tool-call", "defer_cycle_period")
+        density_spec = BY_ID["dominant-tool-call"]
+        if defer_run is not None:  # <= 0 is off either way; the clamp keeps it in range
+            defer_run = density_spec.knob("defer_run").effective(defer_run)
+        if defer_period is not None:
+            defer_period = density_spec.knob("defer_cycle_period").effective(defer_period)
         enabled = 0
         for spec in SIGNALS:
             if self.is_enabled(spec.id):
@@ -273,7 +302,7 @@ class WatchdogConfig:
             no_op_threshold=count("no-op-streak"),
             no_new_state_threshold=count("no-new-state"),
             silence_threshold=count("tools-without-text"),
-            digest_memory=max(1, self.value("no-new-state", "memory")),
+            digest_memory=self.value("no-new-state", "memory"),
             exempt_tools=frozenset(self.value("no-new-state", "exempt_tools")),
         )
 

@@ -24,8 +24,13 @@ from .signals import (
 
 __all__ = ["Watchdog", "IMPLEMENTATION", "watchdog_class"]
 
-#: The default implementation ("native" or "python"), from TRIPWIRE_IMPLEMENTATION.
-IMPLEMENTATION = _engine.DEFAULT
+
+
+def __getattr__(name: str) -> Any:
+    if name == "IMPLEMENTATION":  # the default implementation, chosen on first use
+        return _engine.default()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _REPEAT, _CYCLE, _DENSITY, _NAME, _FAILURE, _NO_OP, _NO_NEW_STATE, _SILENCE = (
     s.id for s in SIGNALS
