@@ -22,7 +22,7 @@ from .config import read_config_file
 from .errors import ConfigError, InvalidEvent, InvalidReset
 from .guardrails import GuardrailsConfig
 from .modes import parse_mode
-from .replay import ReplayOptions, ReplayStats, event_files, replay_file
+from .replay import ReplayOptions, ReplayStats, analysis_config, event_files, replay_file
 from .signals import SIGNAL_IDS, WatchdogConfig
 
 EXIT_OK = 0
@@ -149,7 +149,8 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if store is not None:
             from .guardrails import Guardrails
 
-            guardrails = Guardrails(options.guardrails, session_id=args.session or path.stem,
+            guardrails = Guardrails(analysis_config(options.guardrails),
+                                    session_id=args.session or path.stem,
                                     implementation=args.implementation, store=store)
         for record in replay_file(path, options, stats, session_id=args.session,
                                   guardrails=guardrails):

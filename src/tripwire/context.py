@@ -82,9 +82,13 @@ class ContextConfig:
     ``threshold`` is the fallback for models of no known tier (and what a task class sets);
     ``threshold_by_tier`` overrides win for their tier. ``tier`` forces the tier used for
     thresholds (``""``: none). ``catalogue`` holds tiers and windows (``[models]`` in a file).
+    ``cut_turns=False`` reports the 95% crossing (a ``turn-cut`` record with
+    ``enforced: false``) without cutting: what replay does when it analyses a recording in
+    ``warn``/``feedback``/``off`` mode, where nothing may be skipped.
     """
 
     enabled: bool = True
+    cut_turns: bool = True
     threshold: float | None = None
     threshold_by_tier: Mapping[str, float] = field(default_factory=dict)
     cut_at: float = CUT_AT
@@ -96,6 +100,8 @@ class ContextConfig:
 
     def __post_init__(self) -> None:
         compaction_threshold(None, self.threshold_by_tier, self.threshold)  # validates both
+        if not isinstance(self.cut_turns, bool):
+            raise ConfigError(f"context cut_turns must be true or false, not {self.cut_turns!r}")
         if isinstance(self.cut_at, bool) or not isinstance(self.cut_at, (int, float)) \
                 or not 0 < self.cut_at <= 1:
             raise ConfigError(f"context cut_at must be in (0, 1], not {self.cut_at!r}")

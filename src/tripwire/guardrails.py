@@ -634,9 +634,10 @@ class Guardrails:
                   f"tokens, {u.unmeasured_bytes:,} bytes of it estimated), past the "
                   f"{self.settings.context.cut_at:.0%} hard ceiling; compaction is pending, so a "
                   "next turn would start by reducing context")
-        if not decision.proceed:
-            self._context_record({**record, "message": reason})
-            return decision  # already cut or halted by another guardrail
+        if not decision.proceed or not self.settings.context.cut_turns:
+            # already cut or halted by another guardrail, or report-only (replay's analysis)
+            self._context_record({**record, "enforced": False, "message": reason})
+            return decision
         cut = Decision(CUT_TURN, "context", reason, decision.alerts)
         self._blocked = cut
         self._channel.counters.count_trip("context")

@@ -15,21 +15,27 @@ format is a public contract), with ``event`` the 0-based index of the event bein
   because tripwire cut (or refused) their turn; replay resumes at the next ``turn_start``;
 - ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets;
 - ``{"kind": "context", "event", "utilization", "estimated", "action"}``: ``compact`` when
-  compaction becomes pending, ``turn_cut`` when the context guard cuts the turn at 95%.
+  compaction becomes pending, ``turn_cut`` when the context reaches 95% of the window; a
+  ``turn_cut`` carries ``"enforced"``: true when the turn was cut (``enforce`` mode: the rest
+  of the turn is skipped, as a harness would have cancelled it), false when it is only
+  reported (``warn``, ``feedback``, ``off``: a recording analysis skips nothing, so every
+  later alert is still reported). Replay cannot compact a recording: without usage events the
+  estimate only grows, so under ``enforce`` each later turn is cut at its first large result.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .decision import HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage, read_events
-from .guardrails import Guardrails, GuardrailsConfig
+from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
+from .modes import Mode
 from .reporting import OperatorEvent
 from .signals import Alert
 
@@ -104,6 +110,16 @@ def decision_record(decision: Decision, index: int) -> dict[str, Any]:
     return {"kind": "decision", "event": index, **decision.to_dict()}
 
 
+def analysis_config(config: GuardrailsConfig | ResolvedConfig) -> ResolvedConfig:
+    """Replay's policy: as configured, except that below ``enforce`` the context guard
+    reports its 95% crossing instead of cutting the turn (a warn-mode analysis must see every
+    event, and so every alert, of the recording)."""
+    resolved = config if isinstance(config, ResolvedConfig) else config.resolve()
+    if resolved.mode < Mode.ENFORCE and resolved.context.cut_turns:
+        resolved = replace(resolved, context=replace(resolved.context, cut_turns=False))
+    return resolved
+
+
 class _Session:
     """One file's replay state: the guardrails and the turn being skipped, if any."""
 
@@ -112,8 +128,8 @@ class _Session:
         self.stats = stats
         self.notes: list[OperatorEvent] = []
         self.guardrails = guardrails or Guardrails(
-            options.guardrails, session_id=session_id or path.stem, on_event=self.notes.append,
-            implementation=options.implementation)
+            analysis_config(options.guardrails), session_id=session_id or path.stem,
+            on_event=self.notes.append, implementation=options.implementation)
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
         self.skip_from = 0
@@ -159,7 +175,8 @@ class _Session:
                 out.append({"kind": "context", "event": index,
                             "utilization": note.record["utilization"],
                             "estimated": note.record["unmeasured_bytes"] > 0,
-                            "action": "turn_cut"})
+                            "action": "turn_cut",
+                            "enforced": note.record.get("enforced", True)})
         self.notes.clear()
         yield from out
 
