@@ -299,7 +299,7 @@ def test_a_cli_reset_is_refused_until_enough_budget(tmp_path: Path, implementati
     g.start_turn()
     g.on_usage(cost_usd=1.5)
     code, _, err = cli("reset", str(db), "--session", "s1")
-    assert code == 4 and "add more than $0.5000" in err
+    assert code == 4 and "add at least $0.5001" in err
     assert cli("reset", str(db), "--session", "s1", "--add-budget", "0.5")[0] == 4
     code, records, _ = cli("reset", str(db), "--session", "s1", "--add-budget", "0.6")
     assert code == 0 and records[0]["max_session_cost_usd"] == pytest.approx(1.6)

@@ -9,6 +9,7 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,16 +200,28 @@ class Line:
     error: InvalidEvent | None = None
 
 
-def read_events(path: str | Path) -> Iterator[Line]:
-    """Lines of an interchange file, decoded; invalid ones carry their error instead.
+#: The path that names standard input (``tripwire replay -``).
+STDIN = "-"
 
-    Blank lines are skipped and are not events; every other line, valid or not, takes the next
-    event index, so indices do not shift when invalid lines are skipped.
+
+def read_events(path: str | Path) -> Iterator[Line]:
+    """Lines of an interchange file (``-``: standard input), decoded; invalid ones carry their
+    error instead.
+
+    Lines end at ``\\n`` (an optional ``\\r`` before it is part of the ending); a UTF-8 byte
+    order mark at the start of the file is skipped. Blank lines are skipped and are not
+    events; every other line, valid or not, takes the next event index, so indices do not
+    shift when invalid lines are skipped.
     """
     path = Path(path)
     index = 0
-    with path.open("rb") as handle:
+    handle = (sys.stdin.buffer if str(path) == STDIN and sys.stdin is not None
+              else path.open("rb"))
+    with handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 BOM (Windows editors write one)
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")  # columns count the line only
             if not raw.strip():
                 continue
             try:

@@ -31,11 +31,11 @@ from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
 from .config import read_config_file
 from .context import Compaction, ContextConfig, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano, usd
-from .money import parse_dollars
 from .decision import CONTINUE, CUT_TURN, HALT_SESSION, PROCEED, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
 from .feedback import SILENCE_SIGNAL, FeedbackQueue
 from .modes import Mode, detect_unattended, parse_mode, resolve_mode
+from .money import parse_dollars
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
 from .signals import CRITICAL, SESSION, Alert, WatchdogConfig

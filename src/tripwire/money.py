@@ -14,7 +14,8 @@ from typing import Any
 
 from .errors import ConfigError, TripwireError
 
-__all__ = ["NANO", "MAX_USD", "parse_dollars", "dollars_from_text", "to_nano", "usd", "usd_more_than"]
+__all__ = ["NANO", "MAX_USD", "parse_dollars", "dollars_from_text", "to_nano", "usd",
+           "usd_more_than"]
 
 NANO = 1_000_000_000
 #: The largest amount tripwire accepts anywhere: $1e9 is 1e18 nano-dollars, and int64 holds

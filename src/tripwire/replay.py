@@ -33,13 +33,17 @@ from typing import Any
 
 from .decision import HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
-from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage, read_events
+from .events import STDIN, Call, Reset, Result, Text, TurnEnd, TurnStart, Usage, read_events
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .modes import Mode
 from .reporting import OperatorEvent
 from .signals import Alert
 
-__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "event_files"]
+__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "event_files", "analysis_config"]
+
+#: The output schema's version, the summary line's ``"v"``: bumped by a change that is not
+#: purely additive (a field renamed, removed or given another meaning).
+SUMMARY_VERSION = 1
 
 
 @dataclass
@@ -62,10 +66,22 @@ class ReplayStats:
     decisions: Counter = field(default_factory=Counter)
     halted_sessions: int = 0
 
-    def summary(self) -> dict[str, Any]:
+    def merge(self, other: ReplayStats) -> None:
+        """Add another run's counts (one file's, for ``--per-file``)."""
+        self.files += other.files
+        self.events += other.events
+        self.invalid_lines += other.invalid_lines
+        self.skipped_events += other.skipped_events
+        self.alerts.update(other.alerts)
+        self.critical_alerts += other.critical_alerts
+        self.decisions.update(other.decisions)
+        self.halted_sessions += other.halted_sessions
+
+    def summary(self, *, per_file: bool = False) -> dict[str, Any]:
+        """The summary line (``per_file``: one file's entry, without kind, v and files)."""
+        head = {} if per_file else {"kind": "summary", "v": SUMMARY_VERSION, "files": self.files}
         return {
-            "kind": "summary",
-            "files": self.files,
+            **head,
             "events": self.events,
             "invalid_lines": self.invalid_lines,
             "skipped_events": self.skipped_events,
@@ -82,7 +98,11 @@ def event_files(paths: Iterable[str]) -> list[Path]:
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if raw == STDIN:
+            if path in files:
+                raise InvalidEvent("standard input (-) can be read once only")
+            files.append(path)
+        elif path.is_dir():
             found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
             if not found:
                 raise InvalidEvent(f"no .jsonl event files in directory {path}")
@@ -120,6 +140,11 @@ def analysis_config(config: GuardrailsConfig | ResolvedConfig) -> ResolvedConfig
     return resolved
 
 
+def session_name(path: Path) -> str:
+    """The default session id of a file: its name without suffix; ``stdin`` for ``-``."""
+    return "stdin" if str(path) == STDIN else path.stem
+
+
 class _Session:
     """One file's replay state: the guardrails and the turn being skipped, if any."""
 
@@ -128,7 +153,7 @@ class _Session:
         self.stats = stats
         self.notes: list[OperatorEvent] = []
         self.guardrails = guardrails or Guardrails(
-            analysis_config(options.guardrails), session_id=session_id or path.stem,
+            analysis_config(options.guardrails), session_id=session_id or session_name(path),
             on_event=self.notes.append, implementation=options.implementation)
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0

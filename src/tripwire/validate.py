@@ -6,7 +6,7 @@ rejects. Every check raises ``InvalidEvent`` naming the field.
 |---|---|---|
 | call ``name`` | str (``None``: the unnamed tool) | anything else |
 | call / result ``id`` | str or ``None`` | anything else (``5`` would never match ``"5"``) |
-| result ``no_op`` | ``True`` / ``False`` (``None``: not given, ``False``) | anything else: ``"false"`` is truthy and would count |
+| result ``no_op`` | ``True`` / ``False`` (``None``: not given) | the rest (``"false"`` is truthy) |
 | agent ``text`` | str | anything else, bytes included (decode it first) |
 | usage ``model`` | str or ``None`` | anything else |
 | usage ``input_tokens`` / ``output_tokens`` | int >= 0 or ``None`` | bool, float, negative |

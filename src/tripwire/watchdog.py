@@ -22,7 +22,7 @@ from .signals import (
     tool_list,
 )
 
-__all__ = ["Watchdog", "IMPLEMENTATION", "watchdog_class"]
+__all__ = ["Watchdog", "IMPLEMENTATION", "watchdog_class"]  # noqa: F822 (module __getattr__)
 
 
 
