@@ -144,7 +144,6 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
         {
             "kind": "summary",
             "v": 1,
-        "v": 1,
             "files": 1,
             "events": 0,
             "invalid_lines": 0,

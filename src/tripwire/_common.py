@@ -68,13 +68,13 @@ def name_str(name: Any) -> str:
     raise InvalidEvent(f"tool name must be a str, not {type(name).__name__}")
 
 
-def _to_json(value: Any, *, sort_keys: bool) -> bytes:
+def _to_json(value: Any) -> bytes:
     # Values JSON cannot express are rendered with repr() so the call is still observed
     # (the reference bridge does the same with a placeholder); NaN stays NaN, which makes the
     # args non-JSON and so compared as raw bytes.
     try:
         text = json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, default=repr
+            value, ensure_ascii=False, separators=(",", ":"), default=repr
         )
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
@@ -94,14 +94,15 @@ def args_bytes(args: Any) -> bytes:
         return bytes(args)
     if args is None:
         return b""
-    return _to_json(args, sort_keys=False)
+    return _to_json(args)
 
 
 def payload_bytes(payload: Any) -> bytes | None:
     """A tool result's payload as bytes, or None when it has none (it cannot be fingerprinted).
 
-    An empty string is a payload (SPEC §10.7). Decoded JSON values are serialized with sorted
-    keys, so the same object read twice has the same digest.
+    An empty string is a payload (SPEC §10.7). A decoded JSON value is digested as its compact
+    JSON text, keys in their given order (SPEC §10.21), so ``{"b":2,"a":1}`` and the string
+    ``'{"b":2,"a":1}'`` are one payload.
     """
     if payload is None:
         return None
@@ -109,7 +110,7 @@ def payload_bytes(payload: Any) -> bytes | None:
         return payload.encode("utf-8", "surrogatepass")
     if isinstance(payload, (bytes, bytearray, memoryview)):
         return bytes(payload)
-    return _to_json(payload, sort_keys=True)
+    return _to_json(payload)
 
 
 def error_failed(error: Any) -> bool:

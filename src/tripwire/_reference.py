@@ -61,23 +61,39 @@ MAX_DEPTH = 128
 #: exact-decimal arithmetic in 64-bit integers in the native core.
 MAX_EXPONENT_DIGITS = 15
 
-# SPEC §10.10: split on _ - . space, then on case changes, acronym ends and letter/digit changes.
-# ASCII letters carry case; any other character run is a word of its own.
+# SPEC §10.10, §10.22: split on _ - . space, then only at lower->upper case changes, acronym
+# ends and letter/digit changes. Only ASCII letters carry case; any other character belongs to
+# the word it is in, so `a/path` and `$path` are one word each.
 _SEPARATORS = re.compile(r"[_\-. ]+")
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset("0123456789")
+_LETTERS = _UPPER | _LOWER
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _splits(part: str, i: int) -> bool:
+    """Whether a word boundary falls between part[i-1] and part[i]."""
+    p, c = part[i - 1], part[i]
+    if p in _LOWER and c in _UPPER:
+        return True  # camelCase
+    if p in _UPPER and c in _UPPER:
+        return i + 1 < len(part) and part[i + 1] in _LOWER  # acronym end: HTTPS|Path
+    return (p in _LETTERS and c in _DIGITS) or (p in _DIGITS and c in _LETTERS)
 
 
 def key_words(key: str) -> list[str]:
     """Lower-cased words of a JSON key, digit-only words dropped (SPEC §10.10)."""
     words: list[str] = []
     for part in _SEPARATORS.split(key):
-        for word in _WORD.findall(part):
-            if word.isascii():
-                if not word.isdigit():
-                    words.append(word.lower())  # only ASCII letters carry case
-            else:
-                words.append(word)
-    return words
+        start = 0
+        for i in range(1, len(part)):
+            if _splits(part, i):
+                words.append(part[start:i])
+                start = i
+        if part:
+            words.append(part[start:])
+    return [w.translate(_ASCII_LOWER) for w in words if not (w.isascii() and w.isdigit())]
 
 
 def is_path_key(key: str) -> bool:
