@@ -157,8 +157,11 @@ class GuardrailsConfig:
             mode_source=mode_source,
             unattended=unattended,
             watchdog=watchdog,
-            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd"),
-            max_session_cost_usd=_dollars(session, "max_session_cost_usd"),
+            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd" if self.max_turn_cost_usd
+                                       is not None else "[cost] max_turn_usd"),
+            max_session_cost_usd=_dollars(session, "max_session_cost_usd"
+                                          if session_source != "config file"
+                                          else "[cost] max_session_usd"),
             session_ceiling_source=session_source,
             watchdog_escalate_after=_count(_first(self.watchdog_escalate_after,
                                                   wd_file.get("escalate_after"), ESCALATE_AFTER),
@@ -388,14 +391,14 @@ class Guardrails:
         lock = self._lock
         lock.acquire()
         try:
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises, in every mode: an id is a str
             if self._blocked is not None:
                 return self._blocked
             watchdog = self._watchdog
             if watchdog is None:
                 return CONTINUE
             if id is not None:
-                if type(id) is not str:
-                    id = check_id(id)  # raises: an id is a str
                 ids = self._ids
                 if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
                     ids.clear()
@@ -413,14 +416,14 @@ class Guardrails:
         lock = self._lock
         lock.acquire()
         try:
-            if self._blocked is not None:
-                return self._blocked
-            watchdog = self._watchdog
-            decision = CONTINUE
             if id is not None and type(id) is not str:
                 id = check_id(id)  # raises: an id is a str
             if no_op is not False and no_op is not True:
                 check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
+            if self._blocked is not None:
+                return self._blocked
+            watchdog = self._watchdog
+            decision = CONTINUE
             if watchdog is not None:
                 if name is None:
                     name = self._ids.get(id, "") if id is not None else ""
