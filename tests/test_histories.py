@@ -4,6 +4,7 @@ output checked against that format's rules (written here, independently of the r
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -116,7 +117,7 @@ def check_chat(messages: list[dict]) -> None:
 
 def check_anthropic(messages: list[dict]) -> None:
     assert messages[0]["role"] == "user"
-    for before, after in zip(messages, messages[1:]):
+    for before, after in itertools.pairwise(messages):
         assert before["role"] != after["role"], "roles must alternate"
     for i, m in enumerate(messages):
         assert m["role"] in ("user", "assistant") and m["content"], m
@@ -241,7 +242,7 @@ def test_an_anthropic_tail_starting_with_results_is_merged_into_the_task() -> No
 def test_a_responses_call_without_output_gets_one() -> None:
     history = [{"role": "user", "content": "list files"},
                {"type": "function_call", "call_id": "c", "name": "shell", "arguments": "{}"}]
-    assert Compaction("summary", "s").apply(history + [{"role": "user", "content": "hm"}]) == [
+    assert Compaction("summary", "s").apply([*history, {"role": "user", "content": "hm"}]) == [
         history[0], {"role": "user", "content": "s"}]
     assert Compaction("mechanical", "d", 1).apply(history) == [
         history[0], {"role": "user", "content": "d"}, history[1],

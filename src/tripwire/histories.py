@@ -4,11 +4,14 @@ rebuilt so the provider still accepts it.
 A compaction replaces the oldest part of a history with one boundary message (a summary, or
 the mechanical truncation's digest). What is left must be a valid request for its format:
 
-| format | shape | rules kept |
-|---|---|---|
-| ``openai-chat`` | ``{"role": system/developer/user/assistant/tool, ...}``, ``tool_calls`` | every ``tool`` message answers a ``tool_calls`` id of the assistant message just before it (only tool messages between); every call is answered |
-| ``anthropic`` | ``{"role": user/assistant, "content": str or blocks}``, ``tool_use`` / ``tool_result`` blocks | first message from the user; roles alternate; a ``tool_result`` answers a ``tool_use`` of the assistant message just before, and every ``tool_use`` is answered by the next user message, results first |
-| ``openai-responses`` | input items: messages, ``function_call`` / ``function_call_output`` | every output follows its call (same ``call_id``); every call has an output |
+- ``openai-chat`` (``role`` system/developer/user/assistant/tool, ``tool_calls``): every
+  ``tool`` message answers a call of the assistant message just before it (only tool messages
+  between); every call is answered.
+- ``anthropic`` (``role`` user/assistant, ``content`` text or blocks): the first message is the
+  user's; roles alternate; a ``tool_result`` answers a ``tool_use`` of the assistant message
+  just before, and every ``tool_use`` is answered by the next user message, results first.
+- ``openai-responses`` (input items: messages, ``function_call``, ``function_call_output``):
+  every output follows its call (same ``call_id``); every call has an output.
 
 Every format keeps its leading system (and developer) messages and the first user message
 (the task) in place, ahead of the boundary. A result whose call was dropped is dropped; a call
