@@ -17,6 +17,7 @@ Contents, in the order an observed call flows through them:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import OrderedDict, deque
@@ -65,37 +66,21 @@ MAX_EXPONENT_DIGITS = 15
 # ends and letter/digit changes. Only ASCII letters carry case; any other character belongs to
 # the word it is in, so `a/path` and `$path` are one word each.
 _SEPARATORS = re.compile(r"[_\-. ]+")
-_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
-_DIGITS = frozenset("0123456789")
-_LETTERS = _UPPER | _LOWER
+_BOUNDARY = re.compile(
+    r"(?<=[a-z])(?=[A-Z])"          # camelCase
+    r"|(?<=[A-Z])(?=[A-Z][a-z])"    # acronym end: HTTPS|Path
+    r"|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])"  # letter/digit changes
+)
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _splits(part: str, i: int) -> bool:
-    """Whether a word boundary falls between part[i-1] and part[i]."""
-    p, c = part[i - 1], part[i]
-    if p in _LOWER and c in _UPPER:
-        return True  # camelCase
-    if p in _UPPER and c in _UPPER:
-        return i + 1 < len(part) and part[i + 1] in _LOWER  # acronym end: HTTPS|Path
-    return (p in _LETTERS and c in _DIGITS) or (p in _DIGITS and c in _LETTERS)
 
 
 def key_words(key: str) -> list[str]:
     """Lower-cased words of a JSON key, digit-only words dropped (SPEC §10.10)."""
-    words: list[str] = []
-    for part in _SEPARATORS.split(key):
-        start = 0
-        for i in range(1, len(part)):
-            if _splits(part, i):
-                words.append(part[start:i])
-                start = i
-        if part:
-            words.append(part[start:])
-    return [w.translate(_ASCII_LOWER) for w in words if not (w.isascii() and w.isdigit())]
+    return [w.translate(_ASCII_LOWER) for part in _SEPARATORS.split(key) if part
+            for w in _BOUNDARY.split(part) if not (w.isascii() and w.isdigit())]
 
 
+@functools.lru_cache(maxsize=4096)  # a session's keys repeat: the split is done once each
 def is_path_key(key: str) -> bool:
     """SPEC §2.1: path-shaped iff the last word, or the last two words joined, is a path word."""
     words = key_words(key)
