@@ -178,13 +178,19 @@ def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     return {**a, "content": _as_blocks(ca) + _as_blocks(cb)}
 
 
-def _anthropic(items: list[Any]) -> list[Any]:
+def _alternating(items: list[Any]) -> list[Any]:
+    """Consecutive messages of one role merged into one."""
     merged: list[Any] = []
     for message in items:
         if merged and _role(merged[-1]) == _role(message):
             merged[-1] = _merge(merged[-1], message)
         else:
             merged.append(message)
+    return merged
+
+
+def _anthropic(items: list[Any]) -> list[Any]:
+    merged = _alternating(items)
     out: list[Any] = []
     for i, message in enumerate(merged):
         if _role(message) != "user":
@@ -215,13 +221,7 @@ def _anthropic(items: list[Any]) -> list[Any]:
         if asked and (i + 1 == len(out) or _role(out[i + 1]) != "user"):
             final.append({"role": "user", "content": [_missing_block(x) for x in asked]})
     # dropping an emptied user message can leave two assistants in a row: merge them
-    result: list[Any] = []
-    for message in final:
-        if result and _role(result[-1]) == _role(message):
-            result[-1] = _merge(result[-1], message)
-        else:
-            result.append(message)
-    return result
+    return _alternating(final)
 
 
 def _tool_uses(message: Any) -> list[Any]:
