@@ -184,6 +184,13 @@ def json_args(draw: st.DrawFn) -> str:
         text = (
             text[:i] + draw(st.sampled_from(["", "}", "\\", '"', "\x01", "\ud800"])) + text[i + 1 :]
         )
+    elif mutation == 1 and members:
+        # a lone surrogate escape (SPEC §10.23), in a path value or in a duplicate key's value
+        # that a later member overwrites: decided on the text in both engines
+        escape = draw(st.sampled_from(["\\ud800", "\\udc00", "\\ud800\\u0041", "\\ud83d\\ude00"]))
+        key = _spell_string(draw, members[0][0])
+        shadowed = f'{key}:{{"path":"{escape}src/../src/parser.py"}},{key}:1'
+        text = "{" + shadowed + ("," + body if body else "") + "}"
     return text
 
 
@@ -201,6 +208,22 @@ def test_canonical_forms_and_keys_agree(args: str) -> None:
 def test_arbitrary_bytes_agree(raw: bytes) -> None:
     assert native.canonical_form(raw) == reference.canonical_form(raw)
     assert native.canonical_key("t", raw) == reference.canonical_key("t", raw)
+
+
+def test_text_level_rules_hold_for_overwritten_values() -> None:
+    """A duplicate key's overwritten value still counts for the depth bound and the lone
+    surrogate rule (both read the text), and path cleaning cannot hide a surrogate."""
+    cases = {
+        '{"a": ' + "[" * 200 + "]" * 200 + ', "a": 1}': None,
+        '{"a": {"k\\ud800": 1}, "a": 1}': None,
+        '{"path": "\\ud800src/../src/parser.py"}': None,
+        '{"a": "\\ud800\\n\\udc00"}': None,
+        '{"a": "\\\\ud800"}': b'{"a":"\\\\ud800"}',  # an escaped backslash, not an escape
+        '{"a": "\\ud83d\\ude00"}': '{"a":"\U0001f600"}'.encode(),
+    }
+    for args, form in cases.items():
+        assert native.canonical_form(args) == reference.canonical_form(args) == form, args
+        assert native.canonical_key("t", args) == reference.canonical_key("t", args)
 
 
 def test_deep_nesting_is_raw_in_both() -> None:

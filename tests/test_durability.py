@@ -165,8 +165,10 @@ def test_an_edited_halt_reason_is_detected(tmp_path: Path, implementation: str) 
     assert open_guardrails(db, implementation, mode="enforce").halted
 
 
-def test_a_break_before_any_halt_only_drops_the_untrusted_rows(
+def test_a_break_before_any_halt_restores_halted_with_the_spend_it_can_prove(
         tmp_path: Path, implementation: str, caplog) -> None:
+    """An edited row may have held spend: restoring less would hand out a fresh budget, so the
+    session halts (tamper) and keeps the spend of the rows that still chain."""
     db = tmp_path / "g.sqlite"
     g = open_guardrails(db, implementation, max_turn_cost_usd=1.0)
     for _ in range(2):
@@ -177,8 +179,11 @@ def test_a_break_before_any_halt_only_drops_the_untrusted_rows(
         raw.execute("UPDATE rows SET body = X'00' WHERE seq = 1")
     caplog.set_level(logging.WARNING, logger="tripwire")
     g = open_guardrails(db, implementation, max_turn_cost_usd=1.0)
-    assert not g.halted
-    assert any("[session s1] guardrail history broken" in r.getMessage() for r in caplog.records)
+    assert g.halted and g.status().halted_by == ("watchdog",)
+    assert g.status().spent_usd == pytest.approx(0.5)  # row 0 (the first turn's) still chains
+    assert any("[session s1] watchdog halted the session: the session's guardrail history was "
+               "tampered with (row 1 was edited or reordered)" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_an_unreadable_store_fails_open(tmp_path: Path, implementation: str, caplog) -> None:
@@ -203,7 +208,7 @@ class _BrokenStore:
 
         raise StoreError("g.sqlite: file is not a database")
 
-    def append(self, session: str, kind: str, data: dict):
+    def append(self, session: str, kind: str, data: dict, *, wait: float | None = None):
         from tripwire.store import StoreError
 
         raise StoreError("g.sqlite: database is locked")

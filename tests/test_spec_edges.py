@@ -158,11 +158,7 @@ def test_key_words_split_only_on_separators_case_and_digits(implementation: str)
 # -- §10.23 lone surrogates ----------------------------------------------------------------------
 
 
-def test_lone_surrogate_args_are_not_canonicalized(implementation: str,
-                                                   request: pytest.FixtureRequest) -> None:
-    if implementation == "python":  # the integrator's fix (issue 8, §10) makes this pass
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="the reference still cleans paths around a lone surrogate"))
+def test_lone_surrogate_args_are_not_canonicalized(implementation: str) -> None:
     e = engine(implementation)
     lone = '{"path": "\\ud800src/../src/parser.py"}'
     assert e.canonical_form(lone) is None

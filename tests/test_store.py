@@ -335,13 +335,16 @@ def test_edited_head_last_halt_seq_invalidates_the_head(path: Path) -> None:
     )
 
 
-def test_deleted_session_is_caught_only_by_the_manifest(path: Path) -> None:
+def test_deleted_session_is_caught_by_the_manifest(path: Path) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-2'", "DELETE FROM heads WHERE session = 's-2'")
     with SQLiteStore(path) as store:
-        # Per session, a wholly deleted session cannot be told from one never seen (documented).
+        # The session's own rows cannot tell it from one never seen, but every history read
+        # carries the store-level verdict (restore halts on it)
+        missing = "3 rows are missing from the store: the manifest records 8 rows"
         assert store.history("s-2") == SessionHistory(
-            (), ChainReport("s-2", True, 0, None, None, True, None)
+            (), ChainReport("s-2", True, 0, None, None, True, None), missing
         )
+        assert store.history("s-1").store_problem == missing
         assert store.sessions() == ["s-1"]
         assert store.verify() == [
             report("s-1", 5),
@@ -358,7 +361,8 @@ def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
         False, None,
     )
     with SQLiteStore(path) as store:
-        assert store.history("s-1") == SessionHistory((), deleted)
+        assert store.history("s-1") == SessionHistory(
+            (), deleted, "5 rows are missing from the store: the manifest records 8 rows")
         assert store.histories()["s-1"].report == deleted
         assert store.verify() == [
             deleted,
@@ -518,7 +522,7 @@ def test_newer_schema_is_refused(path: Path) -> None:
     with pytest.raises(
         StoreError, match=r"schema version 99 is newer than this tripwire supports \(1\)"
     ):
-        SQLiteStore(path)
+        SQLiteStore(path).check()
 
 
 def test_dropped_table_is_recreated_and_reported(path: Path) -> None:
@@ -594,25 +598,42 @@ def test_missing_file_is_created(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+def test_an_unopenable_store_does_not_raise_at_construction(tmp_path: Path, caplog) -> None:
+    """A host that builds its guardrails with a broken store keeps running (fail open): the
+    store says why once, and raises StoreError at each use until it opens."""
+    p = tmp_path / "junk.db"
+    p.write_bytes(bytes(range(256)) * 64)
+    store = SQLiteStore(p)
+    assert any("store unavailable" in r.getMessage() and str(p) in r.getMessage()
+               for r in caplog.records)
+    with pytest.raises(StoreError, match="not a tripwire store"):
+        store.append("s", "spend", {"spent_usd": 1.0})
+    with pytest.raises(StoreError, match="not a tripwire store"):
+        store.history("s")
+    p.unlink()  # the operator moves the junk aside: the next use opens a new store
+    store.append("s", "spend", {"spent_usd": 1.0})
+    assert [r.kind for r in store.history("s").rows] == ["spend"]
+
+
 def test_corrupt_file_raises_store_error_naming_it(tmp_path: Path) -> None:
     p = tmp_path / "junk.db"
     p.write_bytes(bytes(range(256)) * 64)
-    with pytest.raises(StoreError, match="file is not a database") as caught:
-        SQLiteStore(p)
+    with pytest.raises(StoreError, match="not a tripwire store") as caught:
+        SQLiteStore(p).check()
     assert str(p) in str(caught.value)
     assert isinstance(caught.value, TripwireError)
 
 
 def test_directory_raises_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="is a directory, not a database file") as caught:
-        SQLiteStore(tmp_path)
+        SQLiteStore(tmp_path).check()
     assert str(tmp_path) in str(caught.value)
 
 
 def test_missing_directory_raises_store_error(tmp_path: Path) -> None:
     p = tmp_path / "no" / "such" / "t.db"
     with pytest.raises(StoreError, match="unable to open database file") as caught:
-        SQLiteStore(p)
+        SQLiteStore(p).check()
     assert str(p) in str(caught.value)
 
 

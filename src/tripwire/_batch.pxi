@@ -70,6 +70,10 @@ cdef struct _Slot:
 
 _BATCH_FIELDS = BATCH_FIELDS
 cdef Py_ssize_t MAX_CALL_IDS = _MAX_CALL_IDS
+# "no row read yet": the first row's session id must be checked like every other (None is
+# not a session id, and must not match a last_sid that starts as None)
+cdef object _NO_SESSION = object()
+
 cdef str _CALL = "call"
 cdef str _RESULT = "result"
 cdef str _TEXT = "text"
@@ -152,7 +156,7 @@ cdef class Batch:
     def __init__(self, rows, convert=None):
         cdef Py_ssize_t i = 0, size, nfields
         cdef _Item* it
-        cdef object obj, sid, kind, last_sid = None, slot_obj
+        cdef object obj, sid, kind, last_sid = _NO_SESSION, slot_obj
         cdef tuple row
         cdef int slot = -1
         cdef char code

@@ -68,17 +68,113 @@ def name_str(name: Any) -> str:
     raise InvalidEvent(f"tool name must be a str, not {type(name).__name__}")
 
 
-def _to_json(value: Any) -> bytes:
+#: Nesting the standard encoder is trusted with; deeper values take the iterative encoder, so a
+#: 10,000-level dict is observed like any other call instead of raising RecursionError.
+_RECURSIVE_DEPTH = 200
+
+
+def safe_repr(value: Any) -> str:
+    """repr() that cannot raise: an object whose __repr__ fails is named by its type."""
+    try:
+        return repr(value)
+    except Exception:
+        return f"<unrepresentable {type(value).__name__}>"
+
+
+def _to_json(value: Any, *, sort_keys: bool) -> bytes:
     # Values JSON cannot express are rendered with repr() so the call is still observed
     # (the reference bridge does the same with a placeholder); NaN stays NaN, which makes the
     # args non-JSON and so compared as raw bytes.
-    try:
-        text = json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), default=repr
-        )
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+    if _nests_deeper(value, _RECURSIVE_DEPTH):
+        text = _iterative_json(value, sort_keys)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                              sort_keys=sort_keys, default=safe_repr)
+        except (TypeError, ValueError, RecursionError):
+            text = safe_repr(value)
     return text.encode("utf-8", "surrogatepass")
+
+
+def json_text(value: Any) -> str:
+    """A decoded value as compact JSON text in the caller's key order (for quoting)."""
+    return _to_json(value, sort_keys=False).decode("utf-8", "surrogatepass")
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` levels (an iterative walk: no recursion)."""
+    if not isinstance(value, (dict, list, tuple)):
+        return False
+    stack = [(value, 1)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list, tuple)))
+    return False
+
+
+def _scalar_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=safe_repr)
+    except (TypeError, ValueError):
+        return json.dumps(safe_repr(value), ensure_ascii=False)
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    return safe_repr(key)
+
+
+def _iterative_json(value: Any, sort_keys: bool) -> str:
+    """Compact JSON of any depth with an explicit stack (the shape json.dumps writes); a
+    container met again on its own path is written as the string "<circular>"."""
+    out: list[str] = []
+    on_path: set[int] = set()
+    # work items: ("v", value) writes a value; ("s", text) writes text; ("x", id) leaves a path
+    work: list[tuple[str, Any]] = [("v", value)]
+    while work:
+        op, item = work.pop()
+        if op == "s":
+            out.append(item)
+            continue
+        if op == "x":
+            on_path.discard(item)
+            continue
+        if isinstance(item, (dict, list, tuple)):
+            if id(item) in on_path:
+                out.append('"<circular>"')
+                continue
+            on_path.add(id(item))
+            if isinstance(item, dict):
+                members = [(_key_text(k), v) for k, v in item.items()]
+                if sort_keys:
+                    members.sort(key=lambda kv: kv[0])
+                pushed: list[tuple[str, Any]] = [("s", "{")]
+                for i, (k, v) in enumerate(members):
+                    pushed.append(("s", ("," if i else "") + json.dumps(k, ensure_ascii=False)
+                                   + ":"))
+                    pushed.append(("v", v))
+                pushed += [("s", "}"), ("x", id(item))]
+            else:
+                pushed = [("s", "[")]
+                for i, v in enumerate(item):
+                    if i:
+                        pushed.append(("s", ","))
+                    pushed.append(("v", v))
+                pushed += [("s", "]"), ("x", id(item))]
+            work.extend(reversed(pushed))
+        else:
+            out.append(_scalar_json(item))
+    return "".join(out)
 
 
 def args_bytes(args: Any) -> bytes:
@@ -94,7 +190,7 @@ def args_bytes(args: Any) -> bytes:
         return bytes(args)
     if args is None:
         return b""
-    return _to_json(args)
+    return _to_json(args, sort_keys=False)
 
 
 def payload_bytes(payload: Any) -> bytes | None:
@@ -110,7 +206,7 @@ def payload_bytes(payload: Any) -> bytes | None:
         return payload.encode("utf-8", "surrogatepass")
     if isinstance(payload, (bytes, bytearray, memoryview)):
         return bytes(payload)
-    return _to_json(payload)
+    return _to_json(payload, sort_keys=False)
 
 
 def error_failed(error: Any) -> bool:

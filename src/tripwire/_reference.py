@@ -258,7 +258,53 @@ def _parse_object(raw: bytes) -> dict | None:
         value = _DECODER.decode(text)
     except (ValueError, _Invalid, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    # Decided on the text, as the native parser does: a duplicate key's overwritten value
+    # still counts (the last value wins, SPEC §10.9, but §10.23 and the depth bound read the
+    # text), and before path cleaning can drop the component that held a surrogate.
+    if _too_deep(text) or ("\\u" in text and _lone_surrogate_escape(text)):
+        return None
+    return value
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.S)
+
+
+def _lone_surrogate_escape(text: str) -> bool:
+    """Whether a JSON string in the text holds a surrogate escape outside a valid pair."""
+    for string in _STRING.finditer(text):
+        high = False  # the previous escape was a high surrogate awaiting its low half
+        end = -1
+        for m in _ESCAPE.finditer(string.group()):
+            unit = int(m.group(1), 16) if m.group(1) else -1
+            adjacent = m.start() == end
+            if high and not (adjacent and 0xDC00 <= unit <= 0xDFFF):
+                return True
+            if 0xDC00 <= unit <= 0xDFFF and not (high and adjacent):
+                return True
+            high = 0xD800 <= unit <= 0xDBFF and not high
+            end = m.end()
+        if high:
+            return True
+    return False
+
+
+def _too_deep(text: str) -> bool:
+    """Whether brackets outside strings nest deeper than MAX_DEPTH anywhere in the text."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for piece in _STRING.split(text):
+        for ch in piece:
+            if ch in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return True
+            elif ch in "]}":
+                depth -= 1
+    return False
 
 
 def canonicalize(name: str, args: Any) -> CanonicalCall:

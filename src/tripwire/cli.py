@@ -19,6 +19,7 @@ import argparse
 import codecs
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -253,17 +254,25 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
 
 
 def _open_store(path: str) -> Any:
+    """A store to write (replay --store): created when missing."""
     from .store import SQLiteStore
 
-    return SQLiteStore(path)
+    return SQLiteStore(path).check()
 
 
-def _existing_store(path: str) -> Any:
-    from pathlib import Path
+def _existing_store(path: str, *, write: bool = False) -> Any:
+    """A store the operator verbs work on: it must exist and be a tripwire store. Read-only
+    verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
+    checks it read-only first, then opens it to append."""
+    from .store import SQLiteStore
 
-    if not Path(path).exists():
+    if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such store")
-    return _open_store(path)
+    store = SQLiteStore(path, read_only=True).check()
+    if not write:
+        return store
+    store.close()
+    return SQLiteStore(path).check()
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
@@ -295,7 +304,7 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .money import to_nano
     from .restore import fold_history
 
-    store = _existing_store(args.store)
+    store = _existing_store(args.store, write=True)
     history = store.history(args.session)
     if not history.rows and history.report.intact:
         raise InvalidEvent(f"{args.store}: no session {args.session!r}")
@@ -336,9 +345,19 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 
     store = _existing_store(args.store)
     reports = store.verify()
-    out.write(format_reports(reports) + "\n")
+    if reports:
+        out.write(format_reports(reports) + "\n")
+    sessions = [r for r in reports if r.session != "*"]
+    rows = sum(r.rows for r in sessions)
+    broken = [r for r in reports if not r.intact]
+    counts = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''}, {rows} row" + (
+        "s" if rows != 1 else "")
+    if broken:  # always a verdict, even for an empty store
+        out.write(f"verdict: BROKEN ({len(broken)} of the reports above; {counts})\n")
+    else:
+        out.write(f"verdict: intact ({counts})\n")
     store.close()
-    return EXIT_OK if all(r.intact for r in reports) else EXIT_BROKEN
+    return EXIT_OK if not broken else EXIT_BROKEN
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,

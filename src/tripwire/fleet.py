@@ -113,23 +113,33 @@ class Fleet:
         return iter(list(self._sessions))
 
     def evict(self, session_id: str) -> bool:
-        """Drop a session from memory. A halted session is only dropped when a store holds its
-        halt (it is restored on next use); without a store it stays, or the halt would be lost."""
-        with self._lock:
-            g = self._sessions.get(session_id)
-            if g is None:
-                return False
+        """Drop a session from memory; it is restored from the store on its next use. Never
+        drops one whose rows are not all in the store (a halt in the outbox would be lost), nor
+        a halted one without a store. Takes the session's lock, so it never races a call."""
+        g = self._sessions.get(session_id)
+        if g is None:
+            return False
+        return self._evict(session_id, g, None)
+
+    def _evict(self, session_id: str, g: Guardrails, idle_before: float | None) -> bool:
+        with g._lock:  # session lock, then the table's: no path takes them the other way round
+            if idle_before is not None and _last_used(g) >= idle_before:
+                return False  # used again since it was found idle
             if g.halted and self.store is None:
                 return False
-            g.flush()
-            del self._sessions[session_id]
+            if not g.flush():
+                return False  # the store did not take every row: keep the session in memory
+            with self._lock:
+                if self._sessions.get(session_id) is not g:
+                    return False
+                del self._sessions[session_id]
             return True
 
     def evict_idle(self, idle_seconds: float) -> int:
         """Evict every session unused for ``idle_seconds``; returns how many went."""
         cutoff = time.monotonic() - idle_seconds
-        idle = [sid for sid, g in list(self._sessions.items()) if _last_used(g) < cutoff]
-        return sum(self.evict(sid) for sid in idle)
+        idle = [(sid, g) for sid, g in list(self._sessions.items()) if _last_used(g) < cutoff]
+        return sum(self._evict(sid, g, cutoff) for sid, g in idle)
 
     def status(self) -> list[HaltedSession]:
         """Halted sessions with their reasons: those in memory, and (with a store) evicted ones
@@ -226,6 +236,7 @@ class Fleet:
             out.sort(key=_index)
             return out
         finally:
+            self._persist_spend(sessions)
             for g in reversed(locked):
                 g._lock.release()
 
@@ -246,6 +257,15 @@ class Fleet:
         for j in batch.take_blocked():
             g = sessions[batch.slot(j)]
             out.append((j, g.session_id, g._blocked))
+
+    def _persist_spend(self, sessions: list[Guardrails]) -> None:
+        """Usage rows the batch core charged: their spend is durable before the batch returns,
+        as on_usage's is (one row per session that spent)."""
+        if self.store is None:
+            return
+        for g in sessions:
+            if g._outbox is not None and g._cost.spent != g._outbox.queued_spend:
+                g._persist_spend()
 
     @staticmethod
     def _take_changes(batch: Any, sessions: list[Guardrails]) -> None:

@@ -36,6 +36,7 @@ from .errors import ConfigError, GuardrailHalted, InvalidReset, ResetRefused
 from .feedback import SILENCE_SIGNAL, FeedbackQueue
 from .modes import Mode, detect_unattended, parse_mode, resolve_mode
 from .money import parse_dollars
+from .persistence import DECISION_WAIT, RETRIER, Outbox
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .restore import RESTORED_SIGNAL, Folded, fold_history
 from .signals import CRITICAL, SESSION, Alert, WatchdogConfig
@@ -261,7 +262,6 @@ class Guardrails:
         "_in_turn",
         "_outbox",
         "_pending",
-        "_persisted_spend",
         "_store",
         "_summarize",
         "_turn_cut_signal",
@@ -311,8 +311,7 @@ class Guardrails:
                          if resolved.context.enabled else None)
         self._summarize = summarize
         self._store = store
-        self._outbox: list[tuple[str, dict[str, Any]]] = []  # rows a failing store did not take
-        self._persisted_spend = 0
+        self._outbox = Outbox() if store is not None else None  # rows on their way to the store
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
 
@@ -327,6 +326,8 @@ class Guardrails:
         A refused turn is not a turn boundary: nothing in it ran, so nothing resets.
         """
         with self._lock:
+            if self._outbox is not None and len(self._outbox):
+                self._drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
             if self._in_turn:
                 self._close_turn()  # the last turn never said it ended
             trip = self._cost.check()  # settle: spend recorded since the last check
@@ -335,7 +336,7 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
-            if self.halted and self._store is not None and not self._outbox:
+            if self.halted and self._store is not None and not len(self._outbox):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
                 self._sync_resets()
@@ -484,6 +485,8 @@ class Guardrails:
                 decision = self._cost_decision(trip, in_turn=self._in_turn)
             elif self._blocked is not None:
                 decision = self._blocked
+            if self._store is not None and self._cost.spent != self._outbox.queued_spend:
+                self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
             context = self._context
             if context is not None:
                 for record in context.observe_usage(model, input_tokens):
@@ -522,7 +525,7 @@ class Guardrails:
         self._channel.counters.count_trip("watchdog")
         self._persist("trip", {"guardrail": "watchdog", "kind": "turn", "halts": False,
                                "signal": alert.signal, "reason": reason, "in_a_row": n,
-                               "mode": str(self.mode)})
+                               "mode": str(self.mode), **self._spend_fields()})
         self._channel.emit(
             "cut",
             f"watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -546,7 +549,8 @@ class Guardrails:
         self._persist("trip", {
             "guardrail": "watchdog", "kind": "session" if alert.scope != "turn" else "escalation",
             "halts": True, "signal": alert.signal, "reason": reason,
-            "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode)})
+            "guidance": alert.model_text, "in_a_row": self._cut_in_a_row, "mode": str(self.mode),
+            **self._spend_fields()})
         self._channel.emit(
             "halt",
             "watchdog guardrail cut the turn in flight \u2014 the cancellation that follows is "
@@ -788,42 +792,59 @@ class Guardrails:
                 "max_turn_usd": cost.max_turn / NANO, "granted_usd": cost.granted / NANO}
 
     def _persist(self, kind: str, data: dict[str, Any]) -> None:
-        """Append one row before the decision is returned (the store fsyncs). A store that
-        fails keeps the row in an outbox, retried at the next write: a transient lock must not
-        lose a halt."""
+        """Append one row before the decision is returned (the store fsyncs), waiting for the
+        store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
+        in order, and is written in the background (persistence.py) — a held lock must neither
+        lose a halt nor hold the harness's decision."""
         if self._store is None:
             return
-        self._outbox.append((kind, data))
-        self.flush()
+        outbox = self._outbox
+        outbox.put(kind, data)
+        if kind != "context":  # trips, resets and spend rows all carry the spend and counts
+            outbox.queued_spend = self._cost.spent
+            outbox.queued_counts = self._counts()
+        self._drain(DECISION_WAIT)
+
+    def _drain(self, wait: float | None) -> bool:
+        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed):
+            return True
+        RETRIER.schedule(self._outbox, self._store, self.session_id)
+        return False
+
+    def _store_failed(self, kind: str, exc: Exception) -> None:
+        LOGGER.error(self._channel.line(
+            f"could not persist a {kind} row ({exc}); kept in memory and retried in the "
+            "background and at the next guardrail decision"))
 
     def flush(self) -> bool:
-        """Write rows a failing store did not take yet; True when none is left."""
-        from .store import StoreError
+        """Write rows the store did not take yet (waiting the store's full timeout); True when
+        none is left."""
+        if self._store is None:
+            return True
+        return self._drain(None)
 
-        store = self._store
-        while store is not None and self._outbox:
-            kind, data = self._outbox[0]
-            try:
-                store.append(self.session_id, kind, data)
-            except StoreError as exc:
-                LOGGER.error(self._channel.line(
-                    f"could not persist a {kind} row ({exc}); kept in memory and retried at "
-                    "the next guardrail decision"))
-                return False
-            self._outbox.pop(0)
-            if kind != "context":
-                self._persisted_spend = self._cost.spent
-        return True
+    @property
+    def unpersisted_rows(self) -> int:
+        """Rows decided but not yet in the store (0 without a store)."""
+        return len(self._outbox) if self._outbox is not None else 0
+
+    def _counts(self) -> tuple[str | None, int, int]:
+        return self._cut_signal, self._cut_in_a_row, self._cost.in_a_row
+
+    def _persist_spend(self) -> None:
+        self._persist("spend", {**self._spend_fields(),
+                                "watchdog_cut_signal": self._cut_signal,
+                                "watchdog_in_a_row": self._cut_in_a_row,
+                                "cost_in_a_row": self._cost.in_a_row})
 
     def _persist_turn_end(self) -> None:
-        """At a turn boundary, what a restart needs and no trip or reset wrote: the spend (when
-        a ceiling is active) and the escalation counts."""
-        cost = self._cost
-        if (cost.active and cost.spent != self._persisted_spend) or self._outbox:
-            self._persist("spend", {**self._spend_fields(),
-                                    "watchdog_cut_signal": self._cut_signal,
-                                    "watchdog_in_a_row": self._cut_in_a_row,
-                                    "cost_in_a_row": cost.in_a_row})
+        """At a turn boundary, what a restart needs and no other row wrote: the escalation
+        counts (a clean turn clears them), and any spend not written yet."""
+        outbox = self._outbox
+        if self._cost.spent != outbox.queued_spend or self._counts() != outbox.queued_counts:
+            self._persist_spend()
+        elif len(outbox):
+            self._drain(DECISION_WAIT)
 
     def restore(self, store: Any) -> None:
         """Fold a store's history of this session forward (done at construction when a store
@@ -831,6 +852,8 @@ class Guardrails:
         logged warning naming it."""
         with self._lock:
             self._store = store
+            if self._outbox is None:
+                self._outbox = Outbox()
             self._restore()
 
     def _read_history(self, history: Any = None) -> Folded | None:
@@ -854,7 +877,6 @@ class Guardrails:
             return
         cost = self._cost
         cost.spent = max(cost.spent, round(folded.spent_usd * NANO))
-        self._persisted_spend = cost.spent
         if cost.max_session:  # budget only for a per-session bound still configured
             cost.granted = round(folded.granted_usd * NANO)
         if folded.cost_session_halt is not None and cost.max_session:
@@ -881,6 +903,8 @@ class Guardrails:
             LOGGER.warning(self._channel.line(self._watchdog_halt))
         if self.halted:
             self._blocked = self.refusal()
+        self._outbox.queued_spend = cost.spent  # what the store holds now
+        self._outbox.queued_counts = self._counts()
 
     def _sync_resets(self) -> None:
         """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by

@@ -7,12 +7,13 @@ it; granted budget accumulates. ``Guardrails`` then applies the fold *subject to
 configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
 not applied to a per-session ceiling that is no longer configured).
 
-Tamper rule (SPEC §5 Decision). Let k be the chain's first broken link; rows before it are
-trusted and folded. The session is restored **halted, needing an operator**, when the part that
-can no longer be trusted may hide a halt: the store's (keyed) head records a halting trip at or
-after k, or the head itself is missing or forged. An agent that deletes, edits or reorders its
-own halt row therefore cannot resume; a break before any halt only drops the untrusted rows,
-with a warning.
+Tamper rule (SPEC §5 Decision, issue 13). Let k be the chain's first broken link; rows before
+it are trusted and folded. Whatever the untrusted part held (a halt, spend, a reset) cannot be
+known, and restoring less would hand out a fresh budget: so a session whose chain is broken
+anywhere is restored **halted, needing an operator**, with the spend it can still prove. The
+same holds for every session when the store as a whole shows tampering (its manifest missing,
+forged or short of rows, or the store behind its anchor): no session's history can then be
+proven complete (a replayed older head, a session deleted with its manifest record).
 """
 
 from __future__ import annotations
@@ -74,18 +75,20 @@ def fold_history(history: Any) -> Folded:
             folded.watchdog_in_a_row = int(data.get("watchdog_in_a_row", 0))
             folded.cost_in_a_row = int(data.get("cost_in_a_row", 0))
     report = history.report
+    store_problem = getattr(history, "store_problem", None)
     if not report.intact:
-        hidden_halt = (not report.head_valid or (
-            report.last_halt_seq is not None and report.first_broken is not None
-            and report.last_halt_seq >= report.first_broken))
-        if hidden_halt:
-            folded.tampered = (
-                f"the session's guardrail history was tampered with ({report.problem}) where it "
-                "may hide a halt, so the session stays halted until an operator resets it")
-        else:
-            folded.warnings.append(
-                f"guardrail history broken ({report.problem}); rows from {report.first_broken} "
-                "on are ignored (no halt was recorded there)")
+        # Whatever the untrusted part held — a halt, spend, a reset — cannot be known; restoring
+        # less than it held would hand out a fresh budget, so the session halts instead.
+        folded.tampered = (
+            f"the session's guardrail history was tampered with ({report.problem}); what it "
+            "hid (a halt, spend) cannot be known, so the session stays halted until an "
+            "operator resets it")
+    elif store_problem is not None:
+        # The store as a whole lost or rolled back rows: no session's history can be proven
+        # complete (a replayed older head, a session deleted with its manifest record).
+        folded.tampered = (
+            f"the guardrail store was tampered with ({store_problem}); no session's history "
+            "can be proven complete, so the session stays halted until an operator resets it")
     return folded
 
 

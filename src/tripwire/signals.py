@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import EngineSettings
+from ._common import EngineSettings, json_text, safe_repr
 from .errors import ConfigError
 
 __all__ = [
@@ -391,11 +391,7 @@ def quote_args(args: Any) -> str:
     elif args is None:
         data = b""
     else:
-        try:
-            text = json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=repr)
-            data = text.encode("utf-8", "surrogatepass")
-        except (TypeError, ValueError, RecursionError):
-            data = repr(args).encode("utf-8", "backslashreplace")
+        data = json_text(args).encode("utf-8", "surrogatepass")
     return truncate_utf8(data)
 
 
@@ -416,7 +412,7 @@ def error_text(error: Any) -> str:
         error = bytes(error).decode("utf-8", "backslashreplace")
     elif not isinstance(error, str):
         try:
-            error = json.dumps(error, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError, RecursionError):
-            error = repr(error)
+            error = json.dumps(error, ensure_ascii=False, default=safe_repr)
+        except (TypeError, ValueError, RecursionError):  # deeper than json.dumps recurses
+            error = json_text(error)
     return truncate_utf8(error.encode("utf-8", "backslashreplace"))

@@ -59,14 +59,13 @@ Limits.
 - The default key is public: it only catches naive edits (``DEFAULT_KEY_NOTICE``). A real key
   must also stay out of the agent's reach: scrub ``TRIPWIRE_STORE_KEY`` from the environment of
   the tools the agent runs, or the agent can forge anything.
-- Nothing outside the file anchors it: replacing the whole file with an older copy, or wiping
-  every table, reads as an older or fresh store.
-- The manifest names only sessions that halted. Another session deleted whole (rows and head:
-  its spend, say) reads as a fresh, intact, empty session in ``history``/``histories``; only
-  ``verify()`` reports the store-level ``"*"`` problem, and it cannot say which session lost
-  rows. Replaying an old, validly MAC'd head after deleting the rows behind it is likewise caught
-  only by the manifest's count. Deleting or forging the manifest itself is reported (``"*"``),
-  after which deleted halted sessions can no longer be named.
+- Without an anchor, nothing outside the file vouches for it: replacing the whole file with an
+  older copy, or dropping every table, reads as an older or fresh store. With one, a store
+  behind its anchor is reported (``"*"``) and restores every session halted.
+- The manifest names only sessions that halted; another session deleted whole (its spend, say)
+  is caught by the manifest's row count, as is an older head replayed after deleting the rows
+  behind it: both are store-level reports, carried on every ``SessionHistory`` as
+  ``store_problem`` (restore then halts every session: none can be proven complete).
 - ``time`` is the writer's clock: covered by the MAC, but informational only.
 - ``histories()`` holds the rows it reads in memory (30,000 rows: a few MB); a store that grows
   without bound needs compaction, which this module does not do.
@@ -81,6 +80,7 @@ import sqlite3
 import string
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -105,6 +105,7 @@ __all__ = [
     "DEFAULT_KEY_NOTICE",
     "KINDS",
     "KEY_ENV",
+    "ANCHOR_ENV",
     "SCHEMA_VERSION",
 ]
 
@@ -112,6 +113,8 @@ __all__ = [
 KINDS = frozenset({"trip", "reset", "spend", "context"})
 #: Environment variable holding the store key.
 KEY_ENV = "TRIPWIRE_STORE_KEY"
+#: Environment variable naming the anchor file (see SQLiteStore).
+ANCHOR_ENV = "TRIPWIRE_STORE_ANCHOR"
 #: Schema this module writes; a file with a newer version is refused, not misread.
 SCHEMA_VERSION = 1
 #: First field of every row MAC input, so a future row layout cannot collide with this one.
@@ -127,6 +130,8 @@ DEFAULT_KEY_NOTICE = (
     "The durable store is sealed with tripwire's public default key, which only catches naive "
     f"edits of the database file: set {KEY_ENV} to a secret the agent cannot read."
 )
+
+LOGGER = logging.getLogger("tripwire")
 
 _ZERO_MAC = bytes(32)  # "previous mac" of row 0
 _MAX_DEPTH = 64  # nesting allowed in row data; real rows are flat, this only stops runaway input
@@ -167,13 +172,17 @@ class ChainReport:
 class SessionHistory:
     rows: tuple[Row, ...]  # the trusted prefix: rows before report.first_broken
     report: ChainReport
+    # the store-level problem (manifest missing, forged or short of rows; the store behind its
+    # anchor), read in the same snapshot: no session's history can then be proven complete
+    store_problem: str | None = None
 
 
 @runtime_checkable
 class EventStore(Protocol):
     """What restore and the CLI need from a store; narrow so a server database is a new class."""
 
-    def append(self, session: str, kind: str, data: Mapping[str, Any]) -> Row: ...
+    def append(self, session: str, kind: str, data: Mapping[str, Any], *,
+               wait: float | None = None) -> Row: ...
 
     def history(self, session: str) -> SessionHistory: ...
 
@@ -241,6 +250,10 @@ def _head_mac(key: bytes, session: str, count: int, last_mac: bytes, halt: int |
 
 def _manifest_mac(key: bytes, rows: int, halted_hash: bytes) -> bytes:
     return _mac(key, [b"manifest", rows, halted_hash])
+
+
+def _anchor_mac(key: bytes, rows: int, manifest_mac: bytes) -> bytes:
+    return _mac(key, [b"anchor", rows, manifest_mac])
 
 
 def _list_hash(halted: bytes) -> bytes:
@@ -323,6 +336,7 @@ def _verify(
     raw: Iterable[tuple[Any, ...]],
     head: tuple[Any, ...] | None,
     hint: str,
+    store_problem: str | None = None,
 ) -> SessionHistory:
     """Walk one session's rows (ordered by seq) against its chain and head, in one pass."""
     head_ok = False
@@ -395,23 +409,33 @@ def _verify(
         head_valid=head_ok or (head is None and n == 0),
         last_halt_seq=last_halt,
     )
-    return SessionHistory(tuple(trusted), report)
+    return SessionHistory(tuple(trusted), report, store_problem)
 
 
-def _deleted(session: str, hint: str) -> SessionHistory:
+def _deleted(session: str, hint: str, store_problem: str | None = None) -> SessionHistory:
     """A session the manifest lists as halted, with neither rows nor head left."""
     problem = "the session's rows and head were deleted (the manifest records a halt for it)"
-    return SessionHistory((), ChainReport(session, False, 0, 0, problem + hint, False, None))
+    return SessionHistory((), ChainReport(session, False, 0, 0, problem + hint, False, None),
+                          store_problem)
 
 
 def _store_report(
-    key: bytes, present: int, manifest: tuple[Any, ...] | None, list_ok: bool, hint: str
+    key: bytes, present: int, manifest: tuple[Any, ...] | None, list_ok: bool, hint: str,
+    anchor: tuple[int, bytes] | str | None = None,
 ) -> ChainReport | None:
+    """The store-level verdict: the manifest against the rows present, and against the anchor
+    file (``(rows, manifest_mac)`` as sealed there, or a problem with the anchor itself)."""
     valid = manifest is not None and _manifest_ok(key, manifest) and list_ok
     if manifest is None:
         problem = f"no manifest record for {_rows(present)}"
     elif not valid:
         problem = "manifest record was forged or edited"
+    elif isinstance(anchor, str):
+        problem = anchor
+    elif anchor is not None and (manifest[0] < anchor[0] or (
+            manifest[0] == anchor[0] and manifest[2] != anchor[1])):
+        problem = (f"the store is behind its anchor: the anchor records {_rows(anchor[0])}, "
+                   f"the manifest {_rows(manifest[0])} (an older copy, a rollback or a wipe)")
     else:
         recorded = manifest[0]
         if recorded == present:
@@ -460,10 +484,24 @@ _ROW_COLUMNS = "session, seq, kind, body, time, mac"
 class SQLiteStore:
     """The embedded store: one SQLite file, safe to share between processes and threads (a
     forked child opens its own connection on first use). ``timeout`` bounds every wait for
-    another writer; past it the call raises StoreError ("locked").
+    another writer; past it the call raises StoreError ("locked"). ``append(..., wait=s)``
+    bounds one call's wait (a guardrail decision must not wait out another writer's lock).
+
+    Construction never raises for a database it cannot open (corrupt, locked, read-only, a
+    directory): the store logs why, every use raises StoreError until it opens, and the
+    guardrails keep deciding in memory meanwhile (fail open, loudly). ``check()`` opens it now
+    and raises, for callers that want to know at once (the CLI).
+
+    ``read_only=True`` opens an existing tripwire store without writing anything to it (no
+    tables created, no WAL switch): a file that is not a tripwire store is refused.
+
+    ``anchor`` (else ``$TRIPWIRE_STORE_ANCHOR``): a file outside the agent's reach, rewritten
+    after each append with the manifest's row count and MAC (sealed with the key). A store
+    behind its anchor (an older copy, a rolled-back WAL, wiped tables) reads as tampered.
+    Worth it with a secret key, which the anchor's seal needs to mean anything.
 
     ``key_source`` says where the key came from: ``"argument"``, ``"environment"`` or
-    ``"default"`` (print DEFAULT_KEY_NOTICE for the last)."""
+    ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last)."""
 
     def __init__(
         self,
@@ -471,45 +509,82 @@ class SQLiteStore:
         *,
         key: bytes | str | None = None,
         timeout: float = 5.0,
+        read_only: bool = False,
+        anchor: str | os.PathLike[str] | None = None,
     ) -> None:
         self.path = os.fspath(path)
         if not timeout >= 0:
             raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
         self.timeout = float(timeout)
+        self.read_only = read_only
         self._key, self.key_source = _resolve_key(key)
-        if self.key_source == "default":
-            _notice_default_key()
+        if anchor is None:
+            anchor = os.environ.get(ANCHOR_ENV, "").strip() or None
+        self.anchor = os.fspath(anchor) if anchor is not None else None
         self._key_check = _mac(self._key, _KEY_CHECK)
+        self._key_ok = True  # the file's key check agrees with this key (read at open)
         self._lock = threading.Lock()
         self._halted_cache: tuple[bytes, frozenset[str]] | None = None
         self._db: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
         self._pid = os.getpid()
         self._closed = False
-        if os.path.isdir(self.path):
-            raise StoreError(f"{self.path}: is a directory, not a database file")
-        self._db = self._open()
+        try:
+            self._db = self._open()
+        except StoreError as exc:
+            LOGGER.error("tripwire: store unavailable (%s); guardrails keep deciding in memory "
+                         "and retry the store at each decision", exc)
+
+    def check(self) -> SQLiteStore:
+        """Open the store now (if it is not open yet); StoreError when it cannot be."""
+        with self._use("open the store"):
+            pass
+        return self
 
     # connection management
 
     def _open(self) -> sqlite3.Connection:
+        if os.path.isdir(self.path):
+            raise StoreError(f"{self.path}: is a directory, not a database file")
+        if self.read_only and not os.path.exists(self.path):
+            raise StoreError(f"{self.path}: no such store")
         try:
-            db = sqlite3.connect(
-                self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-            )
+            if self.read_only:
+                uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+                db = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
+                                     check_same_thread=False)
+            else:
+                db = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                     check_same_thread=False)
         except sqlite3.Error as exc:
             raise self._error(exc, "open the store") from exc
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            self._enter_wal(db)
-            db.execute("PRAGMA synchronous = FULL")  # fsync each commit: a halt survives a crash
-            self._prepare(db)
+            if self.read_only:
+                self._check_tripwire(db)
+            else:
+                self._enter_wal(db)
+                db.execute("PRAGMA synchronous = FULL")  # fsync each commit: a halt survives
+                self._prepare(db)
+            check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
+            self._key_ok = check is None or check[0] == self._key_check
+            self._identity = _file_identity(self.path)
         except sqlite3.Error as exc:
             db.close()
             raise self._error(exc, "open the store") from exc
         except StoreError:
             db.close()
             raise
+        if self.key_source == "default" and not self.read_only:
+            _notice_default_key()
         return db
+
+    def _check_tripwire(self, db: sqlite3.Connection) -> None:
+        """A read-only open: the file must already be a tripwire store of a known schema."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables >= _TABLES:
+            raise StoreError(f"{self.path}: not a tripwire store (no tripwire tables in it)")
+        self._check_version(self._schema_version(db))
 
     def _enter_wal(self, db: sqlite3.Connection) -> None:
         """Switch a new file to WAL. Two processes opening a new file at once collide here, and
@@ -552,6 +627,9 @@ class SQLiteStore:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+        self._check_version(version)
+
+    def _check_version(self, version: Any) -> None:
         if type(version) is not int or version < 1:
             raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
         if version > SCHEMA_VERSION:
@@ -565,33 +643,49 @@ class SQLiteStore:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return None if row is None else row[0]
 
-    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+    def _error(self, exc: sqlite3.Error, doing: str, wait: float | None = None) -> StoreError:
         if _is_locked(exc):
+            waited = self.timeout if wait is None else wait
             return StoreError(
-                f"{self.path}: database is locked: could not {doing} within {self.timeout:g} s"
+                f"{self.path}: database is locked: could not {doing} within {waited:g} s"
             )
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
+            return StoreError(f"{self.path}: not a tripwire store (the file is not a database)")
         return StoreError(f"{self.path}: cannot {doing}: {exc}")
 
     @contextmanager
-    def _use(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def _use(self, doing: str, wait: float | None = None) -> Iterator[sqlite3.Connection]:
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
         if os.getpid() != self._pid:
             # A connection must not cross fork(): the child abandons it (closing would touch the
             # parent's locks) and opens its own.
             self._pid, self._lock, self._db = os.getpid(), threading.Lock(), None
-            self._db = self._open()
-        with self._lock:
+        # another thread's append holds the connection: wait for it no longer than this call may
+        if not self._lock.acquire(timeout=self.timeout if wait is None else wait):
+            raise StoreError(f"{self.path}: the store is busy in another thread: could not "
+                             f"{doing} within {self.timeout if wait is None else wait:g} s")
+        try:
+            if self._db is None:
+                self._db = self._open()  # a store that could not be opened: try again now
             db = self._db
-            assert db is not None
             try:
                 yield db
             except sqlite3.Error as exc:
                 self._rollback(db)
-                raise self._error(exc, doing) from exc
+                raise self._error(exc, doing, wait) from exc
             except BaseException:
                 self._rollback(db)
                 raise
+        finally:
+            self._lock.release()
+
+    def _same_file(self) -> None:
+        """Appending into a file deleted (or replaced) under us would "succeed" into nothing a
+        restart can read: refuse, so the rows stay in the guardrails' outbox, loudly."""
+        if self._identity is not None and _file_identity(self.path) != self._identity:
+            raise StoreError(f"{self.path}: the database file was deleted or replaced while in "
+                             "use; rows are kept in memory (reopen the store to go on)")
 
     @staticmethod
     def _rollback(db: sqlite3.Connection) -> None:
@@ -601,79 +695,149 @@ class SQLiteStore:
 
     # EventStore
 
-    def append(self, session: str, kind: str, data: Mapping[str, Any]) -> Row:
-        """Append one row; returns once it is durable. ``data["halts"] is True`` marks a halt."""
+    def append(self, session: str, kind: str, data: Mapping[str, Any], *,
+               wait: float | None = None) -> Row:
+        """Append one row; returns once it is durable (committed, fsync'd, checkpointed into
+        the main file). ``data["halts"] is True`` marks a halt. ``wait`` bounds this call's
+        wait for other writers (default: the store's ``timeout``)."""
         _check_session(session)
         if kind not in KINDS:
             raise ValueError(f"unknown row kind {kind!r}; expected one of {sorted(KINDS)}")
         if not isinstance(data, Mapping):
             raise ValueError(f"row data must be a mapping, not {type(data).__name__}")
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only")
         data = dict(data)
         _check_data(data, "data")
         body = msgpack.packb(data, use_bin_type=True)
         halts = data.get("halts") is True
         now = time.time()
         key = self._key
-        with self._use("append to the store") as db:
-            db.execute("BEGIN IMMEDIATE")
-            head = db.execute(
-                "SELECT count, last_mac, last_halt_seq, mac FROM heads WHERE session = ?",
-                (session,),
-            ).fetchone()
-            top = db.execute(
-                "SELECT seq, mac FROM rows WHERE session = ? AND typeof(seq) = 'integer'"
-                " ORDER BY seq DESC LIMIT 1",
-                (session,),
-            ).fetchone()
-            free = 0 if top is None else top[0] + 1
-            if head is not None and _head_ok(key, session, head):
-                # The head, not the rows, says where the chain ends: deleted tail rows stay a gap.
-                seq, prev, last_halt, seal = max(head[0], free), head[1], head[2], True
-            elif head is None and top is None:
-                seq, prev, last_halt, seal = 0, _ZERO_MAC, None, True
-            else:
-                # Missing or forged head over existing rows: keep the new row, but re-sealing a
-                # head would launder whatever was done to the session.
-                prev = top[1] if top is not None and isinstance(top[1], bytes) else _ZERO_MAC
-                seq, last_halt, seal = free, None, False
-            mac = _row_mac(key, session, seq, kind, body, now, prev)
-            db.execute(
-                f"INSERT INTO rows ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (session, seq, kind, body, now, mac),
-            )
-            if seal:
-                if halts:
-                    last_halt = seq
-                db.execute(
-                    "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)",
-                    (
-                        session,
-                        seq + 1,
-                        mac,
-                        last_halt,
-                        _head_mac(key, session, seq + 1, mac, last_halt),
-                    ),
-                )
-            manifest = db.execute(
-                "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
-            if manifest is not None and _manifest_ok(key, manifest):
-                # Count on from the recorded value, never recount: a deficit stays visible.
-                rows, list_hash = manifest[0] + 1, manifest[1]
-                if halts:
-                    # A session's first halt puts it on the manifest's list for good, so
-                    # deleting the session whole (rows and head) still reads as hiding a halt.
-                    ids = self._halted(db, list_hash)
-                    if ids is not None and session not in ids:
-                        halted = msgpack.packb(sorted(ids | {session}), use_bin_type=True)
-                        list_hash = _list_hash(halted)
-                        db.execute("UPDATE manifest SET halted = ?, halted_hash = ? WHERE id = 1",
-                                   (halted, list_hash))
-                db.execute(
-                    "UPDATE manifest SET rows = ?, mac = ? WHERE id = 1",
-                    (rows, _manifest_mac(key, rows, list_hash)),
-                )
-            db.execute("COMMIT")
+        with self._use("append to the store", wait) as db:
+            if not self._key_ok:
+                # a row sealed with another key breaks the chain for good: refuse it instead
+                raise StoreError(f"{self.path}: this key is not the one the store was created "
+                                 f"with (set {KEY_ENV} to the store's key)")
+            self._same_file()
+            if wait is not None:
+                db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+            try:
+                seq, manifest = self._append(db, key, session, kind, body, halts, now)
+            finally:
+                if wait is not None:
+                    db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            # Move the commit from the WAL into the main file, so deleting the -wal file cannot
+            # roll it back (PASSIVE: never waits; a reader holding an old snapshot may leave
+            # frames behind, which the anchor still catches).
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if manifest is not None and self.anchor is not None:
+            self._write_anchor(*manifest)
         return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
+
+    def _append(self, db: sqlite3.Connection, key: bytes, session: str, kind: str, body: bytes,
+                halts: bool, now: float) -> tuple[int, tuple[int, bytes] | None]:
+        """One append transaction: (the row's seq, the new manifest (rows, mac) if sealed)."""
+        db.execute("BEGIN IMMEDIATE")
+        head = db.execute(
+            "SELECT count, last_mac, last_halt_seq, mac FROM heads WHERE session = ?",
+            (session,),
+        ).fetchone()
+        top = db.execute(
+            "SELECT seq, mac FROM rows WHERE session = ? AND typeof(seq) = 'integer'"
+            " ORDER BY seq DESC LIMIT 1",
+            (session,),
+        ).fetchone()
+        free = 0 if top is None else top[0] + 1
+        if head is not None and _head_ok(key, session, head):
+            # The head, not the rows, says where the chain ends: deleted tail rows stay a gap.
+            seq, prev, last_halt, seal = max(head[0], free), head[1], head[2], True
+        elif head is None and top is None:
+            seq, prev, last_halt, seal = 0, _ZERO_MAC, None, True
+        else:
+            # Missing or forged head over existing rows: keep the new row, but re-sealing a
+            # head would launder whatever was done to the session.
+            prev = top[1] if top is not None and isinstance(top[1], bytes) else _ZERO_MAC
+            seq, last_halt, seal = free, None, False
+        mac = _row_mac(key, session, seq, kind, body, now, prev)
+        db.execute(
+            f"INSERT INTO rows ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (session, seq, kind, body, now, mac),
+        )
+        if seal:
+            if halts:
+                last_halt = seq
+            db.execute(
+                "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)",
+                (session, seq + 1, mac, last_halt,
+                 _head_mac(key, session, seq + 1, mac, last_halt)),
+            )
+        sealed = None
+        manifest = db.execute(
+            "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
+        if manifest is not None and _manifest_ok(key, manifest):
+            # Count on from the recorded value, never recount: a deficit stays visible.
+            rows, list_hash = manifest[0] + 1, manifest[1]
+            if halts:
+                # A session's first halt puts it on the manifest's list for good, so
+                # deleting the session whole (rows and head) still reads as hiding a halt.
+                ids = self._halted(db, list_hash)
+                if ids is not None and session not in ids:
+                    halted = msgpack.packb(sorted(ids | {session}), use_bin_type=True)
+                    list_hash = _list_hash(halted)
+                    db.execute("UPDATE manifest SET halted = ?, halted_hash = ? WHERE id = 1",
+                               (halted, list_hash))
+            manifest_mac = _manifest_mac(key, rows, list_hash)
+            db.execute("UPDATE manifest SET rows = ?, mac = ? WHERE id = 1", (rows, manifest_mac))
+            sealed = (rows, manifest_mac)
+        db.execute("COMMIT")
+        return seq, sealed
+
+    # the anchor
+
+    def _write_anchor(self, rows: int, manifest_mac: bytes) -> None:
+        """Seal the manifest's state into the anchor file (atomically: a temporary file renamed
+        over it). Several writers may race; a stale (lower) anchor only makes the check laxer,
+        never a false alarm, so only a newer state replaces an older one."""
+        assert self.anchor is not None
+        current = self._read_anchor()
+        if isinstance(current, tuple) and current[0] >= rows:
+            return
+        blob = msgpack.packb([rows, manifest_mac, _anchor_mac(self._key, rows, manifest_mac)],
+                             use_bin_type=True)
+        tmp = f"{self.anchor}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.anchor)
+        except OSError as exc:
+            with suppress(OSError):
+                os.unlink(tmp)
+            # the row is durable; only the rollback check lags: say so, do not fail the append
+            LOGGER.error("tripwire: %s: could not write the store's anchor file %s (%s)",
+                         self.path, self.anchor, exc)
+
+    def _read_anchor(self) -> tuple[int, bytes] | str | None:
+        """The anchor's sealed (rows, manifest_mac); a problem string; None: no anchor yet."""
+        if self.anchor is None:
+            return None
+        try:
+            with open(self.anchor, "rb") as f:
+                blob = f.read(4096)
+        except FileNotFoundError:
+            return None  # not anchored yet: the first append writes it
+        except OSError as exc:
+            return f"the anchor file {self.anchor} cannot be read ({exc})"
+        try:
+            rows, manifest_mac, mac = msgpack.unpackb(blob, raw=False)
+            ok = (type(rows) is int and isinstance(manifest_mac, bytes)
+                  and mac == _anchor_mac(self._key, rows, manifest_mac))
+        except Exception:  # untrusted bytes: any decoder failure means "not our anchor"
+            ok = False
+        if not ok:
+            return f"the anchor file {self.anchor} was forged or edited"
+        return rows, manifest_mac
 
     def history(self, session: str) -> SessionHistory:
         """One session's trusted rows and its integrity report."""
@@ -708,6 +872,10 @@ class SQLiteStore:
         if store is not None:
             reports.append(store)
         return reports
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         if self._closed:
@@ -744,6 +912,7 @@ class SQLiteStore:
                 heads = db.execute(
                     "SELECT session, count, last_mac, last_halt_seq, mac FROM heads"
                 ).fetchall()
+                present = len(raw)
             else:
                 names = json.dumps(wanted)
                 raw = db.execute(
@@ -756,41 +925,37 @@ class SQLiteStore:
                     " IN (SELECT value FROM json_each(?))",
                     (names,),
                 ).fetchall()
+                present = db.execute("SELECT count(*) FROM rows").fetchone()[0]
             manifest = db.execute(
                 "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
             valid = manifest is not None and _manifest_ok(key, manifest)
-            listed: frozenset[str] | None = None
-            if valid and (store_level or wanted is None or not self._all_present(
-                    wanted, raw, heads)):
-                listed = self._halted(db, manifest[1])
+            listed = self._halted(db, manifest[1]) if valid else None
             check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
             db.execute("COMMIT")
         hint = ""
         if check is not None and check[0] != self._key_check:
             hint = " (this key is not the one the store was created with)"
+        store = _store_report(key, present, manifest, listed is not None, hint,
+                              self._read_anchor())
+        store_problem = store.problem if store is not None else None
         head_of = {h[0]: h[1:] for h in heads if isinstance(h[0], str)}
         found: dict[str, SessionHistory] = {}
         for session, group in groupby(raw, key=itemgetter(0)):
             if isinstance(session, str):  # rows a raw writer gave a non-text session fit nowhere
-                found[session] = _verify(key, session, group, head_of.get(session), hint)
+                found[session] = _verify(key, session, group, head_of.get(session), hint,
+                                         store_problem)
         for session, head in head_of.items():
             if session not in found:  # a head whose rows are all gone
-                found[session] = _verify(key, session, (), head, hint)
+                found[session] = _verify(key, session, (), head, hint, store_problem)
         for session in listed or ():  # halted once, now without rows or head: deleted whole
             if session not in found and (wanted is None or session in wanted):
-                found[session] = _deleted(session, hint)
+                found[session] = _deleted(session, hint, store_problem)
         if wanted is None:
             result = {s: found[s] for s in sorted(found)}
         else:
-            result = {s: found.get(s) or _verify(key, s, (), None, hint) for s in wanted}
-        store = _store_report(key, len(raw), manifest, listed is not None, hint) \
-            if store_level else None
-        return result, store
-
-    @staticmethod
-    def _all_present(wanted: list[str], raw: list[tuple], heads: list[tuple]) -> bool:
-        present = {r[0] for r in raw} | {h[0] for h in heads}
-        return all(s in present for s in wanted)
+            result = {s: found.get(s) or _verify(key, s, (), None, hint, store_problem)
+                      for s in wanted}
+        return result, store if store_level else None
 
     def _halted(self, db: sqlite3.Connection, list_hash: bytes) -> frozenset[str] | None:
         """The manifest's halted list (None: it does not match its MAC'd hash), read once per
@@ -803,6 +968,14 @@ class SQLiteStore:
         if ids is not None:
             self._halted_cache = (list_hash, ids)
         return ids
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 _noticed = False
