@@ -43,10 +43,17 @@ def test_without_the_native_core_the_reference_runs_and_says_so_once() -> None:
 
 
 def test_insisting_on_the_native_core_without_it_is_a_clear_error() -> None:
-    proc = python("import tripwire\ntripwire.Watchdog()\n",
+    proc = python("import tripwire\n"
+                  "try:\n    tripwire.Watchdog()\n"
+                  "except tripwire.TripwireError as e:\n    print(type(e).__name__)\n",
                   env={"TRIPWIRE_IMPLEMENTATION": "native"})
-    assert proc.returncode == 1
-    assert "tripwire's native core (tripwire._native) is not built" in proc.stderr
+    assert proc.returncode == 0 and proc.stdout == "NativeUnavailable\n"
+    cli = python("from tripwire.cli import main\n"
+                 f"sys.exit(main(['replay', {str(EXAMPLE)!r}]))\n",
+                 env={"TRIPWIRE_IMPLEMENTATION": "native"})
+    assert cli.returncode == 2
+    (line,) = cli.stderr.splitlines()  # one line, no traceback
+    assert line.startswith("tripwire: tripwire's native core (tripwire._native) is not built")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("scikit_build_core") is None

@@ -15,7 +15,7 @@ import os
 import threading
 from types import ModuleType
 
-from .errors import ConfigError
+from .errors import ConfigError, NativeUnavailable
 
 IMPLEMENTATIONS = ("native", "python")
 _MODULES = {"native": "tripwire._native", "python": "tripwire._reference"}
@@ -36,7 +36,7 @@ def load(implementation: str) -> ModuleType:
     try:
         return importlib.import_module(_MODULES[implementation])
     except ImportError as exc:
-        raise ImportError(
+        raise NativeUnavailable(
             "tripwire's native core (tripwire._native) is not built or failed to load "
             f"({exc}). Reinstall with a C++17 compiler and CMake available, or set "
             "TRIPWIRE_IMPLEMENTATION=python (or leave it unset) to use the pure-Python reference."

@@ -10,6 +10,7 @@ __all__ = [
     "ResetRefused",
     "InvalidReset",
     "BatchInterrupted",
+    "NativeUnavailable",
 ]
 
 
@@ -19,6 +20,11 @@ class TripwireError(Exception):
 
 class ConfigError(TripwireError, ValueError):
     """A configuration value is unknown, of the wrong type or out of range."""
+
+
+class NativeUnavailable(TripwireError, ImportError):
+    """``TRIPWIRE_IMPLEMENTATION=native`` (or ``implementation="native"``) asked for the C++
+    core, and it is not built or does not load (a pure-Python install)."""
 
 
 class InvalidEvent(TripwireError, ValueError):
