@@ -30,11 +30,19 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash) {
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
     if (name.observe(name_hash, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
+    if (stats) stats->after_call(*this);
     return mask;
 }
 
 uint32_t Session::observe_result(bool failed, bool no_op, bool exempt, const void* payload,
                                  size_t payload_len, bool has_payload) {
+    const uint32_t mask = result_mask(failed, no_op, exempt, payload, payload_len, has_payload);
+    if (stats) stats->after_result(*this);
+    return mask;
+}
+
+uint32_t Session::result_mask(bool failed, bool no_op, bool exempt, const void* payload,
+                              size_t payload_len, bool has_payload) {
     const uint32_t on = settings.enabled;
     uint32_t mask = 0;
     if (failed) {
@@ -76,6 +84,7 @@ void Session::reset() noexcept {
     no_ops.reset();
     stale.reset();
     digests.clear();
+    if (stats) stats->after_reset();
 }
 
 size_t Session::state_bytes() const noexcept {

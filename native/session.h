@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "canonical.h"
 #include "detectors.h"
 #include "digest_lru.h"
+#include "stats.h"
 
 namespace tw {
 
@@ -56,6 +58,11 @@ public:
     // Bytes this session holds: the object itself plus its fixed-size rings.
     size_t state_bytes() const noexcept;
 
+    // Statistics mode (`tripwire corpus stats`): off (null) unless enabled; then updated
+    // after every call and result, from the detectors' state.
+    void enable_stats() { if (!stats) stats.reset(new SessionStats()); }
+    std::unique_ptr<SessionStats> stats;
+
     const Settings settings;
     CallHistory history;
     RepeatDetector repeat;
@@ -67,6 +74,10 @@ public:
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;
+
+private:
+    uint32_t result_mask(bool failed, bool no_op, bool exempt, const void* payload,
+                         size_t payload_len, bool has_payload);
 };
 
 }  // namespace tw

@@ -215,6 +215,13 @@ def test_a_bad_implementation_variable_is_one_line_not_an_import_traceback() -> 
 
 
 class _Interrupting(io.BytesIO):
+    """A terminal the user presses Ctrl-C at, while tripwire reads it."""
+
+    def read(self, *args):
+        raise KeyboardInterrupt
+
+    readinto = readline = read
+
     def __iter__(self):
         raise KeyboardInterrupt
 

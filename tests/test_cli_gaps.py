@@ -26,7 +26,7 @@ def cli(*argv: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
 
 def test_quiet_prints_the_summary_line_only() -> None:
     loud = cli("replay", str(EXAMPLE), "--mode", "enforce")
-    assert b"[session read-file-loop] watchdog guardrail cut the turn" in loud.stderr
+    assert b"] watchdog guardrail cut the turn in flight" in loud.stderr
     proc = cli("replay", str(EXAMPLE), "--mode", "enforce", "--quiet")
     assert proc.returncode == 0 and proc.stderr == b""
     (line,) = proc.stdout.decode().splitlines()
@@ -125,10 +125,12 @@ def test_the_summary_is_versioned_and_breaks_down_per_file(tmp_path: Path,
     assert alert["file"] == loop and alert["signal"] == "repeated-tool-call"
     assert summary["v"] == 1 and summary["files"] == 2 and summary["events"] == 10
     assert summary["per_file"] == [
-        {"file": loop, "events": 7, "invalid_lines": 0, "skipped_events": 0, "alerts": 1,
+        {"file": loop, "sessions": 1, "events": 7, "invalid_lines": 0, "skipped_lines": 0,
+         "truncated_lines": 0, "skipped_events": 0, "alerts": 1,
          "by_signal": {"repeated-tool-call": 1}, "decisions": {}, "halted_sessions": 0},
-        {"file": quiet, "events": 3, "invalid_lines": 0, "skipped_events": 0, "alerts": 0,
-         "by_signal": {}, "decisions": {}, "halted_sessions": 0},
+        {"file": quiet, "sessions": 1, "events": 3, "invalid_lines": 0, "skipped_lines": 0,
+         "truncated_lines": 0, "skipped_events": 0, "alerts": 0, "by_signal": {},
+         "decisions": {}, "halted_sessions": 0},
     ]
     _, records = run(loop, implementation=implementation)
     assert "per_file" not in records[-1] and "file" not in records[0]  # one file: no file field

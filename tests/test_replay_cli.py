@@ -41,8 +41,11 @@ def test_shipped_example_trips_the_repeat_detector(implementation: str) -> None:
         "kind": "summary",
         "v": 1,
         "files": 1,
+        "sessions": 1,
         "events": 29,
         "invalid_lines": 0,
+        "skipped_lines": 0,
+        "truncated_lines": 0,
         "skipped_events": 0,
         "alerts": 2,
         "by_signal": {"no-new-state": 1, "repeated-tool-call": 1},
@@ -145,8 +148,11 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
             "kind": "summary",
             "v": 1,
             "files": 1,
+            "sessions": 0,
             "events": 0,
             "invalid_lines": 0,
+            "skipped_lines": 0,
+            "truncated_lines": 0,
             "skipped_events": 0,
             "alerts": 0,
             "by_signal": {},
@@ -175,7 +181,7 @@ def test_directory_replays_each_file_as_its_own_session(
 
 def test_directory_without_event_files(tmp_path: Path, implementation: str) -> None:
     code, _, err = run(str(tmp_path), implementation=implementation)
-    assert code == 2 and "no .jsonl event files" in err
+    assert code == 2 and f"no transcripts in directory {tmp_path}" in err
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
-    CanonicalCall, Canonicalizer, Hash128, Session, Settings,
+    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings,
     clean_path_string, is_path_key as c_is_path_key, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64,
@@ -347,6 +347,21 @@ cdef class Engine:
     @property
     def stale_results(self):
         return self._session().stale.run
+
+    # -- statistics mode (tripwire corpus stats) ------------------------------------------
+
+    def enable_stats(self):
+        """Keep, from now on, the peak of each signal's compared quantity (``stats``)."""
+        self._session().enable_stats()
+
+    @property
+    def stats(self):
+        """Per signal, in SPEC §1 order, the largest value its threshold was compared with;
+        None unless ``enable_stats()`` was called."""
+        cdef SessionStats* st = self._session().stats()
+        if st == NULL:
+            return None
+        return tuple(st.peak[i] for i in range(8))
 
     @property
     def state_bytes(self):

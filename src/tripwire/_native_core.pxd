@@ -55,6 +55,11 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
 
 
+cdef extern from "stats.h" namespace "tw" nogil:
+    cdef cppclass SessionStats:
+        uint32_t peak[8]
+
+
 cdef extern from "session.h" namespace "tw" nogil:
     cdef struct Settings:
         uint32_t enabled
@@ -81,6 +86,8 @@ cdef extern from "session.h" namespace "tw" nogil:
         void turn_boundary()
         void reset()
         size_t state_bytes()
+        void enable_stats() except +
+        SessionStats* stats "stats.get"()
         RepeatDetector repeat
         CycleDetector cycle
         DensityDetector density

@@ -610,6 +610,43 @@ class DigestMemory:
 REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, NO_NEW_STATE, SILENCE = (1 << i for i in range(8))
 
 
+class SessionStats:
+    """Statistics mode (``tripwire corpus stats``): per signal, in SPEC §1 order, the largest
+    value the session reached of the quantity its threshold is compared with, read from the
+    detectors' state after each call and result. Stand-downs and one alert per pattern are not
+    applied (they decide whether an alert is raised, not how far a pattern went)."""
+
+    def __init__(self) -> None:
+        self.peak = [0] * 8
+        self._matches: dict[int, int] = {}  # period p -> calls in a row equal to the p-th before
+
+    def after_call(self, engine: Engine) -> None:
+        peak = self.peak
+        peak[0] = max(peak[0], engine._repeat.run)
+        keys, joins = engine._keys, engine._joins
+        n = len(keys)
+        for p in range(2, engine.settings.cycle_max_period + 1):
+            matches = self._matches.get(p, 0) + 1 if n > p and keys[-1] == keys[-1 - p] else 0
+            self._matches[p] = matches
+            # SPEC §10.3: a block whose calls form one repeat run is not a cycle
+            if matches >= p and not all(joins[n - j] for j in range(1, p)):
+                peak[1] = max(peak[1], 1 + matches // p)
+        # only the newest key's count rose: the highest window count is reached at its newest
+        window = list(keys)[-engine.settings.density_window:]
+        peak[2] = max(peak[2], window.count(window[-1]))
+        peak[3] = max(peak[3], engine._name.run)
+        peak[7] = max(peak[7], engine._silence.run)
+
+    def after_result(self, engine: Engine) -> None:
+        peak = self.peak
+        peak[4] = max(peak[4], engine._failures.run)
+        peak[5] = max(peak[5], engine._no_ops.run)
+        peak[6] = max(peak[6], engine._stale.run)
+
+    def after_reset(self) -> None:
+        self._matches.clear()  # the history was cleared
+
+
 class Engine:
     """One session's detector state. Observations return ``()`` or ``self._fired(...)``.
 
@@ -647,6 +684,7 @@ class Engine:
         )
         self.events = 0
         self.last_used = 0.0  # Fleet: when the session was last fetched (monotonic)
+        self._stats: SessionStats | None = None
         self._clear()
 
     # -- observations ------------------------------------------------------------------------
@@ -670,6 +708,8 @@ class Engine:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE
+        if self._stats is not None:
+            self._stats.after_call(self)
         if mask:
             return self._fired(mask, name, args)
         return ()
@@ -710,6 +750,8 @@ class Engine:
                         mask |= NO_NEW_STATE
                 else:
                     self._stale.reset()  # new information breaks the run
+        if self._stats is not None:
+            self._stats.after_result(self)
         if mask:
             return self._fired(mask, name, error)
         return ()
@@ -744,6 +786,8 @@ class Engine:
         ):
             detector.reset()
         self._digests.clear()
+        if self._stats is not None:
+            self._stats.after_reset()
         self._keys: deque[int] = deque(maxlen=self._history)
         self._joins: deque[bool] = deque(maxlen=self._history)
         self._calls: deque[tuple[str, Any]] = deque(maxlen=self._history)
@@ -754,6 +798,17 @@ class Engine:
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
+
+    def enable_stats(self) -> None:
+        """Keep, from now on, the peak of each signal's compared quantity (``stats``)."""
+        if self._stats is None:
+            self._stats = SessionStats()
+
+    @property
+    def stats(self) -> tuple[int, ...] | None:
+        """Per signal, in SPEC §1 order, the largest value its threshold was compared with;
+        None unless ``enable_stats()`` was called."""
+        return None if self._stats is None else tuple(self._stats.peak)
 
     def _fired(self, mask: int, name: str, detail: Any) -> tuple:  # pragma: no cover - abstract
         raise NotImplementedError

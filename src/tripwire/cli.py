@@ -1,7 +1,8 @@
 """``tripwire``: the command line.
 
-Verbs: ``replay`` (recordings through the guardrails), ``status`` / ``reset`` / ``verify``
-(a durable store written by any process).
+Verbs: ``replay`` (recordings through the guardrails), ``convert`` (other harnesses'
+transcripts as interchange events), ``status`` / ``reset`` / ``verify`` (a durable store
+written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``).
 
 Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input (a missing
 file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
@@ -24,8 +25,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from .adapters import FORMAT_NAMES
 from .config import read_config_file
-from .errors import ConfigError, InvalidEvent, InvalidReset, TripwireError
+from .errors import ConfigError, InvalidEvent, InvalidReset, TripwireError, TruncatedLine
 from .guardrails import GuardrailsConfig
 from .modes import Mode, parse_mode
 from .money import dollars_from_text
@@ -34,8 +36,8 @@ from .replay import (
     ReplayStats,
     analysis_config,
     event_files,
-    replay_file,
-    session_name,
+    replay_transcript,
+    shown_path,
 )
 from .signals import SIGNAL_IDS, WatchdogConfig
 
@@ -105,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     replay.add_argument("paths", nargs="+", metavar="PATH",
-                        help="event files, directories of *.jsonl files, or - for stdin")
+                        help="event files or transcripts, directories of them, or - for stdin")
+    _format_argument(replay)
     replay.add_argument("--quiet", action="store_true",
                         help="print only the summary line (and no operator log lines)")
     replay.add_argument("--per-file", action="store_true",
@@ -137,7 +140,20 @@ def build_parser() -> argparse.ArgumentParser:
                          help="restore the session from this SQLite store before the first "
                               "event, and persist every trip and reset")
     durable.add_argument("--session", metavar="ID",
-                         help="the session id in the store (default: the file's name)")
+                         help="the session id in the store (default: the transcript's own "
+                              "session id, else its path relative to the argument)")
+
+    convert = verbs.add_parser(
+        "convert", help="write transcripts as interchange events (JSON Lines)",
+        description="Read transcripts (any supported format) and write their events in the "
+                    "interchange format, one JSON object per line, each with its session.")
+    convert.add_argument("paths", nargs="+", metavar="PATH",
+                         help="transcripts, or directories of them")
+    convert.add_argument("--to", choices=("interchange",), default="interchange",
+                         help="output format (default: interchange)")
+    _format_argument(convert)
+    convert.add_argument("--skip-invalid", action="store_true",
+                         help="report invalid lines and go on instead of stopping")
 
     status = verbs.add_parser("status", help="halts, spend and chain state in a store")
     status.add_argument("store", metavar="STORE")
@@ -152,7 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
     verify.add_argument("store", metavar="STORE")
+
+    from .corpus.cli import add_parser as add_corpus_parser
+
+    add_corpus_parser(verbs)
     return parser
+
+
+def _format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("auto", *FORMAT_NAMES), default="auto",
+                        help="transcript format (default: auto, detected from the content)")
 
 
 def _mode(text: str) -> str:
@@ -196,7 +221,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = replay_config(args)
     options = ReplayOptions(guardrails=config, skip_invalid=args.skip_invalid,
                             implementation=args.implementation)
-    files = event_files(args.paths)
+    files = event_files(args.paths, args.format)
     if args.session and len(files) > 1:
         raise InvalidEvent("--session names one session: give one event file")
     note = _halt_cannot_fire(args, config)
@@ -215,30 +240,30 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[Any],
                   store: Any, out: TextIO, err: TextIO) -> int:
+    factory = None
+    if store is not None:
+        from .guardrails import Guardrails
+
+        def factory(name: str) -> Guardrails:
+            return Guardrails(analysis_config(options.guardrails), session_id=name,
+                              implementation=args.implementation, store=store)
     stats = ReplayStats()
     per_file = []
     many = len(files) > 1
-    for path in files:
+    for transcript in files:
+        path = shown_path(transcript)
         total, stats = stats, ReplayStats()
-        guardrails = None
-        if store is not None:
-            from .guardrails import Guardrails
-
-            guardrails = Guardrails(analysis_config(options.guardrails),
-                                    session_id=args.session or session_name(path),
-                                    implementation=args.implementation, store=store)
-        for record in replay_file(path, options, stats, session_id=args.session,
-                                  guardrails=guardrails):
-            if record["kind"] == "invalid":
-                err.write(f"tripwire: {path}:{record['line']}: skipped: {record['error']}\n")
+        for record in replay_transcript(transcript, options, stats, session_id=args.session,
+                                        guardrails_for=factory):
+            if _reported(record, path, err):
                 continue
             if args.quiet:
                 continue
             if many:
-                record = {**record, "file": str(path)}
+                record = {**record, "file": path}
             _print(record, out)
         if args.per_file:
-            per_file.append({"file": str(path), **stats.summary(per_file=True)})
+            per_file.append({"file": path, **stats.summary(per_file=True)})
         total.merge(stats)
         stats = total
     summary = stats.summary()
@@ -250,6 +275,37 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
     halted = stats.decisions["halt_session"] or stats.decisions["refuse_turn"]
     if args.fail_on == "halt" and halted:
         return EXIT_GATED
+    return EXIT_OK
+
+
+def _reported(record: dict[str, Any], path: Any, err: TextIO) -> bool:
+    """Invalid and truncated lines go to stderr, one line each; True if ``record`` was one."""
+    if record["kind"] == "invalid":
+        err.write(f"tripwire: {path}:{record['line']}: skipped: {record['error']}\n")
+        return True
+    if record["kind"] == "truncated":
+        err.write(f"tripwire: {path}:{record['line']}: {record['error']}\n")
+        return True
+    return False
+
+
+def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Each transcript's events as interchange JSON Lines, with their session (and the
+    1-based source line they came from)."""
+    from .adapters import read as read_items
+    from .events import event_record
+
+    for transcript in event_files(args.paths, args.format):
+        for item in read_items(transcript):
+            if item.error is not None:
+                kind = "truncated" if isinstance(item.error, TruncatedLine) else "invalid"
+                if kind == "invalid" and not args.skip_invalid:
+                    raise item.error
+                _reported({"kind": kind, "line": item.line, "error": item.error.message},
+                          transcript.path, err)
+                continue
+            if item.event is not None:
+                _print({**event_record(item.event), "session": item.session}, out)
     return EXIT_OK
 
 
@@ -371,12 +427,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         if args.verb == "replay":
             return _replay(args, out, err)
+        if args.verb == "convert":
+            return _convert(args, out, err)
         if args.verb == "status":
             return _status(args, out)
         if args.verb == "reset":
             return _reset(args, out, err)
         if args.verb == "verify":
             return _verify(args, out)
+        if args.verb == "corpus":
+            from .corpus.cli import run as corpus
+
+            return corpus(args, out, err)
     except (TripwireError, FileNotFoundError, StoreError) as exc:
         err.write(f"tripwire: {exc}\n")
         return EXIT_USAGE

@@ -6,6 +6,8 @@ __all__ = [
     "TripwireError",
     "ConfigError",
     "InvalidEvent",
+    "TruncatedLine",
+    "UnknownFormat",
     "GuardrailHalted",
     "ResetRefused",
     "InvalidReset",
@@ -41,6 +43,20 @@ class InvalidEvent(TripwireError, ValueError):
             where = f"{source}:{line}: " if line is not None else f"{source}: "
         super().__init__(where + message)
         self.message = message
+
+
+class TruncatedLine(InvalidEvent):
+    """The last line of a JSON Lines file is cut short (a transcript still being written, or a
+    copy taken mid-write). It is reported and the lines before it are kept (SPEC §11.1)."""
+
+    def __init__(self, message: str = "truncated last line (no newline, not complete JSON): "
+                 "ignored, the lines before it are kept", *, source: str | None = None,
+                 line: int | None = None):
+        super().__init__(message, source=source, line=line)
+
+
+class UnknownFormat(InvalidEvent):
+    """A file is not a transcript of any format tripwire reads, or not of the one named."""
 
 
 class GuardrailHalted(TripwireError):

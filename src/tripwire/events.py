@@ -9,13 +9,12 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from .errors import InvalidEvent
+from .errors import InvalidEvent, TruncatedLine
 from .money import parse_dollars
 from .validate import check_no_op
 
@@ -29,6 +28,7 @@ __all__ = [
     "Reset",
     "Event",
     "parse_event",
+    "event_record",
     "read_events",
     "EVENT_TYPES",
 ]
@@ -63,12 +63,20 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """One model call's provider-reported usage."""
+    """One model call's provider-reported usage.
+
+    ``input_tokens`` counts the whole prompt, cached parts included; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of it read from / written to the provider's prompt
+    cache (they price differently). ``provider`` helps the price catalogue (SPEC §11.3).
+    """
 
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    provider: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +159,9 @@ def _usage(o: dict[str, Any]) -> Usage:
         _count(o, "input_tokens"),
         _count(o, "output_tokens"),
         _usd(o, "cost_usd"),
+        _count(o, "cache_read_tokens"),
+        _count(o, "cache_write_tokens"),
+        _field(o, "provider", (str,)),
     )
 
 
@@ -175,6 +186,19 @@ _PARSERS = {
     "reset": _reset,
 }
 EVENT_TYPES = tuple(_PARSERS)
+_TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
+            TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset"}
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """A typed event as its interchange object (``parse_event`` reads it back): fields that
+    are None, and ``no_op: false``, are left out."""
+    record: dict[str, Any] = {"type": _TYPE_OF[type(event)]}
+    for name in event.__slots__:
+        value = getattr(event, name)
+        if value is not None and not (name == "no_op" and value is False):
+            record[name] = value
+    return record
 
 
 def parse_event(value: Any) -> Event:
@@ -200,13 +224,12 @@ class Line:
     error: InvalidEvent | None = None
 
 
-#: The path that names standard input (``tripwire replay -``).
-STDIN = "-"
+#: A UTF-8 byte order mark, which some editors write at the start of a file: skipped.
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def read_events(path: str | Path) -> Iterator[Line]:
-    """Lines of an interchange file (``-``: standard input), decoded; invalid ones carry their
-    error instead.
+    """Lines of an interchange file, decoded; invalid ones carry their error instead.
 
     Lines end at ``\\n`` (an optional ``\\r`` before it is part of the ending); a UTF-8 byte
     order mark at the start of the file is skipped. Blank lines are skipped and are not
@@ -215,12 +238,11 @@ def read_events(path: str | Path) -> Iterator[Line]:
     """
     path = Path(path)
     index = 0
-    handle = (sys.stdin.buffer if str(path) == STDIN and sys.stdin is not None
-              else path.open("rb"))
-    with handle:
+    with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a UTF-8 BOM (Windows editors write one)
+            if number == 1:
+                raw = raw.removeprefix(UTF8_BOM)
+            ended = raw.endswith(b"\n")  # only the last line can lack its newline
             raw = raw.removesuffix(b"\n").removesuffix(b"\r")  # columns count the line only
             if not raw.strip():
                 continue
@@ -232,12 +254,14 @@ def read_events(path: str | Path) -> Iterator[Line]:
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError as exc:
+                    if not ended:
+                        raise TruncatedLine() from None
                     raise InvalidEvent(f"not JSON ({exc.msg} at column {exc.colno})") from None
                 except RecursionError:
                     raise InvalidEvent("not JSON (nested too deeply)") from None
                 event = parse_event(value)
             except InvalidEvent as exc:
-                located = InvalidEvent(exc.message, source=str(path), line=number)
+                located = type(exc)(exc.message, source=str(path), line=number)
                 yield Line(index, number, None, located)
             else:
                 yield Line(index, number, event)

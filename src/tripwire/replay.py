@@ -21,29 +21,40 @@ format is a public contract), with ``event`` the 0-based index of the event bein
   reported (``warn``, ``feedback``, ``off``: a recording analysis skips nothing, so every
   later alert is still reported). Replay cannot compact a recording: without usage events the
   estimate only grows, so under ``enforce`` each later turn is cut at its first large result.
+
+The summary line carries ``"v"``, the output schema's version (``SUMMARY_VERSION``).
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import sys
+import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .adapters import Item, Transcript, detect_or_fail, transcripts
+from .adapters import read as read_transcript
 from .decision import HALT_SESSION, REFUSE_TURN, Decision
-from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused
-from .events import STDIN, Call, Reset, Result, Text, TurnEnd, TurnStart, Usage, read_events
+from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
+from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .modes import Mode
 from .reporting import OperatorEvent
 from .signals import Alert
 
-__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "event_files", "analysis_config"]
+__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "replay_transcript", "event_files",
+           "analysis_config", "STDIN", "shown_path"]
 
 #: The output schema's version, the summary line's ``"v"``: bumped by a change that is not
 #: purely additive (a field renamed, removed or given another meaning).
 SUMMARY_VERSION = 1
+#: The path argument that names standard input (``tripwire replay -``).
+STDIN = "-"
 
 
 @dataclass
@@ -58,8 +69,11 @@ class ReplayOptions:
 @dataclass
 class ReplayStats:
     files: int = 0
+    sessions: int = 0
     events: int = 0
     invalid_lines: int = 0
+    skipped_lines: int = 0  # recognized transcript lines that carry no event
+    truncated_lines: int = 0
     skipped_events: int = 0
     alerts: Counter = field(default_factory=Counter)
     critical_alerts: int = 0
@@ -68,22 +82,22 @@ class ReplayStats:
 
     def merge(self, other: ReplayStats) -> None:
         """Add another run's counts (one file's, for ``--per-file``)."""
-        self.files += other.files
-        self.events += other.events
-        self.invalid_lines += other.invalid_lines
-        self.skipped_events += other.skipped_events
+        for name in ("files", "sessions", "events", "invalid_lines", "skipped_lines",
+                     "truncated_lines", "skipped_events", "critical_alerts", "halted_sessions"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         self.alerts.update(other.alerts)
-        self.critical_alerts += other.critical_alerts
         self.decisions.update(other.decisions)
-        self.halted_sessions += other.halted_sessions
 
     def summary(self, *, per_file: bool = False) -> dict[str, Any]:
         """The summary line (``per_file``: one file's entry, without kind, v and files)."""
         head = {} if per_file else {"kind": "summary", "v": SUMMARY_VERSION, "files": self.files}
         return {
             **head,
+            "sessions": self.sessions,
             "events": self.events,
             "invalid_lines": self.invalid_lines,
+            "skipped_lines": self.skipped_lines,
+            "truncated_lines": self.truncated_lines,
             "skipped_events": self.skipped_events,
             "alerts": sum(self.alerts.values()),
             "by_signal": dict(sorted(self.alerts.items())),
@@ -92,26 +106,38 @@ class ReplayStats:
         }
 
 
-def event_files(paths: Iterable[str]) -> list[Path]:
-    """Expand paths: a file is itself, a directory is every ``*.jsonl`` below it (sorted).
-    Raises FileNotFoundError / InvalidEvent with a message a user can act on."""
-    files: list[Path] = []
+def event_files(paths: Iterable[str], fmt: str = "auto") -> list[Transcript]:
+    """Expand paths: a file is itself, a directory is every transcript below it (sorted),
+    ``-`` standard input (session ``stdin``). Raises FileNotFoundError / InvalidEvent with a
+    message a user can act on."""
+    found: list[Transcript] = []
+    paths = list(paths)
+    if paths.count(STDIN) > 1:
+        raise InvalidEvent("standard input (-) can be read once only")
     for raw in paths:
-        path = Path(raw)
-        if raw == STDIN:
-            if path in files:
-                raise InvalidEvent("standard input (-) can be read once only")
-            files.append(path)
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-            if not found:
-                raise InvalidEvent(f"no .jsonl event files in directory {path}")
-            files.extend(found)
-        elif path.exists():
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such file or directory")
-    return files
+        found.extend([_stdin_transcript(fmt)] if raw == STDIN else transcripts([raw], fmt))
+    return found
+
+
+def _stdin_transcript(fmt: str) -> Transcript:
+    """Standard input, spooled to a temporary file: format detection reads a transcript's
+    first lines before its reader reads them all, and a pipe can be read only once."""
+    folder = Path(tempfile.mkdtemp(prefix="tripwire-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "stdin"
+    with path.open("wb") as spool:
+        if sys.stdin is not None:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+    _SPOOLED.add(path)
+    return Transcript(path, detect_or_fail(path) if fmt == "auto" else fmt, "stdin")
+
+
+_SPOOLED: set[Path] = set()
+
+
+def shown_path(transcript: Transcript) -> str:
+    """The path a record's ``file`` names: ``-`` for standard input."""
+    return STDIN if transcript.path in _SPOOLED else str(transcript.path)
 
 
 def alert_record(alert: Alert, index: int) -> dict[str, Any]:
@@ -140,21 +166,17 @@ def analysis_config(config: GuardrailsConfig | ResolvedConfig) -> ResolvedConfig
     return resolved
 
 
-def session_name(path: Path) -> str:
-    """The default session id of a file: its name without suffix; ``stdin`` for ``-``."""
-    return "stdin" if str(path) == STDIN else path.stem
-
-
 class _Session:
     """One file's replay state: the guardrails and the turn being skipped, if any."""
 
-    def __init__(self, path: Path, options: ReplayOptions, stats: ReplayStats,
-                 session_id: str | None = None, guardrails: Guardrails | None = None):
+    def __init__(self, name: str, options: ReplayOptions, stats: ReplayStats,
+                 guardrails: Guardrails | None = None):
         self.stats = stats
         self.notes: list[OperatorEvent] = []
+        self.index = 0  # the next event's 0-based index in this session
         self.guardrails = guardrails or Guardrails(
-            analysis_config(options.guardrails), session_id=session_id or session_name(path),
-            on_event=self.notes.append, implementation=options.implementation)
+            analysis_config(options.guardrails), session_id=name, on_event=self.notes.append,
+            implementation=options.implementation)
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
         self.skip_from = 0
@@ -261,20 +283,68 @@ class _Session:
         self.stats.halted_sessions += self.guardrails.halted
 
 
-def replay_file(path: Path, options: ReplayOptions, stats: ReplayStats,
-                session_id: str | None = None,
-                guardrails: Guardrails | None = None) -> Iterator[dict[str, Any]]:
-    """Run one file (one session) through fresh guardrails; yield its records."""
-    session = _Session(path, options, stats, session_id, guardrails)
+#: makes the guardrails of a session, given its name (e.g. bound to a durable store)
+GuardrailsFactory = Callable[[str], Guardrails]
+
+
+def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: ReplayStats,
+                      session_id: str | None = None,
+                      guardrails_for: GuardrailsFactory | None = None,
+                      ) -> Iterator[dict[str, Any]]:
+    """Run one transcript through fresh guardrails per session; yield its records.
+
+    Records of a transcript other than an interchange file carry their ``session``. Invalid
+    lines raise (or, with ``skip_invalid``, yield ``{"kind": "invalid"}``); a truncated last
+    line yields ``{"kind": "truncated"}`` and the lines before it are kept. A file with lines
+    of which none yielded an event raises ``InvalidEvent`` at its end, even when skipping.
+    """
     stats.files += 1
-    for line in read_events(path):
-        if line.error is not None:
-            if not options.skip_invalid:
-                raise line.error
-            stats.invalid_lines += 1
-            yield {"kind": "invalid", "event": line.index, "line": line.number,
-                   "error": line.error.message}
+    named = transcript.format != "interchange"
+    sessions: dict[str, _Session] = {}
+    for item in read_transcript(transcript):
+        if item.event is None and item.error is None:
+            stats.skipped_lines += 1
             continue
-        stats.events += 1
-        yield from session.records(line.index, line.event)
-    yield from session.finish()
+        name = session_id or item.session
+        session = sessions.get(name)
+        if session is None:
+            if session_id is not None and sessions:
+                raise InvalidEvent("--session names one session, but this transcript holds "
+                                   "several", source=str(transcript.path))
+            guardrails = guardrails_for(name) if guardrails_for is not None else None
+            session = sessions[name] = _Session(name, options, stats, guardrails)
+            stats.sessions += 1
+        index = session.index
+        session.index += 1
+        for record in _item_records(item, index, session, options, stats):
+            yield {**record, "session": name} if named else record
+    for name, session in sessions.items():
+        for record in session.finish():
+            yield {**record, "session": name} if named else record
+
+
+def _item_records(item: Item, index: int, session: _Session, options: ReplayOptions,
+                  stats: ReplayStats) -> Iterator[dict[str, Any]]:
+    error = item.error
+    if error is not None:
+        if isinstance(error, TruncatedLine):
+            stats.truncated_lines += 1
+            yield {"kind": "truncated", "event": index, "line": item.line,
+                   "error": error.message}
+            return
+        if not options.skip_invalid:
+            raise error
+        stats.invalid_lines += 1
+        yield {"kind": "invalid", "event": index, "line": item.line, "error": error.message}
+        return
+    stats.events += 1
+    yield from session.records(index, item.event)
+
+
+def replay_file(path: Path, options: ReplayOptions, stats: ReplayStats,
+                session_id: str | None = None, guardrails: Guardrails | None = None,
+                fmt: str = "auto") -> Iterator[dict[str, Any]]:
+    """Run one file through fresh guardrails (or ``guardrails``, for a one-session file)."""
+    (transcript,) = transcripts([str(path)], fmt)
+    factory = (lambda name: guardrails) if guardrails is not None else None
+    return replay_transcript(transcript, options, stats, session_id, factory)

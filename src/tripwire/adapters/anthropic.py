@@ -1,0 +1,130 @@
+"""Anthropic Messages lists: ``[{"role", "content"}, ...]`` or a request/conversation object
+``{"messages": [...], "system"?, "model"?}``, read whole (one JSON document).
+
+Content blocks: ``text`` (the agent's words, assistant side), ``tool_use`` (a call; ``input``
+is already an object), ``tool_result`` (a result; ``is_error`` optional, default false; its
+content is a string or blocks). A user message that is not tool results starts a turn. A
+message that carries ``usage`` (a saved response) gives one usage event. The block helpers here
+are shared with the Claude Code reader, whose lines hold Messages objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidEvent
+from ..events import Call, Event, Result, Text, Usage
+from ._base import Item, Turns, block_text, messages_of, read_document
+
+NAME = "anthropic"
+SUFFIXES = (".json",)
+_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
+                     "server_tool_use"})
+
+
+def sniff(value: Any) -> bool:
+    """Messages whose content blocks are Anthropic's (``tool_use``/``tool_result``/
+    ``thinking``); plain-text lists are read as OpenAI chat, which they equal."""
+    messages = messages_of(value)
+    if messages is None:
+        return False
+    return any(isinstance(b, dict) and b.get("type") in _BLOCKS
+               for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for b in m["content"])
+
+
+def usage_of(message: dict[str, Any]) -> Usage | None:
+    """A Messages ``usage`` object as one interchange usage (input counts the cached parts too:
+    Anthropic's ``input_tokens`` is the uncached remainder only)."""
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    read = _count(usage.get("cache_read_input_tokens"))
+    write = _count(usage.get("cache_creation_input_tokens"))
+    uncached = _count(usage.get("input_tokens"))
+    model = message.get("model")
+    return Usage(model=model if isinstance(model, str) else None,
+                 input_tokens=uncached + read + write,
+                 output_tokens=_count(usage.get("output_tokens")),
+                 cache_read_tokens=read, cache_write_tokens=write, provider="anthropic")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def tool_call(block: dict[str, Any], names: dict[str, str]) -> Call:
+    """A ``tool_use`` block as a call; remembers its name for the result."""
+    name = block.get("name")
+    if not isinstance(name, str):
+        raise InvalidEvent("a tool_use block needs a string 'name'")
+    ident = block.get("id") if isinstance(block.get("id"), str) else None
+    if ident is not None:
+        names[ident] = name
+    return Call(name, block.get("input"), ident)
+
+
+def tool_result(block: dict[str, Any], names: dict[str, str]) -> Result:
+    """A ``tool_result`` block as a result, named after its call when the call was seen."""
+    ident = block.get("tool_use_id")
+    ident = ident if isinstance(ident, str) else None
+    text = block_text(block.get("content"))
+    error = (text or True) if block.get("is_error") is True else None
+    return Result(name=names.get(ident) if ident else None, id=ident, error=error, payload=text)
+
+
+def message_events(message: dict[str, Any], turns: Turns,
+                   names: dict[str, str]) -> Iterator[Event]:
+    """One Messages-API message as events."""
+    role = message.get("role")
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else None
+    if role == "user":
+        if blocks is not None and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                      for b in blocks):
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    yield tool_result(block, names)
+            return
+        yield from turns.start()
+        return
+    if role != "assistant":
+        return
+    if blocks is None:
+        if isinstance(content, str) and content:
+            yield Text(content)
+    else:
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                yield tool_call(block, names)
+            elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+                yield Text(block["text"])
+    usage = usage_of(message)
+    if usage is not None:
+        yield usage
+
+
+def read(path: Path, name: str) -> Iterator[Item]:
+    messages = messages_of(read_document(path))
+    if messages is None:
+        raise InvalidEvent("not an Anthropic Messages list (expected a JSON array of "
+                           "{role, content} messages, or an object with 'messages')",
+                           source=str(path))
+    turns, names = Turns(), {}
+    for number, message in enumerate(messages, start=1):
+        if not isinstance(message, dict):
+            yield Item(name, number, error=InvalidEvent(
+                "a message must be an object", source=str(path), line=number))
+            continue
+        events = list(message_events(message, turns, names))
+        if not events:
+            yield Item(name, number)
+        for event in events:
+            yield Item(name, number, event)
+    for event in turns.end():
+        yield Item(name, len(messages), event)

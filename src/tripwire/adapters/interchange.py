@@ -1,0 +1,22 @@
+"""tripwire's own interchange format (JSON Lines, one event per line, SPEC §0), as a reader."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..events import EVENT_TYPES, read_events
+from ._base import Item
+
+NAME = "interchange"
+SUFFIXES = (".jsonl",)
+
+
+def sniff(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type", value.get("kind")) in EVENT_TYPES
+
+
+def read(path: Path, name: str) -> Iterator[Item]:
+    for line in read_events(path):
+        yield Item(name, line.number, line.event, line.error)

@@ -1,0 +1,50 @@
+"""tau-bench results files: a JSON array of ``{"task_id", "trial"?, "reward", "info",
+"traj"}``, read whole. Each result is one session, named ``<file>#task-<id>[-trial-<n>]``;
+its ``traj`` is an OpenAI chat message list. tau-bench's environment answers a tool that raised
+with ``Error: ...``, so such a result is a failure; the simulated user's ``###STOP###`` ends the
+conversation (it starts no turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidEvent
+from ._base import Item, read_document
+from .openai_chat import conversation
+
+NAME = "tau-bench"
+SUFFIXES = (".json",)
+
+
+def sniff(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value) and isinstance(value[0], dict)
+            and "task_id" in value[0] and isinstance(value[0].get("traj"), list))
+
+
+STOP = "###STOP###"
+
+
+def failed(text: str) -> bool:
+    return text.startswith("Error:")
+
+
+def stop(text: str) -> bool:
+    return STOP in text
+
+
+def read(path: Path, name: str) -> Iterator[Item]:
+    results = read_document(path)
+    if not sniff(results):
+        raise InvalidEvent("not a tau-bench results file (expected a JSON array of "
+                           "{task_id, traj} objects)", source=str(path))
+    for result in results:
+        if not isinstance(result, dict) or not isinstance(result.get("traj"), list):
+            raise InvalidEvent("a tau-bench result needs a 'traj' message list",
+                               source=str(path))
+        session = f"{name}#task-{result.get('task_id')}"
+        if "trial" in result:
+            session += f"-trial-{result['trial']}"
+        yield from conversation(result["traj"], session, path, failed, stop)

@@ -1,0 +1,125 @@
+"""``--report DIR``: an HTML page with PNG plots (matplotlib, the ``report`` extra).
+
+``stats``: one histogram per signal with its threshold drawn, over every session, and one
+panel per signal comparing the corpora when several paths were given. ``sweep``: the curve of
+sessions tripping per threshold value, split by label.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..signals import SIGNAL_IDS, WatchdogConfig
+from .measure import SessionResult, thresholds
+
+__all__ = ["write_stats_report", "write_sweep_report"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError("--report needs the report extra: pip install 'tripwire[report]'") \
+            from None
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt: Any, fig: Any, out: Path, name: str) -> str:
+    """Write one figure as ``out/name`` and free it; returns the name the page links."""
+    fig.tight_layout()
+    fig.savefig(out / name)
+    plt.close(fig)
+    return name
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            "</title><style>body{font-family:sans-serif;margin:2em}img{max-width:48%;"
+            "margin:0.5em}table{border-collapse:collapse}td,th{padding:0.2em 0.6em;"
+            "border-bottom:1px solid #ccc;text-align:right}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1>{body}</body></html>\n")
+
+
+def _table(rows: list[list[Any]], head: list[str]) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def write_stats_report(directory: str | Path, results: Sequence[SessionResult],
+                       config: WatchdogConfig, table: dict[str, Any]) -> Path:
+    """Write ``index.html`` and its PNGs into ``directory``; returns the page's path."""
+    plt = _pyplot()
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    limits = thresholds(config)
+    corpora = list(dict.fromkeys(r.corpus for r in results))
+    images = []
+    for i, signal in enumerate(SIGNAL_IDS):
+        values = [r.stats[i] for r in results]
+        fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
+        top = max([*values, limits[i]]) + 1
+        ax.hist(values, bins=range(0, top + 1), color="#4878a8", edgecolor="white")
+        ax.axvline(limits[i], color="#c03030", linewidth=2, label=f"threshold {limits[i]}")
+        ax.set_title(signal)
+        ax.set_xlabel("peak per session")
+        ax.set_ylabel("sessions")
+        ax.legend()
+        images.append(_save(plt, fig, out, f"hist-{signal}.png"))
+    if len(corpora) > 1:
+        for i, signal in enumerate(SIGNAL_IDS):
+            fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
+            groups = [[r.stats[i] for r in results if r.corpus == c] for c in corpora]
+            ax.boxplot(groups, showfliers=True)
+            ax.set_xticks(range(1, len(corpora) + 1),
+                          [Path(c).name or c for c in corpora], rotation=20, fontsize=7)
+            ax.axhline(limits[i], color="#c03030", linewidth=2)
+            ax.set_title(f"{signal} by corpus")
+            images.append(_save(plt, fig, out, f"corpora-{signal}.png"))
+    rows = [[signal, s["threshold"], f"{s['median']:.1f}", f"{s['p90']:.1f}", f"{s['p99']:.1f}",
+             s["max"], s["margin"], s["trips"], f"{100 * s['trip_rate']:.1f}%"]
+            for signal, s in table["signals"].items()]
+    body = (f"<p>{table['sessions']} sessions, {table['events']} events, from "
+            f"{html.escape(', '.join(corpora))}.</p>"
+            + _table(rows, ["signal", "threshold", "median", "p90", "p99", "max", "margin",
+                            "trips", "trip rate"])
+            + "".join(f"<img src='{name}' alt='{name}'>" for name in images))
+    page = out / "index.html"
+    page.write_text(_page("tripwire corpus stats", body), encoding="utf-8")
+    return page
+
+
+def write_sweep_report(directory: str | Path, signal: str, points: Sequence[Any],
+                       result: dict[str, Any]) -> Path:
+    plt = _pyplot()
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    values = [p.value for p in points]
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=80)
+    ax.plot(values, [p.trips for p in points], marker="o", label="all sessions")
+    ax.plot(values, [p.healthy for p in points], marker="o", label="healthy")
+    ax.plot(values, [p.unhealthy for p in points], marker="o", label="not healthy")
+    ax.axvline(result["default"], color="#c03030", linestyle="--", label="default")
+    ax.set_xlabel(f"{signal} {result['knob']}")
+    ax.set_ylabel("sessions tripping")
+    ax.legend()
+    name = _save(plt, fig, out, f"sweep-{signal}.png")
+    rows = [[p.value, p.trips, p.healthy, p.unhealthy, p.unlabelled,
+             "-" if p.median_first_trip is None else f"{p.median_first_trip:.1f}"]
+            for p in points]
+    body = (f"<p>Smallest value with no healthy session tripping: "
+            f"{result['smallest_without_healthy_trip']} (margin {result['margin']}).</p>"
+            + _table(rows, ["value", "trips", "healthy", "not healthy", "unlabelled",
+                            "median first trip"])
+            + f"<img src='{name}' alt='{name}'>")
+    page = out / "index.html"
+    page.write_text(_page(f"tripwire corpus sweep: {signal}", body), encoding="utf-8")
+    return page

@@ -1,0 +1,487 @@
+"""Transcript readers (SPEC §11.1): the recorded corpus with exact counts, hand-written fixtures
+for each format's edge cases, detection, naming and bad input, through the API and the real
+``tripwire`` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+from tripwire.adapters import FORMAT_NAMES, detect, read, transcripts
+from tripwire.errors import InvalidEvent, TruncatedLine, UnknownFormat
+from tripwire.events import Call, Result, Text, TurnEnd, TurnStart, Usage, parse_event
+
+FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
+CLAUDE_SESSION = "5e1f0000-0000-4000-8000-000000000001"
+CODEX_SESSION = "019a2d7a-0000-7000-8000-000000000002"
+
+
+def shape(event: Any) -> tuple:
+    """An event as a short comparable tuple."""
+    if isinstance(event, Call):
+        return ("call", event.name, event.id)
+    if isinstance(event, Result):
+        return ("result", event.name, event.id, bool(event.error))
+    if isinstance(event, Text):
+        return ("text", event.text)
+    if isinstance(event, Usage):
+        return ("usage", event.model, event.input_tokens, event.output_tokens, event.cost_usd)
+    return (type(event).__name__,)
+
+
+def items(path: Path, fmt: str | None = None) -> list:
+    (transcript,) = transcripts([str(path)], fmt or "auto")
+    return list(read(transcript))
+
+
+def events(path: Path, fmt: str | None = None) -> list[tuple]:
+    return [(i.session, shape(i.event)) for i in items(path, fmt) if i.event is not None]
+
+
+def tripwire(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The real command, in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "tripwire", *argv], capture_output=True,
+                          text=True, cwd=cwd, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+# -- the recorded corpus --------------------------------------------------------------------
+
+#: counted once through the readers and checked by an independent look at the raw files
+#: (tool_use / tool_result blocks and distinct message ids; ```bash blocks and <returncode>;
+#: history actions and their observations; tool_calls, "Error:" outputs and ###STOP###)
+CORPUS_COUNTS = {
+    "claude-code-samples": dict(format="claude-code", files=8, sessions=8, calls=14, results=14,
+                                failures=1, usage=25, turns=19, skipped=66),
+    "mini-swe-agent-swebench": dict(format="mini-swe-agent", files=261, sessions=261,
+                                    calls=10134, results=10134, failures=745, usage=261,
+                                    turns=261, skipped=587),
+    "swe-agent-demos": dict(format="swe-agent", files=22, sessions=22, calls=230, results=213,
+                            failures=2, usage=6, turns=22, skipped=24),
+    "tau-bench-airline": dict(format="tau-bench", files=1, sessions=200, calls=1164,
+                              results=1164, failures=73, usage=0, turns=1343, skipped=200),
+}
+
+
+@pytest.mark.parametrize("corpus", sorted(CORPUS_COUNTS))
+def test_every_corpus_session_parses_with_exact_counts(corpus: str) -> None:
+    from conftest import need_shared
+
+    root = need_shared("corpus", corpus)
+    found = transcripts([str(root)])
+    counts: Counter = Counter()
+    sessions = set()
+    for transcript in found:
+        counts["format:" + transcript.format] += 1
+        for item in read(transcript):
+            assert item.error is None, item.error
+            if item.event is None:
+                counts["skipped"] += 1
+                continue
+            sessions.add(item.session)
+            counts[type(item.event).__name__] += 1
+            counts["failures"] += isinstance(item.event, Result) and bool(item.event.error)
+    want = CORPUS_COUNTS[corpus]
+    assert {k: v for k, v in counts.items() if k.startswith("format:")} == {
+        "format:" + want["format"]: want["files"]}
+    assert len(found) == want["files"] and len(sessions) == want["sessions"]
+    assert (counts["Call"], counts["Result"], counts["failures"], counts["Usage"]) == (
+        want["calls"], want["results"], want["failures"], want["usage"])
+    assert counts["TurnStart"] == counts["TurnEnd"] == want["turns"]
+    assert counts["skipped"] == want["skipped"]
+
+
+def test_replay_of_the_whole_corpus_through_the_real_command() -> None:
+    from conftest import need_shared
+
+    root = need_shared("corpus")
+    proc = tripwire("replay", "--quiet", str(root))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    want = CORPUS_COUNTS.values()
+    assert summary["files"] == sum(w["files"] for w in want)
+    assert summary["sessions"] == sum(w["sessions"] for w in want)
+    assert summary["invalid_lines"] == 0 and summary["truncated_lines"] == 0
+    assert summary["skipped_lines"] == sum(w["skipped"] for w in want)
+
+
+# -- fixtures: each format's edge cases -----------------------------------------------------
+
+def test_claude_code_parallel_calls_usage_once_per_message_sidechain_and_interrupt() -> None:
+    main, side = CLAUDE_SESSION, CLAUDE_SESSION + ":agent-abc1234"
+    model = "claude-sonnet-4-5"
+    assert events(FIXTURES / "claude-code.jsonl") == [
+        (main, ("TurnStart",)),
+        (main, ("text", "Running both.")),  # the thinking block is private: no event
+        (main, ("call", "Bash", "toolu_1")),  # two tool_use lines of one response: parallel
+        (main, ("call", "Read", "toolu_2")),
+        (main, ("result", "Read", "toolu_2", False)),  # out of order, paired by id
+        (main, ("result", "Bash", "toolu_1", True)),  # is_error
+        # msg_A's four lines repeat its usage; once, from the last line (57 output tokens)
+        (main, ("usage", model, 1104, 57, None)),
+        (main, ("text", "One test fails.")),
+        (main, ("usage", model, 1104, 12, None)),
+        (main, ("TurnEnd",)),  # the next prompt ends the turn (isMeta lines are not prompts)
+        (main, ("TurnStart",)),
+        (main, ("call", "Edit", "toolu_3")),  # interrupted: it has no result
+        (main, ("usage", model, 1104, 30, None)),
+        (main, ("TurnEnd",)),  # [Request interrupted by user ...]
+        # the compaction boundary and its summary message start nothing
+        (main, ("TurnStart",)),
+        (main, ("call", "Task", "toolu_4")),
+        (side, ("TurnStart",)),  # the sub-agent's lines are their own session
+        (side, ("call", "Grep", "toolu_5")),
+        (side, ("result", "Grep", "toolu_5", False)),
+        (side, ("usage", model, 1104, 8, None)),
+        (side, ("text", "The bug is in a.py.")),
+        (main, ("result", "Task", "toolu_4", False)),
+        (main, ("usage", model, 1104, 20, None)),
+        (main, ("text", "Fixed.")),
+        (main, ("usage", model, 1104, 3, None)),
+        (main, ("TurnEnd",)),
+        (side, ("usage", model, 1104, 15, None)),
+        (side, ("TurnEnd",)),
+    ]
+    usage = next(i.event for i in items(FIXTURES / "claude-code.jsonl")
+                 if isinstance(i.event, Usage))
+    assert (usage.cache_read_tokens, usage.cache_write_tokens, usage.provider) == (
+        1000, 100, "anthropic")
+    # snapshot, progress, 2 system, isMeta, compact summary, summary, queue-operation, thinking
+    # (its line carries usage only, given later from msg_A's last line)
+    assert sum(1 for i in items(FIXTURES / "claude-code.jsonl")
+               if i.event is None and i.error is None) == 9
+
+
+def test_codex_rollout_exit_codes_token_counts_and_turns() -> None:
+    s = CODEX_SESSION
+    assert events(FIXTURES / "codex.jsonl") == [
+        (s, ("TurnStart",)),  # user_message; the injected-context user items start nothing
+        (s, ("call", "shell", "call_1")),
+        (s, ("call", "shell", "call_2")),
+        (s, ("result", "shell", "call_2", False)),
+        (s, ("result", "shell", "call_1", True)),  # metadata.exit_code 1
+        (s, ("usage", "gpt-5-codex", 3040, 70, None)),  # the repeat with equal totals: once
+        (s, ("call", "apply_patch", "call_3")),
+        (s, ("result", "apply_patch", "call_3", False)),
+        (s, ("call", "exec_command", "call_4")),
+        (s, ("result", "exec_command", "call_4", False)),  # "Process exited with code 0"
+        (s, ("usage", "gpt-5-codex", 3460, 70, None)),
+        (s, ("text", "The test passes now.")),  # agent_message, its mirror, is skipped
+        (s, ("TurnEnd",)),  # task_complete
+        (s, ("TurnStart",)),
+        (s, ("call", "shell", "call_5")),  # interrupted: no output
+        (s, ("TurnEnd",)),  # turn_aborted
+    ]
+
+
+def test_mini_swe_agent_one_bash_block_is_one_call() -> None:
+    s = str(FIXTURES / "mini-swe-agent.traj.json")
+    assert events(FIXTURES / s) == [
+        (s, ("TurnStart",)),
+        (s, ("text", "THOUGHT: look around.")),
+        (s, ("call", "bash", "call-1")),
+        (s, ("result", "bash", "call-1", False)),
+        (s, ("text", "THOUGHT: two at once.")),  # two blocks: rejected, nothing ran
+        (s, ("text", "THOUGHT: run the tests.")),
+        (s, ("call", "bash", "call-2")),
+        (s, ("result", "bash", "call-2", True)),  # <returncode>1
+        (s, ("text", "THOUGHT: slow one.")),
+        (s, ("call", "bash", "call-3")),
+        (s, ("result", "bash", "call-3", True)),  # timed out
+        (s, ("text", "THOUGHT: done.")),
+        (s, ("call", "bash", "call-4")),
+        (s, ("result", "bash", "call-4", False)),  # the submitted diff
+        (s, ("usage", "anthropic/claude-sonnet-4-5", None, None, 0.25)),  # the run's total
+        (s, ("TurnEnd",)),
+    ]
+    calls = [i.event for i in items(FIXTURES / s) if isinstance(i.event, Call)]
+    assert calls[1].args == {"command": "cd /testbed && python -m pytest -x"}
+
+
+def test_swe_agent_history_actions_function_calls_and_demos() -> None:
+    s = str(FIXTURES / "swe-agent.traj")
+    assert events(FIXTURES / s) == [
+        (s, ("TurnStart",)),  # the demonstration before it is skipped
+        (s, ("text", "Find it.")),
+        (s, ("call", "bash", "call-1")),
+        (s, ("result", "bash", "call-1", False)),
+        (s, ("text", "Run it.")),
+        (s, ("call", "bash", "call-2")),
+        (s, ("result", "bash", "call-2", True)),  # EXECUTION TIMED OUT
+        (s, ("text", "Open it.")),
+        (s, ("call", "open", "call_X")),  # function calling names the tool
+        (s, ("result", "open", "call_X", False)),
+        (s, ("text", "Submit.")),
+        (s, ("call", "bash", "call-4")),  # the last action has no observation
+        (s, ("usage", None, None, None, 0.5)),  # cost only: token totals span every call
+        (s, ("TurnEnd",)),
+    ]
+
+
+def test_openai_chat_parallel_calls_and_a_call_without_result() -> None:
+    s = str(FIXTURES / "openai-chat.json")
+    assert events(FIXTURES / s) == [
+        (s, ("TurnStart",)),
+        (s, ("call", "get_weather", "call_1")),
+        (s, ("call", "get_weather", "call_2")),
+        (s, ("result", "get_weather", "call_2", False)),
+        (s, ("result", "get_weather", "call_1", False)),
+        (s, ("text", "Paris 12C, Rome 18C.")),
+        (s, ("TurnEnd",)),
+        (s, ("TurnStart",)),
+        (s, ("text", "Checking.")),
+        (s, ("call", "get_weather", "call_3")),  # truncated JSON args are kept as given
+        (s, ("TurnEnd",)),
+    ]
+    last = [i.event for i in items(FIXTURES / s) if isinstance(i.event, Call)][-1]
+    assert last.args == '{"city":"Oslo"'
+
+
+def test_openai_responses_items() -> None:
+    s = str(FIXTURES / "openai-responses.json")
+    assert events(FIXTURES / s) == [
+        (s, ("TurnStart",)),
+        (s, ("call", "shell", "call_1")),
+        (s, ("call", "shell", "call_2")),
+        (s, ("result", "shell", "call_1", False)),
+        (s, ("result", "shell", "call_2", True)),  # Exit code: 1
+        (s, ("text", "One file, and false fails.")),
+        (s, ("usage", "gpt-5", 900, 40, None)),
+        (s, ("TurnEnd",)),
+    ]
+
+
+def test_anthropic_messages_parallel_tool_use_and_usage() -> None:
+    s = str(FIXTURES / "anthropic.json")
+    assert events(FIXTURES / s) == [
+        (s, ("TurnStart",)),
+        (s, ("text", "Running tests.")),
+        (s, ("call", "run", "toolu_1")),
+        (s, ("call", "run", "toolu_2")),
+        (s, ("usage", "claude-sonnet-4-5", 2310, 80, None)),  # 10 + 2000 read + 300 written
+        (s, ("result", "run", "toolu_1", True)),
+        (s, ("result", "run", "toolu_2", False)),  # is_error absent: success
+        (s, ("text", "One test fails.")),
+        (s, ("TurnEnd",)),
+    ]
+
+
+def test_tau_bench_results_are_one_session_each() -> None:
+    ok, failed = (f"{FIXTURES / 'tau-bench.json'}#task-0-trial-{n}" for n in (0, 1))
+    assert events(FIXTURES / "tau-bench.json") == [
+        (ok, ("TurnStart",)),
+        (ok, ("call", "cancel_reservation", "c1")),
+        (ok, ("result", "cancel_reservation", "c1", False)),
+        (ok, ("text", "Done.")),
+        (ok, ("TurnEnd",)),  # ###STOP### ends the conversation, starts no turn
+        (failed, ("TurnStart",)),
+        (failed, ("call", "cancel_reservation", "c1")),
+        (failed, ("result", "cancel_reservation", "c1", True)),  # "Error: ..."
+        (failed, ("text", "I could not find it.")),
+        (failed, ("TurnEnd",)),
+    ]
+
+
+@pytest.mark.parametrize("name, fmt", [
+    ("claude-code.jsonl", "claude-code"), ("codex.jsonl", "codex"),
+    ("mini-swe-agent.traj.json", "mini-swe-agent"), ("swe-agent.traj", "swe-agent"),
+    ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
+    ("anthropic.json", "anthropic"), ("tau-bench.json", "tau-bench"),
+])
+def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
+                                                     tmp_path: Path) -> None:
+    copy = tmp_path / "renamed.data"  # the suffix plays no part in detection
+    shutil.copy(FIXTURES / name, copy)
+    assert detect(copy) == fmt
+    assert events(copy, fmt) == events(copy)
+
+
+def test_every_format_name_is_offered() -> None:
+    assert set(FORMAT_NAMES) == {"anthropic", "claude-code", "codex", "interchange",
+                                 "mini-swe-agent", "openai-chat", "openai-responses",
+                                 "swe-agent", "tau-bench"}
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+def test_truncated_last_line_is_reported_and_the_rest_kept(tmp_path: Path) -> None:
+    text = (FIXTURES / "claude-code.jsonl").read_text()
+    path = tmp_path / "live.jsonl"
+    path.write_text(text + '{"type":"assistant","message":{"id":"msg_Z","con')
+    got = items(path)
+    assert isinstance(got[-1].error, TruncatedLine) or any(
+        isinstance(i.error, TruncatedLine) for i in got)
+    truncated = [i for i in got if i.error is not None]
+    assert len(truncated) == 1 and isinstance(truncated[0].error, TruncatedLine)
+    assert truncated[0].line == text.count("\n") + 1
+    assert [e for e in events(path)] == events(FIXTURES / "claude-code.jsonl")
+    proc = tripwire("replay", "--quiet", str(path))  # without --skip-invalid: still exit 0
+    assert proc.returncode == 0
+    assert proc.stderr == (f"tripwire: {path}:{text.count(chr(10)) + 1}: truncated last line "
+                           "(no newline, not complete JSON): ignored, the lines before it are "
+                           "kept\n")
+    assert json.loads(proc.stdout)["truncated_lines"] == 1
+
+
+def test_truncated_last_line_of_an_interchange_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type": "turn_start"}\n{"type": "call", "name": "x", "ar')
+    proc = tripwire("replay", str(path))
+    assert proc.returncode == 0 and "truncated last line" in proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert (summary["events"], summary["truncated_lines"], summary["invalid_lines"]) == (1, 1, 0)
+
+
+def test_unknown_format_is_one_line_naming_the_file_and_what_was_expected(
+        tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": "world"}\n')
+    proc = tripwire("replay", str(path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"tripwire: {path}: not a transcript of a known format (expected "
+                           f"one of: {', '.join(FORMAT_NAMES)})\n")
+
+
+def test_mixed_format_lines_are_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    lines = (FIXTURES / "claude-code.jsonl").read_text().splitlines()[:3]
+    codex_line = (FIXTURES / "codex.jsonl").read_text().splitlines()[0]
+    path.write_text("\n".join([*lines, codex_line]) + "\n")
+    proc = tripwire("replay", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"tripwire: {path}:4: not a Claude Code transcript line (expected an "
+                           "object with a 'type' such as user or assistant, and a sessionId)\n")
+
+
+def test_a_file_no_line_of_which_yielded_an_event_is_an_error_even_when_skipping(
+        tmp_path: Path) -> None:
+    path = tmp_path / "garbage.jsonl"
+    path.write_text("not json\nnor this\n")
+    proc = tripwire("replay", "--skip-invalid", str(path))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"tripwire: {path}:1: skipped: not JSON (Expecting value at column 1)",
+        f"tripwire: {path}:2: skipped: not JSON (Expecting value at column 1)",
+        f"tripwire: {path}: no line yielded an event (read as interchange; expected one of: "
+        f"{', '.join(FORMAT_NAMES)})",
+    ]
+    metadata_only = tmp_path / "snapshots.jsonl"
+    metadata_only.write_text((FIXTURES / "claude-code.jsonl").read_text().splitlines()[0] + "\n")
+    proc = tripwire("replay", str(metadata_only))
+    assert proc.returncode == 2 and "no line yielded an event (read as claude-code" in proc.stderr
+
+
+def test_forcing_the_wrong_format_is_a_clear_error(tmp_path: Path) -> None:
+    proc = tripwire("replay", "--format", "mini-swe-agent", str(FIXTURES / "anthropic.json"))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"tripwire: {FIXTURES / 'anthropic.json'}: not a mini-swe-agent "
+                           "trajectory (expected an object with 'messages' and "
+                           "trajectory_format mini-swe-agent-1)\n")
+    with pytest.raises(UnknownFormat):
+        transcripts([str(FIXTURES)], "teleport")
+
+
+def test_an_invalid_message_in_a_document_names_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"},
+                                {"role": "assistant", "tool_calls": [{"function": {}}]}]))
+    (bad,) = [i for i in items(path) if i.error is not None]
+    assert isinstance(bad.error, InvalidEvent) and bad.line == 2
+    assert str(bad.error) == (f"{path}:2: a tool call needs a function with a string 'name'")
+
+
+# -- naming, directories, convert -------------------------------------------------------------
+
+def test_same_file_name_in_two_folders_are_two_sessions_in_the_store(tmp_path: Path) -> None:
+    """Regression: the bare stem made dup/a/s.jsonl and dup/b/s.jsonl one store session, so
+    b/s.jsonl was refused at once by a/s.jsonl's halt."""
+    loop = json.dumps({"type": "call", "name": "x", "args": "{}"})
+    for sub in ("a", "b"):
+        (tmp_path / "dup" / sub).mkdir(parents=True)
+        (tmp_path / "dup" / sub / "s.jsonl").write_text(
+            "\n".join(['{"type": "turn_start"}', *[loop] * 5]) + "\n")
+    db = tmp_path / "g.sqlite"
+    proc = tripwire("replay", "--mode", "enforce", "--store", str(db), "dup", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [(r["file"], r["kind"], r["event"]) for r in records[:-1]] == [
+        (str(Path("dup/a/s.jsonl")), "alert", 5), (str(Path("dup/a/s.jsonl")), "decision", 5),
+        (str(Path("dup/b/s.jsonl")), "alert", 5), (str(Path("dup/b/s.jsonl")), "decision", 5)]
+    assert records[-1]["sessions"] == 2
+    status = tripwire("status", str(db))
+    sessions = [json.loads(line)["session"] for line in status.stdout.splitlines()]
+    assert sessions == ["a/s.jsonl", "b/s.jsonl"]
+
+
+def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES, tmp_path / "mix")
+    (tmp_path / "mix" / "preds.jsonl").write_text('{"instance_id": "x", "model_patch": ""}\n')
+    (tmp_path / "mix" / "notes.txt").write_text("not a transcript")
+    found = transcripts([str(tmp_path / "mix")])
+    assert [(t.name, t.format) for t in found] == [
+        ("anthropic.json", "anthropic"), ("claude-code.jsonl", "claude-code"),
+        ("codex.jsonl", "codex"), ("mini-swe-agent.traj.json", "mini-swe-agent"),
+        ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
+        ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),
+    ]
+    assert [t.name for t in transcripts([str(tmp_path / "mix")], "codex")] == ["codex.jsonl"]
+
+
+def test_convert_writes_interchange_that_replay_reads_back(tmp_path: Path) -> None:
+    proc = tripwire("convert", str(FIXTURES / "codex.jsonl"), "--to", "interchange")
+    assert proc.returncode == 0 and proc.stderr == ""
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert records[0] == {"type": "turn_start", "session": CODEX_SESSION}
+    assert records[1] == {"type": "call", "name": "shell", "id": "call_1", "session": CODEX_SESSION,
+                          "args": '{"command": ["bash", "-lc", "pytest -x"], "workdir": "/w"}'}
+    assert records[5] == {"type": "usage", "model": "gpt-5-codex", "input_tokens": 3040,
+                          "output_tokens": 70, "cache_read_tokens": 2900, "provider": "openai",
+                          "session": CODEX_SESSION}
+    assert [shape(parse_event(r)) for r in records] == [
+        e for _, e in events(FIXTURES / "codex.jsonl")]
+    converted = tmp_path / "codex-interchange.jsonl"
+    converted.write_text(proc.stdout)
+    direct = tripwire("replay", str(FIXTURES / "codex.jsonl"), "--quiet")
+    again = tripwire("replay", str(converted), "--quiet")
+    assert json.loads(direct.stdout)["events"] == json.loads(again.stdout)["events"] == 16
+
+
+def test_replay_records_of_a_transcript_name_their_session(tmp_path: Path) -> None:
+    traj: list[dict] = [{"role": "user", "content": "book it"}]
+    for n in range(3):
+        traj.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{n}", "type": "function",
+            "function": {"name": "book", "arguments": json.dumps({"try": n})}}]})
+        traj.append({"role": "tool", "tool_call_id": f"c{n}", "content": "Error: sold out"})
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([{"task_id": 7, "trial": 0, "traj": traj[:3]},
+                                {"task_id": 7, "trial": 1, "traj": traj}]))
+    proc = tripwire("replay", str(path), "--signals", "tool-failure-streak")
+    assert proc.returncode == 0, proc.stderr
+    alerts = [json.loads(x) for x in proc.stdout.splitlines() if '"kind": "alert"' in x]
+    # the third failure in a row, at event 6 of the second result's session
+    assert [(a["session"], a["event"], a["signal"]) for a in alerts] == [
+        (f"{path}#task-7-trial-1", 6, "tool-failure-streak")]
+
+
+def test_turn_ends_and_starts_are_well_formed_in_every_fixture() -> None:
+    for path in sorted(FIXTURES.iterdir()):
+        depth: Counter = Counter()
+        for session, event in events(path):
+            if event == ("TurnStart",):
+                assert depth[session] == 0, path
+                depth[session] += 1
+            elif event == ("TurnEnd",):
+                assert depth[session] == 1, path
+                depth[session] -= 1
+        assert not any(depth.values()), path
+    assert TurnStart() != TurnEnd()
