@@ -48,10 +48,10 @@ def events(path: Path, fmt: str | None = None) -> list[tuple]:
 
 
 def tripwire(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The real command, in a fresh process."""
+    """The real command, in a fresh process (the installed package: a source tree on
+    PYTHONPATH has no compiled core and would announce the pure-Python fallback)."""
     return subprocess.run([sys.executable, "-m", "tripwire", *argv], capture_output=True,
-                          text=True, cwd=cwd, timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                          text=True, cwd=cwd, timeout=300, check=False, env=os.environ.copy())
 
 
 # -- the recorded corpus --------------------------------------------------------------------
