@@ -84,10 +84,15 @@ def trial(db: str, implementation: str, seed: int, rng: random.Random) -> dict[s
         finally:
             os._exit(0)
     os.close(w)
-    time.sleep(rng.uniform(0.002, 0.12))
+    # Kill after the worker has reported a random number of decisions, plus a random delay:
+    # the point of death then depends on the worker's progress, not on how loaded the machine is
+    told = b""
+    target = rng.randint(1, 60)
+    while told.count(b"\n") < target and (chunk := os.read(r, 65536)):
+        told += chunk
+    time.sleep(rng.uniform(0, 0.004))
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
-    told = b""
     while chunk := os.read(r, 65536):
         told += chunk
     os.close(r)

@@ -204,7 +204,7 @@ def test_mini_swe_agent_one_bash_block_is_one_call() -> None:
         (s, ("TurnEnd",)),
     ]
     calls = [i.event for i in items(FIXTURES / s) if isinstance(i.event, Call)]
-    assert calls[1].args == {"command": "cd /testbed && python -m pytest -x"}
+    assert calls[1].args == '{"command":"cd /testbed && python -m pytest -x"}'  # JSON text
 
 
 def test_swe_agent_history_actions_function_calls_and_demos() -> None:
@@ -291,11 +291,35 @@ def test_tau_bench_results_are_one_session_each() -> None:
     ]
 
 
+def test_otel_spans_in_time_order_per_conversation(tmp_path: Path) -> None:
+    trace = f"{FIXTURES / 'otel.jsonl'}#trace-4bf92f3577b34da6a3ce929d0e0e4736"
+    expected = [
+        ("conv-42", ("TurnStart",)),  # invoke_agent
+        ("conv-42", ("usage", "gpt-4o-2024-08-06", 1200, 40, None)),  # the response model
+        ("conv-42", ("call", "read_file", "call_2")),  # two tool spans starting together
+        ("conv-42", ("call", "run_tests", "call_1")),
+        ("conv-42", ("result", "run_tests", "call_1", True)),  # error status: a failure
+        ("conv-42", ("result", "read_file", "call_2", False)),
+        ("conv-42", ("text", "Tests fail in a.py.")),  # gen_ai.output.messages text parts
+        ("conv-42", ("usage", "gpt-4o", 1500, 20, None)),
+        ("conv-42", ("TurnEnd",)),
+        (trace, ("call", "search", "c9")),  # no conversation id: the trace is the session
+        (trace, ("result", "search", "c9", False)),
+    ]
+    assert events(FIXTURES / "otel.jsonl") == expected
+    # one pretty-printed export document is read whole
+    pretty = tmp_path / "export.json"
+    batch = json.loads((FIXTURES / "otel.jsonl").read_text().splitlines()[0])
+    pretty.write_text(json.dumps(batch, indent=2))
+    assert detect(pretty) == "otel"
+    assert [e for _, e in events(pretty)] == [e for _, e in expected[:9]]
+
+
 @pytest.mark.parametrize("name, fmt", [
     ("claude-code.jsonl", "claude-code"), ("codex.jsonl", "codex"),
     ("mini-swe-agent.traj.json", "mini-swe-agent"), ("swe-agent.traj", "swe-agent"),
     ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
-    ("anthropic.json", "anthropic"), ("tau-bench.json", "tau-bench"),
+    ("anthropic.json", "anthropic"), ("tau-bench.json", "tau-bench"), ("otel.jsonl", "otel"),
 ])
 def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
                                                      tmp_path: Path) -> None:
@@ -307,7 +331,7 @@ def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
 
 def test_every_format_name_is_offered() -> None:
     assert set(FORMAT_NAMES) == {"anthropic", "claude-code", "codex", "interchange",
-                                 "mini-swe-agent", "openai-chat", "openai-responses",
+                                 "mini-swe-agent", "openai-chat", "openai-responses", "otel",
                                  "swe-agent", "tau-bench"}
 
 
@@ -431,7 +455,7 @@ def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:
         ("anthropic.json", "anthropic"), ("claude-code.jsonl", "claude-code"),
         ("codex.jsonl", "codex"), ("mini-swe-agent.traj.json", "mini-swe-agent"),
         ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
-        ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),
+        ("otel.jsonl", "otel"), ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),
     ]
     assert [t.name for t in transcripts([str(tmp_path / "mix")], "codex")] == ["codex.jsonl"]
 
@@ -485,3 +509,48 @@ def test_turn_ends_and_starts_are_well_formed_in_every_fixture() -> None:
                 depth[session] -= 1
         assert not any(depth.values()), path
     assert TurnStart() != TurnEnd()
+
+
+def test_json_lines_transcripts_stream_without_reading_the_file_whole(tmp_path: Path) -> None:
+    """A reader yields a line's events before the rest of the file exists: a named pipe is
+    fed the first lines and held open while they are read."""
+    import threading
+
+    fifo = tmp_path / "live.jsonl"
+    os.mkfifo(fifo)
+    lines = (FIXTURES / "claude-code.jsonl").read_text().splitlines(keepends=True)
+    release = threading.Event()
+
+    def writer() -> None:
+        with open(fifo, "w") as pipe:
+            pipe.writelines(lines[:5])  # snapshot, prompt, thinking, text, first tool_use
+            pipe.flush()
+            release.wait(30)
+            pipe.writelines(lines[5:])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        from tripwire.adapters import Transcript
+
+        stream = read(Transcript(fifo, "claude-code", "live"))
+        first = [next(stream) for _ in range(5)]
+        assert [shape(i.event) for i in first if i.event is not None] == [
+            ("TurnStart",), ("text", "Running both."), ("call", "Bash", "toolu_1")]
+        assert thread.is_alive()  # the writer still holds the rest
+        release.set()
+        rest = list(stream)
+    finally:
+        release.set()
+        thread.join(30)
+    got = [(i.session, shape(i.event)) for i in first + rest if i.event is not None]
+    assert got == events(FIXTURES / "claude-code.jsonl")
+
+
+def test_session_names_one_session_only() -> None:
+    proc = tripwire("replay", "--session", "mine", str(FIXTURES / "tau-bench.json"))
+    assert proc.returncode == 2
+    assert proc.stderr == (f"tripwire: {FIXTURES / 'tau-bench.json'}: --session names one "
+                           "session, but this transcript holds several\n")
+    proc = tripwire("replay", "--session", "mine", "--quiet", str(FIXTURES / "codex.jsonl"))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["sessions"] == 1

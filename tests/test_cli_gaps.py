@@ -127,10 +127,11 @@ def test_the_summary_is_versioned_and_breaks_down_per_file(tmp_path: Path,
     assert summary["per_file"] == [
         {"file": loop, "sessions": 1, "events": 7, "invalid_lines": 0, "skipped_lines": 0,
          "truncated_lines": 0, "skipped_events": 0, "alerts": 1,
-         "by_signal": {"repeated-tool-call": 1}, "decisions": {}, "halted_sessions": 0},
+         "by_signal": {"repeated-tool-call": 1}, "decisions": {}, "halted_sessions": 0,
+         "estimated_costs": 0, "unpriced_models": []},
         {"file": quiet, "sessions": 1, "events": 3, "invalid_lines": 0, "skipped_lines": 0,
          "truncated_lines": 0, "skipped_events": 0, "alerts": 0, "by_signal": {},
-         "decisions": {}, "halted_sessions": 0},
+         "decisions": {}, "halted_sessions": 0, "estimated_costs": 0, "unpriced_models": []},
     ]
     _, records = run(loop, implementation=implementation)
     assert "per_file" not in records[-1] and "file" not in records[0]  # one file: no file field

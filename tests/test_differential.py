@@ -389,3 +389,90 @@ def test_token_estimates_ignore_chunking(data: bytes | str, cuts: list[int]) -> 
             est.feed(chunk)
         assert est.bytes == total
         assert est.tokens == math.ceil(total / 3)
+
+
+# --------------------------------------------------------------------------------------------
+# Shell-tool identity (SPEC §11.2): the program word, natively and in the reference
+
+WORDS = ["ls", "cat", "grep", "python", "-m", "-la", "pytest", "x.py", "/tmp", "a b", "é", "sed"]
+STEPS = ["cd /testbed &&", "cd src;", "cd", "FOO=1", "A_1=x", "1A=x", "sudo", "sudo -E", "env",
+         "env -i", "timeout 5", "timeout -s KILL 10", "time", "&&", ";", "|", "(", "`"]
+
+
+@st.composite
+def commands(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(st.sampled_from(STEPS + WORDS), max_size=8))
+    sep = draw(st.sampled_from([" ", "  ", "\t", "\n", " && "]))
+    return draw(st.sampled_from(["", " ", "\n"])) + sep.join(parts)
+
+
+@st.composite
+def shell_args(draw: st.DrawFn) -> object:
+    command = draw(commands() | st.text(max_size=30))
+    form = draw(st.sampled_from(["command", "cmd", "script", "other", "argv", "bash-lc",
+                                 "plain", "json-string", "escaped", "two-keys", "nested",
+                                 "number", "broken"]))
+    if form in ("command", "cmd", "script", "other"):
+        return {form: command, **draw(st.dictionaries(st.sampled_from(["timeout", "cwd"]),
+                                                      st.integers() | st.text(max_size=5),
+                                                      max_size=2))}
+    if form == "argv":
+        return {"command": command.split()}
+    if form == "bash-lc":
+        return {"command": [draw(st.sampled_from(["bash", "/bin/sh", "zsh", "fish"])),
+                            draw(st.sampled_from(["-lc", "-c", "-l", "c"])), command]}
+    if form == "plain":
+        return command
+    if form == "json-string":
+        return json.dumps(command, ensure_ascii=draw(st.booleans()))
+    if form == "escaped":
+        return json.dumps({"command": command}, ensure_ascii=True)
+    if form == "two-keys":
+        return ('{"script": ' + json.dumps(command) + ', "cmd": ' + json.dumps(command[::-1])
+                + ', "cmd": "zzz"}')
+    if form == "nested":
+        return '{"opts": {"command": "no", "list": ["}", "\\""]}, "command": ' + json.dumps(
+            command) + "}"
+    if form == "number":
+        return '{"command": 17}'
+    return json.dumps({"command": command})[: draw(st.integers(0, 40))]
+
+
+@SETTINGS
+@given(shell_args() | st.binary(max_size=80))
+def test_shell_program_words_agree(args: object) -> None:
+    from tripwire._common import shell_program
+
+    assert native.shell_program(args) == shell_program(args)
+
+
+SHELL_NAMES = ["bash", "Bash", "run", "read_file"]
+SHELL_POOL = [{"command": "ls"}, {"command": "ls -la"}, {"command": "cd /w && ls src"},
+              {"command": "cat a"}, {"cmd": "cat b"}, "grep -r x", {"command": ["bash", "-lc",
+              "cat a"]}, None, '{"command": 3}', "", {"path": "a"}]
+
+
+@st.composite
+def shell_traces(draw: st.DrawFn) -> list[tuple]:
+    calls = [("call", draw(st.sampled_from(SHELL_NAMES)), draw(st.sampled_from(SHELL_POOL)))
+             for _ in range(draw(st.integers(1, 40)))]
+    if draw(st.booleans()):  # a cycle, for its text
+        block = calls[: draw(st.integers(2, 3))]
+        calls.extend(block * 3)
+    return calls
+
+
+@SETTINGS
+@given(shell_traces(), st.integers(2, 6),
+       st.sets(st.sampled_from(SHELL_NAMES)) | st.none())
+def test_shell_identity_traces_raise_identical_alerts(trace: list[tuple], threshold: int,
+                                                      shells: set[str] | None) -> None:
+    knobs: dict = {"repeated-tool-name": {"threshold": threshold},
+                   "alternating-tool-cycle": {"cycles": 3}}
+    if shells is not None:
+        knobs["repeated-tool-name"]["shell_tools"] = sorted(shells)
+    config = WatchdogConfig(signals=knobs)
+    fast = Watchdog(config, implementation="native")
+    spec = Watchdog(config, implementation="python")
+    assert _replay(fast, trace) == _replay(spec, trace)
+    assert fast.name_run == spec.name_run

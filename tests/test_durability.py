@@ -94,6 +94,33 @@ def test_granted_budget_and_spend_survive_a_restart(tmp_path: Path, implementati
     assert g.on_usage(cost_usd=0.1).halt_session  # $2.0000 >= $2.0000
 
 
+def test_a_clean_turn_after_a_restart_clears_the_escalation_count(
+        tmp_path: Path, implementation: str) -> None:
+    """Escalation counts turns cut in a row: a clean turn in a later process clears the
+    restored count durably, so cut / clean / cut never reads as two cuts in a row."""
+    db = tmp_path / "guardrails.sqlite"
+
+    def no_op_turn(g: Guardrails, turn: int):
+        g.start_turn()
+        for i in range(3):
+            g.on_call("mark_task_done", {"detail": f"turn {turn} v{i}"})
+            decision = g.on_result("mark_task_done", no_op=True, payload="already recorded")
+        return decision
+
+    for turn in range(4):  # each turn in a new process: cut, clean, cut, clean, ...
+        g = open_guardrails(db, implementation, mode="enforce")
+        if turn % 2 == 0:
+            decision = no_op_turn(g, turn)
+            assert (decision.action, decision.guardrail) == ("cut_turn", "watchdog")
+        else:
+            g.start_turn()
+            g.on_call("read_file", {"path": f"src/{turn}.py"})
+            g.end_turn()
+    g = open_guardrails(db, implementation, mode="enforce")
+    assert no_op_turn(g, 9).action == "cut_turn"  # 1 in a row, not 3
+    assert not g.halted
+
+
 def test_restore_never_overrules_live_config(tmp_path: Path, implementation: str) -> None:
     db = tmp_path / "g.sqlite"
     child(HALT_AND_CRASH, implementation, str(db))

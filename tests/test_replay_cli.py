@@ -51,6 +51,8 @@ def test_shipped_example_trips_the_repeat_detector(implementation: str) -> None:
         "by_signal": {"no-new-state": 1, "repeated-tool-call": 1},
         "decisions": {},
         "halted_sessions": 0,
+        "estimated_costs": 0,
+        "unpriced_models": [],
     }
 
 
@@ -158,6 +160,8 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
             "by_signal": {},
             "decisions": {},
             "halted_sessions": 0,
+            "estimated_costs": 0,
+            "unpriced_models": [],
         }
     ]
 

@@ -6,31 +6,61 @@ correction back to the model, cut a turn, or halt a session until an operator re
 
 from __future__ import annotations
 
-from .decision import CONTINUE, Decision, Turn
-from .errors import (
-    ConfigError,
-    GuardrailHalted,
-    InvalidEvent,
-    InvalidReset,
-    ResetRefused,
-    TripwireError,
-)
-from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
-from .modes import Mode
-from .reporting import Counters, OperatorEvent
-from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
-from .watchdog import Watchdog
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+# Public names are imported on first use (PEP 562): a hook command that runs on every event of
+# a harness imports only what it needs (SPEC §11.4: < 100 ms per invocation).
+_LAZY = {
+    "CONTINUE": "decision", "Decision": "decision", "Turn": "decision",
+    "ConfigError": "errors", "GuardrailHalted": "errors", "InvalidEvent": "errors",
+    "InvalidReset": "errors", "ResetRefused": "errors", "TripwireError": "errors",
+    "Guardrails": "guardrails", "GuardrailsConfig": "guardrails",
+    "ResetOutcome": "guardrails", "Status": "guardrails",
+    "Mode": "modes",
+    "Counters": "reporting", "OperatorEvent": "reporting",
+    "SIGNAL_IDS": "signals", "SIGNALS": "signals", "Alert": "signals",
+    "WatchdogConfig": "signals",
+    "IMPLEMENTATION": "watchdog", "Watchdog": "watchdog",
+}
+
+if TYPE_CHECKING:
+    from .decision import CONTINUE, Decision, Turn
+    from .errors import (
+        ConfigError,
+        GuardrailHalted,
+        InvalidEvent,
+        InvalidReset,
+        ResetRefused,
+        TripwireError,
+    )
+    from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
+    from .modes import Mode
+    from .reporting import Counters, OperatorEvent
+    from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
+    from .watchdog import IMPLEMENTATION, Watchdog
 
 
 def __getattr__(name: str) -> object:
-    if name == "IMPLEMENTATION":  # "native" or "python": chosen on first use, not at import
-        from . import _engine
+    import importlib
 
-        return _engine.default()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:  # a submodule, as `import tripwire` used to import them all
+        if name.startswith("__"):
+            raise AttributeError(f"module 'tripwire' has no attribute {name!r}")
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError:
+            raise AttributeError(f"module 'tripwire' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__version__ = "0.1.0"
 
 __all__ = [
     "CONTINUE",

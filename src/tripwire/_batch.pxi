@@ -343,6 +343,9 @@ cdef class Batch:
                 it.kind = b'p'
                 continue
             if it.kind == b'c':
+                if slp.session != NULL:  # SPEC §11.2: a shell tool's key is tool:program
+                    it.name_hash = (<Engine>slp.engine)._identity(
+                        self._name(i), it.data, it.data_len, it.name_hash)
                 if it.nfields > 2:
                     ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
                     if ident is not None:

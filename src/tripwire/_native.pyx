@@ -15,12 +15,14 @@ from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.string cimport string
+from libcpp.string_view cimport string_view
 
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
     CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings,
-    clean_path_string, is_path_key as c_is_path_key, thread_canonicalizer, tokens_for_bytes,
+    clean_path_string, is_path_key as c_is_path_key, shell_program as c_shell_program,
+    thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64,
 )
@@ -49,6 +51,16 @@ cdef extern from "Python.h":
 # One canonicalizer for calls made under the GIL; its scratch buffers are reused, so once
 # warmed up a call allocates nothing.
 cdef Canonicalizer* _canon = new Canonicalizer()
+# Scratch for shell_program (under the GIL, as _canon).
+cdef string _shell_scratch
+
+
+def shell_program(args):
+    """The program word of a shell tool's call args, by the C++ core (for the tests)."""
+    cdef _View a
+    cdef object keep = _view(args, &a, False)
+    cdef string_view program = c_shell_program(a.data, a.size, _shell_scratch)
+    return PyBytes_FromStringAndSize(program.data(), program.size())
 
 
 cdef struct _View:
@@ -121,6 +133,7 @@ cdef class Engine:
     cdef Py_ssize_t _ring
     cdef Py_ssize_t _pos
     cdef frozenset _exempt
+    cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
     cdef list _failure_names
     cdef list _no_op_names
     cdef object _last_error
@@ -149,6 +162,7 @@ cdef class Engine:
         self._texts = [None] * (2 * self._ring)
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
+        self._shell = frozenset(settings.shell_tools)
         self._failure_threshold = settings.failure_threshold
         self._no_op_threshold = settings.no_op_threshold
         self._clear_texts()
@@ -174,13 +188,27 @@ cdef class Engine:
             name = name_str(name)
         keep_name = _view(name, &n, False)
         keep_args = _view(args, &a, False)
-        # str caches its hash, so the name-run detector's key is free
+        # str caches its hash, so the name-run detector's key is free (but for shell tools)
+        cdef uint64_t identity = self._identity(name, a.data, a.size, <uint64_t>hash(name))
         cdef uint32_t mask = s.observe_call(
-            _canon.canonicalize(n.data, n.size, a.data, a.size), <uint64_t>hash(name))
+            _canon.canonicalize(n.data, n.size, a.data, a.size), identity)
         self._note_call(name, args)
         if mask:
             return self._fired(mask, name, args)
         return ()
+
+    cdef inline uint64_t _identity(self, object name, const char* args, Py_ssize_t size,
+                                   uint64_t name_hash) except? 0:
+        """The name-run detector's key: the name's hash, mixed with the program word's for a
+        shell tool (the C++ twin of _common.tool_identity)."""
+        cdef string_view program
+        if not self._shell or name not in self._shell:
+            return name_hash
+        program = c_shell_program(args, size, _shell_scratch)
+        if program.size() == 0:
+            return name_hash
+        return name_hash ^ ((c_xxh3_64(program.data(), program.size()) | 1)
+                            * <uint64_t>0x9E3779B97F4A7C15)
 
     cdef inline void _note_call(self, object name, object args):
         """The Python side of an observed call: the event count and the text ring."""

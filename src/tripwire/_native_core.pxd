@@ -2,6 +2,7 @@
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
+from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 
@@ -29,6 +30,10 @@ cdef extern from "canonical.h" namespace "tw" nogil:
     Canonicalizer& thread_canonicalizer()
     cbool is_path_key(const char* key, size_t length)
     string clean_path_string(const char* path, size_t length) except +
+
+
+cdef extern from "shell.h" namespace "tw" nogil:
+    string_view shell_program(const char* args, size_t length, string& scratch) except +
 
 
 cdef extern from "tokens.h" namespace "tw" nogil:

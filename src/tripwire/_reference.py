@@ -35,6 +35,7 @@ from ._common import (
     payload_bytes,
     remember_call_id,
     text_has_words,
+    tool_identity,
 )
 from .cost import usage_cost_nano
 from .errors import InvalidEvent
@@ -704,7 +705,8 @@ class Engine:
             mask |= CYCLE
         if on & DENSITY and self._density.observe(self._keys, self._joins):
             mask |= DENSITY
-        if self._name.observe(name, self._repeat.run) and on & NAME:
+        identity = tool_identity(name, args, self.settings.shell_tools)
+        if self._name.observe(identity, self._repeat.run) and on & NAME:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE

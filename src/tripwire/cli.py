@@ -2,7 +2,8 @@
 
 Verbs: ``replay`` (recordings through the guardrails), ``convert`` (other harnesses'
 transcripts as interchange events), ``status`` / ``reset`` / ``verify`` (a durable store
-written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``).
+written by any process), ``corpus`` (threshold validation, ``corpus/cli.py``), ``hook`` (a
+harness's live hook command).
 
 Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input (a missing
 file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
@@ -34,7 +35,6 @@ from .money import dollars_from_text
 from .replay import (
     ReplayOptions,
     ReplayStats,
-    analysis_config,
     event_files,
     replay_transcript,
     shown_path,
@@ -172,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .corpus.cli import add_parser as add_corpus_parser
 
     add_corpus_parser(verbs)
+
+    from .hooks import build_parser as hook_parser
+
+    hook_parser(verbs.add_parser(
+        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)"))
     return parser
 
 
@@ -229,13 +234,21 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"tripwire: note: {note}\n")
     store = _open_store(args.store) if args.store else None
     logger = logging.getLogger("tripwire")
-    level = logger.level
-    if args.quiet:  # the summary line only: no operator log lines either
-        logger.setLevel(logging.ERROR)
+    quiet = _OperatorLinesOff()
+    if args.quiet:  # the summary line only: no alert, cut or halt log lines either
+        logger.addFilter(quiet)
     try:
         return _replay_files(args, options, files, store, out, err)
     finally:
-        logger.setLevel(level)
+        logger.removeFilter(quiet)
+
+
+class _OperatorLinesOff(logging.Filter):
+    """Drops the sessions' operator lines (alerts, cuts, halts, resets: what the JSON records
+    already say); notices about the run itself (an unpriced model, the store) still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not hasattr(record, "tripwire_event")
 
 
 def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[Any],
@@ -245,7 +258,7 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
         from .guardrails import Guardrails
 
         def factory(name: str) -> Guardrails:
-            return Guardrails(analysis_config(options.guardrails), session_id=name,
+            return Guardrails(options.resolved(), session_id=name,
                               implementation=args.implementation, store=store)
     stats = ReplayStats()
     per_file = []
@@ -342,7 +355,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
-        _print({
+        _print({**_price_notes(history.rows),
             "kind": "session", "session": sid, "halted": bool(folded.halted_by),
             "halted_by": list(folded.halted_by), "reason": folded.reason or None,
             "spent_usd": round(folded.spent_usd, 9), "granted_usd": round(folded.granted_usd, 9),
@@ -351,6 +364,23 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
         }, out)
     store.close()
     return EXIT_OK
+
+
+def _price_notes(rows: Any) -> dict[str, Any]:
+    """What the latest spend row says of prices (SPEC §11.3): estimated costs, and models with
+    no price, on whose usage a cost ceiling cannot trip."""
+    last = next((r.data for r in reversed(rows) if "spent_usd" in r.data), {})
+    notes: dict[str, Any] = {}
+    if last.get("estimated"):
+        notes["cost_estimated"] = True
+    unpriced = last.get("unpriced_models")
+    if unpriced:
+        notes["unpriced_models"] = list(unpriced)
+        if last.get("max_session_usd") or last.get("max_turn_usd"):
+            names = ", ".join(repr(m) for m in unpriced)
+            notes["note"] = (f"the cost ceiling cannot trip on usage of {names}: the price "
+                             "catalogue has no price for it, so it has no cost")
+    return notes
 
 
 def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -420,6 +450,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     from .store import StoreError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hook"]:  # the hook path skips the rest of the CLI: it runs on every event
+        from .hooks import main as hook_main
+
+        return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()

@@ -30,11 +30,6 @@ from typing import Any
 
 from .errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 __all__ = ["read_config_file", "SECTIONS"]
 
 #: Top-level sections a config file may hold.
@@ -66,6 +61,12 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def _parse(path: Path, raw: bytes) -> Any:
+    # imported here: most runs read no config file (a hook pays for each import on every event)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
     suffix = path.suffix.lower()
     try:
         text = raw.decode("utf-8")

@@ -9,6 +9,7 @@ __all__ = [
     "TruncatedLine",
     "UnknownFormat",
     "GuardrailHalted",
+    "GuardrailTripped",
     "ResetRefused",
     "InvalidReset",
     "BatchInterrupted",
@@ -70,6 +71,19 @@ class GuardrailHalted(TripwireError):
         super().__init__(reason)
         self.reason = reason
         self.guardrails = guardrails
+
+
+class GuardrailTripped(TripwireError):
+    """A framework integration stopped the run in flight: the guardrails cut the turn or halted
+    the session. ``decision`` is the ``Decision`` (``action``, ``guardrail``, ``reason``,
+    ``alerts``); ``halted`` says whether later turns are refused too."""
+
+    def __init__(self, decision):
+        super().__init__(decision.reason)
+        self.decision = decision
+        self.reason = decision.reason
+        self.guardrail = decision.guardrail
+        self.halted = decision.halt_session
 
 
 class ResetRefused(TripwireError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import _engine
@@ -257,6 +257,7 @@ class Guardrails:
         "_cost",
         "_cut_in_a_row",
         "_cut_signal",
+        "_cost_estimated",
         "_feedback",
         "_halt_alert",
         "_in_turn",
@@ -265,6 +266,8 @@ class Guardrails:
         "_store",
         "_summarize",
         "_turn_cut_signal",
+        "_unpriced",
+        "_unpriced_changed",
         "_watchdog_halt",
         "session_id",
         "settings",
@@ -312,6 +315,9 @@ class Guardrails:
         self._summarize = summarize
         self._store = store
         self._outbox = Outbox() if store is not None else None  # rows on their way to the store
+        self._cost_estimated = False  # some spend was estimated from token prices (SPEC §11.3)
+        self._unpriced: set[str] = set()  # models whose usage had no price, so no cost
+        self._unpriced_changed = False
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
 
@@ -473,10 +479,20 @@ class Guardrails:
             return CONTINUE
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
-                 output_tokens: int | None = None, cost_usd: float | None = None) -> Decision:
-        """One model call's provider-reported usage; checked against the cost ceiling at once."""
+                 output_tokens: int | None = None, cost_usd: float | None = None,
+                 estimated: bool = False, unpriced: bool = False) -> Decision:
+        """One model call's provider-reported usage; checked against the cost ceiling at once.
+
+        ``estimated``: ``cost_usd`` was computed from token prices (``tripwire.prices``), not
+        reported, so trips and store rows say so. ``unpriced``: the model has no price, so the
+        usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
+            if estimated:
+                self._cost_estimated = True
+            if unpriced and (model or "") not in self._unpriced:
+                self._unpriced.add(model or "")
+                self._unpriced_changed = True
             if self._watchdog is not None:
                 self._watchdog.count_event()
             trip = self._cost.add(nano)  # spend counts even while halted or cut
@@ -594,6 +610,9 @@ class Guardrails:
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
         action = HALT_SESSION if trip.halts else CUT_TURN
+        if self._cost_estimated:
+            trip = replace(trip, reason=trip.reason + " (estimated: the spend includes costs "
+                           "computed from token prices)")
         decision = Decision(action, "cost_ceiling", trip.reason)
         if in_turn or trip.halts:
             self._blocked = decision
@@ -788,8 +807,13 @@ class Guardrails:
 
     def _spend_fields(self) -> dict[str, Any]:
         cost = self._cost
-        return {"spent_usd": cost.spent / NANO, "max_session_usd": cost.max_session / NANO,
-                "max_turn_usd": cost.max_turn / NANO, "granted_usd": cost.granted / NANO}
+        fields = {"spent_usd": cost.spent / NANO, "max_session_usd": cost.max_session / NANO,
+                  "max_turn_usd": cost.max_turn / NANO, "granted_usd": cost.granted / NANO}
+        if self._cost_estimated:
+            fields["estimated"] = True
+        if self._unpriced:
+            fields["unpriced_models"] = sorted(self._unpriced)
+        return fields
 
     def _persist(self, kind: str, data: dict[str, Any]) -> None:
         """Append one row before the decision is returned (the store fsyncs), waiting for the
@@ -806,7 +830,11 @@ class Guardrails:
         self._drain(DECISION_WAIT)
 
     def _drain(self, wait: float | None) -> bool:
-        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed):
+        """Write the outbox, waiting at most ``wait`` (None: the store's timeout) for the store
+        and as long for a write the background retrier has under way."""
+        take_over = getattr(self._store, "timeout", 5.0) if wait is None else wait
+        if self._outbox.drain(self._store, self.session_id, wait, self._store_failed,
+                              take_over=take_over):
             return True
         RETRIER.schedule(self._outbox, self._store, self.session_id)
         return False
@@ -817,8 +845,8 @@ class Guardrails:
             "background and at the next guardrail decision"))
 
     def flush(self) -> bool:
-        """Write rows the store did not take yet (waiting the store's full timeout); True when
-        none is left."""
+        """Write rows the store did not take yet (waiting the store's full timeout, and for a
+        write the background retrier has under way); True when none is left."""
         if self._store is None:
             return True
         return self._drain(None)
@@ -839,9 +867,12 @@ class Guardrails:
 
     def _persist_turn_end(self) -> None:
         """At a turn boundary, what a restart needs and no other row wrote: the escalation
-        counts (a clean turn clears them), and any spend not written yet."""
+        counts (a clean turn clears them), any spend not written yet, and newly unpriced
+        models."""
         outbox = self._outbox
-        if self._cost.spent != outbox.queued_spend or self._counts() != outbox.queued_counts:
+        if (self._cost.spent != outbox.queued_spend or self._counts() != outbox.queued_counts
+                or self._unpriced_changed):
+            self._unpriced_changed = False
             self._persist_spend()
         elif len(outbox):
             self._drain(DECISION_WAIT)

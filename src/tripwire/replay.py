@@ -39,11 +39,12 @@ from typing import Any
 
 from .adapters import Item, Transcript, detect_or_fail, transcripts
 from .adapters import read as read_transcript
-from .decision import HALT_SESSION, REFUSE_TURN, Decision
+from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .modes import Mode
+from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
 
@@ -64,6 +65,15 @@ class ReplayOptions:
     )
     skip_invalid: bool = False
     implementation: str | None = None
+    _resolved: ResolvedConfig | None = field(default=None, init=False, repr=False,
+                                             compare=False)
+
+    def resolved(self) -> ResolvedConfig:
+        """The guardrails config, resolved once for every session of the run (a directory of
+        transcripts is hundreds of sessions)."""
+        if self._resolved is None:
+            self._resolved = analysis_config(self.guardrails)
+        return self._resolved
 
 
 @dataclass
@@ -79,14 +89,18 @@ class ReplayStats:
     critical_alerts: int = 0
     decisions: Counter = field(default_factory=Counter)
     halted_sessions: int = 0
+    estimated_costs: int = 0  # usages priced from token prices, not reported
+    unpriced_models: set = field(default_factory=set)  # models of usages with no price
 
     def merge(self, other: ReplayStats) -> None:
         """Add another run's counts (one file's, for ``--per-file``)."""
         for name in ("files", "sessions", "events", "invalid_lines", "skipped_lines",
-                     "truncated_lines", "skipped_events", "critical_alerts", "halted_sessions"):
+                     "truncated_lines", "skipped_events", "critical_alerts", "halted_sessions",
+                     "estimated_costs"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.alerts.update(other.alerts)
         self.decisions.update(other.decisions)
+        self.unpriced_models |= other.unpriced_models
 
     def summary(self, *, per_file: bool = False) -> dict[str, Any]:
         """The summary line (``per_file``: one file's entry, without kind, v and files)."""
@@ -103,6 +117,8 @@ class ReplayStats:
             "by_signal": dict(sorted(self.alerts.items())),
             "decisions": dict(sorted(self.decisions.items())),
             "halted_sessions": self.halted_sessions,
+            "estimated_costs": self.estimated_costs,
+            "unpriced_models": sorted(self.unpriced_models),
         }
 
 
@@ -172,10 +188,11 @@ class _Session:
     def __init__(self, name: str, options: ReplayOptions, stats: ReplayStats,
                  guardrails: Guardrails | None = None):
         self.stats = stats
+        self.name = name
         self.notes: list[OperatorEvent] = []
         self.index = 0  # the next event's 0-based index in this session
         self.guardrails = guardrails or Guardrails(
-            analysis_config(options.guardrails), session_id=name, on_event=self.notes.append,
+            options.resolved(), session_id=name, on_event=self.notes.append,
             implementation=options.implementation)
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
@@ -195,7 +212,11 @@ class _Session:
                 self.stats.skipped_events += 1
                 return
             yield from self.end_skip()
-        decision = self.observe(index, event)
+        yield from self.report(index, event, self.observe(index, event))
+
+    def report(self, index: int, event: Any,
+               decision: Decision | dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+        """The records of one observed event: its alerts, decision and operator notes."""
         out = []
         if isinstance(decision, dict):
             out.append(decision)
@@ -246,8 +267,14 @@ class _Session:
         if isinstance(event, Text):
             return g.on_text(event.text)
         if isinstance(event, Usage):
+            priced = estimate(event)  # SPEC §11.3: a usage without cost_usd is priced
+            if priced.estimated:
+                self.stats.estimated_costs += 1
+            if priced.unpriced:
+                self.stats.unpriced_models.add(event.model or "")
             return g.on_usage(model=event.model, input_tokens=event.input_tokens,
-                              output_tokens=event.output_tokens, cost_usd=event.cost_usd)
+                              output_tokens=event.output_tokens, cost_usd=priced.cost_usd,
+                              estimated=priced.estimated, unpriced=priced.unpriced)
         if isinstance(event, TurnEnd):
             return g.end_turn()
         if isinstance(event, TurnStart):
@@ -305,22 +332,30 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
         if item.event is None and item.error is None:
             stats.skipped_lines += 1
             continue
-        name = session_id or item.session
-        session = sessions.get(name)
+        session = sessions.get(item.session)
         if session is None:
             if session_id is not None and sessions:
                 raise InvalidEvent("--session names one session, but this transcript holds "
                                    "several", source=str(transcript.path))
+            name = session_id or item.session
             guardrails = guardrails_for(name) if guardrails_for is not None else None
-            session = sessions[name] = _Session(name, options, stats, guardrails)
+            session = sessions[item.session] = _Session(name, options, stats, guardrails)
             stats.sessions += 1
         index = session.index
         session.index += 1
-        for record in _item_records(item, index, session, options, stats):
-            yield {**record, "session": name} if named else record
-    for name, session in sessions.items():
+        if item.error is None and session.skipping is None:  # the common case, inline
+            stats.events += 1
+            decision = session.observe(index, item.event)
+            if decision is CONTINUE and not session.notes:
+                continue
+            records = session.report(index, item.event, decision)
+        else:
+            records = _item_records(item, index, session, options, stats)
+        for record in records:
+            yield {**record, "session": session.name} if named else record
+    for session in sessions.values():
         for record in session.finish():
-            yield {**record, "session": name} if named else record
+            yield {**record, "session": session.name} if named else record
 
 
 def _item_records(item: Item, index: int, session: _Session, options: ReplayOptions,

@@ -131,7 +131,8 @@ class OperatorChannel:
              alert: Alert | None = None, decision: Any = None, event: int | None = None,
              record: dict[str, Any] | None = None) -> None:
         message = self.line(text)
-        self.logger.log(level, message)
+        # the kind rides on the record, so a handler can tell operator lines from notices
+        self.logger.log(level, message, extra={"tripwire_event": kind})
         if self.callback is not None:
             try:
                 self.callback(OperatorEvent(kind, self.session_id, message, guardrail, alert,

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import EngineSettings, json_text, safe_repr
+from ._common import SHELL_TOOLS, EngineSettings, json_text, safe_repr
 from .errors import ConfigError
 
 __all__ = [
@@ -149,7 +149,9 @@ SIGNALS: tuple[SignalSpec, ...] = (
     SignalSpec(
         "repeated-tool-name", 3, WARN, None,
         "calls in a row with the same tool name, whatever the args",
-        (_threshold(15, "calls in a row with one tool name"),),
+        (_threshold(15, "calls in a row with one tool name"),
+         Knob("shell_tools", SHELL_TOOLS, "shell tools: their identity is tool:program, the "
+              "first word of the command (SPEC §11.2)", kind=tuple)),
     ),
     SignalSpec(
         "tool-failure-streak", 4, WARN, None,
@@ -304,6 +306,7 @@ class WatchdogConfig:
             silence_threshold=count("tools-without-text"),
             digest_memory=self.value("no-new-state", "memory"),
             exempt_tools=frozenset(self.value("no-new-state", "exempt_tools")),
+            shell_tools=frozenset(self.value("repeated-tool-name", "shell_tools")),
         )
 
 

@@ -11,6 +11,7 @@ import functools
 from typing import Any
 
 from . import _engine
+from ._common import tool_identity
 from .signals import (
     BY_ID,
     SIGNALS,
@@ -117,7 +118,9 @@ def _repeat(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
 def _cycle(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     p = wd.cycle_period
     laps = wd.settings.cycle_cycles
-    names = [tool_label(wd.recent_call(age)[0]) for age in range(p - 1, -1, -1)]
+    shells = wd.settings.shell_tools
+    names = [tool_label(tool_identity(*wd.recent_call(age), shells))
+             for age in range(p - 1, -1, -1)]
     sequence = " \u2192 ".join(names)
     reason = (
         f"The same {p}-call sequence ({sequence}) ran {laps} times in a row with identical "
@@ -152,7 +155,7 @@ def _density(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
 
 def _name(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     n = wd.name_run
-    tool = tool_label(name)
+    tool = tool_label(tool_identity(name, args, wd.settings.shell_tools))
     reason = (
         f"{tool} was called {n} times in a row with no other tool in between (arguments vary): "
         "a reworded loop or a long sweep; the name alone cannot tell which."

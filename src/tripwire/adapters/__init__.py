@@ -31,6 +31,7 @@ from . import (
     mini_swe_agent,
     openai_chat,
     openai_responses,
+    otel,
     swe_agent,
     tau_bench,
 )
@@ -40,8 +41,9 @@ __all__ = ["Item", "FORMATS", "FORMAT_NAMES", "detect", "read_transcript", "Tran
            "transcripts", "session_name", "detect_or_fail", "read"]
 
 #: detection order: the first whose ``sniff`` accepts the content wins
-_MODULES: tuple[ModuleType, ...] = (interchange, claude_code, codex, mini_swe_agent, swe_agent,
-                                    tau_bench, anthropic, openai_responses, openai_chat)
+_MODULES: tuple[ModuleType, ...] = (interchange, claude_code, codex, otel, mini_swe_agent,
+                                    swe_agent, tau_bench, anthropic, openai_responses,
+                                    openai_chat)
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
 FORMAT_NAMES = tuple(sorted(FORMATS))
 _SUFFIXES = frozenset(s for m in _MODULES for s in m.SUFFIXES)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, messages_of, read_document
+from ._base import Item, Turns, block_text, messages_of, positioned, read_document
 
 NAME = "anthropic"
 SUFFIXES = (".json",)
@@ -116,15 +116,6 @@ def read(path: Path, name: str) -> Iterator[Item]:
                            "{role, content} messages, or an object with 'messages')",
                            source=str(path))
     turns, names = Turns(), {}
-    for number, message in enumerate(messages, start=1):
-        if not isinstance(message, dict):
-            yield Item(name, number, error=InvalidEvent(
-                "a message must be an object", source=str(path), line=number))
-            continue
-        events = list(message_events(message, turns, names))
-        if not events:
-            yield Item(name, number)
-        for event in events:
-            yield Item(name, number, event)
+    yield from positioned(name, path, messages, lambda m: message_events(m, turns, names))
     for event in turns.end():
         yield Item(name, len(messages), event)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Event, Text, TurnEnd, Usage
-from ._base import Item, Turns, block_text, json_lines
+from ._base import Item, Turns, block_text, items_at, json_lines
 from .anthropic import tool_call, tool_result, usage_of
 
 __all__ = ["NAME", "sniff", "read", "usage_of"]
@@ -85,16 +85,8 @@ def read(path: Path, name: str) -> Iterator[Item]:
             yield Item(name, number)
             continue
         session = _session_of(value, name, sessions)
-        try:
-            events = list(_events(kind, value, session, number))
-        except InvalidEvent as exc:
-            yield Item(session.name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                                line=number))
-            continue
-        if not events:
-            yield Item(session.name, number)
-        for event in events:
-            yield event if isinstance(event, Item) else Item(session.name, number, event)
+        yield from items_at(session.name, number, path,
+                            lambda v=value, s=session, k=kind, n=number: _events(k, v, s, n))
     for session in sessions.values():
         yield from session.flush()
         for event in session.turns.end():

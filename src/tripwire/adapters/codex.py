@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Event
-from ._base import Item, Turns, json_lines
+from ._base import Item, Turns, items_at, json_lines
 from .openai_responses import ITEM_TYPES, item_events, usage_of
 
 NAME = "codex"
@@ -61,16 +61,8 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 "session_meta, response_item, event_msg, turn_context or compacted)",
                 source=str(path), line=number))
             continue
-        try:
-            events = list(_events(value["type"], value["payload"], state))
-        except InvalidEvent as exc:
-            yield Item(state.name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                              line=number))
-            continue
-        if not events:
-            yield Item(state.name, number)
-        for event in events:
-            yield Item(state.name, number, event)
+        yield from items_at(state.name, number, path,
+                            lambda v=value: _events(v["type"], v["payload"], state))
     for event in state.turns.end():
         yield Item(state.name, 0, event)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, read_document
+from ._base import Item, command_args, read_document, run_total
 
 NAME = "mini-swe-agent"
 SUFFIXES = (".traj.json", ".json")
@@ -74,7 +74,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
             if len(actions) == 1:
                 calls += 1
                 pending = f"call-{calls}"
-                yield Item(name, number, Call(TOOL, {"command": actions[0]}, pending))
+                yield Item(name, number, Call(TOOL, command_args(actions[0]), pending))
             elif not thought.strip():
                 yield Item(name, number)
         elif role == "user" and pending is not None:
@@ -93,16 +93,10 @@ def read(path: Path, name: str) -> Iterator[Item]:
         yield Item(name, end, TurnEnd())
 
 
+
 def _usage(document: dict[str, Any]) -> Usage | None:
     info = document.get("info")
-    stats = info.get("model_stats") if isinstance(info, dict) else None
-    if not isinstance(stats, dict):
-        return None
-    cost = stats.get("instance_cost")
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not stats.get("api_calls"):
-        return None
-    config = info.get("config")
+    config = info.get("config") if isinstance(info, dict) else None
     model = config.get("model") if isinstance(config, dict) else None
     model_name = model.get("model_name") if isinstance(model, dict) else None
-    return Usage(model=model_name if isinstance(model_name, str) else None,
-                 cost_usd=float(cost))
+    return run_total(document, model_name if isinstance(model_name, str) else None)

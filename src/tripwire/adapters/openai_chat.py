@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text
-from ._base import Item, Turns, block_text, messages_of, read_document
+from ._base import Item, Turns, block_text, messages_of, positioned, read_document
 
 NAME = "openai-chat"
 SUFFIXES = (".json",)
@@ -70,19 +70,8 @@ def conversation(messages: list[Any], name: str, path: Path,
                  stop: Callable[[str], bool] | None = None) -> Iterator[Item]:
     """The items of one message list (positions are 1-based message numbers)."""
     turns, names = Turns(), {}
-    for number, message in enumerate(messages, start=1):
-        try:
-            if not isinstance(message, dict):
-                raise InvalidEvent("a message must be an object")
-            events = list(message_events(message, turns, names, failed, stop))
-        except InvalidEvent as exc:
-            yield Item(name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                        line=number))
-            continue
-        if not events:
-            yield Item(name, number)
-        for event in events:
-            yield Item(name, number, event)
+    yield from positioned(name, path, messages,
+                          lambda m: message_events(m, turns, names, failed, stop))
     for event in turns.end():
         yield Item(name, len(messages), event)
 

@@ -21,7 +21,7 @@ import orjson
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, read_document
+from ._base import Item, Turns, block_text, positioned, read_document
 
 NAME = "openai-responses"
 SUFFIXES = (".json",)
@@ -123,19 +123,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
                            "{type: message|function_call|function_call_output|...} items)",
                            source=str(path))
     turns, names = Turns(), {}
-    for number, item in enumerate(items, start=1):
-        try:
-            if not isinstance(item, dict):
-                raise InvalidEvent("an item must be an object")
-            events = list(item_events(item, turns, names))
-        except InvalidEvent as exc:
-            yield Item(name, number, error=InvalidEvent(exc.message, source=str(path),
-                                                        line=number))
-            continue
-        if not events:
-            yield Item(name, number)
-        for event in events:
-            yield Item(name, number, event)
+    yield from positioned(name, path, items, lambda i: item_events(i, turns, names))
     if isinstance(document, dict):
         model = document.get("model") if isinstance(document.get("model"), str) else None
         usage = usage_of(document.get("usage"), model)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, block_text, read_document
+from ..events import Call, Event, Result, Text, TurnEnd, TurnStart
+from ._base import Item, block_text, command_args, read_document, run_total
 
 NAME = "swe-agent"
 SUFFIXES = (".traj",)
@@ -76,7 +76,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 calls += 1
                 ident = f"call-{calls}"
                 pending.append((ident, TOOL))
-                events.append(Call(TOOL, {"command": message["action"].strip()}, ident))
+                events.append(Call(TOOL, command_args(message["action"].strip()), ident))
         elif pending:
             text = block_text(message.get("content"))
             error = text if text.strip().startswith(TIMED_OUT) else None
@@ -93,19 +93,9 @@ def read(path: Path, name: str) -> Iterator[Item]:
         for event in events:
             yield Item(name, number, event)
     end = len(history)
-    usage = _usage(document)
+    usage = run_total(document)
     if usage is not None:
         yield Item(name, end, usage)
     if started:
         yield Item(name, end, TurnEnd())
 
-
-def _usage(document: dict[str, Any]) -> Usage | None:
-    info = document.get("info")
-    stats = info.get("model_stats") if isinstance(info, dict) else None
-    if not isinstance(stats, dict) or not stats.get("api_calls"):
-        return None
-    cost = stats.get("instance_cost")
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
-        return None
-    return Usage(cost_usd=float(cost))

@@ -1,0 +1,98 @@
+"""Live hook latency (SPEC §11.4): one ``tripwire hook claude-code`` invocation as a harness
+runs it — a new process (cold Python start included) reading one PreToolUse payload, restoring
+the session from the store, replaying its window and answering.
+
+Target: median < 100 ms per invocation, measured as the command alone and through the resident
+server (``tripwire hook serve``). Measured against the floor it cannot beat (``python -c
+pass``: the interpreter's own start) and the import of the modules the hook needs, so the
+report says where the time goes (``python -X importtime`` breaks the import down further).
+
+    python -m pytest benchmarks/test_bench_hook.py --benchmark-columns=median,min,max
+
+Run it against an installed tripwire (``pip install .``): an editable install checks the native
+build on every import, which a hook would pay on every event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tripwire.hooks._session import WINDOW
+
+HOOK = [sys.executable, "-m", "tripwire", "hook", "claude-code"]
+
+
+def payload(n: int) -> str:
+    """Calls of a healthy session: reads of seven files in turn (nothing trips)."""
+    return json.dumps({
+        "session_id": "bench", "transcript_path": None, "cwd": "/home/u/app",
+        "hook_event_name": "PreToolUse", "tool_name": "Read",
+        "tool_input": {"file_path": f"/home/u/app/src/m{n % 7}.py"}, "tool_use_id": f"t{n}"})
+
+
+def run(env: dict[str, str], n: int) -> None:
+    done = subprocess.run(HOOK, input=payload(n), capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+@pytest.fixture
+def long_session(tmp_path: Path) -> dict[str, str]:
+    """A store whose session already holds a full replay window (the steady state of a long
+    session: each invocation replays WINDOW events, however long the session is)."""
+    env = {**os.environ, "TRIPWIRE_STORE": str(tmp_path / "hooks.sqlite3")}
+    from tripwire.guardrails import GuardrailsConfig
+    from tripwire.hooks._session import HookEvent, HookSession
+
+    with HookSession(env["TRIPWIRE_STORE"], "bench", GuardrailsConfig(unattended=True)) as s:
+        for n in range(WINDOW):
+            s.apply(HookEvent("call", "bench", name="Read",
+                              args={"file_path": f"/home/u/app/src/m{n % 7}.py"}))
+    return env
+
+
+@pytest.mark.benchmark(group="hook_invocation")
+def test_hook_invocation_pre_tool_use(benchmark, long_session: dict[str, str]) -> None:
+    benchmark.extra_info["target_median_ms"] = 100
+    n = iter(range(10**6))
+    benchmark.pedantic(lambda: run(long_session, next(n)), rounds=30, warmup_rounds=2)
+
+
+@pytest.fixture
+def server(long_session: dict[str, str], tmp_path: Path):
+    """``tripwire hook serve`` on a socket, and the environment that sends events to it."""
+    sock = tmp_path / "hook.sock"
+    proc = subprocess.Popen([*HOOK[:-1], "serve", "--socket", str(sock)], env=long_session)
+    deadline = time.monotonic() + 30
+    while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sock.exists(), "the hook server did not start"
+    yield {**long_session, "TRIPWIRE_HOOK_SOCKET": str(sock)}
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.benchmark(group="hook_invocation")
+def test_hook_invocation_through_the_resident_server(benchmark, server: dict[str, str]) -> None:
+    benchmark.extra_info["target_median_ms"] = 100
+    n = iter(range(10**6))
+    benchmark.pedantic(lambda: run(server, next(n)), rounds=30, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="hook_invocation")
+def test_python_start_floor(benchmark) -> None:
+    benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
+                       rounds=30, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="hook_invocation")
+def test_import_of_the_hook_path(benchmark) -> None:
+    code = "import tripwire.hooks._session, tripwire.hooks.claude_code, tripwire.store"
+    benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", code], check=True),
+                       rounds=30, warmup_rounds=2)

@@ -1,0 +1,53 @@
+"""The stdout JSON both harnesses read (Claude Code's hook contract; Codex's is the same
+design with stricter parsing). Exit code is always 0: every decision is JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._model import HookEvent, Verdict
+
+__all__ = ["render", "hooks_block"]
+
+
+def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
+           halt_on_pre_tool_use: bool) -> dict[str, Any] | None:
+    """The output object for ``verdict``, or None for "no decision" (empty stdout).
+
+    ``halt_on_pre_tool_use``: whether ``continue: false`` may accompany a PreToolUse denial
+    (Claude Code: yes; Codex rejects the whole output, so a halt is a denial there)."""
+    out: dict[str, Any] = {}
+    specific: dict[str, Any] = {}
+    if event.kind == "call" and verdict.deny is not None:
+        specific = {"permissionDecision": "deny", "permissionDecisionReason": verdict.deny}
+    elif event.kind == "result":
+        context = verdict.context
+        if verdict.cut is not None:
+            if hook_event_name == "PostToolUse":
+                out.update(decision="block", reason=verdict.cut)
+            else:  # PostToolUseFailure has no decision: the cut goes in the context
+                context = verdict.cut if context is None else f"{verdict.cut}\n\n{context}"
+        if context is not None:
+            specific = {"additionalContext": context}
+    elif event.kind == "prompt":
+        if verdict.block is not None:
+            out.update(decision="block", reason=verdict.block)
+        elif verdict.context is not None:
+            specific = {"additionalContext": verdict.context}
+    elif event.kind == "session_start" and verdict.context is not None:
+        specific = {"additionalContext": verdict.context}
+    if verdict.halt is not None and (event.kind != "call" or halt_on_pre_tool_use):
+        out.update({"continue": False, "stopReason": verdict.halt})
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": hook_event_name, **specific}
+    return out or None
+
+
+def hooks_block(command: str, tool_events: tuple[str, ...],
+                other_events: tuple[str, ...]) -> dict[str, Any]:
+    """A ``{"hooks": ...}`` settings block running ``command`` on every event listed (tool
+    events with the match-all matcher)."""
+    handler = [{"type": "command", "command": command, "timeout": 10}]
+    hooks: dict[str, Any] = {e: [{"matcher": "*", "hooks": handler}] for e in tool_events}
+    hooks.update({e: [{"hooks": handler}] for e in other_events})
+    return {"hooks": hooks}

@@ -1,0 +1,334 @@
+"""One hook invocation over one session, harness-neutral (SPEC §11.4).
+
+Every hook invocation is a new process, so the session lives in the store:
+
+- **Halts, trips, resets and spend** are the durable store's rows (``store.py``), written by
+  ``Guardrails`` as in any other host and folded back by ``Guardrails(store=..., history=...)``.
+- **The detectors' run state** is rebuilt by replaying a bounded window: the session's last
+  ``WINDOW`` observed calls, results and turn boundaries, kept in a ``hook_sessions`` table of
+  the same SQLite file (one msgpack row per session). Replay feeds the watchdog directly
+  (alerts discarded: they were acted on when they happened), then the live event goes through
+  ``Guardrails``. Every detector decides from a bounded history (windows of 12, runs whose alert
+  state is settled once their count passes the threshold, 64 payload digests per turn), so
+  replaying the last 256 events decides the live event as the whole history would for every
+  threshold up to 256; a long session costs each invocation the same.
+- **Hook-side turn state**: whether the current turn was cut (later calls of the turn are
+  denied with the same reason), the feedback not yet delivered, the stop-hook rejections in a
+  row, the resets already seen.
+
+Stored arguments and payloads are compact: a top-level argument value longer than 256
+characters (a file's content) is replaced by its BLAKE3 digest, and a result payload is kept as
+its digest only. Live events are observed in the same form, so equal calls stay equal.
+
+Invocations of one store are serialized by an exclusive lock on ``<store>.lock`` (a harness
+runs the hooks of parallel tool calls concurrently). The hook table is not sealed: editing it
+can at most hide a pattern in progress, never a recorded halt (that is the sealed store's).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import blake3
+import msgpack
+
+from ..decision import Decision
+from ..feedback import render_feedback
+from ..guardrails import Guardrails, GuardrailsConfig
+from ..modes import Mode
+from ._model import HookEvent, Verdict
+
+__all__ = ["WINDOW", "STOP_REJECTIONS_CAP", "HookEvent", "Verdict", "HookSession"]
+
+#: Observed events kept per session for replay (see the module docstring).
+WINDOW = 256
+#: SPEC §7.1: a stop hook may refuse the agent's attempt to finish this many times in a row.
+STOP_REJECTIONS_CAP = 8
+#: Top-level argument values longer than this are stored (and observed) as their digest.
+LONG_VALUE = 256
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
+
+#: close=False: the store and state connections of each store path, opened once per process
+_OPEN: dict[str, tuple[Any, sqlite3.Connection]] = {}
+
+
+@dataclass
+class _State:
+    events: list[list[Any]] = field(default_factory=list)
+    turn: str | None = None      # the harness's current prompt/turn id
+    in_turn: bool = False
+    cut: str | None = None       # the current turn's cut: model-facing reason
+    halt_text: str | None = None  # the model-facing reason of this session's halt
+    feedback: list[list[str]] = field(default_factory=list)  # [signal, guidance], undelivered
+    stops: int = 0               # stop-hook rejections in a row
+    resets: int = 0              # reset rows of the store already applied here
+    transcript: int = 0          # bytes of the transcript already read for usage
+
+    @classmethod
+    def load(cls, body: bytes | None) -> _State:
+        if body is None:
+            return cls()
+        data = msgpack.unpackb(body, raw=False)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def dump(self) -> bytes:
+        return msgpack.packb(self.__dict__, use_bin_type=True)
+
+
+def _digest(data: bytes) -> str:
+    return blake3.blake3(data).hexdigest(16)
+
+
+def compact_args(args: Any) -> str:
+    """Tool arguments as the JSON text that is observed and stored: long top-level values
+    replaced by their digest (the same call always gets the same text)."""
+    if isinstance(args, dict):
+        out = {}
+        for key, value in args.items():
+            text = value if isinstance(value, str) else None
+            if text is None and not isinstance(value, (int, float, bool, type(None))):
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                                  sort_keys=True)
+            if text is not None and len(text) > LONG_VALUE:
+                value = "blake3:" + _digest(text.encode("utf-8", "surrogatepass"))
+            out[key] = value
+        args = out
+    elif isinstance(args, str) and len(args) > LONG_VALUE:
+        args = "blake3:" + _digest(args.encode("utf-8", "surrogatepass"))
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def payload_digest(payload: Any) -> str | None:
+    if payload is None:
+        return None
+    if isinstance(payload, bytes):
+        data = payload
+    else:
+        text = payload if isinstance(payload, str) else json.dumps(
+            payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        data = text.encode("utf-8", "surrogatepass")
+    return _digest(data) if data else None
+
+
+def _no_op(payload: Any) -> bool:
+    """SPEC §1: ``no_op`` is the tool's own claim, a reserved top-level key of its response."""
+    return isinstance(payload, dict) and payload.get("no_op") is True
+
+
+class HookSession:
+    """Load a session, apply one event, save it. Use as a context manager (it holds the
+    store's hook lock). ``close=False`` keeps the store's connections open for the next event
+    of this process (a resident server) or for the process exit to drop (the command)."""
+
+    def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
+                 implementation: str | None = None, *, close: bool = True):
+        from ..store import SQLiteStore
+
+        self._close = close
+        self.session = session
+        self.store_path = store_path
+        self._lock = open(store_path + ".lock", "a")  # noqa: SIM115 - held for the invocation
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        opened = None if close else _OPEN.get(store_path)
+        if opened is None:
+            # the state table first: a path that is no database fails here, in one line,
+            # before the store would start retrying it in memory
+            try:
+                db = sqlite3.connect(store_path, timeout=5.0, isolation_level=None)
+                # the hook state is a cache of the window, not evidence: a write lost to a
+                # power cut loses at most one event of a pattern (halts are the store's)
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute(_SCHEMA)
+            except sqlite3.Error as exc:
+                raise OSError(f"{store_path}: cannot open the store: {exc}") from None
+            opened = (SQLiteStore(store_path), db)
+            if not close:
+                _OPEN[store_path] = opened
+        self.store, self._db = opened
+        row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
+                               (session,)).fetchone()
+        self.state = _State.load(row[0] if row else None)
+        history = self.store.history(session)
+        self.guardrails = Guardrails(config, session_id=session, store=self.store,
+                                     history=history, implementation=implementation)
+        resets = sum(1 for r in history.rows if r.kind == "reset")
+        if resets > self.state.resets:  # an operator reset since: the runs start over
+            self.state.resets = resets
+            self.state.events.clear()
+            self.state.cut = self.state.halt_text = None
+        self._replay()
+
+    def __enter__(self) -> HookSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            # every decided row in the store before the process ends (a row the store was slow
+            # to take would otherwise wait for a background retry that exiting cuts short)
+            self.guardrails.flush()
+            if exc[0] is None:
+                self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
+                                 (self.session, self.state.dump()))
+        finally:
+            if self._close:
+                self._db.close()
+                self.store.close()
+            self._lock.close()  # releases the lock
+
+    # -- replay ------------------------------------------------------------------------------
+
+    def _replay(self) -> None:
+        watchdog = self.guardrails.watchdog
+        if watchdog is None:
+            return
+        for event in self.state.events:
+            kind = event[0]
+            if kind == "c":
+                watchdog.observe_call(event[1], event[2])
+            elif kind == "r":
+                watchdog.observe_result(event[1], error=event[2], no_op=event[3],
+                                        payload=event[4])
+            else:
+                watchdog.turn_boundary()
+
+    def _record(self, event: list[Any]) -> None:
+        events = self.state.events
+        events.append(event)
+        if len(events) > WINDOW:
+            del events[: len(events) - WINDOW]
+
+    # -- events ------------------------------------------------------------------------------
+
+    def apply(self, event: HookEvent, usage: list[dict[str, Any]] = ()) -> Verdict:
+        state = self.state
+        if event.turn is not None and event.turn != state.turn:
+            # a new prompt/turn id: a boundary even when its UserPromptSubmit hook is not installed
+            if state.turn is not None and event.kind not in ("prompt", "session_start"):
+                self._new_turn()
+            state.turn = event.turn
+        for u in usage:
+            self._decide(self.guardrails.on_usage(**u), Verdict())
+        handler = getattr(self, "_on_" + event.kind, None)
+        return handler(event) if handler is not None else Verdict()
+
+    def _on_call(self, event: HookEvent) -> Verdict:
+        g = self.guardrails
+        if g.halted:
+            return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
+        if self.state.cut is not None:
+            return Verdict(deny=self.state.cut)
+        self.state.in_turn = True
+        args = compact_args(event.args)
+        decision = g.on_call(event.name, args, id=event.call_id)
+        self._record(["c", event.name, args])
+        verdict = self._decide(decision, Verdict())
+        if verdict.cut is not None:
+            verdict.deny = verdict.cut
+        return verdict
+
+    def _on_result(self, event: HookEvent) -> Verdict:
+        g = self.guardrails
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        if self.state.cut is not None:
+            return Verdict()
+        error = event.error
+        no_op = error is None and _no_op(event.payload)
+        digest = None if error is not None else payload_digest(event.payload)
+        decision = g.on_result(event.name, id=event.call_id, error=error, no_op=no_op,
+                               payload=digest)
+        self._record(["r", event.name, error, no_op, digest])
+        verdict = self._decide(decision, Verdict())
+        if verdict.halt is None:
+            verdict.context = self._drain()
+        return verdict
+
+    def _on_prompt(self, event: HookEvent) -> Verdict:
+        from ..errors import GuardrailHalted
+
+        self._new_turn()
+        try:
+            self.guardrails.start_turn()
+        except GuardrailHalted as halted:
+            return Verdict(block=self._for_user(halted.reason))
+        self.state.in_turn = True
+        return Verdict(context=self._drain())
+
+    def _on_session_start(self, event: HookEvent) -> Verdict:
+        self._new_turn()
+        return Verdict(context=None if self.guardrails.halted else self._drain())
+
+    def _on_stop(self, event: HookEvent) -> Verdict:
+        g, state = self.guardrails, self.state
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        # stop_hook_active: this attempt comes after a stop hook refused the previous one
+        state.stops = state.stops + 1 if event.stop_hook_active else 0
+        if state.stops >= STOP_REJECTIONS_CAP:
+            state.stops = 0
+            return Verdict(halt=(
+                f"tripwire: stop-hook cap: the agent's attempt to finish was refused "
+                f"{STOP_REJECTIONS_CAP} times in a row, so it stops here; its last answer "
+                "was not accepted by the stop hook and is unverified"))
+        return Verdict()
+
+    # -- policy ------------------------------------------------------------------------------
+
+    def _new_turn(self) -> None:
+        """A turn boundary: close the last turn (unless it was cut: its cut must still count
+        toward escalation) and mark the boundary for the detectors."""
+        state = self.state
+        if state.in_turn and state.cut is None:
+            self.guardrails.end_turn()
+        state.in_turn = False
+        state.cut = None
+        state.stops = 0
+        if self.guardrails.watchdog is not None:
+            self.guardrails.watchdog.turn_boundary()
+        self._record(["t"])
+
+    def _decide(self, decision: Decision, verdict: Verdict) -> Verdict:
+        """Queue the alerts' feedback; turn a cut or halt into the verdict."""
+        g, state = self.guardrails, self.state
+        if g.mode >= Mode.FEEDBACK:
+            for alert in decision.alerts:
+                if not (decision.cut_turn and alert.critical):  # the cut's reason says it
+                    state.feedback.append([alert.signal, alert.model_text])
+            del state.feedback[: max(0, len(state.feedback) - g.settings.feedback_queue)]
+        if decision.proceed:
+            return verdict
+        alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
+        text = render_feedback(alerts) if alerts else decision.reason
+        if decision.halt_session:
+            state.halt_text = text
+            verdict.halt = self._for_user(decision.reason)
+        else:
+            state.cut = text
+        verdict.cut = text
+        return verdict
+
+    def _drain(self) -> str | None:
+        feedback, self.state.feedback = self.state.feedback, []
+        if not feedback or self.guardrails.mode < Mode.FEEDBACK:
+            return None
+        return render_feedback([SimpleNamespace(signal=s, model_text=t) for s, t in feedback])
+
+    def _for_user(self, reason: str) -> str:
+        """A halt's reason as the user reads it, with the command that resumes the session."""
+        return (f"tripwire: {reason} To resume: tripwire reset {self.store_path} "
+                f"--session {self.session}")
+
+    def _halt_text(self) -> str:
+        if self.state.halt_text is None:
+            self.state.halt_text = (
+                "[watchdog] This session was halted for a runaway pattern and refuses further "
+                "tool calls. Stop working and end your turn with a short summary of where you "
+                "are.")
+        return self.state.halt_text

@@ -1,0 +1,36 @@
+"""Codex CLI hooks: ``tripwire hook codex`` (the Claude Code design, parsed more strictly).
+
+The same events as Claude Code's, with Codex's differences: every output key must be one Codex
+knows (anything else makes it ignore the whole output), so a PreToolUse denial never carries
+``continue``/``stopReason`` (Codex rejects them there): a halt denies each call and stops the
+agent at the next PostToolUse or Stop. Codex sends no PostToolUseFailure (failures are not
+visible to its hooks), and names the turn (``turn_id``) on every turn-scoped event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import claude_code
+from ._contract import hooks_block
+from ._model import HookEvent
+
+__all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
+
+HARNESS = "codex"
+HALT_ON_PRE_TOOL_USE = False
+
+_TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+_OTHER_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop")
+
+
+def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
+    name, event = claude_code.parse(payload)
+    turn = payload.get("turn_id")
+    event.turn = str(turn) if isinstance(turn, (str, int)) and turn != "" else None
+    return name, event
+
+
+def install_block(command: str = "tripwire hook codex") -> dict[str, Any]:
+    """The ``hooks.json`` block (``~/.codex/hooks.json`` or ``<repo>/.codex/hooks.json``)."""
+    return hooks_block(command, _TOOL_EVENTS, _OTHER_EVENTS)
