@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tripwire.events import Usage
 from tripwire.hooks._transcript import transcript_usage
+from tripwire.prices import estimate
 
 
 def line(kind: str, ident: str | None = None, output: int = 0, **extra) -> str:
@@ -23,8 +25,13 @@ def line(kind: str, ident: str | None = None, output: int = 0, **extra) -> str:
 
 
 def usage(output: int) -> dict:
+    """The on_usage arguments of one response, priced as the hook prices it (Claude Code
+    records tokens only)."""
+    priced = estimate(Usage(model="claude-sonnet-4-5", input_tokens=1060, output_tokens=output,
+                            cache_read_tokens=1000, cache_write_tokens=50, provider="anthropic"))
     return {"model": "claude-sonnet-4-5", "input_tokens": 1060, "output_tokens": output,
-            "cost_usd": None}
+            "cost_usd": priced.cost_usd, "estimated": priced.estimated,
+            "unpriced": priced.unpriced}
 
 
 def test_usage_is_taken_once_per_response_from_its_last_line(tmp_path: Path) -> None:
