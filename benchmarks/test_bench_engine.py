@@ -15,6 +15,7 @@ from tripwire import Watchdog
 CALLS = workload.call_mix()
 RESULTS_100 = workload.results(100)
 RESULTS_4K = workload.results(4096)
+POLLS = workload.polls()
 MIB = workload.payload(1 << 20)
 MIB_BYTES = MIB.encode()
 
@@ -53,6 +54,16 @@ def test_observe_result_4k(benchmark, impl: str) -> None:
     )
     _per_round(benchmark, len(RESULTS_4K))
     benchmark(workload.run_calls, observe, RESULTS_4K)
+
+
+@pytest.mark.benchmark(group="poll_call_and_result")
+@pytest.mark.parametrize("impl", ["native", "python"])
+def test_poll(benchmark, impl: str) -> None:
+    """A call and its result per poll: the repeat run weighing each result (SPEC §10.24)."""
+    wd = Watchdog(implementation=impl)
+    polls = POLLS if impl != "python" else POLLS[:250]
+    _per_round(benchmark, len(polls))
+    benchmark(workload.run_polls, wd, polls)
 
 
 @pytest.mark.benchmark(group="tokens_1MiB")

@@ -62,6 +62,14 @@ def results(size: int, n: int = CALLS) -> list[tuple[str, str]]:
     return [("read_file", f"{i:08d}" + base[8:]) for i in range(n)]
 
 
+def polls(n: int = CALLS // 2) -> list[tuple[str, str, str]]:
+    """One poll repeated: (name, args, its result), the output changing each time (SPEC §10.24:
+    the repeat detector weighs each result against the one before)."""
+    args = json.dumps({"command": "kubectl rollout status deploy/api --timeout=10s"})
+    base = payload(100)
+    return [("bash", args, f"{i:08d}" + base[8:]) for i in range(n)]
+
+
 def mean_args_bytes(calls: list[tuple[str, str]]) -> float:
     return sum(len(a) for _, a in calls) / len(calls)
 
@@ -69,6 +77,13 @@ def mean_args_bytes(calls: list[tuple[str, str]]) -> float:
 def run_calls(observe: Callable[[str, str], object], calls: list[tuple[str, str]]) -> None:
     for name, args in calls:
         observe(name, args)
+
+
+def run_polls(watchdog: object, polls: list[tuple[str, str, str]]) -> None:
+    observe_call, observe_result = watchdog.observe_call, watchdog.observe_result
+    for name, args, out in polls:
+        observe_call(name, args)
+        observe_result(name, payload=out)
 
 
 def run_turn(guardrails: object, calls: list[tuple[str, str]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 from collections.abc import Iterator
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
@@ -34,6 +35,12 @@ def scripted_model(turn: int, prompt: str) -> Iterator[tuple[str, object]]:
         assert "repeated-tool-call" in prompt
         yield "call", ("grep", {"pattern": "parse_header", "path": "src"})
         yield "text", "parse_header is never called: the router skips it. Fix: call it in route()."
+
+
+def tool_output(args: dict) -> str:
+    """What the tool answers: a file reads the same however its path is spelled (and a read
+    whose output kept changing would be polling, which the watchdog lets run)."""
+    return "contents of " + posixpath.normpath(args["path"]).removeprefix("/repo/")
 
 
 def run_turn(guardrails: Guardrails, turn: int, user_prompt: str) -> None:
@@ -61,7 +68,7 @@ def run_turn(guardrails: Guardrails, turn: int, user_prompt: str) -> None:
             print(f"  call {calls} ({name} {args['path']}): {decision.action} "
                   f"by {decision.guardrail}")
             break
-        guardrails.on_result(id=f"t{turn}c{calls}", payload=f"contents of {args.get('path')}")
+        guardrails.on_result(id=f"t{turn}c{calls}", payload=tool_output(args))
         guardrails.on_usage(model="claude-sonnet-4-5", input_tokens=4000, cost_usd=0.004)
     guardrails.end_turn()
     print(f"  {calls} tool calls ran this turn")

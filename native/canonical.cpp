@@ -996,11 +996,4 @@ Canonicalizer& thread_canonicalizer() {
     return canonicalizer;
 }
 
-size_t Canonicalizer::scratch_bytes() const noexcept {
-    return out_.capacity() + rest_.capacity() + keys_.capacity() + strings_.capacity() +
-           cleaned_.capacity() + moved_.capacity() + members_.capacity() * sizeof(Member) +
-           path_spans_.capacity() * 8 + call_.paths.capacity() * 16 + sizeof(*this) +
-           (memo_ ? kMemoSlots * sizeof(CallMemo) : 0);
-}
-
 }  // namespace tw

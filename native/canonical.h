@@ -118,7 +118,6 @@ public:
     // Canonical form of object args; false (and nothing written) when they are not one.
     bool canonical_form(const char* args, size_t args_len, std::string& out);
 
-    size_t scratch_bytes() const noexcept;
 
 private:
     enum Context : uint8_t { kPlain, kPathValue, kPathElement };

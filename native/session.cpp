@@ -20,31 +20,39 @@ Session::Session(const Settings& s)
       stale(s.no_new_state_threshold),
       digests(s.digest_memory) {}
 
-uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash) {
+uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
+                               uint64_t identity) {
     const uint32_t on = settings.enabled;
     bool fired;
-    const bool joined = repeat.observe(c, fired);
+    const bool joined = repeat.observe(c, name_hash, fired);
     uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
     history.push(c.key, joined);
     if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
-    if (name.observe(name_hash, repeat.run) && (on & kName)) mask |= kName;
+    if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
     if (stats) stats->after_call(*this);
     return mask;
 }
 
-uint32_t Session::observe_result(bool failed, bool no_op, bool exempt, const void* payload,
-                                 size_t payload_len, bool has_payload) {
-    const uint32_t mask = result_mask(failed, no_op, exempt, payload, payload_len, has_payload);
+uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                                 const void* payload, size_t payload_len, bool has_payload) {
+    const uint32_t mask =
+        result_mask(name_hash, failed, no_op, exempt, payload, payload_len, has_payload);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
-uint32_t Session::result_mask(bool failed, bool no_op, bool exempt, const void* payload,
-                              size_t payload_len, bool has_payload) {
+uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                              const void* payload, size_t payload_len, bool has_payload) {
     const uint32_t on = settings.enabled;
     uint32_t mask = 0;
+    // one digest for both readers: the repeat run (SPEC §10.24) and the seen-set
+    const bool for_run = repeat.awaits(name_hash);
+    const bool digested = has_payload && !failed && !no_op && (for_run || !exempt);
+    Hash128 digest{};
+    if (digested) digest = xxh3_128(payload, payload_len);
+    if (for_run) repeat.observe_result(failed, no_op, digested ? &digest : nullptr);
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
         if (failures.extend() && (on & kFailure)) mask |= kFailure;
@@ -59,7 +67,7 @@ uint32_t Session::result_mask(bool failed, bool no_op, bool exempt, const void* 
     if (exempt) return mask;
     if (!has_payload) {
         stale.reset();  // cannot fingerprint: no evidence of a stall
-    } else if (digests.seen_before(xxh3_128(payload, payload_len))) {
+    } else if (digests.seen_before(digest)) {
         if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
     } else {
         stale.reset();  // new information breaks the run

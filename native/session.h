@@ -1,6 +1,6 @@
-// One session's detector state: every detector of SPEC §1 in one plain object. The calls
-// return a bitmask of fired signals (bit i = the i-th signal of the §1 table); alert texts are
-// built in Python, only when a bit is set.
+// One session's detector state: every detector of SPEC §1 in one plain object (fused for
+// speed: one allocation, one cache-friendly block). The calls return a bitmask of fired
+// signals; alert texts are built in Python, only when a bit is set.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,8 @@
 
 namespace tw {
 
+// Bit i = tripwire.signals.SIGNALS[i] (the Python catalogue's order, written there once);
+// tests/test_parity.py checks kSignalBits against it.
 enum SignalBit : uint32_t {
     kRepeat = 1u << 0,
     kCycle = 1u << 1,
@@ -25,7 +27,20 @@ enum SignalBit : uint32_t {
     kSilence = 1u << 7,
 };
 
-// Resolved and clamped by tripwire.signals.WatchdogConfig.engine_settings().
+struct SignalBitName {
+    const char* id;
+    uint32_t bit;
+};
+inline constexpr SignalBitName kSignalBits[] = {
+    {"repeated-tool-call", kRepeat},     {"alternating-tool-cycle", kCycle},
+    {"dominant-tool-call", kDensity},    {"repeated-tool-name", kName},
+    {"tool-failure-streak", kFailure},   {"no-op-streak", kNoOp},
+    {"no-new-state", kNoNewState},       {"tools-without-text", kSilence},
+};
+inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
+
+// tripwire._common.EngineSettings, resolved by each signal module's resolve(); the parity
+// test checks the fields the bindings declare and this struct's size.
 struct Settings {
     uint32_t enabled;
     uint32_t repeat_threshold;
@@ -47,10 +62,14 @@ class Session {
 public:
     explicit Session(const Settings& s);
 
-    // name_hash: any 64-bit hash of the tool name (the name-run detector compares names by it)
-    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash);
-    uint32_t observe_result(bool failed, bool no_op, bool exempt, const void* payload,
-                            size_t payload_len, bool has_payload);
+    // name_hash: any 64-bit hash of the tool name (the repeat run's tool, matched by results);
+    // identity: what the name-run detector compares (the name's hash, or for a shell tool the
+    // hash of tool:program, SPEC §11.2)
+    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity);
+    // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
+    // its tool's); exempt: no-new-state skips it (its payload still reaches the repeat run)
+    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                            const void* payload, size_t payload_len, bool has_payload);
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
@@ -76,8 +95,8 @@ public:
     DigestLRU digests;
 
 private:
-    uint32_t result_mask(bool failed, bool no_op, bool exempt, const void* payload,
-                         size_t payload_len, bool has_payload);
+    uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+                         const void* payload, size_t payload_len, bool has_payload);
 };
 
 }  // namespace tw

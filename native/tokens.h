@@ -14,13 +14,6 @@ inline uint64_t tokens_for_bytes(uint64_t bytes) noexcept {
     return (bytes + kBytesPerToken - 1) / kBytesPerToken;
 }
 
-struct TokenEstimate {
-    uint64_t bytes = 0;
-    void feed(uint64_t n) noexcept { bytes += n; }
-    uint64_t tokens() const noexcept { return tokens_for_bytes(bytes); }
-    void reset() noexcept { bytes = 0; }
-};
-
 // UTF-8 length of a string held as fixed-width code units (CPython's 1-, 2- and 4-byte string
 // kinds), without encoding it. Surrogate code points count 3 bytes (surrogatepass).
 size_t utf8_length_ucs1(const uint8_t* s, size_t n) noexcept;

@@ -48,10 +48,10 @@ def events(path: Path, fmt: str | None = None) -> list[tuple]:
 
 
 def tripwire(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The real command, in a fresh process (the installed package: a source tree on
-    PYTHONPATH has no compiled core and would announce the pure-Python fallback)."""
+    """The real command, in a fresh process, on the tripwire this process imports (installed
+    or editable: a PYTHONPATH to src/ would pick up a tree without the built native core)."""
     return subprocess.run([sys.executable, "-m", "tripwire", *argv], capture_output=True,
-                          text=True, cwd=cwd, timeout=300, check=False, env=os.environ.copy())
+                          text=True, cwd=cwd, timeout=300, check=False)
 
 
 # -- the recorded corpus --------------------------------------------------------------------

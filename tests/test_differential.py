@@ -1,6 +1,6 @@
 """The native core against the pure-Python reference, on random input (hypothesis).
 
-Random traces (runs, cycles, interleaves, path re-spellings, failures, no-ops, repeated
+Random traces (runs, cycles, polls, interleaves, path re-spellings, failures, no-ops, repeated
 payloads, text, turn ends, resets) go through both engines with random thresholds; every alert,
 every canonical key and every token count must be identical. The reference is the spec: a
 difference is a bug in the core (or in the reference's reading of SPEC.md).
@@ -277,12 +277,39 @@ PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]},
 
 
 @st.composite
+def poll_run(draw: st.DrawFn) -> list[tuple]:
+    """One call polled up to 12 times, its output mostly changing, sometimes repeating, failing,
+    a no-op or missing; the results arrive 0-3 calls late (parallel calls, SPEC §10.24)."""
+    name, args = draw(st.sampled_from(NAMES)), draw(st.sampled_from(ARG_POOL))
+    n, lag = draw(st.integers(1, 12)), draw(st.integers(0, 3))
+    results, level = [], 0
+    for _ in range(n):
+        roll = draw(st.integers(0, 19))
+        if roll == 0:
+            results.append(("result", name, "timed out", False, None))
+        elif roll == 1:
+            results.append(("result", name, None, True, "nothing to do"))
+        elif roll == 2:
+            results.append(("result", name, None, False, None))
+        else:
+            level += draw(st.sampled_from([1, 1, 1, 0]))
+            results.append(("result", name, None, False, f"{level} of 20 updated"))
+    out: list[tuple] = []
+    for i in range(n):
+        out.append(("call", name, args))
+        if i >= lag:
+            out.append(results[i - lag])
+    return out + results[max(0, n - lag):]
+
+
+@st.composite
 def events(draw: st.DrawFn) -> list[tuple]:
     out: list[tuple] = []
     for _ in range(draw(st.integers(1, 60))):
         kind = draw(
             st.sampled_from(
-                ["call"] * 6 + ["repeat", "cycle", "result", "result", "text", "turn_end", "reset"]
+                ["call"] * 6
+                + ["repeat", "cycle", "poll", "result", "result", "text", "turn_end", "reset"]
             )
         )
         if kind == "call":
@@ -296,6 +323,8 @@ def events(draw: st.DrawFn) -> list[tuple]:
                 for _ in range(draw(st.integers(2, 4)))
             ]
             out.extend(block * draw(st.integers(2, 4)))
+        elif kind == "poll":
+            out.extend(draw(poll_run()))
         elif kind == "result":
             error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied"]))
             out.append(
@@ -367,6 +396,7 @@ def test_random_traces_raise_identical_alerts(trace: list[tuple], config: Watchd
     assert _replay(fast, trace) == _replay(spec, trace)
     for attr in (
         "repeat_run",
+        "repeat_poll",
         "name_run",
         "silent_calls",
         "failure_streak",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
+from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, ResetRefused
 from tripwire.cli import main
 from tripwire.store import SQLiteStore
 
@@ -246,14 +246,14 @@ def test_a_failing_store_keeps_the_halt_and_retries(tmp_path: Path, implementati
     g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s2",
                    implementation=implementation, store=None)
     g.restore(_EmptyStore())
-    g._store = _BrokenStore()
+    g._log.store = _BrokenStore()
     g.start_turn()
     for _ in range(5):
         decision = g.on_call(*LOOP)
     assert decision.halt_session and g.halted  # the halt stands in memory
     assert not g.flush()  # the row waits in the outbox
     good = SQLiteStore(tmp_path / "g.sqlite")
-    g._store = good
+    g._log.store = good
     assert g.flush()
     assert [r.kind for r in good.history("s2").rows] == ["trip"]
     assert any("could not persist a trip row" in r.getMessage() for r in caplog.records)
@@ -339,6 +339,35 @@ def test_a_cli_reset_is_refused_until_enough_budget(tmp_path: Path, implementati
                "--add-budget", "1")[0] == 2
     restored = open_guardrails(db, implementation, max_session_cost_usd=1.0)
     assert not restored.halted and restored.status().max_session_cost_usd == pytest.approx(1.6)
+
+
+def test_a_cli_reset_refuses_what_the_library_refuses(tmp_path: Path, implementation: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI checks the library's own rule (CostCeiling.check_reset), on exact nano-dollars:
+    a non-finite budget is refused (it would make the session unrestorable), and three
+    ten-cent usages against a $0.30 ceiling are exactly at it (floats would sum 0.30000000000000004)."""
+    db = tmp_path / "g.sqlite"
+    g = open_guardrails(db, implementation, max_session_cost_usd=0.3)
+    g.start_turn()
+    for _ in range(3):
+        g.on_usage(cost_usd=0.1)
+    assert g.halted
+    for bad, why in (("inf", "must be a finite number of US dollars"),
+                     ("nan", "must be a finite number of US dollars"),
+                     ("-1", "must not be negative")):
+        with pytest.raises(SystemExit) as usage:  # a usage error, as money.py words it
+            cli("reset", str(db), "--session", "s1", "--add-budget", bad)
+        assert usage.value.code == 2 and why in capsys.readouterr().err
+    code, _, err = cli("reset", str(db), "--session", "s1")
+    assert code == 4 and "add at least $0.0001" in err  # spent == ceiling: any budget will do
+    library = open_guardrails(db, implementation, max_session_cost_usd=0.3)
+    with pytest.raises(ResetRefused) as refused:
+        library.reset()
+    assert f"tripwire: {refused.value.reason}\n" == err
+    code, records, _ = cli("reset", str(db), "--session", "s1", "--add-budget", "0.01")
+    assert code == 0 and records[0]["cleared"] == ["per-session cost ceiling"]
+    restored = open_guardrails(db, implementation, max_session_cost_usd=0.3)
+    assert not restored.halted and restored.status().max_session_cost_usd == pytest.approx(0.31)
 
 
 def test_cli_errors(tmp_path: Path) -> None:

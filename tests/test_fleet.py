@@ -226,6 +226,36 @@ def test_a_batch_decides_exactly_what_one_event_at_a_time_decides(
             assert getattr(a.watchdog, attr) == getattr(b.watchdog, attr), (sid, attr)
 
 
+def near_the_window(events: list[tuple]) -> list[tuple]:
+    """The same traffic with measured contexts near a 200,000-token window: estimate bytes of
+    later results cross the compaction threshold and the 95% cut inside batches."""
+    return [(e[0], "usage", e[2], 150_000 + e[3] % 40_000, *e[4:]) if e[1] == "usage" else e
+            for e in events]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("limit", ["session_ceiling", "context"])
+def test_a_batch_decides_what_one_at_a_time_decides_at_every_limit(
+        implementation: str, seed: int, limit: str) -> None:
+    """The property above, where the batch core checks the thresholds itself: per-session
+    ceilings (a usage that would trip stops the batch) and context limits (a result's bytes
+    that cross one stop it)."""
+    events = random_traffic(seed)
+    config: dict = {"mode": "enforce"}
+    if limit == "session_ceiling":
+        config["max_session_cost_usd"] = 0.02
+    else:
+        events = near_the_window(events)
+    batch_fleet, single_fleet = fleet(implementation, **config), fleet(implementation, **config)
+    got = summary(batch_fleet.observe_many(events))
+    want = summary(one_by_one(single_fleet, events))
+    assert got == want
+    guardrail = "cost_ceiling" if limit == "session_ceiling" else "context"
+    assert any(row[3] == guardrail for row in got if row[2] != "turn"), "the limit was reached"
+    for sid in {e[0] for e in events}:
+        assert batch_fleet.session(sid).status() == single_fleet.session(sid).status()
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_batch_alert_texts_quote_the_same_calls(implementation: str, seed: int) -> None:
     events = patterned_traffic(seed)

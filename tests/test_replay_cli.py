@@ -113,6 +113,7 @@ def test_config_file_sets_knobs(
         ),
         ('{"signals": {"repeated-tool-call": {"treshold": 3}}}', "unknown knob 'treshold'"),
         ('{"signal": {}}', "unknown config section(s) 'signal'"),
+        ('{"store": {"path": "t.db"}}', "unknown config section(s) 'store'"),  # it set nothing
         ("{not json", "cannot parse config file"),
         ('["a"]', "must hold a table"),
     ],

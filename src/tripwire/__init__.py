@@ -14,6 +14,7 @@ _LAZY = {
     "CONTINUE": "decision", "Decision": "decision", "Turn": "decision",
     "ConfigError": "errors", "GuardrailHalted": "errors", "InvalidEvent": "errors",
     "InvalidReset": "errors", "ResetRefused": "errors", "TripwireError": "errors",
+    "BatchInterrupted": "errors", "SmallTierParentRefused": "errors", "StoreError": "errors",
     "Guardrails": "guardrails", "GuardrailsConfig": "guardrails",
     "ResetOutcome": "guardrails", "Status": "guardrails",
     "Mode": "modes",
@@ -26,11 +27,14 @@ _LAZY = {
 if TYPE_CHECKING:
     from .decision import CONTINUE, Decision, Turn
     from .errors import (
+        BatchInterrupted,
         ConfigError,
         GuardrailHalted,
         InvalidEvent,
         InvalidReset,
         ResetRefused,
+        SmallTierParentRefused,
+        StoreError,
         TripwireError,
     )
     from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
@@ -43,6 +47,10 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> object:
     import importlib
 
+    if name == "__version__":  # written once, in pyproject.toml
+        from importlib.metadata import version
+
+        return version("tripwire")
     module = _LAZY.get(name)
     if module is None:  # a submodule, as `import tripwire` used to import them all
         if name.startswith("__"):
@@ -60,14 +68,13 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__version__ = "0.1.0"
-
 __all__ = [
     "CONTINUE",
     "IMPLEMENTATION",
     "SIGNALS",
     "SIGNAL_IDS",
     "Alert",
+    "BatchInterrupted",
     "ConfigError",
     "Counters",
     "Decision",
@@ -80,7 +87,9 @@ __all__ = [
     "OperatorEvent",
     "ResetOutcome",
     "ResetRefused",
+    "SmallTierParentRefused",
     "Status",
+    "StoreError",
     "TripwireError",
     "Turn",
     "Watchdog",

@@ -18,6 +18,7 @@ cdef struct _Item:
     Py_ssize_t data_len
     int64_t context_bytes  # a result payload's bytes, for the context estimate
     uint64_t name_hash
+    uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
     int64_t cost         # a usage's cost, nano-dollars
     int64_t input_tokens  # a usage's measured context (-1: none)
     bint failed
@@ -69,6 +70,11 @@ cdef struct _Slot:
 
 
 _BATCH_FIELDS = BATCH_FIELDS
+# StopReason's values, as C constants for the loop that runs without the GIL
+cdef int STOP_END = StopReason.END
+cdef int STOP_POLICY = StopReason.POLICY
+cdef int STOP_PYTHON = StopReason.PYTHON
+cdef tuple _STOP_REASONS = tuple(StopReason)  # by value: END, POLICY, PYTHON
 cdef Py_ssize_t MAX_CALL_IDS = _MAX_CALL_IDS
 # "no row read yet": the first row's session id must be checked like every other (None is
 # not a session id, and must not match a last_sid that starts as None)
@@ -131,11 +137,12 @@ cdef class Batch:
     whose kind is not a str goes through ``convert(row, i)`` first), checks every one (a bad
     row raises InvalidEvent before anything is observed) and gives each session a slot, in
     order of first appearance (``session_ids``). ``bind(states)`` then describes each slot's
-    session with ``Guardrails._batch_state()``: the engine the batch drives (None: its rows go
+    session with a ``BatchState`` (``Guardrails.batch_state()``): the engine the batch drives (None: its rows go
     to Python), whether it is cut or halted, its context estimate, call ids, whether agent
     words matter, its cost ceiling. ``run()`` observes rows until one needs Python and returns
-    ``(i, alerts, why)``: ``why`` 1 when row i fired a signal, crossed a context limit or is
-    text that answers queued notes, 2 when row i is for Python (not observed), 0 at the end.
+    ``(i, alerts, why)``, ``why`` a ``StopReason``: ``POLICY`` when row i fired a signal,
+    crossed a context limit or is text that answers queued notes, ``PYTHON`` when row i is for
+    Python (not observed), ``END`` at the end.
     Rows of a blocked session are not observed (its usage still counts); ``take_blocked()``
     lists them. Before Python acts on a session it takes the batch's changes (``changes()``),
     after, it updates the slot (``update_slot``); it holds every session's lock throughout.
@@ -228,6 +235,7 @@ cdef class Batch:
             self.keep.append(obj)
         it.name, it.name_len = v.data, v.size
         it.name_hash = <uint64_t>hash(name)
+        it.identity = it.name_hash  # a shell tool's is set at bind, by its engine's settings
         obj = _view(row[3] if size > 3 else None, &v, False)
         if obj is not None:
             self.keep.append(obj)
@@ -253,6 +261,7 @@ cdef class Batch:
             if obj is not None:
                 self.keep.append(obj)
             it.name, it.name_len = v.data, v.size
+            it.name_hash = <uint64_t>hash(name)
         if payload is not None:
             if type(payload) is str or type(payload) is bytes or PyObject_CheckBuffer(payload):
                 it.context_bytes = _utf8_length(payload)
@@ -321,14 +330,15 @@ cdef class Batch:
         self.dirty.reserve(len(states))
         self.blocked_rows.reserve(self.n)
         for k in range(len(states)):
-            st = <tuple>states[k]
-            self.engines.append(st[0])
-            self.ids.append(st[3])  # copied before the batch first changes it
+            st = states[k]
+            engine = st.engine
+            self.engines.append(engine)
+            self.ids.append(st.ids)  # copied before the batch first changes it
             slp = &self.slots[k]
-            slp.engine = <PyObject*>st[0]
-            slp.session = (<Engine>st[0])._session() if st[0] is not None else NULL
-            slp.has_exempt = st[0] is not None and bool((<Engine>st[0])._exempt)
-            slp.ring = (<Engine>st[0])._ring if st[0] is not None else 0
+            slp.engine = <PyObject*>engine
+            slp.session = (<Engine>engine)._session() if engine is not None else NULL
+            slp.has_exempt = engine is not None and bool((<Engine>engine)._exempt)
+            slp.ring = (<Engine>engine)._ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
             self._set_state(slp, st)
@@ -344,7 +354,7 @@ cdef class Batch:
                 continue
             if it.kind == b'c':
                 if slp.session != NULL:  # SPEC §11.2: a shell tool's key is tool:program
-                    it.name_hash = (<Engine>slp.engine)._identity(
+                    it.identity = (<Engine>slp.engine)._identity(
                         self._name(i), it.data, it.data_len, it.name_hash)
                 if it.nfields > 2:
                     ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
@@ -363,45 +373,48 @@ cdef class Batch:
                 if obj is not None:
                     self.keep.append(obj)
                 it.name, it.name_len = v.data, v.size
+                it.name_hash = <uint64_t>hash(name)
             if slp.session == NULL:
                 it.kind = b'p'
             elif it.kind == b'r' and slp.has_exempt and not it.failed and not it.noop:
                 if self._name(i) in (<Engine>slp.engine)._exempt:
-                    it.exempt = True
-                    it.has_payload = False
+                    it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
         self.bound = True
 
-    cdef int _set_state(self, _Slot* sl, tuple st) except -1:
-        """The policy state of a session from ``(engine, blocked, context, ids, words_matter,
-        cost)``; what the batch accumulated for it starts again from zero."""
-        cdef tuple context = st[2]
-        cdef tuple cost = st[5]
+    cdef int _set_state(self, _Slot* sl, object st) except -1:
+        """The policy state of a session from its ``BatchState``; what the batch accumulated
+        for it starts again from zero."""
+        cdef object context = st.context
+        cdef object cost = st.cost
+        cdef object model
         cdef _View v
-        sl.blocked = st[1]
-        sl.words_matter = st[4]
+        sl.blocked = st.blocked
+        sl.words_matter = st.words_matter
         sl.has_context = context is not None
         sl.added = sl.taken = 0
         sl.measured_reset = sl.spent_changed = False
         if context is not None:
-            sl.measured, sl.carried = context[0], context[1]
-            sl.compact_at, sl.cut_tokens = context[2], context[3]
-            sl.pending, sl.cut = context[4], context[5]
+            sl.measured, sl.carried = context.measured, context.carried
+            sl.compact_at, sl.cut_tokens = context.compact_at, context.cut_tokens
+            sl.pending, sl.cut = context.pending, context.cut
             sl.model = NULL
             sl.model_len = 0
-            if context[6] is not None:
-                obj = _view(context[6], &v, False)
+            model = context.model
+            if model is not None:
+                obj = _view(model, &v, False)
                 if obj is not None:
                     self.keep.append(obj)
-                self.keep.append(context[6])
+                self.keep.append(model)
                 sl.model, sl.model_len = v.data, v.size
-        sl.has_cost = cost is not None and _small_count(cost[0]) and _small_count(cost[2]) \
-            and _small_count(cost[3]) and (cost[1] is None or _small_count(cost[1]))
+        sl.has_cost = cost is not None and _small_count(cost.spent) \
+            and _small_count(cost.max_turn) and _small_count(cost.ceiling) \
+            and (cost.baseline is None or _small_count(cost.baseline))
         if sl.has_cost:
-            sl.spent = cost[0]
-            sl.has_baseline = cost[1] is not None
-            sl.baseline = cost[1] if cost[1] is not None else 0
-            sl.max_turn, sl.ceiling = cost[2], cost[3]
-            sl.cost_frozen = cost[4]
+            sl.spent = cost.spent
+            sl.has_baseline = cost.baseline is not None
+            sl.baseline = cost.baseline if cost.baseline is not None else 0
+            sl.max_turn, sl.ceiling = cost.max_turn, cost.ceiling
+            sl.cost_frozen = cost.frozen
         return 0
 
     cdef dict _ids_to_change(self, int slot):
@@ -420,7 +433,7 @@ cdef class Batch:
     def run(self):
         cdef Py_ssize_t i, start = self.pos, stop = self.n, last
         cdef uint32_t mask = 0
-        cdef int why = 0
+        cdef int why = STOP_END
         cdef _Item* it
         cdef _Slot* sl
         cdef int64_t tokens, spent
@@ -430,35 +443,34 @@ cdef class Batch:
         if not self.bound:
             raise RuntimeError("Batch.bind() first")
         if start >= self.n:
-            return self.n, (), 0
+            return self.n, (), StopReason.END
         with nogil:
             canon = &thread_canonicalizer()
             for i in range(start, self.n):
                 it = &self.items[i]
                 if it.kind == b'p':
-                    stop, why = i, 2
+                    stop, why = i, STOP_PYTHON
                     break
                 sl = &self.slots[it.slot]
                 if it.kind == b'u':  # counted and charged even while blocked, as on_usage does
                     if not sl.has_cost:
-                        stop, why = i, 2
+                        stop, why = i, STOP_PYTHON
                         break
                     spent = sl.spent + it.cost
-                    if not sl.cost_frozen and (
-                            (sl.max_turn and sl.has_baseline and spent - sl.baseline >= sl.max_turn)
-                            or (sl.ceiling and spent >= sl.ceiling)):
-                        stop, why = i, 2  # a cost ceiling trips: Guardrails decides
+                    if not sl.cost_frozen and c_cost_trips(spent, sl.has_baseline, sl.baseline,
+                                                           sl.max_turn, sl.ceiling):
+                        stop, why = i, STOP_PYTHON  # a cost ceiling trips: Guardrails decides
                         break
                     if sl.has_context:
                         if it.name != NULL and (sl.model == NULL or it.name_len != sl.model_len
                                                 or memcmp(it.name, sl.model, it.name_len) != 0):
-                            stop, why = i, 2  # a new model: a new window and threshold
+                            stop, why = i, STOP_PYTHON  # a new model: a new window and threshold
                             break
                         tokens = it.input_tokens if it.input_tokens >= 0 else \
                             sl.measured + tokens_for_bytes(sl.carried + sl.added)
-                        if (tokens >= sl.compact_at and not sl.pending) or \
-                                (tokens >= sl.cut_tokens and not sl.cut):
-                            stop, why = i, 2  # a context limit crossed: the guard reports it
+                        if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
+                                             sl.cut):
+                            stop, why = i, STOP_PYTHON  # a context limit crossed: the guard reports it
                             break
                     self._touch(sl, it.slot)
                     sl.counted += 1
@@ -482,43 +494,44 @@ cdef class Batch:
                     sl.counted += 1
                     sl.session.observe_text(it.has_words)
                     if it.has_words and sl.words_matter:
-                        stop, why = i, 1  # Guardrails withdraws the notes the words answer
+                        stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the words answer
                         break
                     continue
                 if it.kind == b'c':
                     sl.calls += 1
                     mask = sl.session.observe_call(canon.canonicalize(
-                        it.name, it.name_len, it.data, it.data_len), it.name_hash)
+                        it.name, it.name_len, it.data, it.data_len), it.name_hash, it.identity)
                 else:
                     sl.results += 1
                     if it.failed or it.noop:
                         sl.streaks = True
-                    mask = sl.session.observe_result(it.failed, it.noop, it.exempt, it.data,
-                                                     it.data_len, it.has_payload)
+                    mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
+                                                     it.exempt, it.data, it.data_len,
+                                                     it.has_payload)
                     if sl.has_context and it.context_bytes:
                         sl.added += it.context_bytes
                         self._mark_dirty(sl, it.slot)
                         tokens = sl.measured + tokens_for_bytes(sl.carried + sl.added)
-                        if (tokens >= sl.compact_at and not sl.pending) or \
-                                (tokens >= sl.cut_tokens and not sl.cut):
-                            stop, why = i, 1  # the context guard must look at this one
+                        if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
+                                             sl.cut):
+                            stop, why = i, STOP_POLICY  # the context guard must look at this one
                             break
                 if mask:
-                    stop, why = i, 1
+                    stop, why = i, STOP_POLICY
                     break
-        last = stop if why == 1 else stop - 1
+        last = stop if why == STOP_POLICY else stop - 1
         self._note(start, last)
         self.pos = stop + 1
-        if why == 0:
-            return self.n, (), 0
-        if why == 2 or not mask:
-            return stop, (), why
+        if why == STOP_END:
+            return self.n, (), StopReason.END
+        if why == STOP_PYTHON or not mask:
+            return stop, (), _STOP_REASONS[why]
         it = &self.items[stop]
         engine = <Engine>self.slots[it.slot].engine
         row = <tuple>PyList_GET_ITEM(self.rows, stop)
         return stop, engine._fired(
             mask, self._name(stop), (row[3] if it.nfields > 1 else None) if it.kind == b'c'
-            else (row[4] if it.nfields > 2 else None)), 1
+            else (row[4] if it.nfields > 2 else None)), StopReason.POLICY
 
     cdef inline void _touch(self, _Slot* sl, int slot) noexcept nogil:
         if not sl.touched:
@@ -596,8 +609,8 @@ cdef class Batch:
             raise IndexError(i)
         return self.items[i].slot
 
-    def update_slot(self, int slot, tuple state):
-        """Python acted on the session: its state now, as ``Guardrails._batch_state()``."""
+    def update_slot(self, int slot, state):
+        """Python acted on the session: its ``BatchState`` now."""
         self._set_state(&self.slots[slot], state)
 
     def take_blocked(self):
@@ -608,9 +621,7 @@ cdef class Batch:
 
     def changes(self):
         """What the batch changed in sessions since the last take, to hand back before Python
-        acts: ``(slot, spent, measured, context_bytes)``, ``spent`` the session's new spend
-        (nano-dollars) or None, ``measured`` the context a usage measured (the estimate starts
-        again from it) or None, ``context_bytes`` the estimate bytes added since."""
+        acts: a ``BatchChange`` per session that changed."""
         cdef Py_ssize_t k
         cdef int64_t added
         cdef _Slot* sl
@@ -619,8 +630,8 @@ cdef class Batch:
             sl = &self.slots[self.dirty[k]]
             added = sl.added - sl.taken
             sl.taken = sl.added
-            out.append((self.dirty[k], sl.spent if sl.spent_changed else None,
-                        sl.measured if sl.measured_reset else None, added))
+            out.append(BatchChange(self.dirty[k], sl.spent if sl.spent_changed else None,
+                                   sl.measured if sl.measured_reset else None, added))
             sl.spent_changed = sl.measured_reset = sl.dirty = False
         self.dirty.clear()
         return out

@@ -7,6 +7,7 @@ they cannot disagree about what an input *is*.
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any, NamedTuple
 
@@ -35,6 +36,66 @@ def remember_call_id(ids: dict[Any, str], ident: Any, name: str) -> None:
     if len(ids) >= MAX_CALL_IDS:
         ids.clear()
     ids[ident] = name
+
+
+# -- the batch boundary: what Fleet hands the batch core per session, and why it stops ---------
+
+
+class StopReason(enum.IntEnum):
+    """Why ``Batch.run()`` returned at row ``i``."""
+
+    END = 0     # every row was observed
+    POLICY = 1  # row i was observed and needs policy: a signal fired, a context limit was
+    #             crossed, or agent words answer queued notes
+    PYTHON = 2  # row i was not observed: Python takes it whole (a usage that trips a ceiling,
+    #             changes the model or crosses a context limit; a turn boundary; a reset; a
+    #             session the batch does not drive)
+
+
+class ContextState(NamedTuple):
+    """The context guard as the batch core needs it (token counts; ``carried``: estimate
+    bytes not yet measured)."""
+
+    measured: int
+    carried: int
+    compact_at: int
+    cut_tokens: int
+    pending: bool
+    cut: bool
+    model: str | None
+
+
+class CostState(NamedTuple):
+    """The cost ceiling as the batch core needs it (nano-dollars; ``baseline`` None until a
+    turn starts; ``frozen``: halted or tripped this turn, so no bound is checked)."""
+
+    spent: int
+    baseline: int | None
+    max_turn: int
+    ceiling: int
+    frozen: bool
+
+
+class BatchState(NamedTuple):
+    """One session, as ``Guardrails.batch_state()`` hands it to the batch core. ``engine`` is
+    None when the batch must hand every row of the session to Python."""
+
+    engine: Any
+    blocked: bool
+    context: ContextState | None
+    ids: dict[Any, str]
+    words_matter: bool
+    cost: CostState
+
+
+class BatchChange(NamedTuple):
+    """What the batch core changed in a session since the last hand-back: the new spend, a
+    context a usage measured (the estimate starts again from it), estimate bytes added."""
+
+    slot: int
+    spent: int | None
+    measured: int | None
+    added: int
 
 
 class EngineSettings(NamedTuple):

@@ -14,28 +14,54 @@ from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memset
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
 
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
-    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings,
-    clean_path_string, is_path_key as c_is_path_key, shell_program as c_shell_program,
-    thread_canonicalizer, tokens_for_bytes,
+    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
+    kSignalCount, clean_path_string, is_path_key as c_is_path_key,
+    shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
-    xxh3_64 as c_xxh3_64,
+    xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
 )
 
 from tripwire._common import (
-    BATCH_FIELDS, args_bytes, error_failed, name_str, no_op_flag, payload_bytes, text_has_words,
+    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, no_op_flag,
+    payload_bytes, text_has_words,
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
 
 IMPLEMENTATION = "native"
-BYTES_PER_TOKEN = 3
+
+#: The engine API, the same in ``_reference`` (tests/test_parity.py checks it).
+__all__ = [
+    "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
+    "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
+    "cost_trips", "context_crosses",
+]
+
+def _signal_bits():
+    cdef size_t i
+    return {kSignalBits[i].id.decode(): kSignalBits[i].bit for i in range(kSignalCount)}
+
+
+def _settings_fields():
+    cdef Settings c
+    memset(&c, 0, sizeof(c))
+    cdef dict fields = c
+    return tuple(fields)
+
+
+#: session.h's signal bits by signal id, and the Settings fields the bindings fill (with the
+#: struct's size): tests/test_parity.py checks both against the Python catalogue.
+SIGNAL_BITS = _signal_bits()
+SETTINGS_FIELDS = _settings_fields()
+SETTINGS_BYTES = sizeof(Settings)
 
 
 cdef extern from "Python.h":
@@ -136,7 +162,6 @@ cdef class Engine:
     cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
     cdef list _failure_names
     cdef list _no_op_names
-    cdef object _last_error
     cdef Py_ssize_t _failure_threshold
     cdef Py_ssize_t _no_op_threshold
 
@@ -176,7 +201,6 @@ cdef class Engine:
         # None until a failure or a no-op arrives: most sessions never need them
         self._failure_names = None
         self._no_op_names = None
-        self._last_error = None
 
     # -- observations ----------------------------------------------------------------------
 
@@ -188,10 +212,11 @@ cdef class Engine:
             name = name_str(name)
         keep_name = _view(name, &n, False)
         keep_args = _view(args, &a, False)
-        # str caches its hash, so the name-run detector's key is free (but for shell tools)
-        cdef uint64_t identity = self._identity(name, a.data, a.size, <uint64_t>hash(name))
+        # str caches its hash, so the name keys are free (but a shell tool's identity)
+        cdef uint64_t name_hash = <uint64_t>hash(name)
+        cdef uint64_t identity = self._identity(name, a.data, a.size, name_hash)
         cdef uint32_t mask = s.observe_call(
-            _canon.canonicalize(n.data, n.size, a.data, a.size), identity)
+            _canon.canonicalize(n.data, n.size, a.data, a.size), name_hash, identity)
         self._note_call(name, args)
         if mask:
             return self._fired(mask, name, args)
@@ -238,7 +263,6 @@ cdef class Engine:
                 self._failure_names = []
             if len(self._failure_names) < self._failure_threshold:
                 self._failure_names.append(name)
-            self._last_error = error
             return
         if self._failure_names is not None:
             self._failure_names = None
@@ -252,13 +276,15 @@ cdef class Engine:
 
     def observe_result(self, name="", error=None, no_op=False, payload=None):
         cdef Session* s = self._session()
-        cdef bint failed, noop
+        cdef bint failed, noop, exempt
         cdef uint32_t mask
         cdef _View p
         cdef object keep
         cdef Py_buffer buf
         if type(name) is not str:
             name = name_str(name)
+        # the same name hash as observe_call's: the repeat run takes its tool's results
+        cdef uint64_t h = <uint64_t>hash(name)
         failed = _failed(error)
         if no_op is False:
             noop = False
@@ -268,24 +294,22 @@ cdef class Engine:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
         if failed:
-            mask = s.observe_result(True, False, False, NULL, 0, False)
+            mask = s.observe_result(h, True, False, False, NULL, 0, False)
+        elif noop:
+            mask = s.observe_result(h, False, True, False, NULL, 0, False)
         else:
-            if noop:
-                mask = s.observe_result(False, True, False, NULL, 0, False)
+            exempt = name in self._exempt
+            if payload is None or (exempt and not s.repeat.awaits(h)):
+                mask = s.observe_result(h, False, False, exempt, NULL, 0, False)
+            elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
+                PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
+                try:
+                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True)
+                finally:
+                    PyBuffer_Release(&buf)
             else:
-                if name in self._exempt:
-                    mask = s.observe_result(False, False, True, NULL, 0, False)
-                elif payload is None:
-                    mask = s.observe_result(False, False, False, NULL, 0, False)
-                elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
-                    PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
-                    try:
-                        mask = s.observe_result(False, False, False, buf.buf, buf.len, True)
-                    finally:
-                        PyBuffer_Release(&buf)
-                else:
-                    keep = _view(payload, &p, True)
-                    mask = s.observe_result(False, False, False, p.data, p.size, True)
+                keep = _view(payload, &p, True)
+                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True)
         if mask:
             return self._fired(mask, name, error)
         return ()
@@ -336,6 +360,11 @@ cdef class Engine:
         return self._session().repeat.run
 
     @property
+    def repeat_poll(self):
+        """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
+        return self._session().repeat.poll
+
+    @property
     def cycle_period(self):
         return self._session().cycle.period
 
@@ -359,10 +388,6 @@ cdef class Engine:
     @property
     def failure_names(self):
         return list(self._failure_names or ())
-
-    @property
-    def last_error(self):
-        return self._last_error
 
     @property
     def no_op_run(self):
@@ -461,12 +486,18 @@ def xxh3_128(data):
     return (<object>h.high64 << 64) | h.low64
 
 
-def payload_digest(payload):
-    """The 128-bit digest no-new-state remembers (big-endian, as ``xxh3_128_digest``)."""
-    data = payload_bytes(payload)
-    if data is None:
-        return None
-    return xxh3_128(data).to_bytes(16, "big")
+# ------------------------------------------------------------------------------------------
+# The threshold predicates (native/thresholds.h), for the differential test
+
+
+def cost_trips(long long spent, baseline, long long max_turn, long long ceiling):
+    return c_cost_trips(spent, baseline is not None, baseline if baseline is not None else 0,
+                        max_turn, ceiling)
+
+
+def context_crosses(long long tokens, long long compact_at, bint pending, long long cut_tokens,
+                    bint cut):
+    return c_context_crosses(tokens, compact_at, pending, cut_tokens, cut)
 
 
 # ------------------------------------------------------------------------------------------

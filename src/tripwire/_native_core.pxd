@@ -1,5 +1,5 @@
 # Declarations of the C++ core (native/*.h) for the Cython bindings in _native.pyx.
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
 from libcpp.string_view cimport string_view
@@ -25,11 +25,17 @@ cdef extern from "canonical.h" namespace "tw" nogil:
         const CanonicalCall& canonicalize(const char* name, size_t name_len,
                                           const char* args, size_t args_len) except +
         cbool canonical_form(const char* args, size_t args_len, string& out) except +
-        size_t scratch_bytes()
 
     Canonicalizer& thread_canonicalizer()
     cbool is_path_key(const char* key, size_t length)
     string clean_path_string(const char* path, size_t length) except +
+
+
+cdef extern from "thresholds.h" namespace "tw" nogil:
+    cbool cost_trips(int64_t spent, cbool has_baseline, int64_t baseline, int64_t max_turn,
+                     int64_t ceiling)
+    cbool context_crosses(int64_t tokens, int64_t compact_at, cbool pending, int64_t cut_tokens,
+                          cbool cut)
 
 
 cdef extern from "shell.h" namespace "tw" nogil:
@@ -46,6 +52,8 @@ cdef extern from "tokens.h" namespace "tw" nogil:
 cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass RepeatDetector:
         uint32_t run
+        uint8_t poll
+        cbool awaits(uint64_t name_hash)
     cdef cppclass CycleDetector:
         uint32_t period
     cdef cppclass DensityDetector:
@@ -66,6 +74,12 @@ cdef extern from "stats.h" namespace "tw" nogil:
 
 
 cdef extern from "session.h" namespace "tw" nogil:
+    cdef struct SignalBitName:
+        const char* id
+        uint32_t bit
+    const SignalBitName kSignalBits[]
+    const size_t kSignalCount
+
     cdef struct Settings:
         uint32_t enabled
         uint32_t repeat_threshold
@@ -84,9 +98,10 @@ cdef extern from "session.h" namespace "tw" nogil:
 
     cdef cppclass Session:
         Session(const Settings& s) except +
-        uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash) except +
-        uint32_t observe_result(cbool failed, cbool no_op, cbool exempt, const void* payload,
-                                size_t payload_len, cbool has_payload)
+        uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
+                              uint64_t identity) except +
+        uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
+                                const void* payload, size_t payload_len, cbool has_payload)
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()

@@ -2,32 +2,49 @@
 
 Selected with ``TRIPWIRE_IMPLEMENTATION=python``. The C++ core (``native/``, bound in
 ``_native.pyx``) implements exactly this behaviour; the test suite drives both with the same
-traces and asserts identical alerts, keys and token counts. When the two disagree, this file is
-the one that reads like SPEC.md, so read it first.
+traces and asserts identical alerts, keys and token counts. When the two disagree, the Python
+side is the one that reads like SPEC.md, so read it first.
 
-Contents, in the order an observed call flows through them:
+Where each part lives:
 
-1. canonical call keys (SPEC §2): path-shaped keys, lexical path cleaning, canonical JSON,
-   the 64-bit XXH3 key, and the run-consistent suffix relation of the repeat detector;
-2. the eight detectors (SPEC §1), one small class each;
-3. ``Engine``: one session's detectors, fanning observations out and returning a bitmask
-   of fired signals (bit i = the i-th signal of the §1 table);
-4. ``TokenEstimator``: streaming bytes -> tokens at 3 bytes per token (SPEC §6).
+1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
+2. the eight detectors (SPEC §1): each in its signal's module (``signals/<signal>.py``);
+3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
+   bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
+4. ``TokenEstimator`` (here): streaming bytes -> tokens at 3 bytes per token (SPEC §6);
+5. ``Batch`` (here): the batch-ingest contract, one event at a time.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-from collections import OrderedDict, deque
-from typing import Any, NamedTuple
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
 
-import xxhash
-
+from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
+    MAX_DEPTH,
+    MAX_EXPONENT_DIGITS,
+    PATH_WORDS,
+    REST_PLACEHOLDER,
+    CanonicalCall,
+    canonical_form,
+    canonical_key,
+    canonical_number,
+    canonicalize,
+    clean_path,
+    is_path_key,
+    key_words,
+    paths_suffix_match,
+    payload_digest,
+    xxh3_64,
+    xxh3_128,
+)
 from ._common import (
     BATCH_FIELDS,
+    BatchChange,
+    BatchState,
     EngineSettings,
+    StopReason,
     args_bytes,
     error_failed,
     name_str,
@@ -39,576 +56,38 @@ from ._common import (
 )
 from .cost import usage_cost_nano
 from .errors import InvalidEvent
+from .signals import BY_ID, Alert
+from .signals._spec import StreakDetector
+from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
+from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
+from .signals.no_new_state import DigestMemory
+from .signals.repeated_tool_call import RepeatDetector
+from .signals.repeated_tool_name import NameRunDetector
+from .signals.tools_without_text import SilenceDetector
+from .thresholds import context_crosses, cost_trips
 
 IMPLEMENTATION = "python"
 
-# --------------------------------------------------------------------------------------------
-# 1. Canonical call keys
-# --------------------------------------------------------------------------------------------
-
-#: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
-PATH_WORDS = frozenset(
-    {
-        "path", "paths", "file", "files", "filename", "filepath", "pathname", "dirname",
-        "foldername", "dir", "dirs", "directory", "folder", "cwd", "root", "target", "source",
-        "destination", "src", "dst",
-    }
-)
-
-#: Containers nested deeper than this make the args "not a JSON object" (compared as raw bytes).
-#: A fixed limit so both implementations agree on pathological input.
-MAX_DEPTH = 128
-
-#: Number exponents with more digits than this are treated as invalid JSON (raw bytes): keeps the
-#: exact-decimal arithmetic in 64-bit integers in the native core.
-MAX_EXPONENT_DIGITS = 15
-
-# SPEC §10.10, §10.22: split on _ - . space, then only at lower->upper case changes, acronym
-# ends and letter/digit changes. Only ASCII letters carry case; any other character belongs to
-# the word it is in, so `a/path` and `$path` are one word each.
-_SEPARATORS = re.compile(r"[_\-. ]+")
-_BOUNDARY = re.compile(
-    r"(?<=[a-z])(?=[A-Z])"          # camelCase
-    r"|(?<=[A-Z])(?=[A-Z][a-z])"    # acronym end: HTTPS|Path
-    r"|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])"  # letter/digit changes
-)
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def key_words(key: str) -> list[str]:
-    """Lower-cased words of a JSON key, digit-only words dropped (SPEC §10.10)."""
-    return [w.translate(_ASCII_LOWER) for part in _SEPARATORS.split(key) if part
-            for w in _BOUNDARY.split(part) if not (w.isascii() and w.isdigit())]
-
-
-@functools.lru_cache(maxsize=4096)  # a session's keys repeat: the split is done once each
-def is_path_key(key: str) -> bool:
-    """SPEC §2.1: path-shaped iff the last word, or the last two words joined, is a path word."""
-    words = key_words(key)
-    if not words:
-        return False
-    if words[-1] in PATH_WORDS:
-        return True
-    return len(words) >= 2 and (words[-2] + words[-1]) in PATH_WORDS
-
-
-def clean_path(path: str) -> str:
-    """POSIX lexical cleaning, like Go's ``path.Clean`` (SPEC §2.2)."""
-    if path == "":
-        return "."
-    rooted = path.startswith("/")
-    parts: list[str] = []
-    for element in path.split("/"):
-        if element in ("", "."):
-            continue
-        if element == "..":
-            if parts and parts[-1] != "..":
-                parts.pop()
-            elif not rooted:
-                parts.append("..")
-            # ".." directly under the root is dropped
-            continue
-        parts.append(element)
-    cleaned = "/".join(parts)
-    if rooted:
-        return "/" + cleaned
-    return cleaned or "."
-
-
-def paths_suffix_match(a: str, b: str) -> bool:
-    """The repeat detector's path relation on two cleaned paths (SPEC §2.3).
-
-    Equal, or the longer ends with ``/`` + the shorter (a suffix on a component boundary). Two
-    absolute paths match only when equal: ``//x`` cannot occur in a cleaned path.
-    """
-    if a == b:
-        return True
-    if a == "." or b == ".":
-        return False
-    if len(a) < len(b):
-        a, b = b, a
-    return a.endswith("/" + b)
-
-
-class _Invalid(Exception):
-    """The args are not a canonicalizable JSON object: compare them as raw bytes."""
-
-
-class _Number(str):
-    """A JSON number, held as its canonical exact-decimal spelling."""
-
-
-_NUMBER = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([-+]?)([0-9]+))?")
-
-
-def canonical_number(literal: str) -> str:
-    """The exact decimal value of a JSON number literal, spelled one way (SPEC §10.9).
-
-    ``digits`` without leading or trailing zeros, then ``e<exponent>`` unless it is 0; zero is
-    ``0`` whatever its sign. So ``1`` = ``1.0`` = ``1e0``, ``100`` -> ``1e2``, ``-0`` -> ``0``,
-    and integers beyond 2^53 keep every digit. No floating point is involved.
-    """
-    m = _NUMBER.fullmatch(literal)
-    if m is None:  # pragma: no cover - the JSON scanner only hands over valid literals
-        raise _Invalid
-    sign, integer, fraction, exp_sign, exp_digits = m.groups()
-    fraction = fraction or ""
-    exponent = 0
-    if exp_digits is not None:
-        significant = exp_digits.lstrip("0")
-        if len(significant) > MAX_EXPONENT_DIGITS:
-            raise _Invalid
-        exponent = int(significant or "0") * (-1 if exp_sign == "-" else 1)
-    digits = (integer + fraction).lstrip("0")
-    if not digits:
-        return "0"
-    exponent -= len(fraction)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    return sign + stripped + (f"e{exponent}" if exponent else "")
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Invalid  # NaN, Infinity, -Infinity are not JSON
-
-
-_DECODER = json.JSONDecoder(
-    parse_float=lambda s: _Number(canonical_number(s)),
-    parse_int=lambda s: _Number(canonical_number(s)),
-    parse_constant=_reject_constant,
-)  # duplicate keys: dict() keeps the last value, as SPEC §10.9 wants
-
-_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)}
-_ESCAPES[ord('"')] = '\\"'
-_ESCAPES[ord("\\")] = "\\\\"
-
-
-def _quote(s: str) -> str:
-    """Canonical string spelling: only ``"``, ``\\`` and control characters are escaped."""
-    return '"' + s.translate(_ESCAPES) + '"'
-
-
-#: Marks a top-level path value in the "rest" form the repeat relation compares. Raw 0x01 never
-#: occurs in canonical JSON (control characters are escaped), so it cannot collide.
-REST_PLACEHOLDER = "\x01"
-
-
-def _canonical(value: Any, depth: int) -> str:
-    if isinstance(value, dict):
-        if depth > MAX_DEPTH:
-            raise _Invalid
-        members = []
-        for key in sorted(value):  # code-point order == UTF-8 byte order
-            members.append(_quote(key) + ":" + _member_value(key, value[key], depth))
-        return "{" + ",".join(members) + "}"
-    if isinstance(value, list):
-        if depth > MAX_DEPTH:
-            raise _Invalid
-        return "[" + ",".join(_canonical(v, depth + 1) for v in value) + "]"
-    if isinstance(value, _Number):
-        return str(value)
-    if isinstance(value, str):
-        return _quote(value)
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return "null"
-
-
-def _member_value(key: str, value: Any, depth: int) -> str:
-    """A member's canonical value; strings under path-shaped keys are cleaned (SPEC §10.9)."""
-    if is_path_key(key):
-        if type(value) is str:
-            return _quote(clean_path(value))
-        if isinstance(value, list):
-            if depth + 1 > MAX_DEPTH:
-                raise _Invalid
-            items = [
-                _quote(clean_path(v)) if type(v) is str else _canonical(v, depth + 2)
-                for v in value
-            ]
-            return "[" + ",".join(items) + "]"
-    return _canonical(value, depth + 1)
-
-
-class CanonicalCall(NamedTuple):
-    """What the detectors need of one call."""
-
-    key: int  # XXH3-64 of name + 0x00 + canonical form: equal keys are equal calls
-    rest: int  # the key with top-level path strings replaced by a placeholder
-    is_object: bool
-    paths: tuple[str, ...]  # cleaned top-level path-shaped string values, sorted by key
-    canonical: bytes  # the canonical form (raw bytes for non-objects)
-
-
-def canonical_form(args: Any) -> bytes | None:
-    """The canonical JSON of object args, or None when they are compared as raw bytes."""
-    parsed = _parse_object(args_bytes(args))
-    if parsed is None:
-        return None
-    try:
-        return _canonical(parsed, 1).encode("utf-8")
-    except (_Invalid, UnicodeEncodeError):
-        return None  # too deep, or a lone surrogate escape
-
-
-def _parse_object(raw: bytes) -> dict | None:
-    try:
-        text = raw.decode("utf-8")  # strict: invalid UTF-8 is not JSON
-        value = _DECODER.decode(text)
-    except (ValueError, _Invalid, RecursionError):
-        return None
-    if not isinstance(value, dict):
-        return None
-    # Decided on the text, as the native parser does: a duplicate key's overwritten value
-    # still counts (the last value wins, SPEC §10.9, but §10.23 and the depth bound read the
-    # text), and before path cleaning can drop the component that held a surrogate.
-    if _too_deep(text) or ("\\u" in text and _lone_surrogate_escape(text)):
-        return None
-    return value
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.S)
-
-
-def _lone_surrogate_escape(text: str) -> bool:
-    """Whether a JSON string in the text holds a surrogate escape outside a valid pair."""
-    for string in _STRING.finditer(text):
-        high = False  # the previous escape was a high surrogate awaiting its low half
-        end = -1
-        for m in _ESCAPE.finditer(string.group()):
-            unit = int(m.group(1), 16) if m.group(1) else -1
-            adjacent = m.start() == end
-            if high and not (adjacent and 0xDC00 <= unit <= 0xDFFF):
-                return True
-            if 0xDC00 <= unit <= 0xDFFF and not (high and adjacent):
-                return True
-            high = 0xD800 <= unit <= 0xDBFF and not high
-            end = m.end()
-        if high:
-            return True
-    return False
-
-
-def _too_deep(text: str) -> bool:
-    """Whether brackets outside strings nest deeper than MAX_DEPTH anywhere in the text."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return False
-    depth = 0
-    for piece in _STRING.split(text):
-        for ch in piece:
-            if ch in "[{":
-                depth += 1
-                if depth > MAX_DEPTH:
-                    return True
-            elif ch in "]}":
-                depth -= 1
-    return False
-
-
-def canonicalize(name: str, args: Any) -> CanonicalCall:
-    """Parse once, clean paths, re-serialize canonically, hash (SPEC §2.3)."""
-    prefix = name.encode("utf-8", "surrogatepass") + b"\x00"
-    raw = args_bytes(args)
-    parsed = _parse_object(raw)
-    if parsed is not None:
-        try:
-            canonical = _canonical(parsed, 1).encode("utf-8")
-            key = xxhash.xxh3_64_intdigest(prefix + canonical)
-            paths: list[str] = []
-            rest_members = []
-            for k in sorted(parsed):
-                v = parsed[k]
-                if type(v) is str and is_path_key(k):
-                    paths.append(clean_path(v))
-                    rest_members.append(_quote(k) + ":" + REST_PLACEHOLDER)
-                else:
-                    rest_members.append(_quote(k) + ":" + _member_value(k, v, 1))
-            rest = key
-            if paths:
-                rest_form = ("{" + ",".join(rest_members) + "}").encode("utf-8")
-                rest = xxhash.xxh3_64_intdigest(prefix + rest_form)
-            return CanonicalCall(key, rest, True, tuple(paths), canonical)
-        except (_Invalid, UnicodeEncodeError):
-            pass  # too deep, or a lone surrogate escape: not canonicalizable
-    key = xxhash.xxh3_64_intdigest(prefix + raw)
-    return CanonicalCall(key, key, False, (), raw)
-
-
-def canonical_key(name: str, args: Any) -> int:
-    """The 64-bit canonical key of a call (SPEC §2.3)."""
-    return canonicalize(name, args).key
-
-
-def payload_digest(payload: Any) -> bytes | None:
-    """The 128-bit digest no-new-state remembers, or None when there is no payload."""
-    data = payload_bytes(payload)
-    if data is None:
-        return None
-    return xxhash.xxh3_128_digest(data)
-
-
-def xxh3_64(data: bytes) -> int:
-    return xxhash.xxh3_64_intdigest(data)
-
-
-def xxh3_128(data: bytes) -> int:
-    return xxhash.xxh3_128_intdigest(data)
-
-
-# --------------------------------------------------------------------------------------------
-# 2. The detectors (SPEC §1, §10). Each reads what it needs and says whether it fired.
-# --------------------------------------------------------------------------------------------
-
-
-class RepeatDetector:
-    """repeated-tool-call: N calls in a row with equivalent args, run-consistent (SPEC §2.3)."""
-
-    def __init__(self, threshold: int, enabled: bool):
-        self.threshold = threshold
-        self.enabled = enabled
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.rest = 0
-        self.is_object = False
-        self.longest: list[str] = []  # the longest spelling seen in the run, per path key
-        self.tripped = False
-
-    def continues(self, call: CanonicalCall) -> bool:
-        return (
-            self.run > 0
-            and call.rest == self.rest
-            and call.is_object == self.is_object
-            and all(paths_suffix_match(p, q) for p, q in zip(call.paths, self.longest, strict=True))
-        )
-
-    def observe(self, call: CanonicalCall) -> tuple[bool, bool]:
-        """Returns (joined the current run, fired)."""
-        joined = self.continues(call)
-        if joined:
-            self.run += 1
-            self.longest = [
-                p if len(p) > len(q) else q for p, q in zip(call.paths, self.longest, strict=True)
-            ]
-        else:
-            self.run = 1
-            self.rest = call.rest
-            self.is_object = call.is_object
-            self.longest = list(call.paths)
-            self.tripped = False
-        if self.enabled and self.run >= self.threshold and not self.tripped:
-            self.tripped = True
-            return joined, True
-        return joined, False
-
-
-def smallest_rotation(block: tuple[int, ...]) -> tuple[int, ...]:
-    """One fingerprint per cyclic pattern: a,b and b,a are the same loop (SPEC §1)."""
-    return min(block[i:] + block[:i] for i in range(len(block)))
-
-
-class CycleDetector:
-    """alternating-tool-cycle: the last p*cycles calls are `cycles` laps of a p-call block."""
-
-    def __init__(self, max_period: int, cycles: int, enabled: bool):
-        self.max_period = max_period
-        self.cycles = cycles
-        self.enabled = enabled
-        self.reset()
-
-    def reset(self) -> None:
-        self.fingerprint: tuple[int, ...] | None = None
-        self.period = 0
-
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
-        n = len(keys)
-        for p in range(2, self.max_period + 1):
-            span = p * self.cycles
-            if n < span:
-                break
-            tail = list(keys)[n - span :]
-            if any(tail[i] != tail[i - p] for i in range(p, span)):
-                continue
-            # SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
-            if all(joins[n - j] for j in range(1, p)):
-                continue
-            fingerprint = smallest_rotation(tuple(tail[span - p :]))
-            if fingerprint == self.fingerprint:
-                return False
-            self.fingerprint = fingerprint
-            self.period = p
-            return True
-        self.fingerprint = None  # any call that breaks the pattern re-arms
-        return False
-
-
-#: How many density-reported keys are remembered; more than a handful cannot be at threshold at
-#: once, and the oldest is forgotten first.
-DENSITY_REPORTED_CAPACITY = 8
-
-
-class DensityDetector:
-    """dominant-tool-call: one canonical call is `threshold` of the last `window` calls."""
-
-    def __init__(self, window: int, threshold: int, defer_run: int, defer_cycle_period: int):
-        self.window = window
-        self.threshold = threshold
-        self.defer_run = defer_run
-        self.defer_cycle_period = defer_cycle_period
-        self.reset()
-
-    def reset(self) -> None:
-        self.reported: deque[int] = deque(maxlen=DENSITY_REPORTED_CAPACITY)
-        self.count = 0
-        self.length = 0
-        self.first_age = 0  # calls between the dominant key's earliest window entry and now
-
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
-        n = len(keys)
-        length = min(n, self.window)
-        window = list(keys)[n - length :]
-        window_joins = list(joins)[n - length :]
-        # the dominant key: highest count, ties to the earliest first occurrence
-        counts: dict[int, int] = {}
-        first: dict[int, int] = {}
-        for i, k in enumerate(window):
-            counts[k] = counts.get(k, 0) + 1
-            first.setdefault(k, i)
-        dominant = max(counts, key=lambda k: (counts[k], -first[k]))
-        count = counts[dominant]
-        if count < self.threshold:
-            self.reported.clear()  # SPEC §10.4: re-arm only when the count falls below
-            return False
-        if self._deferred(window, window_joins, dominant):
-            return False
-        if dominant in self.reported:
-            return False
-        self.reported.append(dominant)
-        self.count = count
-        self.length = length
-        self.first_age = length - 1 - first[dominant]
-        return True
-
-    def _deferred(self, window: list[int], joins: list[bool], dominant: int) -> bool:
-        if self.defer_run > 0:
-            # SPEC §10.2: the longest stretch of window entries the repeat detector counted as
-            # one run, containing the dominant key.
-            best = stretch = 0
-            has_dominant = False
-            for i, k in enumerate(window):
-                if i == 0 or not joins[i]:
-                    stretch, has_dominant = 0, False
-                stretch += 1
-                has_dominant = has_dominant or k == dominant
-                if has_dominant:
-                    best = max(best, stretch)
-            if best >= self.defer_run:
-                return True
-        length = len(window)
-        for p in range(2, self.defer_cycle_period + 1):
-            if p < length and all(window[i] == window[i - p] for i in range(p, length)):
-                return True  # a clean cycle: the cycle detector's territory
-        return False
-
-
-class NameRunDetector:
-    """repeated-tool-name: N calls in a row with the same name, whatever the args (SPEC §10.1)."""
-
-    def __init__(self, threshold: int, stand_down_run: int):
-        self.threshold = threshold
-        self.stand_down_run = stand_down_run  # the repeat threshold; 0 when nothing to defer to
-        self.reset()
-
-    def reset(self) -> None:
-        self.name: str | None = None
-        self.run = 0
-        self.reported = False
-
-    def observe(self, name: str, repeat_run: int) -> bool:
-        if self.run and name == self.name:
-            self.run += 1
-        else:
-            self.name, self.run, self.reported = name, 1, False
-        if self.run >= self.threshold and not self.reported:
-            self.reported = True  # a stood-down run counts as reported
-            return not (self.stand_down_run and repeat_run >= self.stand_down_run)
-        return False
-
-
-class SilenceDetector:
-    """tools-without-text: N calls in a row with no agent text between them."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.reported = False
-
-    def observe_call(self) -> bool:
-        self.run += 1
-        if self.run >= self.threshold and not self.reported:
-            self.reported = True
-            return True
-        return False
-
-    def observe_text(self, has_words: bool) -> None:
-        if has_words:
-            self.run = 0
-            self.reported = False
-
-
-class StreakDetector:
-    """A run of results with one property; one alert per run, re-armed when the run resets."""
-
-    def __init__(self, threshold: int):
-        self.threshold = threshold
-        self.reset()
-
-    def reset(self) -> None:
-        self.run = 0
-        self.tripped = False
-
-    def extend(self) -> bool:
-        self.run += 1
-        if self.run >= self.threshold and not self.tripped:
-            self.tripped = True
-            return True
-        return False
-
-
-class DigestMemory:
-    """The turn's last `capacity` distinct payload digests, least recently seen evicted."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.seen: OrderedDict[bytes, None] = OrderedDict()
-
-    def seen_before(self, digest: bytes) -> bool:
-        """Remember the digest; True if it was already remembered (and refresh it)."""
-        if digest in self.seen:
-            self.seen.move_to_end(digest)
-            return True
-        if len(self.seen) >= self.capacity:
-            self.seen.popitem(last=False)
-        self.seen[digest] = None
-        return False
-
-    def clear(self) -> None:
-        self.seen.clear()
-
+#: The engine API, the same in ``_native`` (tests/test_parity.py checks it).
+__all__ = [
+    "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
+    "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
+    "cost_trips", "context_crosses",
+]
 
 # --------------------------------------------------------------------------------------------
 # 3. One session's engine
 # --------------------------------------------------------------------------------------------
 
-# Bit i of a fired mask is the i-th signal of the SPEC §1 table.
-REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, NO_NEW_STATE, SILENCE = (1 << i for i in range(8))
+# Bit i of a fired mask is signals.SIGNALS[i] (the catalogue's order).
+REPEAT = BY_ID["repeated-tool-call"].bit
+CYCLE = BY_ID["alternating-tool-cycle"].bit
+DENSITY = BY_ID["dominant-tool-call"].bit
+NAME = BY_ID["repeated-tool-name"].bit
+FAILURE = BY_ID["tool-failure-streak"].bit
+NO_OP = BY_ID["no-op-streak"].bit
+NO_NEW_STATE = BY_ID["no-new-state"].bit
+SILENCE = BY_ID["tools-without-text"].bit
 
 
 class SessionStats:
@@ -656,6 +135,11 @@ class Engine:
     """
 
     implementation = IMPLEMENTATION
+    _keys: deque[int]
+    _joins: deque[bool]
+    _calls: deque[tuple[str, Any]]
+    _failure_names: list[str]
+    _no_op_names: list[str]
 
     def __init__(self, settings: EngineSettings):
         self._engine_init(settings)
@@ -690,13 +174,13 @@ class Engine:
 
     # -- observations ------------------------------------------------------------------------
 
-    def observe_call(self, name: str, args: Any = None) -> tuple:
+    def observe_call(self, name: str, args: Any = None) -> tuple[Alert, ...]:
         if type(name) is not str:
             name = name_str(name)
         self.events += 1
         on = self.settings.enabled
         call = canonicalize(name, args)
-        joined, fired = self._repeat.observe(call)
+        joined, fired = self._repeat.observe(call, name)
         mask = REPEAT if fired else 0
         self._keys.append(call.key)
         self._joins.append(joined)
@@ -718,7 +202,7 @@ class Engine:
 
     def observe_result(
         self, name: str = "", error: Any = None, no_op: bool = False, payload: Any = None
-    ) -> tuple:
+    ) -> tuple[Alert, ...]:
         if type(name) is not str:
             name = name_str(name)
         self.events += 1
@@ -726,12 +210,19 @@ class Engine:
         failed = error_failed(error)
         no_op = no_op_flag(no_op, failed)
         mask = 0
+        repeat = self._repeat
+        exempt = name in self.settings.exempt_tools
+        digest = None
+        for_run = repeat.awaits(name)
+        if not failed and not no_op and (for_run or not exempt):
+            digest = payload_digest(payload)
+        if for_run:
+            repeat.observe_result(failed, bool(no_op), digest)  # SPEC §10.24
         if failed:
             if self._failures.extend() and on & FAILURE:
                 mask |= FAILURE
             if len(self._failure_names) < self.settings.failure_threshold:
                 self._failure_names.append(name)
-            self._last_error = error
         else:
             self._failures.reset()
             self._failure_names = []
@@ -743,8 +234,7 @@ class Engine:
             else:
                 self._no_ops.reset()
                 self._no_op_names = []
-            if not no_op and name not in self.settings.exempt_tools:
-                digest = payload_digest(payload)
+            if not no_op and not exempt:
                 if digest is None:
                     self._stale.reset()  # cannot fingerprint: no evidence of a stall
                 elif self._digests.seen_before(digest):
@@ -758,12 +248,12 @@ class Engine:
             return self._fired(mask, name, error)
         return ()
 
-    def observe_text(self, text: Any) -> tuple:
+    def observe_text(self, text: Any) -> tuple[Alert, ...]:
         self.events += 1
         self._silence.observe_text(text_has_words(text))
         return ()
 
-    def end_turn(self) -> tuple:
+    def end_turn(self) -> tuple[Alert, ...]:
         self.events += 1
         self.turn_boundary()
         return ()
@@ -775,7 +265,7 @@ class Engine:
         self._digests.clear()
         self._stale.reset()
 
-    def reset(self) -> tuple:
+    def reset(self) -> tuple[Alert, ...]:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
         self.events += 1
         self._clear()
@@ -790,12 +280,11 @@ class Engine:
         self._digests.clear()
         if self._stats is not None:
             self._stats.after_reset()
-        self._keys: deque[int] = deque(maxlen=self._history)
-        self._joins: deque[bool] = deque(maxlen=self._history)
-        self._calls: deque[tuple[str, Any]] = deque(maxlen=self._history)
-        self._failure_names: list[str] = []
-        self._no_op_names: list[str] = []
-        self._last_error: Any = None
+        self._keys = deque(maxlen=self._history)
+        self._joins = deque(maxlen=self._history)
+        self._calls = deque(maxlen=self._history)
+        self._failure_names = []
+        self._no_op_names = []
 
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
@@ -812,7 +301,8 @@ class Engine:
         None unless ``enable_stats()`` was called."""
         return None if self._stats is None else tuple(self._stats.peak)
 
-    def _fired(self, mask: int, name: str, detail: Any) -> tuple:  # pragma: no cover - abstract
+    def _fired(self, mask: int, name: str, detail: Any,
+               ) -> tuple[Alert, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- what alert texts need ---------------------------------------------------------------
@@ -824,6 +314,11 @@ class Engine:
     @property
     def repeat_run(self) -> int:
         return self._repeat.run
+
+    @property
+    def repeat_poll(self) -> int:
+        """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
+        return int(self._repeat.poll)
 
     @property
     def cycle_period(self) -> int:
@@ -850,10 +345,6 @@ class Engine:
     @property
     def failure_names(self) -> list[str]:
         return list(self._failure_names)
-
-    @property
-    def last_error(self) -> Any:
-        return self._last_error
 
     @property
     def no_op_run(self) -> int:
@@ -928,12 +419,73 @@ def estimate_tokens(byte_count: int) -> int:
 _BATCH_FIELDS = BATCH_FIELDS
 
 
+class _BatchSlot:
+    """A session's policy state as of the last hand-over (``BatchState``), and what the batch
+    changed since: the native ``_Slot``, field for field."""
+
+    __slots__ = ("added", "blocked", "carried", "compact_at", "cost", "cut", "cut_tokens",
+                 "has_context", "measured", "measured_reset", "model", "pending", "spent",
+                 "spent_changed", "taken", "words")
+
+    def __init__(self, state: BatchState):
+        self.blocked = state.blocked
+        self.words = state.words_matter
+        c = state.context
+        self.has_context = c is not None
+        if c is not None:
+            self.measured, self.carried = c.measured, c.carried
+            self.compact_at, self.cut_tokens = c.compact_at, c.cut_tokens
+            self.pending, self.cut, self.model = c.pending, c.cut, c.model
+        self.cost = state.cost
+        self.spent = state.cost.spent
+        self.added = self.taken = 0
+        self.measured_reset = self.spent_changed = False
+
+    def tokens(self) -> int:
+        return self.measured + estimate_tokens(self.carried + self.added)
+
+    def crosses(self, tokens: int) -> bool:
+        """A context limit the guard has not reported yet is reached."""
+        return context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens, self.cut)
+
+    def take_usage(self, cost: int, model: Any, input_tokens: int | None) -> bool:
+        """A usage row, as the native batch core handles it: charged here unless Python must
+        see it (a bound that trips, a new model, a context limit crossed); False then."""
+        c = self.cost
+        spent = self.spent + cost
+        if not c.frozen and cost_trips(spent, c.baseline, c.max_turn, c.ceiling):
+            return False
+        if self.has_context:
+            if model is not None and model != self.model:
+                return False
+            if self.crosses(input_tokens if input_tokens is not None else self.tokens()):
+                return False
+        if cost:
+            self.spent, self.spent_changed = spent, True
+        if self.has_context and input_tokens is not None:
+            self.measured = input_tokens  # a measured count replaces the estimate
+            self.carried = self.added = self.taken = 0
+            self.measured_reset = True
+        return True
+
+    def change(self, slot: int) -> BatchChange | None:
+        added = self.added - self.taken
+        if not (self.spent_changed or self.measured_reset or added):
+            return None
+        change = BatchChange(slot, self.spent if self.spent_changed else None,
+                             self.measured if self.measured_reset else None, added)
+        self.taken = self.added
+        self.spent_changed = self.measured_reset = False
+        return change
+
+
 class Batch:
     """Many sessions' events observed in order, one at a time; the contract of
-    ``tripwire._native.Batch`` (there, the class docstring), with every usage row handed to
-    Python (``why`` 2), which the contract allows."""
+    ``tripwire._native.Batch`` (there, the class docstring), usage rows included: charged here
+    unless Python must decide, exactly as the native core does."""
 
-    def __init__(self, rows, convert=None):
+    def __init__(self, rows: Iterable[Any],
+                 convert: Callable[[Any, int], Any] | None = None):
         self.rows = list(rows)
         self.slot_of: dict[str, int] = {}
         self.session_ids: list[str] = []
@@ -946,7 +498,8 @@ class Batch:
         except InvalidEvent as e:
             raise InvalidEvent(f"event {i}: {e.message}") from None
 
-    def _check(self, row, i, convert) -> tuple:
+    def _check(self, row: Any, i: int, convert: Callable[[Any, int], Any] | None,
+               ) -> tuple[Any, ...]:
         """The checks the native batch makes up front, so a bad row fails before any is seen."""
         if (not isinstance(row, tuple) or len(row) < 2
                 or (not isinstance(row[1], str) and convert is not None)):
@@ -986,17 +539,14 @@ class Batch:
             usage_cost_nano(fields[1], fields[2], fields[3])
         return row
 
-    def bind(self, states) -> None:
+    def bind(self, states: list[BatchState]) -> None:
         if len(states) != len(self.session_ids):
             raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
-        self.engines = [s[0] for s in states]
-        self.blocked = [s[1] for s in states]
-        self.words = [s[4] for s in states]
-        # per slot: [measured, carried, compact_at, cut_tokens, pending, cut, added, taken]
-        self.contexts = [None if s[2] is None else [*s[2][:6], 0, 0] for s in states]
-        self.ids = [dict(s[3]) for s in states]
+        self.engines = [s.engine for s in states]
+        self.states = [_BatchSlot(s) for s in states]
+        self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
-        self.items: list[tuple] = []
+        self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
         self.pos = 0
         for i, row in enumerate(self.rows):
@@ -1016,8 +566,13 @@ class Batch:
                 name = fields[0]
                 if name is None:
                     name = names.get(fields[4], "") if fields[4] is not None else ""
-            if kind not in ("call", "result", "text") or self.engines[slot] is None:
+            if kind not in ("call", "result", "text", "usage") or self.engines[slot] is None:
                 self.items.append(("p", slot))
+            elif kind == "usage":
+                nano = usage_cost_nano(fields[1], fields[2], fields[3])
+                model = fields[0]
+                self.items.append(("u", slot, nano, model, fields[1]) if model is None
+                                  or isinstance(model, str) else ("p", slot))
             elif kind == "text":
                 self.items.append(("t", slot, fields[0]))
             elif kind == "call":
@@ -1026,7 +581,7 @@ class Batch:
                 self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3])))
         self.bound = True
 
-    def run(self) -> tuple[int, tuple, int]:
+    def run(self) -> tuple[int, tuple[Alert, ...], StopReason]:
         if not self.bound:
             raise RuntimeError("Batch.bind() first")
         n = len(self.items)
@@ -1035,62 +590,60 @@ class Batch:
             item = self.items[i]
             self.pos += 1
             if item[0] == "p":
-                return i, (), 2
+                return i, (), StopReason.PYTHON
             slot = item[1]
-            if self.blocked[slot]:
+            st = self.states[slot]
+            engine = self.engines[slot]
+            if item[0] == "u":  # counted and charged even while blocked, as on_usage does
+                if not st.take_usage(item[2], item[3], item[4]):
+                    return i, (), StopReason.PYTHON  # Guardrails decides
+                engine.count_event()
+                if st.blocked:
+                    self.blocked_rows.append(i)
+                continue
+            if st.blocked:
                 self.blocked_rows.append(i)
                 continue
-            engine = self.engines[slot]
             if item[0] == "t":
                 engine.observe_text(item[2])
-                if self.words[slot] and text_has_words(item[2]):
-                    return i, (), 1  # Guardrails withdraws the notes the words answer
+                if st.words and text_has_words(item[2]):
+                    return i, (), StopReason.POLICY  # Guardrails withdraws the notes answered
                 continue
             if item[0] == "c":
                 alerts = engine.observe_call(item[2], item[3])
                 if alerts:
-                    return i, alerts, 1
+                    return i, alerts, StopReason.POLICY
                 continue
             _, _, name, payload, error, no_op = item
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
-            c = self.contexts[slot]
-            if c is not None and payload is not None:
-                size = utf8_length(payload) if isinstance(
-                    payload, (str, bytes, bytearray, memoryview)) else len(payload_bytes(payload))
+            if st.has_context and payload is not None:
+                size = utf8_length(payload) if isinstance(payload, (
+                    str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
                 if size:
-                    c[6] += size
-                    tokens = c[0] + estimate_tokens(c[1] + c[6])
-                    if (tokens >= c[2] and not c[4]) or (tokens >= c[3] and not c[5]):
-                        return i, alerts, 1
+                    st.added += size
+                    if st.crosses(st.tokens()):
+                        return i, alerts, StopReason.POLICY
             if alerts:
-                return i, alerts, 1
-        return n, (), 0
+                return i, alerts, StopReason.POLICY
+        return n, (), StopReason.END
 
-    def row(self, i: int) -> tuple:
-        row = self.rows[i]
+    def row(self, i: int) -> tuple[Any, ...]:
+        row: tuple[Any, ...] = self.rows[i]
         return row + (None,) * (_BATCH_FIELDS[row[1]] + 2 - len(row))
 
     def slot(self, i: int) -> int:
         return self.slots[i]
 
-    def update_slot(self, slot: int, state: tuple) -> None:
-        self.blocked[slot] = state[1]
-        self.words[slot] = state[4]
-        if state[2] is not None and self.contexts[slot] is not None:
-            self.contexts[slot] = [*state[2][:6], 0, 0]
+    def update_slot(self, slot: int, state: BatchState) -> None:
+        self.states[slot] = _BatchSlot(state)
 
     def take_blocked(self) -> list[int]:
         rows, self.blocked_rows = self.blocked_rows, []
         return rows
 
-    def changes(self) -> list[tuple[int, None, None, int]]:
-        out = []
-        for k, c in enumerate(self.contexts):
-            if c is not None and c[6] != c[7]:
-                out.append((k, None, None, c[6] - c[7]))
-                c[7] = c[6]
-        return out
+    def changes(self) -> list[BatchChange]:
+        return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
 
-    def call_ids(self) -> list[tuple[int, dict]]:
+    def call_ids(self) -> list[tuple[int, dict[Any, str]]]:
         return [(k, ids) for k, ids in enumerate(self.ids)
                 if self.ids_changed[k] and self.engines[k] is not None]

@@ -28,7 +28,17 @@ from typing import Any, TextIO
 
 from .adapters import FORMAT_NAMES
 from .config import read_config_file
-from .errors import ConfigError, InvalidEvent, InvalidReset, TripwireError, TruncatedLine
+from .cost import NANO
+from .errors import (
+    ConfigError,
+    InvalidEvent,
+    InvalidReset,
+    ResetRefused,
+    StoreError,
+    TripwireError,
+    TruncatedLine,
+)
+from .guardrail import Guardrail
 from .guardrails import GuardrailsConfig
 from .modes import Mode, parse_mode
 from .money import dollars_from_text
@@ -162,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
     reset.add_argument("store", metavar="STORE")
     reset.add_argument("--session", metavar="ID", required=True)
-    reset.add_argument("--guardrail", choices=("watchdog", "cost_ceiling", "all"), default="all")
+    reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
+                       metavar="{watchdog,cost_ceiling,all}")
     reset.add_argument("--add-budget", type=_dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
@@ -178,6 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     hook_parser(verbs.add_parser(
         "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)"))
     return parser
+
+
+def _reset_scope(text: str) -> Guardrail:
+    try:
+        return Guardrail.parse_reset(text)
+    except InvalidReset as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _format_argument(parser: argparse.ArgumentParser) -> None:
@@ -369,7 +387,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 def _price_notes(rows: Any) -> dict[str, Any]:
     """What the latest spend row says of prices (SPEC §11.3): estimated costs, and models with
     no price, on whose usage a cost ceiling cannot trip."""
-    last = next((r.data for r in reversed(rows) if "spent_usd" in r.data), {})
+    last: dict[str, Any] = next((r.data for r in reversed(rows) if "spent_usd" in r.data), {})
     notes: dict[str, Any] = {}
     if last.get("estimated"):
         notes["cost_estimated"] = True
@@ -386,8 +404,7 @@ def _price_notes(rows: Any) -> dict[str, Any]:
 def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """A reset written into the store; the process hosting the session applies it at the
     session's next turn (or on restore). Refused exactly as SPEC §4 says."""
-    from .cost import reset_refusal
-    from .money import to_nano
+    from .cost import CostCeiling
     from .restore import fold_history
 
     store = _existing_store(args.store, write=True)
@@ -395,33 +412,28 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not history.rows and history.report.intact:
         raise InvalidEvent(f"{args.store}: no session {args.session!r}")
     folded = fold_history(history)
-    budget = args.add_budget  # checked by _dollars: finite, 0 .. $1e9
-    if budget and args.guardrail == "watchdog":
-        raise InvalidReset("added budget applies to the cost ceiling, not the watchdog")
-    last = next((r.data for r in reversed(history.rows) if "max_session_usd" in r.data), {})
-    base = float(last.get("max_session_usd", 0.0))
-    if budget and not base:
-        raise InvalidReset("no per-session cost ceiling is recorded for this session: added "
-                           "budget cannot arm one")
-    ceiling = base + folded.granted_usd
-    if args.guardrail in ("cost_ceiling", "all") and folded.cost_session_halt is not None \
-            and folded.spent_usd >= ceiling + budget:
-        err.write(f"tripwire: "
-                  f"{reset_refusal(to_nano(folded.spent_usd), to_nano(ceiling + budget))}\n")
+    scope: Guardrail = args.guardrail
+    # the library's own rule, on the ceiling the session's rows describe
+    cost = CostCeiling.from_history(folded, history.rows)
+    try:
+        budget = cost.check_reset(args.add_budget, scope)
+    except ResetRefused as refused:
+        err.write(f"tripwire: {refused.reason}\n")
         return EXIT_REFUSED
     cleared = []
-    if args.guardrail in ("watchdog", "all") and (folded.watchdog_halt or folded.tampered):
+    if scope.covers(Guardrail.WATCHDOG) and (folded.watchdog_halt or folded.tampered):
         cleared.append("watchdog")
-    if args.guardrail in ("cost_ceiling", "all"):
-        if folded.cost_session_halt:
+    if scope.covers(Guardrail.COST_CEILING):
+        if folded.cost_session_halt:  # not cost.reset(): it clears only bounds still set
             cleared.append("per-session cost ceiling")
         if folded.cost_escalation_halt:
             cleared.append("per-turn cost escalation")
+        cost.reset(budget)
     store.append(args.session, "reset", {
-        "guardrail": args.guardrail, "budget_usd": budget, "cleared": cleared,
-        "spent_usd": folded.spent_usd, "max_session_usd": base, "by": "tripwire reset"})
-    _print({"kind": "reset", "session": args.session, "guardrail": args.guardrail,
-            "cleared": cleared, "max_session_cost_usd": ceiling + budget if base else 0.0}, out)
+        "guardrail": scope.value, "budget_usd": budget / NANO, "cleared": cleared,
+        **cost.snapshot(), "by": "tripwire reset"})
+    _print({"kind": "reset", "session": args.session, "guardrail": scope.value,
+            "cleared": cleared, "max_session_cost_usd": cost.ceiling / NANO}, out)
     store.close()
     return EXIT_OK
 
@@ -448,8 +460,6 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
-    from .store import StoreError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hook path skips the rest of the CLI: it runs on every event
         from .hooks import main as hook_main

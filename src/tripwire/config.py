@@ -1,4 +1,6 @@
-"""Config files (TOML or JSON): one table whose sections configure each part of tripwire.
+"""Configuration: config files (TOML or JSON) and their resolution into ``ResolvedConfig``.
+
+A config file is one table whose sections configure each part of tripwire:
 
     [signals.repeated-tool-call]     # SPEC §1 knobs, by signal id
     threshold = 3
@@ -25,15 +27,20 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .context import ContextConfig
 from .errors import ConfigError
+from .modes import Mode, detect_unattended, resolve_mode
+from .money import parse_dollars
+from .signals import WatchdogConfig
 
-__all__ = ["read_config_file", "SECTIONS"]
+__all__ = ["read_config_file", "SECTIONS", "GuardrailsConfig", "ResolvedConfig"]
 
 #: Top-level sections a config file may hold.
-SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "store")
+SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -80,3 +87,155 @@ def _parse(path: Path, raw: bytes) -> Any:
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
             errors.append(f"{kind.upper()}: {exc}")
     raise ConfigError(f"{path}: cannot parse config file ({'; '.join(errors)})")
+
+
+#: SPEC §4: an unattended run has nobody watching the spend.
+UNATTENDED_SESSION_CEILING_USD = 10.0
+#: SPEC §3/§4: this many turns in a row cut by the same thing halt the session.
+ESCALATE_AFTER = 3
+#: SPEC §3: the feedback queue's bound.
+FEEDBACK_QUEUE = 4
+
+_WATCHDOG_FILE_KEYS = {"mode", "escalate_after", "feedback_queue"}
+_COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
+_SESSION_FILE_KEYS = {"unattended"}
+
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """Every setting with its final value, and where the mode and session ceiling came from."""
+
+    mode: Mode
+    mode_source: str
+    unattended: bool
+    watchdog: WatchdogConfig
+    max_turn_cost_usd: float
+    max_session_cost_usd: float
+    session_ceiling_source: str
+    watchdog_escalate_after: int
+    cost_escalate_after: int
+    feedback_queue: int
+    context: ContextConfig
+
+    def describe(self) -> str:
+        """The startup line: the mode, its source and what it does."""
+        effect = {
+            Mode.OFF: "observes nothing",
+            Mode.WARN: "reports alerts to the operator only",
+            Mode.FEEDBACK: "reports alerts and tells the model on its next turn",
+            Mode.ENFORCE: "reports, tells the model, cuts a turn on a critical alert and halts "
+                          "the session on a session-scoped one",
+        }[self.mode]
+        turn = f"${self.max_turn_cost_usd:.4f}" if self.max_turn_cost_usd else "off"
+        session = f"${self.max_session_cost_usd:.4f}" if self.max_session_cost_usd else "off"
+        return (f"watchdog: {self.mode} mode [{self.mode_source}] ({effect}); cost ceiling: "
+                f"per turn {turn}, per session {session} [{self.session_ceiling_source}]")
+
+
+@dataclass(frozen=True)
+class GuardrailsConfig:
+    """Explicit settings; ``None`` means "not set here". Precedence (SPEC §3, §4): a field set
+    here > the config ``file`` (a parsed config file's sections) > the default for an
+    unattended or interactive run. An explicit 0 disables a cost bound even when unattended."""
+
+    watchdog: WatchdogConfig | None = None
+    mode: str | Mode | None = None
+    unattended: bool | None = None
+    max_turn_cost_usd: float | None = None
+    max_session_cost_usd: float | None = None
+    watchdog_escalate_after: int | None = None
+    cost_escalate_after: int | None = None
+    feedback_queue: int | None = None
+    context: ContextConfig | None = None
+    file: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_file(cls, path: str, **explicit: Any) -> GuardrailsConfig:
+        """Read a TOML/JSON config file; keyword arguments override it."""
+        return cls(file=read_config_file(path), **explicit)
+
+    def resolve(self) -> ResolvedConfig:
+        f = self.file
+        wd_file = _section(f, "watchdog", _WATCHDOG_FILE_KEYS)
+        cost_file = _section(f, "cost", _COST_FILE_KEYS)
+        session_file = _section(f, "session", _SESSION_FILE_KEYS)
+        unattended = _first(self.unattended, session_file.get("unattended"))
+        if unattended is None:
+            unattended = detect_unattended()
+        elif not isinstance(unattended, bool):
+            raise ConfigError(f"unattended must be true or false, not {unattended!r}")
+        if self.mode is not None and not isinstance(self.mode, (str, Mode)):
+            raise ConfigError(f"mode must be a string, not {self.mode!r}")
+        mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
+        watchdog = self.watchdog
+        if watchdog is None:
+            watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
+        elif not isinstance(watchdog, WatchdogConfig):
+            raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
+                              "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
+                              f"not {type(watchdog).__name__}")
+        if self.context is not None and not isinstance(self.context, ContextConfig):
+            raise ConfigError("GuardrailsConfig(context=...) must be a ContextConfig, "
+                              f"not {type(self.context).__name__}")
+        session, session_source = self.max_session_cost_usd, "explicit"
+        if session is None and "max_session_usd" in cost_file:
+            session, session_source = cost_file["max_session_usd"], "config file"
+        if session is None:
+            if unattended:
+                session, session_source = UNATTENDED_SESSION_CEILING_USD, "unattended default"
+            else:
+                session, session_source = 0.0, "interactive default"
+        turn = _first(self.max_turn_cost_usd, cost_file.get("max_turn_usd"), 0.0)
+        return ResolvedConfig(
+            mode=mode,
+            mode_source=mode_source,
+            unattended=unattended,
+            watchdog=watchdog,
+            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd" if self.max_turn_cost_usd
+                                       is not None else "[cost] max_turn_usd"),
+            max_session_cost_usd=_dollars(session, "max_session_cost_usd"
+                                          if session_source != "config file"
+                                          else "[cost] max_session_usd"),
+            session_ceiling_source=session_source,
+            watchdog_escalate_after=_count(_first(self.watchdog_escalate_after,
+                                                  wd_file.get("escalate_after"), ESCALATE_AFTER),
+                                           "watchdog escalate_after"),
+            cost_escalate_after=_count(_first(self.cost_escalate_after,
+                                              cost_file.get("escalate_after"), ESCALATE_AFTER),
+                                       "cost escalate_after"),
+            feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
+                                         FEEDBACK_QUEUE), "feedback_queue"),
+            context=self.context if self.context is not None else ContextConfig.from_mapping(f),
+        )
+
+
+def _first(*values: Any) -> Any:
+    for v in values:
+        if v is not None:
+            return v
+    return None
+
+
+def _section(f: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
+    section = f.get(name, {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"config section [{name}] must be a table")
+    unknown = sorted(set(section) - keys)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) in [{name}]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(keys))})")
+    return section
+
+
+def _dollars(value: Any, name: str) -> float:
+    return parse_dollars(value, name)  # 0 disables the bound; negative is an error
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, not {value!r}")
+    return value

@@ -30,6 +30,7 @@ from typing import Any
 from .errors import ConfigError
 from .histories import kept_prefix, rebuild
 from .signals import quote_args
+from .thresholds import context_crosses
 from .tiers import DEFAULT_CATALOGUE, TIERS, ModelCatalogue, compaction_threshold
 
 __all__ = [
@@ -219,7 +220,8 @@ class ContextGuard:
         "window_assumed",
     )
 
-    def __init__(self, config: ContextConfig, estimator_class: type, utf8_length: Callable):
+    def __init__(self, config: ContextConfig, estimator_class: type,
+                 utf8_length: Callable[[Any], int]):
         self.config = config
         self.estimator = estimator_class()
         self._utf8_length = utf8_length
@@ -272,13 +274,14 @@ class ContextGuard:
 
     @property
     def tokens(self) -> int:
-        return self.measured + self.estimator.tokens
+        return self.measured + int(self.estimator.tokens)
 
     def check(self) -> str | None:
         """After an observation: ``"turn_cut"`` (>= 95%, once a turn), ``"compact"`` (the
         threshold was just crossed), or None."""
         tokens = self.measured + self.estimator.tokens
-        if tokens < self.compact_at and tokens < self.cut_tokens:
+        if not context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens,
+                               self.cut_this_turn):
             return None
         newly_pending = tokens >= self.compact_at and not self.pending
         if tokens >= self.compact_at:

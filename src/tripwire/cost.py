@@ -11,12 +11,18 @@ never zeroes or re-windows the spend.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidEvent, InvalidReset, ResetRefused
+from .guardrail import Guardrail
 from .money import NANO, parse_dollars, to_nano, usd, usd_more_than
+from .thresholds import session_bound_reached, turn_bound_reached
 from .validate import check_usage
+
+if TYPE_CHECKING:
+    from .restore import Folded
 
 __all__ = ["CostCeiling", "CostTrip", "usd", "NANO", "reset_refusal"]
 
@@ -134,7 +140,7 @@ class CostCeiling:
         if self.halted or self.turn_tripped:
             return None
         turn = self.turn_spent()
-        if self.max_turn and self.baseline is not None and turn >= self.max_turn:
+        if self.baseline is not None and turn_bound_reached(turn, self.max_turn):
             self.turn_tripped = True
             self.in_a_row += 1
             detail = f"this turn cost {usd(turn)}, ceiling is {usd(self.max_turn)}"
@@ -146,7 +152,7 @@ class CostCeiling:
                 )
                 return CostTrip("escalation", self.escalation_reason, self.in_a_row)
             return CostTrip("turn", f"per-turn cost ceiling exceeded: {detail}", self.in_a_row)
-        if self.max_session and self.spent >= self.ceiling:
+        if session_bound_reached(self.spent, self.ceiling):
             self.session_reason = (
                 f"per-session cost ceiling exceeded: the session cost {usd(self.spent)}, "
                 f"ceiling is {usd(self.ceiling)}; a reset must add budget "
@@ -157,9 +163,58 @@ class CostCeiling:
 
     # -- operator reset ------------------------------------------------------------------------
 
-    def check_reset(self, budget_usd: float) -> int:
-        """Validate a reset; returns the budget in nano-dollars. Raises before changing anything."""
+    # -- persistence -----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The fields every trip, reset and spend row carries (``restore.fold_history`` reads
+        them back)."""
+        return {"spent_usd": self.spent / NANO, "max_session_usd": self.max_session / NANO,
+                "max_turn_usd": self.max_turn / NANO, "granted_usd": self.granted / NANO}
+
+    def apply(self, folded: Folded) -> None:
+        """Take a folded history forward under this ceiling's configuration: the spend stays
+        spent; budget and halts only for bounds still configured."""
+        self.spent = max(self.spent, round(folded.spent_usd * NANO))
+        if self.max_session:
+            self.granted = round(folded.granted_usd * NANO)
+            if folded.cost_session_halt is not None:
+                self.session_reason = folded.cost_session_halt["reason"]
+        if self.max_turn:
+            if folded.cost_escalation_halt is not None:
+                self.escalation_reason = folded.cost_escalation_halt["reason"]
+            self.in_a_row = folded.cost_in_a_row
+
+    def sync(self, folded: Folded) -> None:
+        """Take an operator reset written to the store elsewhere: its budget, and the halts it
+        cleared."""
+        if self.max_session:
+            self.granted = max(self.granted, round(folded.granted_usd * NANO))
+        if self.session_reason is not None and folded.cost_session_halt is None:
+            self.session_reason = None
+        if self.escalation_reason is not None and folded.cost_escalation_halt is None:
+            self.escalation_reason = None
+            self.in_a_row = 0
+
+    @classmethod
+    def from_history(cls, folded: Folded, rows: Sequence[Any]) -> CostCeiling:
+        """The ceiling a session's rows describe (its bounds as last recorded), with the folded
+        history applied: what an out-of-process reset (``tripwire reset``) checks against."""
+        last: Mapping[str, Any] = next(
+            (r.data for r in reversed(rows) if "max_session_usd" in r.data), {})
+        ceiling = cls(float(last.get("max_turn_usd", 0.0)),
+                      float(last.get("max_session_usd", 0.0)))
+        ceiling.apply(folded)
+        return ceiling
+
+    def check_reset(self, budget_usd: float, scope: Guardrail = Guardrail.ALL) -> int:
+        """Validate a reset of ``scope``; returns the budget in nano-dollars. Raises before
+        changing anything: ``InvalidReset`` for budget that cannot apply, ``ResetRefused`` for
+        a reset that would re-trip at once (SPEC §4)."""
         budget = to_nano(parse_dollars(budget_usd, "additional_budget_usd", error=InvalidReset))
+        if budget_usd and scope is Guardrail.WATCHDOG:
+            raise InvalidReset("additional budget applies to the cost ceiling, not the watchdog")
+        if not scope.covers(Guardrail.COST_CEILING):
+            return 0
         if budget and not self.max_session:
             raise InvalidReset(
                 "no per-session cost ceiling is configured: added budget cannot arm one"

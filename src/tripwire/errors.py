@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "TripwireError",
     "ConfigError",
@@ -14,6 +16,8 @@ __all__ = [
     "InvalidReset",
     "BatchInterrupted",
     "NativeUnavailable",
+    "SmallTierParentRefused",
+    "StoreError",
 ]
 
 
@@ -78,7 +82,7 @@ class GuardrailTripped(TripwireError):
     the session. ``decision`` is the ``Decision`` (``action``, ``guardrail``, ``reason``,
     ``alerts``); ``halted`` says whether later turns are refused too."""
 
-    def __init__(self, decision):
+    def __init__(self, decision: Any):
         super().__init__(decision.reason)
         self.decision = decision
         self.reason = decision.reason
@@ -105,12 +109,22 @@ class InvalidReset(TripwireError, ValueError):
     is not configured."""
 
 
+class StoreError(TripwireError):
+    """The store cannot be used: unreadable, corrupt or locked database, or a bad key. The message
+    names the database file when there is one."""
+
+
+class SmallTierParentRefused(ConfigError):
+    """The small-tier-parent guard in ``refuse`` mode: the parent model is small-tier."""
+
+
 class BatchInterrupted(TripwireError):
     """Event ``index`` of a ``Fleet.observe_many`` batch raised ``error`` (a malformed usage,
     a refused reset ...). The events before it were observed, and ``outcomes`` holds theirs,
     as ``observe_many`` would have returned them; it and the events after it were not."""
 
-    def __init__(self, index: int, session_id: str, error: TripwireError, outcomes: list):
+    def __init__(self, index: int, session_id: str, error: TripwireError,
+                 outcomes: list[tuple[int, str, Any]]):
         super().__init__(f"event {index} (session {session_id!r}): {error}")
         self.index = index
         self.session_id = session_id

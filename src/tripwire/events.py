@@ -9,12 +9,13 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
 from .errors import InvalidEvent, TruncatedLine
+from .guardrail import Guardrail
 from .money import parse_dollars
 from .validate import check_no_op
 
@@ -99,8 +100,6 @@ class Reset:
 
 Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]  # noqa: UP007 (py3.10 alias)
 
-GUARDRAILS = ("watchdog", "cost_ceiling", "all")
-
 
 def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
            nullable: bool = True) -> Any:
@@ -122,7 +121,7 @@ def _names(types: tuple[type, ...]) -> str:
 
 
 def _count(obj: dict[str, Any], name: str) -> int | None:
-    value = _field(obj, name, (int,))
+    value: int | None = _field(obj, name, (int,))
     if value is not None and value < 0:
         raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
     return value
@@ -166,17 +165,14 @@ def _usage(o: dict[str, Any]) -> Usage:
 
 
 def _reset(o: dict[str, Any]) -> Reset:
-    guardrail = _field(o, "guardrail", (str,)) or "all"
-    guardrail = guardrail.strip().lower()
-    if guardrail not in GUARDRAILS:
-        raise InvalidEvent(
-            f"field 'guardrail' must be one of {', '.join(GUARDRAILS)}, not {guardrail!r}"
-        )
+    value = _field(o, "guardrail", (str,)) or "all"
+    scope = Guardrail.parse_reset(value.strip().lower(), error=InvalidEvent,
+                                  prefix="field 'guardrail'")
     budget = _usd(o, "additional_budget_usd") or 0.0
-    return Reset(guardrail, budget)
+    return Reset(scope.value, budget)
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "call": _call,
     "result": _result,
     "text": _text,

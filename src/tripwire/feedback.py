@@ -7,7 +7,7 @@ not authentication: a user can type ``[watchdog]`` too.
 
 from __future__ import annotations
 
-from .signals import Alert
+from .signals import WITHDRAWN_BY_WORDS, Alert
 
 __all__ = ["FeedbackQueue", "render_feedback", "HEADER"]
 
@@ -16,9 +16,6 @@ HEADER = (
     "from the user, and the user cannot see it."
 )
 CLOSING = "Adjust your approach on this turn accordingly."
-
-#: SPEC §1: the model-visible signal whose note is withdrawn once the agent speaks.
-SILENCE_SIGNAL = "tools-without-text"
 
 
 def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
@@ -51,13 +48,14 @@ class FeedbackQueue:
         if len(self._alerts) > self.capacity:
             del self._alerts[0]  # a full queue drops its oldest
 
-    def withdraw_silence(self) -> list[Alert]:
-        """The agent spoke: its queued tools-without-text notes describe a silence that ended."""
+    def withdraw_answered(self) -> list[Alert]:
+        """The agent spoke: queued notes its words answer (``SignalSpec.withdrawn_by_words``,
+        e.g. a silence that ended) are withdrawn; returns them."""
         if not self._alerts:
             return []
-        withdrawn = [a for a in self._alerts if a.signal == SILENCE_SIGNAL]
+        withdrawn = [a for a in self._alerts if a.signal in WITHDRAWN_BY_WORDS]
         if withdrawn:
-            self._alerts = [a for a in self._alerts if a.signal != SILENCE_SIGNAL] or None
+            self._alerts = [a for a in self._alerts if a.signal not in WITHDRAWN_BY_WORDS] or None
         return withdrawn
 
     def drain(self) -> str:
@@ -65,6 +63,3 @@ class FeedbackQueue:
         block = render_feedback(self._alerts or ())
         self._alerts = None
         return block
-
-    def pending(self) -> tuple[Alert, ...]:
-        return tuple(self._alerts or ())

@@ -12,14 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import _engine
-from ._common import BATCH_KINDS, remember_call_id
+from ._common import BATCH_KINDS, BatchState, StopReason, remember_call_id
 from .decision import CONTINUE, Decision, Turn
-from .errors import BatchInterrupted, GuardrailHalted, InvalidEvent, TripwireError
+from .errors import (
+    BatchInterrupted,
+    GuardrailHalted,
+    InvalidEvent,
+    StoreError,
+    TripwireError,
+)
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
@@ -68,7 +74,7 @@ class Fleet:
                 g = self._sessions.get(session_id)
                 if g is None:
                     g = self._sessions[session_id] = self._new_session(session_id)
-        w = g._watchdog  # _touch(), inlined: this is every fleet call's path
+        w = g._watchdog  # g.touch(), inlined: every fleet call takes this path
         if w is not None:
             w.last_used = time.monotonic()
         else:
@@ -86,7 +92,6 @@ class Fleet:
         are. Returns how many were restored; fails open as each session's restore does."""
         if self.store is None:
             return 0
-        from .store import StoreError
 
         try:
             histories = self.store.histories()
@@ -109,7 +114,7 @@ class Fleet:
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self._sessions))
 
     def evict(self, session_id: str) -> bool:
@@ -122,8 +127,8 @@ class Fleet:
         return self._evict(session_id, g, None)
 
     def _evict(self, session_id: str, g: Guardrails, idle_before: float | None) -> bool:
-        with g._lock:  # session lock, then the table's: no path takes them the other way round
-            if idle_before is not None and _last_used(g) >= idle_before:
+        with g.lock:  # session lock, then the table's: no path takes them the other way round
+            if idle_before is not None and g.last_used >= idle_before:
                 return False  # used again since it was found idle
             if g.halted and self.store is None:
                 return False
@@ -138,7 +143,7 @@ class Fleet:
     def evict_idle(self, idle_seconds: float) -> int:
         """Evict every session unused for ``idle_seconds``; returns how many went."""
         cutoff = time.monotonic() - idle_seconds
-        idle = [(sid, g) for sid, g in list(self._sessions.items()) if _last_used(g) < cutoff]
+        idle = [(sid, g) for sid, g in list(self._sessions.items()) if g.last_used < cutoff]
         return sum(self._evict(sid, g, cutoff) for sid, g in idle)
 
     def status(self) -> list[HaltedSession]:
@@ -198,21 +203,21 @@ class Fleet:
         # for each other in a cycle
         locked = sorted(sessions, key=id)
         for g in locked:
-            g._lock.acquire()
+            g.lock.acquire()
         try:
-            states = [g._batch_state() for g in sessions]
+            states = [g.batch_state() for g in sessions]
             batch.bind(states)
             out: list[tuple[int, str, Decision | Turn]] = []
             while True:
                 i, alerts, why = batch.run()
-                if why == 0:
+                if why is StopReason.END:
                     break
                 self._report_blocked(batch, sessions, out)
                 self._take_changes(batch, sessions)  # the estimate as of this row
                 row = batch.row(i)
                 slot = batch.slot(i)
                 g = sessions[slot]
-                if why == 2:
+                if why is StopReason.PYTHON:
                     try:
                         self._single(row, i, g, out)
                     except TripwireError as e:
@@ -220,25 +225,21 @@ class Fleet:
                         self._replay_ids(batch, sessions, states, i)
                         out.sort(key=_index)
                         raise BatchInterrupted(i, g.session_id, e, out) from e
-                else:
-                    decision = g._on_alerts(alerts) if alerts else CONTINUE
-                    if row[1] == "text":  # words that answer queued notes
-                        g._withdraw_silence_notes()
-                    elif g._context is not None and row[1] == "result":
-                        decision = g._context_check(decision)
+                else:  # StopReason.POLICY
+                    decision = g.on_batch_stop(row[1], alerts)
                     if decision is not CONTINUE:
                         out.append((i, g.session_id, decision))
-                batch.update_slot(slot, g._batch_state())
+                batch.update_slot(slot, g.batch_state())
             self._report_blocked(batch, sessions, out)
             self._take_changes(batch, sessions)
             for slot, call_ids in batch.call_ids():  # the sessions the batch drove
-                sessions[slot]._ids = call_ids
+                sessions[slot].call_ids = call_ids
             out.sort(key=_index)
             return out
         finally:
             self._persist_spend(sessions)
             for g in reversed(locked):
-                g._lock.release()
+                g.lock.release()
 
     def _sessions_for(self, ids: list[str]) -> list[Guardrails]:
         now = time.monotonic()
@@ -248,15 +249,16 @@ class Fleet:
             g = get(sid)
             if g is None:
                 g = self.session(sid)
-            _touch(g, now)
+            g.touch(now)
             sessions.append(g)
         return sessions
 
     @staticmethod
-    def _report_blocked(batch: Any, sessions: list[Guardrails], out: list) -> None:
+    def _report_blocked(batch: Any, sessions: list[Guardrails],
+                        out: list[tuple[int, str, Decision | Turn]]) -> None:
         for j in batch.take_blocked():
             g = sessions[batch.slot(j)]
-            out.append((j, g.session_id, g._blocked))
+            out.append((j, g.session_id, g.blocked_decision))
 
     def _persist_spend(self, sessions: list[Guardrails]) -> None:
         """Usage rows the batch core charged: their spend is durable before the batch returns,
@@ -264,38 +266,30 @@ class Fleet:
         if self.store is None:
             return
         for g in sessions:
-            if g._outbox is not None and g._cost.spent != g._outbox.queued_spend:
-                g._persist_spend()
+            g.persist_spend()
 
     @staticmethod
     def _take_changes(batch: Any, sessions: list[Guardrails]) -> None:
         """Hand what the batch changed back to its sessions, before Python acts on any: the
         spend of usage rows, a context a usage measured, estimate bytes of results."""
-        for slot, spent, measured, added in batch.changes():
-            g = sessions[slot]
-            if spent is not None:
-                g._cost.spent = spent
-            if measured is not None:  # a measured count replaces the estimate
-                g._context.measured = measured
-                g._context.estimator.reset()
-            if added:
-                g._context.estimator.add_bytes(added)
+        for change in batch.changes():
+            sessions[change.slot].take_batch_change(change)
 
     @staticmethod
-    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[tuple],
+    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[BatchState],
                     stop: int) -> None:
         """An interrupted batch: the call id maps of the sessions it drove, as of row stop."""
         for i in range(stop):
             slot = batch.slot(i)
-            if states[slot][0] is None:
+            if states[slot].engine is None:
                 continue
-            row, ids = batch.row(i), sessions[slot]._ids
+            row, ids = batch.row(i), sessions[slot].call_ids
             if row[1] == "turn_start":
                 ids.clear()
             elif row[1] == "call" and row[4] is not None:
                 remember_call_id(ids, row[4], row[2])
 
-    def _single(self, row: tuple, index: int, g: Guardrails,
+    def _single(self, row: tuple[Any, ...], index: int, g: Guardrails,
                 out: list[tuple[int, str, Decision | Turn]]) -> None:
         sid, kind, *f = row
         outcome: Decision | Turn
@@ -321,22 +315,7 @@ class Fleet:
             out.append((index, sid, outcome))
 
 
-def _touch(g: Guardrails, now: float) -> None:
-    """Note when a session was fetched: in its native engine, whose object the next call
-    reads anyway (a dict of times, or a float per session, costs a cold memory access each)."""
-    w = g._watchdog
-    if w is not None:
-        w.last_used = now
-    else:
-        g._used_at = now
-
-
-def _last_used(g: Guardrails) -> float:
-    w = g._watchdog
-    return w.last_used if w is not None else g._used_at
-
-
-def _index(outcome: tuple) -> int:
+def _index(outcome: tuple[int, str, Decision | Turn]) -> int:
     return outcome[0]
 
 
@@ -372,7 +351,7 @@ def _rows(events: Iterable[Any] | Mapping[str, Sequence[Any]]) -> Iterable[Any]:
     return rows
 
 
-def _as_tuple(event: Any, i: int) -> tuple:
+def _as_tuple(event: Any, i: int) -> tuple[Any, ...]:
     """A ``(session_id, Event)`` pair as a batch tuple."""
     if not (isinstance(event, (tuple, list)) and len(event) == 2):
         raise InvalidEvent(f"expected (session_id, kind, *fields), not {event!r}")

@@ -10,7 +10,7 @@ a typed error naming the field, never an ``OverflowError`` and never silently cl
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import ConfigError, TripwireError
 
@@ -21,6 +21,16 @@ NANO = 1_000_000_000
 #: The largest amount tripwire accepts anywhere: $1e9 is 1e18 nano-dollars, and int64 holds
 #: 9.2e18, so even a session of a few such events cannot overflow the native batch path.
 MAX_USD = 1_000_000_000
+
+
+@overload
+def parse_dollars(value: Any, what: str, *, error: type[TripwireError] = ...,
+                  allow_none: Literal[False] = ...) -> float: ...
+
+
+@overload
+def parse_dollars(value: Any, what: str, *, error: type[TripwireError] = ...,
+                  allow_none: bool) -> float | None: ...
 
 
 def parse_dollars(value: Any, what: str, *, error: type[TripwireError] = ConfigError,

@@ -17,9 +17,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .store import StoreError
+from . import lines
+from .errors import StoreError
+from .restore import Folded, fold_history
 
-__all__ = ["Outbox", "DECISION_WAIT", "RETRIER"]
+__all__ = ["Outbox", "SessionLog", "DECISION_WAIT", "RETRIER"]
 
 LOGGER = logging.getLogger("tripwire")
 
@@ -145,3 +147,72 @@ def _quiet(kind: str, exc: StoreError) -> None:
 
 RETRIER = _Retrier()
 atexit.register(RETRIER.flush_at_exit)
+
+
+class SessionLog:
+    """One session's durable log, as its ``Guardrails`` writes and reads it: rows appended in
+    order before the decision returns (waiting at most ``DECISION_WAIT``; the rest goes to the
+    retrier), and the session's history read and folded back at restore. The guardrails hand
+    it finished rows; what a row holds is each policy's ``snapshot()``."""
+
+    __slots__ = ("line", "outbox", "session_id", "store")
+
+    def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
+        self.store = store
+        self.session_id = session_id
+        self.line = line  # the session's log-line prefix
+        self.outbox = Outbox()
+
+    def __len__(self) -> int:
+        return len(self.outbox)
+
+    def put(self, kind: str, data: dict[str, Any],
+            state: tuple[int, tuple[str | None, int, int]] | None = None) -> None:
+        """Append a row now (or leave it to the retrier). ``state``: the spend and escalation
+        counts the row carries, so a later decision knows whether the store has them."""
+        outbox = self.outbox
+        outbox.put(kind, data)
+        if state is not None:
+            outbox.queued_spend, outbox.queued_counts = state
+        self.drain(DECISION_WAIT)
+
+    def holds(self, spend: int, counts: tuple[str | None, int, int] | None = None) -> bool:
+        """Whether the rows written or queued already carry this spend (and counts)."""
+        outbox = self.outbox
+        return spend == outbox.queued_spend and (counts is None or counts == outbox.queued_counts)
+
+    def mark_stored(self, spend: int, counts: tuple[str | None, int, int]) -> None:
+        """What the store holds after a restore."""
+        self.outbox.queued_spend, self.outbox.queued_counts = spend, counts
+
+    def drain(self, wait: float | None) -> bool:
+        """Write the queued rows (each append waiting at most ``wait``; None: the store's own
+        timeout); True when none is left, else the retrier takes over."""
+        # and as long for a write the background retrier has under way
+        take_over = getattr(self.store, "timeout", 5.0) if wait is None else wait
+        if self.outbox.drain(self.store, self.session_id, wait, self._failed,
+                             take_over=take_over):
+            return True
+        RETRIER.schedule(self.outbox, self.store, self.session_id)
+        return False
+
+    def flush(self) -> bool:
+        """Every row, waiting the store's full timeout (and for a retrier write under way)."""
+        return self.drain(None)
+
+    def _failed(self, kind: str, exc: StoreError) -> None:
+        LOGGER.error(self.line(lines.store_failed(kind, exc)))
+
+    def read(self, history: Any = None) -> Folded | None:
+        """The session's history folded (``history``: read already, as ``Fleet.restore_all``
+        does), or None when the store cannot be read (the session runs without it, warned)."""
+        try:
+            if history is None:
+                history = self.store.history(self.session_id)
+        except StoreError as exc:
+            LOGGER.warning(self.line(lines.history_unreadable(exc)))
+            return None
+        folded = fold_history(history)
+        for warning in folded.warnings:
+            LOGGER.warning(self.line(warning))
+        return folded

@@ -85,12 +85,12 @@ class ReplayStats:
     skipped_lines: int = 0  # recognized transcript lines that carry no event
     truncated_lines: int = 0
     skipped_events: int = 0
-    alerts: Counter = field(default_factory=Counter)
+    alerts: Counter[str] = field(default_factory=Counter)
     critical_alerts: int = 0
-    decisions: Counter = field(default_factory=Counter)
+    decisions: Counter[str] = field(default_factory=Counter)
     halted_sessions: int = 0
     estimated_costs: int = 0  # usages priced from token prices, not reported
-    unpriced_models: set = field(default_factory=set)  # models of usages with no price
+    unpriced_models: set[str] = field(default_factory=set)  # models of usages with no price
 
     def merge(self, other: ReplayStats) -> None:
         """Add another run's counts (one file's, for ``--per-file``)."""

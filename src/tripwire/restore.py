@@ -21,6 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InvalidReset
+from .guardrail import Guardrail
+
 __all__ = ["Folded", "fold_history", "RESTORED_SIGNAL"]
 
 #: The synthetic alert a restored watchdog halt feeds back to the model.
@@ -108,11 +111,14 @@ def _fold_trip(folded: Folded, data: dict[str, Any]) -> None:
 
 
 def _fold_reset(folded: Folded, data: dict[str, Any]) -> None:
-    scope = data.get("guardrail", "all")
-    if scope in ("watchdog", "all"):
+    try:
+        scope = Guardrail.parse_reset(data.get("guardrail", "all"))
+    except InvalidReset:
+        return  # a row this version cannot read resets nothing
+    if scope.covers(Guardrail.WATCHDOG):
         folded.watchdog_halt = None
         folded.watchdog_cut_signal, folded.watchdog_in_a_row = None, 0
-    if scope in ("cost_ceiling", "all"):
+    if scope.covers(Guardrail.COST_CEILING):
         folded.cost_session_halt = folded.cost_escalation_halt = None
         folded.cost_in_a_row = 0
         folded.granted_usd += float(data.get("budget_usd", 0.0))

@@ -91,7 +91,7 @@ from typing import Any, Protocol, runtime_checkable
 import blake3
 import msgpack
 
-from .errors import TripwireError
+from .errors import StoreError
 
 __all__ = [
     "StoreError",
@@ -136,11 +136,6 @@ LOGGER = logging.getLogger("tripwire")
 _ZERO_MAC = bytes(32)  # "previous mac" of row 0
 _MAX_DEPTH = 64  # nesting allowed in row data; real rows are flat, this only stops runaway input
 _KEY_CHECK = [b"key check"]
-
-
-class StoreError(TripwireError):
-    """The store cannot be used: unreadable, corrupt or locked database, or a bad key. The message
-    names the database file when there is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +265,7 @@ def _head_ok(key: bytes, session: str, head: tuple[Any, ...]) -> bool:
         return False
     if halt is not None and type(halt) is not int:
         return False
-    return mac == _head_mac(key, session, count, last_mac, halt)
+    return bool(mac == _head_mac(key, session, count, last_mac, halt))
 
 
 def _manifest_ok(key: bytes, manifest: tuple[Any, ...]) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from .errors import ConfigError, SmallTierParentRefused
 from .tiers import DEFAULT_CATALOGUE, ModelCatalogue
 
 __all__ = [
@@ -145,10 +145,6 @@ def resolve_task(
         tools=tools,
         plan_mode=plan_mode if plan_mode is not None else (cls.plan_mode if cls else None),
     )
-
-
-class SmallTierParentRefused(ConfigError):
-    """``--small-tier-parent=refuse``: the parent model is small-tier (a config error)."""
 
 
 SMALL_TIER_MODES = ("warn", "refuse", "allow")

@@ -84,7 +84,7 @@ def detect(path: Path) -> str | None:
         decoded = True
         for module in _MODULES:
             if module.sniff(value):
-                return module.NAME
+                return str(module.NAME)
     return None if decoded else interchange.NAME
 
 
@@ -108,7 +108,8 @@ def read_transcript(path: Path, fmt: str = "auto", name: str | None = None) -> I
     module = FORMATS.get(fmt)
     if module is None:
         raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
-    return module.read(path, name)
+    items: Iterator[Item] = module.read(path, name)
+    return items
 
 
 @dataclass(frozen=True, slots=True)

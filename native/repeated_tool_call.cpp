@@ -1,0 +1,80 @@
+#include "repeated_tool_call.h"
+
+namespace tw {
+
+void RepeatDetector::start_run(const CanonicalCall& c, uint64_t name_hash) {
+    run = 1;
+    rest = c.rest;
+    name = name_hash;
+    is_object = c.is_object;
+    tripped = false;
+    poll = kPollAwaiting;
+    longest.clear();
+    ends.clear();
+    for (std::string_view p : c.paths) {
+        longest.append(p);
+        ends.push_back(static_cast<uint32_t>(longest.size()));
+    }
+}
+
+bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& fired) {
+    fired = false;
+    bool joined = run > 0 && c.rest == rest && c.is_object == is_object &&
+                  c.paths.size() == ends.size();
+    bool longer = false;
+    for (size_t i = 0; joined && i < c.paths.size(); ++i) {
+        const std::string_view have = slot(i);
+        joined = paths_suffix_match(c.paths[i], have);
+        longer = longer || c.paths[i].size() > have.size();
+    }
+    if (joined) {
+        ++run;
+        if (longer) {
+            // the run's longest spelling grows (SPEC §2.3 run consistency)
+            // double buffers shared by the thread's sessions: growing allocates nothing
+            thread_local std::string scratch;
+            thread_local std::vector<uint32_t> scratch_ends;
+            scratch.clear();
+            scratch_ends.clear();
+            for (size_t i = 0; i < c.paths.size(); ++i) {
+                const std::string_view have = slot(i);
+                scratch.append(c.paths[i].size() > have.size() ? c.paths[i] : have);
+                scratch_ends.push_back(static_cast<uint32_t>(scratch.size()));
+            }
+            longest.swap(scratch);
+            ends.swap(scratch_ends);
+        }
+    } else {
+        start_run(c, name_hash);
+    }
+    if (enabled && run >= threshold && !tripped && poll != kPollChanging) {
+        tripped = true;
+        fired = true;
+    }
+    return joined;
+}
+
+void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* digest) noexcept {
+    uint8_t end;
+    if (failed) {
+        end = kPollFailed;
+    } else if (no_op) {
+        end = kPollNoOp;
+    } else if (digest == nullptr) {
+        end = kPollNoPayload;
+    } else if (poll == kPollAwaiting) {
+        poll = kPollOnePayload;
+        last = *digest;
+        return;
+    } else if (digest->low64 != last.low64 || digest->high64 != last.high64) {
+        poll = kPollChanging;
+        last = *digest;
+        return;
+    } else {
+        end = kPollStoppedChanging;
+    }
+    // sticky for the run: a poll that repeats itself once is not polling again later
+    poll = poll == kPollChanging ? end : static_cast<uint8_t>(kPollEnded);
+}
+
+}  // namespace tw

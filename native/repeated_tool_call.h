@@ -1,0 +1,75 @@
+// repeated-tool-call (SPEC §1, §2.3), unless the run is polling something that changes
+// (SPEC §10.24). Reference: tripwire/signals/repeated_tool_call.py.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+#include "canonical.h"
+#include "hash.h"
+
+namespace tw {
+
+// What the results of the current run's calls have shown, in arrival order: the values of
+// tripwire.signals.repeated_tool_call.Poll. Only kPollChanging exempts the run; the last four
+// are the ways an exemption that held can end, which the alert's texts name.
+enum Poll : uint8_t {
+    kPollAwaiting = 0,    // no result of the run's tool yet
+    kPollOnePayload = 1,  // one successful payload: nothing to compare it with yet
+    kPollChanging = 2,    // every result a success with a payload, each differing from the last
+    kPollEnded = 3,       // ended before the run ever observed change: an ordinary repeat
+    kPollStoppedChanging = 4,
+    kPollFailed = 5,
+    kPollNoOp = 6,
+    kPollNoPayload = 7,
+};
+
+// repeated-tool-call: run-consistent repeats (SPEC §2.3 Decision).
+struct RepeatDetector {
+    uint32_t threshold;
+    bool enabled;
+    bool tripped = false;
+    bool is_object = false;
+    uint8_t poll = kPollAwaiting;
+    uint32_t run = 0;
+    uint64_t rest = 0;
+    uint64_t name = 0;  // the run's tool (its name hash): whose results are the run's
+    Hash128 last{};     // the run's previous payload digest
+    // The longest spelling seen in the run for each top-level path key, concatenated;
+    // ends[i] is where slot i ends.
+    std::string longest;
+    std::vector<uint32_t> ends;
+
+    RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
+    // Returns whether the call joined the current run; sets `fired`.
+    bool observe(const CanonicalCall& c, uint64_t name_hash, bool& fired);
+    // Whether a result of tool `name_hash` arriving now is the current run's and can still
+    // change its exemption (then the session digests its payload, exempt tool or not). A
+    // result carries a tool, not the call it answers: a late result of a call before the
+    // run, of the same tool, counts for it too.
+    bool awaits(uint64_t name_hash) const noexcept {
+        return run > 0 && name_hash == name && poll < kPollEnded;
+    }
+    // A result `awaits` said is the run's; `digest` null when it has no payload.
+    void observe_result(bool failed, bool no_op, const Hash128* digest) noexcept;
+    void reset() noexcept {
+        run = 0;
+        rest = 0;
+        name = 0;
+        is_object = false;
+        tripped = false;
+        poll = kPollAwaiting;
+        ends.clear();
+    }
+
+private:
+    std::string_view slot(size_t i) const noexcept {
+        const uint32_t begin = i ? ends[i - 1] : 0;
+        return std::string_view(longest.data() + begin, ends[i] - begin);
+    }
+    void start_run(const CanonicalCall& c, uint64_t name_hash);
+};
+
+}  // namespace tw

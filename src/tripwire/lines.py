@@ -1,0 +1,148 @@
+"""Every line tripwire writes for an operator, in one place (the policies decide; these say).
+
+The cut lines open with one sentence, ``CUT_IN_FLIGHT``: a harness operator reading a cancelled
+turn must learn that the cancellation is tripwire's cut, not a provider failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .cost import usd
+from .guardrail import halted_by
+
+if TYPE_CHECKING:
+    from .context import Utilization
+    from .signals import Alert
+
+CUT_IN_FLIGHT = ("{guardrail} cut the turn in flight \u2014 the cancellation that follows is "
+                 "this cut, not a provider failure: ")
+
+ONE_SHOT = ("Nothing starts that turn on its own, though: under a driver the run goes on, and "
+            "a one-shot run ends here.")
+
+
+def cut_in_flight(guardrail: str) -> str:
+    """The opening of every in-flight cut or halt line."""
+    return CUT_IN_FLIGHT.format(guardrail=guardrail)
+
+
+def _escalation_tail(fresh: str, in_a_row: int, limit: int) -> str:
+    return (f"The turn was stopped with its work unfinished; the session is NOT halted, and a "
+            f"further turn would start {fresh}. {ONE_SHOT} {in_a_row} in a row now \u2014 at "
+            f"{limit} the session halts and needs an operator reset.")
+
+
+# -- watchdog -----------------------------------------------------------------------------------
+
+
+def watchdog_cut_reason(alert: Alert) -> str:
+    return f"watchdog cut the turn ({alert.signal}): {alert.reason}"
+
+
+def watchdog_escalation(alert: Alert, in_a_row: int) -> str:
+    return (f"{alert.signal} cut {in_a_row} turns in a row (latest: {alert.reason}); a model "
+            "that restarts the loop on every fresh turn is not stopped by cutting turns")
+
+
+def watchdog_halt_reason(alert: Alert, why: str) -> str:
+    return (f"watchdog halted the session ({alert.signal}): {why} The session refuses new "
+            "turns until an operator resets it (Guardrails.reset, or `tripwire reset`).")
+
+
+def watchdog_cut(reason: str, in_a_row: int, limit: int) -> str:
+    return (f"{cut_in_flight('watchdog guardrail')}{reason} "
+            f"{_escalation_tail('fresh', in_a_row, limit)}")
+
+
+def watchdog_halt(reason: str) -> str:
+    return f"{cut_in_flight('watchdog guardrail')}{reason}"
+
+
+def note_withdrawn(alert: Alert) -> str:
+    return (f"watchdog note withdrawn: {alert.signal} at event {alert.event} "
+            "(the model has spoken since)")
+
+
+def tampered_halt(why: str) -> str:
+    return f"watchdog halted the session: {why}."
+
+
+# -- cost ceiling -------------------------------------------------------------------------------
+
+
+def estimated_cost(reason: str) -> str:
+    return reason + " (estimated: the spend includes costs computed from token prices)"
+
+
+def cost_trip(reason: str, *, in_turn: bool, halts: bool, in_a_row: int, limit: int) -> str:
+    head = (cut_in_flight("cost_ceiling guardrail") if in_turn
+            else "cost_ceiling guardrail tripped: ")
+    if halts:
+        tail = "The session is halted: every later turn is refused until an operator reset."
+    else:
+        tail = _escalation_tail("from a fresh per-turn budget", in_a_row, limit)
+    return f"{head}{reason}. {tail}"
+
+
+# -- context guard ------------------------------------------------------------------------------
+
+
+def compaction_pending(u: Utilization) -> str:
+    return (f"compaction pending: the context is {u.fraction:.1%} full ({u.tokens:,} of "
+            f"{u.window:,} tokens{', partly estimated' if u.estimated else ''}), past the "
+            f"{u.threshold:.0%} threshold for {u.tier or 'an unknown'} tier")
+
+
+def context_cut_reason(u: Utilization, cut_at: float) -> str:
+    return (f"the context window is {u.fraction:.1%} full ({u.tokens:,} of {u.window:,} "
+            f"tokens, {u.unmeasured_bytes:,} bytes of it estimated), past the {cut_at:.0%} hard "
+            "ceiling; compaction is pending, so a next turn would start by reducing context")
+
+
+def context_cut(reason: str) -> str:
+    return f"{cut_in_flight('context guard')}{reason}."
+
+
+def compaction_record(record: Mapping[str, Any]) -> str:
+    """The line of a compaction record."""
+    event = record["event"]
+    if event == "compaction-boundary":
+        return f"compaction boundary written ({record['kind']})"
+    if event == "context-reduction-failed":
+        return f"context reduction failed ({record['operation']}): {record['reason']}"
+    if event == "context-reduction-degraded":
+        return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
+    return str(event)
+
+
+# -- turns, resets and the store ------------------------------------------------------------------
+
+
+def refused_turn(reason: str) -> str:
+    return f"turn refused before any model call: {reason}"
+
+
+def reset_done(cleared: list[str], budget: int, ceiling: int, still: tuple[str, ...]) -> str:
+    parts = []
+    if cleared:
+        parts.append("cleared " + ", ".join(cleared))
+    if budget:
+        parts.append(f"session ceiling raised by {usd(budget)} to {usd(ceiling)}")
+    if not parts:
+        parts.append("nothing in scope to reset" + (
+            f"; the session is still {halted_by(still)}" if still
+            else "; no guardrail was tripped"))
+    elif still:
+        parts.append(f"still {halted_by(still)}")
+    return "reset: " + "; ".join(parts)
+
+
+def store_failed(kind: str, exc: Exception) -> str:
+    return (f"could not persist a {kind} row ({exc}); kept in memory and retried in the "
+            "background and at the next guardrail decision")
+
+
+def history_unreadable(exc: Exception) -> str:
+    return f"guardrail history unreadable ({exc}); the session runs without it"

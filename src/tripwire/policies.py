@@ -1,0 +1,104 @@
+"""The cost and context policies: what a tripped cost ceiling or a crossed context limit does
+to a session (SPEC §4, §6). Each returns the ``Decision`` and writes its row and its operator
+line; ``Guardrails`` holds the lock and makes a cut or halt the session's blocked decision.
+(The watchdog's policy is ``watchdog_policy.py``; the arithmetic is ``cost.CostCeiling`` and
+``context.ContextGuard``.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import lines
+from .context import Compaction, ContextGuard, SummaryResult
+from .decision import CUT_TURN, HALT_SESSION, Decision
+
+if TYPE_CHECKING:
+    from .cost import CostCeiling, CostTrip
+    from .reporting import OperatorChannel
+
+__all__ = ["CostPolicy", "ContextPolicy"]
+
+#: (row kind, row data): append a row to the session's durable log
+Persist = Callable[[str, dict[str, Any]], None]
+
+
+class CostPolicy:
+    """A cost trip → a cut turn (per-turn bound) or a halted session (per-session bound, or the
+    per-turn bound tripped ``escalate_after`` turns in a row)."""
+
+    __slots__ = ("_channel", "_persist", "ceiling")
+
+    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, persist: Persist):
+        self.ceiling = ceiling
+        self._channel = channel
+        self._persist = persist
+
+    def decide(self, trip: CostTrip, *, in_turn: bool) -> Decision:
+        decision = Decision(HALT_SESSION if trip.halts else CUT_TURN, "cost_ceiling", trip.reason)
+        self._channel.counters.count_trip("cost_ceiling")
+        self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
+                               "halts": trip.halts, "reason": trip.reason,
+                               "in_a_row": trip.in_a_row})
+        line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
+                               in_a_row=trip.in_a_row, limit=self.ceiling.escalate_after)
+        self._channel.emit("halt" if trip.halts else "cut", line,
+                           level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
+        return decision
+
+
+class ContextPolicy:
+    """After an observation that moved the context estimate: compaction pending (reported), or
+    the hard cut of the turn; the records of compaction, kept in the durable log."""
+
+    __slots__ = ("_channel", "_persist", "cut_at", "guard")
+
+    def __init__(self, guard: ContextGuard, cut_at: float, channel: OperatorChannel,
+                 persist: Persist):
+        self.guard = guard
+        self.cut_at = cut_at
+        self._channel = channel
+        self._persist = persist
+
+    def check(self, decision: Decision) -> Decision:
+        """``decision`` as it stands, or the context cut that replaces it."""
+        guard = self.guard
+        verdict = guard.check()
+        if verdict is None:
+            return decision
+        u = guard.utilization()
+        if verdict == "compact":
+            self.record({
+                "event": "compaction-pending", "utilization": round(u.fraction, 6),
+                "estimated": u.estimated, "tokens": u.tokens, "window": u.window,
+                "threshold": u.threshold, "model": u.model,
+                "message": lines.compaction_pending(u),
+            })
+            return decision
+        record = guard.turn_cut_record()
+        reason = lines.context_cut_reason(u, self.cut_at)
+        if not decision.proceed or not self.guard.config.cut_turns:
+            # already cut or halted by another guardrail, or report-only (replay's analysis)
+            self.record({**record, "enforced": False, "message": reason})
+            return decision
+        cut = Decision(CUT_TURN, "context", reason, decision.alerts)
+        self._channel.counters.count_trip("context")
+        self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
+                           guardrail="context", decision=cut, record=record)
+        return cut
+
+    def record(self, record: dict[str, Any]) -> None:
+        message = record.pop("message", None) or record["event"]
+        level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
+        if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
+            self._persist("context", record)
+        self._channel.emit("context", message, level=level, guardrail="context", record=record)
+
+    def compact(self, messages: Any, focus: str | None,
+                summarize: Callable[[Any, str | None], SummaryResult] | None) -> Compaction:
+        result = self.guard.compact(messages, focus, summarize)
+        for record in result.records:
+            self.record({**record, "message": lines.compaction_record(record)})
+        return result

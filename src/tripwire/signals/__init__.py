@@ -1,0 +1,176 @@
+"""The signal catalogue: the eight watchdog signals of SPEC §1, one module each.
+
+Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
+default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
+operator and the ``guidance`` for the model, built only when it fires) and its reference
+detector. ``CATALOGUE`` lists the modules once, and that order *is* the bit order of the
+engines' fired masks: bit ``i`` is ``SIGNALS[i]`` (native ``session.h`` is checked against it
+by ``tests/test_parity.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._common import EngineSettings
+from ..errors import ConfigError
+from . import (
+    alternating_tool_cycle,
+    dominant_tool_call,
+    no_new_state,
+    no_op_streak,
+    repeated_tool_call,
+    repeated_tool_name,
+    tool_failure_streak,
+    tools_without_text,
+)
+from ._spec import (
+    CRITICAL,
+    MAX_COUNT,
+    SESSION,
+    TURN,
+    WARN,
+    Alert,
+    Knob,
+    SignalSpec,
+    error_text,
+    quote_args,
+    tool_label,
+    tool_list,
+    truncate_utf8,
+)
+from .alternating_tool_cycle import MAX_HISTORY
+
+__all__ = [
+    "Alert",
+    "Knob",
+    "SignalSpec",
+    "SIGNALS",
+    "SIGNAL_IDS",
+    "BY_ID",
+    "WatchdogConfig",
+    "WITHDRAWN_BY_WORDS",
+    "CRITICAL", "WARN", "SESSION", "TURN", "MAX_HISTORY", "MAX_COUNT",
+    "quote_args",
+    "truncate_utf8",
+    "tool_label",
+    "tool_list",
+    "error_text",
+]
+
+#: The catalogue, in SPEC §1 table order: the only place the bit order is written.
+CATALOGUE = (
+    repeated_tool_call,
+    alternating_tool_cycle,
+    dominant_tool_call,
+    repeated_tool_name,
+    tool_failure_streak,
+    no_op_streak,
+    no_new_state,
+    tools_without_text,
+)
+
+SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))
+SIGNAL_IDS: tuple[str, ...] = tuple(s.id for s in SIGNALS)
+BY_ID: dict[str, SignalSpec] = {s.id: s for s in SIGNALS}
+#: Signals whose queued notes the agent's own words withdraw.
+WITHDRAWN_BY_WORDS: frozenset[str] = frozenset(s.id for s in SIGNALS if s.withdrawn_by_words)
+
+
+def _check_knob(signal: SignalSpec, name: str, value: Any) -> Any:
+    if name == "enabled":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{signal.id}.enabled must be true or false, not {value!r}")
+        return value
+    try:
+        knob = signal.knob(name)
+    except KeyError:
+        known = ", ".join(["enabled"] + [k.name for k in signal.knobs])
+        raise ConfigError(
+            f"unknown knob {name!r} for signal {signal.id} (known: {known})"
+        ) from None
+    return knob.checked(signal.id, value)
+
+
+@dataclass(frozen=True)
+class WatchdogConfig:
+    """Which signals run and with which knobs. ``WatchdogConfig()`` is SPEC §1's defaults.
+
+    ``signals`` maps a signal id to knob overrides, e.g.
+    ``{"repeated-tool-call": {"threshold": 3}, "no-new-state": {"enabled": False}}``.
+    ``only`` restricts the run to a set of signal ids (every other one disabled).
+    """
+
+    signals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    only: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        checked: dict[str, dict[str, Any]] = {}
+        for signal_id, knobs in self.signals.items():
+            spec = _spec(signal_id)
+            if not isinstance(knobs, Mapping):
+                raise ConfigError(f"settings of signal {signal_id} must be a table of knobs")
+            checked[signal_id] = {k: _check_knob(spec, k, v) for k, v in knobs.items()}
+        object.__setattr__(self, "signals", checked)
+        if self.only is not None:
+            only = frozenset(self.only)
+            for signal_id in only:
+                _spec(signal_id)
+            object.__setattr__(self, "only", only)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> WatchdogConfig:
+        """Build from a config file's table: ``{"signals": {<id>: {<knob>: value}}}``."""
+        unknown = set(mapping) - {"signals"}
+        if unknown:
+            raise ConfigError(f"unknown watchdog setting(s): {', '.join(sorted(unknown))}")
+        signals = mapping.get("signals", {})
+        if not isinstance(signals, Mapping):
+            raise ConfigError("'signals' must be a table keyed by signal id")
+        return cls(signals=signals)
+
+    def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
+        return WatchdogConfig(signals=self.signals, only=frozenset(ids))
+
+    def value(self, signal_id: str, knob: str) -> Any:
+        spec = BY_ID[signal_id]
+        override = self.signals.get(signal_id, {})
+        if knob in override:
+            return override[knob]
+        return spec.knob(knob).default
+
+    def effective(self, signal_id: str, knob: str) -> Any:
+        """A knob's value as the engines use it: SPEC §1's clamp applied by the knob."""
+        return BY_ID[signal_id].knob(knob).effective(self.value(signal_id, knob))
+
+    def is_enabled(self, signal_id: str) -> bool:
+        if self.only is not None and signal_id not in self.only:
+            return False
+        return bool(self.signals.get(signal_id, {}).get("enabled", True))
+
+    def engine_settings(self) -> EngineSettings:
+        """Resolve defaults and clamp (SPEC §1: counts below 2 become 2; each signal module's
+        ``resolve``). Computed once per config: a fleet shares it across sessions."""
+        cached: EngineSettings | None = self.__dict__.get("_engine_settings")
+        if cached is None:
+            resolved: dict[str, Any] = {}
+            enabled = 0
+            for spec in SIGNALS:
+                resolved.update(spec.resolve(functools.partial(self.effective, spec.id), resolved))
+                if self.is_enabled(spec.id):
+                    enabled |= spec.bit
+            cached = EngineSettings(enabled=enabled, **resolved)
+            object.__setattr__(self, "_engine_settings", cached)
+        return cached
+
+
+def _spec(signal_id: str) -> SignalSpec:
+    try:
+        return BY_ID[signal_id]
+    except KeyError:
+        raise ConfigError(
+            f"unknown signal {signal_id!r} (known: {', '.join(SIGNAL_IDS)})"
+        ) from None

@@ -1,0 +1,209 @@
+// The C++ core on its own, under AddressSanitizer and UndefinedBehaviorSanitizer: the
+// canonicalizer, each detector and the session (ctest target of tests/native/CMakeLists.txt;
+// .ci/run builds and runs it). The behaviour itself is pinned by the Python suite against the
+// reference; this driver is for memory and UB errors the bindings would hide, plus a few
+// facts the rest depends on.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "canonical.h"
+#include "digest_lru.h"
+#include "hash.h"
+#include "session.h"
+#include "tokens.h"
+
+namespace {
+
+int failures = 0;
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                        \
+        }                                                                      \
+    } while (0)
+
+uint64_t key(tw::Canonicalizer& c, const std::string& name, const std::string& args) {
+    return c.canonicalize(name.data(), name.size(), args.data(), args.size()).key;
+}
+
+tw::Settings defaults() {
+    tw::Settings s{};
+    s.enabled = 0xFF;
+    s.repeat_threshold = 5;
+    s.cycle_max_period = 4;
+    s.cycle_cycles = 3;
+    s.density_window = 12;
+    s.density_threshold = 8;
+    s.density_defer_run = 5;
+    s.density_defer_cycle_period = 4;
+    s.name_threshold = 15;
+    s.failure_threshold = 3;
+    s.no_op_threshold = 3;
+    s.no_new_state_threshold = 6;
+    s.silence_threshold = 12;
+    s.digest_memory = 64;
+    return s;
+}
+
+uint32_t call(tw::Session& s, tw::Canonicalizer& c, const std::string& name,
+              const std::string& args) {
+    const uint64_t name_hash = tw::xxh3_64(name.data(), name.size());
+    return s.observe_call(c.canonicalize(name.data(), name.size(), args.data(), args.size()),
+                          name_hash, name_hash);
+}
+
+void test_hash() {
+    CHECK(tw::xxh3_64("", 0) == 0x2D06800538D394C2ull);  // the published XXH3-64 of ""
+    const std::string big(10000, 'x');  // the long-input path
+    CHECK(tw::xxh3_64(big.data(), big.size()) == tw::xxh3_64(big.data(), big.size()));
+}
+
+void test_canonicalizer() {
+    tw::Canonicalizer c;
+    // member order, whitespace, path spelling and number spelling do not change the key
+    CHECK(key(c, "read_file", R"({"path": "./src/a.py", "limit": 200})") ==
+          key(c, "read_file", R"({"limit":2e2,"path":"src/a.py"})"));
+    CHECK(key(c, "read_file", R"({"path": "a"})") != key(c, "grep", R"({"path": "a"})"));
+    // not objects: raw bytes
+    const auto& raw = c.canonicalize("x", 1, "[1, 2]", 6);
+    CHECK(!raw.is_object);
+    CHECK(key(c, "x", "[1, 2]") != key(c, "x", "[1,2]"));
+    // pathological input: deep nesting, truncated, invalid UTF-8, huge exponents
+    std::string deep(1000, '[');
+    deep = "{\"a\":" + deep;
+    CHECK(!c.canonicalize("x", 1, deep.data(), deep.size()).is_object);
+    const char* bad[] = {"{\"a\":", "{\"a\":\"\xff\"}", "{\"a\":1e99999999999999999}", "{", "",
+                         "{\"path\":\"../../..//./x\"}", "{\"a\":\"\\ud800\"}"};
+    for (const char* b : bad) c.canonicalize("x", 1, b, std::strlen(b));
+    std::string out;
+    CHECK(c.canonical_form(R"({"b":1,"a":[true,null]})", 23, out));
+    CHECK(out == R"({"a":[true,null],"b":1})");
+    CHECK(tw::clean_path_string("a/./b/../c//", 12) == "a/c");
+    CHECK(tw::is_path_key("sourceFile", 10) && !tw::is_path_key("limit", 5));
+    // the memo: many distinct calls through its 64 slots, then repeats
+    for (int i = 0; i < 300; ++i) {
+        const std::string args = "{\"path\":\"f" + std::to_string(i % 70) + "\"}";
+        CHECK(key(c, "read_file", args) == key(c, "read_file", args));
+    }
+}
+
+void test_detectors_through_the_session() {
+    tw::Canonicalizer c;
+    tw::Session s(defaults());
+    uint32_t mask = 0;
+    for (int i = 0; i < 5; ++i) mask = call(s, c, "read_file", R"({"path": "a.py"})");
+    CHECK(mask == tw::kRepeat);  // the fifth identical call
+    CHECK(s.repeat.run == 5);
+    s.reset();
+    mask = 0;
+    for (int lap = 0; lap < 3; ++lap) {
+        mask |= call(s, c, "read_file", R"({"path": "a.py"})");
+        mask |= call(s, c, "grep", R"({"pattern": "x"})");
+    }
+    CHECK(mask & tw::kCycle);
+    CHECK(s.cycle.period == 2);
+    s.reset();
+    mask = 0;
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, true, false, false, nullptr, 0, false);
+    CHECK(mask == tw::kFailure);
+    mask = 0;
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, false, true, false, nullptr, 0, false);
+    CHECK(mask == tw::kNoOp);
+    mask = 0;
+    const std::string payload(4096, 'p');
+    for (int i = 0; i < 7; ++i)
+        mask |= s.observe_result(0, false, false, false, payload.data(), payload.size(), true);
+    CHECK(mask == tw::kNoNewState);
+    s.turn_boundary();
+    CHECK(s.stale.run == 0 && s.no_ops.run == 0);
+    s.reset();
+    mask = 0;
+    for (int i = 0; i < 12; ++i)
+        mask |= call(s, c, "bash", "{\"command\":\"step " + std::to_string(i) + "\"}");
+    CHECK(mask == tw::kSilence);  // the name run (15) has not been reached
+    s.observe_text(true);
+    CHECK(s.silence.run == 0);
+    for (int i = 12; i < 15; ++i)
+        mask |= call(s, c, "bash", "{\"command\":\"step " + std::to_string(i) + "\"}");
+    CHECK(mask & tw::kName);
+    CHECK(s.state_bytes() > sizeof(tw::Session));
+}
+
+void test_polling_with_changing_output() {
+    // SPEC §10.24: a poll whose output changes is no loop; once it stops changing, it is
+    tw::Canonicalizer c;
+    tw::Session s(defaults());
+    const std::string tool = "wait_and_verify";  // exempt from no-new-state, not from this
+    const uint64_t h = tw::xxh3_64(tool.data(), tool.size());
+    uint32_t mask = 0;
+    for (int i = 0; i < 20; ++i) {
+        mask |= call(s, c, tool, R"({"deploy": "api"})");
+        const std::string out = std::to_string(i) + " of 20 updated replicas";
+        mask |= s.observe_result(h, false, false, true, out.data(), out.size(), true);
+        if (i % 5 == 4) s.observe_text(true);  // a word to the user now and then
+    }
+    CHECK(mask == 0);
+    CHECK(s.repeat.run == 20 && s.repeat.poll == tw::kPollChanging);
+    const std::string same = "19 of 20 updated replicas";
+    CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
+    CHECK(s.repeat.poll == tw::kPollStoppedChanging);
+    CHECK(call(s, c, tool, R"({"deploy": "api"})") == tw::kRepeat);
+}
+
+void test_density_and_rings_at_their_limits() {
+    tw::Settings st = defaults();
+    st.cycle_max_period = 16;
+    st.cycle_cycles = 4;   // a 64-call history
+    st.density_window = 64;
+    st.density_threshold = 40;
+    tw::Canonicalizer c;
+    tw::Session s(st);
+    uint32_t mask = 0;
+    for (int i = 0; i < 500; ++i) {
+        const std::string args = (i % 3) ? R"({"path":"hot"})" : "{\"n\":" + std::to_string(i) + "}";
+        mask |= call(s, c, "read_file", args);
+    }
+    CHECK(mask & tw::kDensity);
+}
+
+void test_digest_lru() {
+    tw::DigestLRU lru(4);
+    tw::Hash128 d[6];
+    for (int i = 0; i < 6; ++i) d[i] = tw::xxh3_128(&i, sizeof(i));
+    for (int i = 0; i < 4; ++i) CHECK(!lru.seen_before(d[i]));
+    CHECK(lru.seen_before(d[0]));   // refreshed: d[1] is now the least recent
+    CHECK(!lru.seen_before(d[4]));  // evicts d[1]
+    CHECK(!lru.seen_before(d[1]));
+    CHECK(lru.seen_before(d[0]));
+    for (int i = 0; i < 70000; ++i) lru.seen_before(d[i % 6]);  // the recency stamps wrap
+    CHECK(lru.size() == 4);
+}
+
+void test_tokens() {
+    CHECK(tw::tokens_for_bytes(0) == 0 && tw::tokens_for_bytes(1) == 1 &&
+          tw::tokens_for_bytes(3) == 1 && tw::tokens_for_bytes(4) == 2);
+    const uint16_t ucs2[] = {0x41, 0x3B1, 0x4E2D, 0xD800};
+    CHECK(tw::utf8_length_ucs2(ucs2, 4) == 1 + 2 + 3 + 3);
+}
+
+}  // namespace
+
+int main() {
+    test_hash();
+    test_canonicalizer();
+    test_detectors_through_the_session();
+    test_polling_with_changing_output();
+    test_density_and_rings_at_their_limits();
+    test_digest_lru();
+    test_tokens();
+    if (failures) {
+        std::fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    std::puts("native core: all checks passed");
+    return 0;
+}

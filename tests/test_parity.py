@@ -1,0 +1,90 @@
+"""The pieces of a signal agree across the catalogue, the reference and the native core.
+
+The Python catalogue (``tripwire.signals``) is the one place the signal order — the bit order of
+every fired mask — is written; the native core declares its bits and settings in C++, and these
+tests fail when either side gains, loses or reorders one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from tripwire import SIGNALS, Watchdog, _common, _reference, signals
+
+native = pytest.importorskip("tripwire._native", reason="the native core is not built")
+
+#: Native-only members, and why: the reference has no native state to measure.
+NATIVE_ONLY = {"state_bytes"}
+#: EngineSettings fields the native Settings struct does not carry, and why: exemptions are
+#: decided in the bindings (a Python set of names), not in C++.
+PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools"}
+
+
+def test_native_signal_bits_are_the_catalogue_order() -> None:
+    assert list(native.SIGNAL_BITS.items()) == [(s.id, 1 << i) for i, s in enumerate(SIGNALS)]
+    assert [s.bit for s in SIGNALS] == [1 << s.index for s in SIGNALS]
+    assert [s.index for s in SIGNALS] == list(range(len(SIGNALS)))
+
+
+def test_reference_bits_come_from_the_catalogue() -> None:
+    bits = [_reference.REPEAT, _reference.CYCLE, _reference.DENSITY, _reference.NAME,
+            _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE]
+    assert bits == [s.bit for s in SIGNALS]
+
+
+def test_catalogue_lists_each_signal_module_once() -> None:
+    assert [m.SPEC.id for m in signals.CATALOGUE] == [s.id for s in SIGNALS]
+    assert len({s.id for s in SIGNALS}) == len(SIGNALS)
+    for module, spec in zip(signals.CATALOGUE, SIGNALS, strict=True):
+        assert dataclasses.replace(module.SPEC, index=spec.index) == spec
+        assert spec.texts is module.texts and spec.resolve is module.resolve
+        assert all(k.why for k in spec.knobs), f"{spec.id}: every default says why"
+
+
+def test_settings_fields_agree() -> None:
+    fields = _common.EngineSettings._fields
+    native_fields = tuple(f for f in fields if f not in PYTHON_ONLY_SETTINGS)
+    assert native_fields == native.SETTINGS_FIELDS
+    assert 4 * len(native_fields) == native.SETTINGS_BYTES  # all 32-bit: no undeclared field
+    # every field but the enabled mask is resolved by exactly one signal module
+    default = signals.WatchdogConfig()
+    owners: dict[str, str] = {}
+    resolved: dict[str, object] = {}
+    for spec in SIGNALS:
+        out = spec.resolve(lambda knob, s=spec.id: default.value(s, knob), resolved)
+        for name in out:
+            assert name not in owners, f"{name} resolved by {owners[name]} and {spec.id}"
+            owners[name] = spec.id
+        resolved.update(out)
+    assert set(owners) == set(fields) - {"enabled"}
+
+
+def _public(obj: object, *, callables_only: bool = False) -> set[str]:
+    names = {n for n in dir(obj) if not n.startswith("_")}
+    if callables_only:
+        names = {n for n in names if callable(getattr(obj, n))}
+    return names
+
+
+def test_engine_modules_export_the_same_api() -> None:
+    assert sorted(native.__all__) == sorted(_reference.__all__)
+    for name in native.__all__:
+        n, r = getattr(native, name), getattr(_reference, name)
+        assert type(n) is type(r) or (inspect.isclass(n) and inspect.isclass(r)) or (
+            callable(n) and callable(r)), name
+
+
+def test_engines_have_the_same_public_members() -> None:
+    wn, wr = Watchdog(implementation="native"), Watchdog(implementation="python")
+    assert _public(wn) - NATIVE_ONLY == _public(wr)
+    assert _public(native.TokenEstimator()) == _public(_reference.TokenEstimator())
+    assert _public(native.Batch([]), callables_only=True) == \
+        _public(_reference.Batch([]), callables_only=True)
+
+
+def test_withdrawal_is_a_property_of_the_spec() -> None:
+    assert {s.id for s in SIGNALS if s.withdrawn_by_words} == signals.WITHDRAWN_BY_WORDS
+    assert {"tools-without-text"} == signals.WITHDRAWN_BY_WORDS
