@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
 
 # The operator channel: tripwire's log lines (one per cut or halt) go to stderr.
-logging.basicConfig(level=logging.WARNING, format="  operator log | %(message)s")
+logging.basicConfig(level=logging.WARNING, format="  operator log | %(name)s: %(message)s")
 
 
 def scripted_model(turn: int, prompt: str) -> Iterator[tuple[str, object]]:

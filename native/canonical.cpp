@@ -60,7 +60,6 @@ bool is_path_word(const char* a, size_t alen, const char* b, size_t blen) noexce
 inline bool is_upper(unsigned char c) noexcept { return c >= 'A' && c <= 'Z'; }
 inline bool is_lower(unsigned char c) noexcept { return c >= 'a' && c <= 'z'; }
 inline bool is_digit(unsigned char c) noexcept { return c >= '0' && c <= '9'; }
-inline bool is_other(unsigned char c) noexcept { return !is_upper(c) && !is_lower(c) && !is_digit(c); }
 inline bool is_separator(unsigned char c) noexcept {
     return c == '_' || c == '-' || c == '.' || c == ' ';
 }
@@ -239,40 +238,48 @@ void Buffer::grow(size_t need) {
 // Path-shaped keys, cleaning, suffix relation
 
 bool is_path_key(const char* key, size_t len) noexcept {
-    // Tokenize like the reference's regex [A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+
-    // inside separator-delimited parts; keep the last two words that are not digit-only.
+    // SPEC §10.10, §10.22: words split on _ - . space, then only at lower->upper case changes,
+    // acronym ends (HTTPS|Path) and letter/digit changes; any other byte belongs to the word it
+    // is in (`a/path`, `$path` are one word each). Keep the last two words not digit-only.
     const char* w1 = nullptr; size_t l1 = 0;   // second-to-last word
     const char* w2 = nullptr; size_t l2 = 0;   // last word
     const auto* s = reinterpret_cast<const unsigned char*>(key);
-    size_t i = 0;
-    while (i < len) {
-        const unsigned char c = s[i];
-        if (is_separator(c)) { ++i; continue; }
-        size_t j = i;
-        bool digits = false;
-        if (is_upper(c)) {
-            while (j < len && is_upper(s[j])) ++j;
-            if (j < len && is_lower(s[j])) {
-                if (j - i >= 2) {
-                    --j;            // acronym end: HTTPSPath -> HTTPS | Path
-                } else {
-                    while (j < len && is_lower(s[j])) ++j;  // Capitalized word
-                }
-            }
-        } else if (is_lower(c)) {
-            while (j < len && is_lower(s[j])) ++j;
-        } else if (is_digit(c)) {
-            while (j < len && is_digit(s[j])) ++j;
-            digits = true;
-        } else {
-            while (j < len && is_other(s[j]) && !is_separator(s[j])) ++j;
-        }
+    auto alpha = [](unsigned char c) { return is_upper(c) || is_lower(c); };
+    size_t start = 0;
+    bool digits = true;  // the open word holds digits only (so far)
+    bool open = false;
+    auto close = [&](size_t end) {
         if (!digits) {
             w1 = w2; l1 = l2;
-            w2 = key + i; l2 = j - i;
+            w2 = key + start; l2 = end - start;
         }
-        i = j;
+    };
+    for (size_t i = 0; i < len; ++i) {
+        const unsigned char c = s[i];
+        if (is_separator(c)) {
+            if (open) close(i);
+            open = false;
+            continue;
+        }
+        if (open) {
+            const unsigned char p = s[i - 1];
+            const bool split =
+                (is_lower(p) && is_upper(c)) ||
+                (is_upper(p) && is_upper(c) && i + 1 < len && is_lower(s[i + 1])) ||
+                (alpha(p) && is_digit(c)) || (is_digit(p) && alpha(c));
+            if (split) {
+                close(i);
+                open = false;
+            }
+        }
+        if (!open) {
+            start = i;
+            digits = true;
+            open = true;
+        }
+        if (!is_digit(c)) digits = false;
     }
+    if (open) close(len);
     if (w2 == nullptr) return false;
     if (is_path_word(w2, l2, nullptr, 0)) return true;
     return w1 != nullptr && is_path_word(w1, l1, w2, l2);

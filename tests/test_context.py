@@ -157,7 +157,7 @@ def test_past_95_percent_the_turn_is_cut(implementation: str) -> None:
     assert cut.record == {"event": "context-reduction-degraded", "operation": "turn-cut",
                           "estimate_tokens": 190_001, "window": 200_000,
                           "unmeasured_bytes": 30_003, "utilization": 0.950005}
-    assert cut.message.startswith("tripwire: [session ctx] context guard cut the turn in flight")
+    assert cut.message.startswith("[session ctx] context guard cut the turn in flight")
     assert not g.halted
     g.end_turn()
     assert g.start_turn().compact  # compaction is already pending: the session heals
@@ -261,7 +261,8 @@ def test_an_unexplained_empty_summary_retried_once_can_succeed(implementation: s
     summarize = Summarizer(SummaryResult("  "), SummaryResult("# Current state\n..."))
     result = guardrails(implementation, summarize=summarize).compact(HISTORY, focus="router")
     assert (summarize.calls, result.kind, result.text) == (2, "summary", "# Current state\n...")
-    assert result.apply(HISTORY) == [{"role": "user", "content": "# Current state\n..."}]
+    # the task stays in place ahead of the summary (HISTORY holds no system prompt)
+    assert result.apply(HISTORY) == [HISTORY[0], {"role": "user", "content": "# Current state\n..."}]
 
 
 def test_backoff_then_fallback_to_mechanical_truncation(implementation: str) -> None:
@@ -321,10 +322,11 @@ def test_mechanical_digest_exact_content() -> None:
     assert (keep, calls) == (2, 2)
     assert text == "\n".join([
         TRUNCATION_NOTICE,
-        "Dropped: 4 messages, 2 tool calls.",
+        "Dropped: 3 messages, 2 tool calls.",
         "Tool calls, most recent first:",
         '1. grep {"pattern":"route("}',
         '2. read_file {"path": "src/app.py"}',
+        "Kept in place before this note: the first user message.",
         "The most recent 2 messages follow verbatim.",
     ])
     assert TRUNCATION_NOTICE.startswith("[context truncated] This is a mechanical truncation")
@@ -335,7 +337,8 @@ def test_mechanical_digest_exact_content() -> None:
 def test_mechanical_truncation_applies_to_the_history(implementation: str) -> None:
     result = guardrails(implementation, tail_chars=60).compact(HISTORY)
     new = result.apply(HISTORY)
-    assert new[0]["content"] == result.text and new[1:] == HISTORY[-2:]
+    assert new[0] == HISTORY[0]  # the task
+    assert new[1]["content"] == result.text and new[2:] == HISTORY[-2:]
 
 
 def test_mechanical_truncation_with_nothing_to_drop_is_a_failure(implementation: str) -> None:

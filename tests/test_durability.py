@@ -331,7 +331,7 @@ def test_a_cli_reset_is_refused_until_enough_budget(tmp_path: Path, implementati
     g.start_turn()
     g.on_usage(cost_usd=1.5)
     code, _, err = cli("reset", str(db), "--session", "s1")
-    assert code == 4 and "add more than $0.5000" in err
+    assert code == 4 and "add at least $0.5001" in err
     assert cli("reset", str(db), "--session", "s1", "--add-budget", "0.5")[0] == 4
     code, records, _ = cli("reset", str(db), "--session", "s1", "--add-budget", "0.6")
     assert code == 0 and records[0]["max_session_cost_usd"] == pytest.approx(1.6)
@@ -341,7 +341,8 @@ def test_a_cli_reset_is_refused_until_enough_budget(tmp_path: Path, implementati
     assert not restored.halted and restored.status().max_session_cost_usd == pytest.approx(1.6)
 
 
-def test_a_cli_reset_refuses_what_the_library_refuses(tmp_path: Path, implementation: str) -> None:
+def test_a_cli_reset_refuses_what_the_library_refuses(tmp_path: Path, implementation: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI checks the library's own rule (CostCeiling.check_reset), on exact nano-dollars:
     a non-finite budget is refused (it would make the session unrestorable), and three
     ten-cent usages against a $0.30 ceiling are exactly at it (floats would sum 0.30000000000000004)."""
@@ -351,11 +352,14 @@ def test_a_cli_reset_refuses_what_the_library_refuses(tmp_path: Path, implementa
     for _ in range(3):
         g.on_usage(cost_usd=0.1)
     assert g.halted
-    for bad in ("inf", "nan", "-1"):
-        code, _, err = cli("reset", str(db), "--session", "s1", "--add-budget", bad)
-        assert code == 2 and "additional_budget_usd must be a non-negative number" in err
+    for bad, why in (("inf", "must be a finite number of US dollars"),
+                     ("nan", "must be a finite number of US dollars"),
+                     ("-1", "must not be negative")):
+        with pytest.raises(SystemExit) as usage:  # a usage error, as money.py words it
+            cli("reset", str(db), "--session", "s1", "--add-budget", bad)
+        assert usage.value.code == 2 and why in capsys.readouterr().err
     code, _, err = cli("reset", str(db), "--session", "s1")
-    assert code == 4 and "add more than $0.0000" in err  # spent == ceiling: any budget will do
+    assert code == 4 and "add at least $0.0001" in err  # spent == ceiling: any budget will do
     library = open_guardrails(db, implementation, max_session_cost_usd=0.3)
     with pytest.raises(ResetRefused) as refused:
         library.reset()

@@ -30,3 +30,30 @@ def test_agent_loop_example(implementation_env: str) -> None:
     assert "- repeated-tool-call: You called read_file 5 times in a row" in out
     assert "status: halted=False" in out
     assert "tripwire: [session demo] watchdog guardrail cut the turn in flight" in proc.stderr
+
+
+def readme_block(language: str, containing: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = text.split(f"```{language}\n")[1:]
+    return next(b.split("```", 1)[0] for b in blocks if containing in b)
+
+
+def test_the_readme_fleet_example_then_its_reset_command(tmp_path) -> None:
+    """README: the Fleet example, then `tripwire reset ... --add-budget 5` as printed."""
+    env = {**os.environ, "TRIPWIRE_IMPLEMENTATION": ""}
+    fleet = subprocess.run([sys.executable, "-c", readme_block("python", "Fleet(")],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    assert fleet.returncode == 0, fleet.stderr
+    commands = [line.split("#")[0].split() for line in
+                readme_block("bash", "--add-budget").splitlines() if line.strip()]
+    reset = next(c for c in commands if c[:2] == ["tripwire", "reset"])
+    too_little = subprocess.run([sys.executable, "-m", "tripwire", *reset[1:-1], "2"],
+                                cwd=tmp_path, capture_output=True, text=True, env=env,
+                                timeout=60)
+    assert too_little.returncode == 4  # as the README's comment says: $12 ceiling, $12.50 spent
+    assert "add at least $0.5001" in too_little.stderr
+    proc = subprocess.run([sys.executable, "-m", "tripwire", *reset[1:]], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert '"cleared": ["per-session cost ceiling"]' in proc.stdout
+    assert '"max_session_cost_usd": 15.0' in proc.stdout

@@ -130,7 +130,7 @@ def test_three_turns_cut_by_the_same_signal_halt(implementation: str, caplog) ->
     lines = [r.getMessage() for r in caplog.records if "cut the turn in flight" in r.getMessage()]
     assert "1 in a row now \u2014 at 3 the session halts" in lines[0]
     assert "2 in a row now" in lines[1]
-    assert all(line.startswith("tripwire: [session s1] watchdog guardrail") for line in lines)
+    assert all(line.startswith("[session s1] watchdog guardrail") for line in lines)
 
 
 def test_a_clean_turn_in_between_prevents_the_escalation(implementation: str) -> None:
@@ -269,7 +269,8 @@ def test_session_ceiling_defaults(implementation: str) -> None:
     )
     r = GuardrailsConfig(unattended=True, file={"cost": {"max_session_usd": 0}}).resolve()
     assert (r.max_session_cost_usd, r.session_ceiling_source) == (0.0, "config file")
-    assert GuardrailsConfig(max_turn_cost_usd=-1).resolve().max_turn_cost_usd == 0.0
+    with pytest.raises(ConfigError, match=r"max_turn_cost_usd must not be negative \(0 means none\)"):
+        GuardrailsConfig(max_turn_cost_usd=-1).resolve()  # refused, not read as "off"
     assert GuardrailsConfig().resolve().max_turn_cost_usd == 0.0
     for bad in (math.nan, math.inf, "5", True):
         with pytest.raises(ConfigError):
@@ -341,7 +342,7 @@ def test_a_session_trip_halts_and_a_reset_needs_enough_budget(implementation: st
     with pytest.raises(ResetRefused) as refused:
         g.reset()
     assert refused.value.needed_usd == pytest.approx(2.0)
-    assert "add more than $2.0000" in refused.value.reason
+    assert "add at least $2.0001" in refused.value.reason
     with pytest.raises(ResetRefused):
         g.reset(additional_budget_usd=2.0)  # exactly the shortfall: still refused
     assert g.halted  # a refused reset changes nothing
@@ -376,7 +377,7 @@ def test_budget_cannot_arm_an_unconfigured_bound(implementation: str) -> None:
         g.reset(additional_budget_usd=5.0)
     with pytest.raises(InvalidReset, match="not the watchdog"):
         g.reset("watchdog", additional_budget_usd=5.0)
-    with pytest.raises(InvalidReset, match="non-negative"):
+    with pytest.raises(InvalidReset, match="must not be negative"):
         make(implementation, max_session_cost_usd=1.0).reset(additional_budget_usd=-1.0)
     with pytest.raises(InvalidReset, match="guardrail must be one of"):
         g.reset("everything")
@@ -423,13 +424,13 @@ def test_cut_and_trip_log_lines(implementation: str, caplog) -> None:
     messages = [r.getMessage() for r in caplog.records]
     cut = next(m for m in messages if "cut the turn in flight" in m)
     assert cut.startswith(
-        "tripwire: [session s1] cost_ceiling guardrail cut the turn in flight "
+        "[session s1] cost_ceiling guardrail cut the turn in flight "
         "\u2014 the cancellation that follows is this cut, not a provider failure: "
         "per-turn cost ceiling exceeded: this turn cost $0.0512, ceiling is $0.0500."
     )
     assert "the session is NOT halted" in cut and "1 in a row now" in cut
     assert any(
-        m.startswith("tripwire: [session s1] cost_ceiling guardrail tripped:") for m in messages
+        m.startswith("[session s1] cost_ceiling guardrail tripped:") for m in messages
     )
 
 
@@ -446,7 +447,11 @@ def test_callback_errors_never_reach_the_agent_loop(implementation: str, caplog)
     for _ in range(5):
         decision = g.on_call(*LOOP)
     assert decision.action == "halt_session"
-    assert any("operator callback raised" in r.getMessage() for r in caplog.records)
+    # logged once, with its traceback; the later failures are counted
+    logged = [r for r in caplog.records if "operator callback (on_event) raised" in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info[0] is RuntimeError
+    assert g.counters.callback_errors == 2  # the alert and the halt
+
 
 
 def test_counters(implementation: str) -> None:
@@ -464,6 +469,7 @@ def test_counters(implementation: str) -> None:
         "alerts": {"repeated-tool-call/critical": 1},
         "trips": {"cost_ceiling": 1, "watchdog": 1},
         "refused_turns": 1,
+        "callback_errors": 0,
     }
 
 

@@ -111,4 +111,5 @@ def test_a_healthy_run_is_not_interfered_with(implementation: str) -> None:
     calls = results = len(files)
     texts = usages = len(files) + 1
     assert g.watchdog.events == calls + results + texts + usages + 2
-    assert g.status().counters == {"alerts": {}, "trips": {}, "refused_turns": 0}
+    assert g.status().counters == {"alerts": {}, "trips": {}, "refused_turns": 0,
+                                  "callback_errors": 0}

@@ -118,7 +118,8 @@ def test_a_healthy_run_is_not_interfered_with(implementation: str) -> None:
     texts = usages = len(files) + 1
     assert g.watchdog.events == calls + results + texts + usages + 2
     status = g.status()
-    assert status.counters == {"alerts": {}, "trips": {}, "refused_turns": 0}
+    assert status.counters == {"alerts": {}, "trips": {}, "refused_turns": 0,
+                                  "callback_errors": 0}
     assert status.spent_usd == 0.0
     # the next run is a new turn on the same session
     assert run(hooks, ScriptedModel(lambda n: [say("done")])).final_output == "done"

@@ -39,6 +39,7 @@ def test_shipped_example_trips_the_repeat_detector(implementation: str) -> None:
     assert set(alerts[0]) == {"kind", "event", "signal", "severity", "scope", "reason", "guidance"}
     assert records[-1] == {
         "kind": "summary",
+        "v": 1,
         "files": 1,
         "sessions": 1,
         "events": 29,
@@ -148,6 +149,7 @@ def test_empty_file_is_zero_events(tmp_path: Path, implementation: str) -> None:
     assert records == [
         {
             "kind": "summary",
+            "v": 1,
             "files": 1,
             "sessions": 0,
             "events": 0,

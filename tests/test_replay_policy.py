@@ -116,7 +116,7 @@ def test_a_refused_reset_is_reported(tmp_path: Path, implementation: str) -> Non
     _, records = run(path, "--max-session-cost-usd", "1", implementation=implementation)
     refused, accepted = kinds(records, "reset_refused", "reset")
     assert refused["kind"] == "reset_refused" and refused["event"] == 3
-    assert refused["needed_usd"] == 0.5 and "add more than $0.5000" in refused["reason"]
+    assert refused["needed_usd"] == 0.5 and "add at least $0.5001" in refused["reason"]
     assert accepted["kind"] == "reset" and accepted["max_session_cost_usd"] == 2.0
     assert [d["action"] for d in kinds(records, "decision")] == ["halt_session"]
 
@@ -154,7 +154,15 @@ def test_feedback_withdrawn(tmp_path: Path, implementation: str) -> None:
 
 def test_fail_on_gates_ci(tmp_path: Path, implementation: str) -> None:
     assert run(str(EXAMPLE), "--fail-on", "critical", implementation=implementation)[0] == 3
-    assert run(str(EXAMPLE), "--fail-on", "halt", implementation=implementation)[0] == 0
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["replay", str(EXAMPLE), "--fail-on", "halt", "--implementation",
+                 implementation], out=out, err=err)
+    assert code == 0  # warn mode, no ceiling: a halt cannot happen, and replay says so
+    assert err.getvalue() == (
+        "tripwire: note: --fail-on halt cannot fire: in warn mode the watchdog never halts "
+        "and no cost ceiling is set (add --mode enforce, --unattended or a --max-*-cost-usd)\n")
+    assert run(str(EXAMPLE), "--fail-on", "halt", "--max-session-cost-usd", "5",
+               implementation=implementation)[0] == 0  # can fire: no note
     assert (
         run(str(EXAMPLE), "--fail-on", "halt", "--mode", "enforce", implementation=implementation)[
             0
@@ -203,11 +211,14 @@ def test_context_lines(tmp_path: Path, implementation: str) -> None:
     path = write(tmp_path / "s.jsonl", START, usage, result, result,
                  {"type": "usage", "model": "claude-opus-4-5", "input_tokens": 190001},
                  result, END, START, END)
-    _, records = run(path, implementation=implementation)
+    _, records = run(path, implementation=implementation)  # warn: reported, nothing skipped
+    got = [(r["kind"], r["event"], r.get("action")) for r in records[:-1]]
+    assert got == [("context", 3, "compact"), ("context", 4, "turn_cut")]
+    assert records[0]["utilization"] == 0.85 and records[0]["estimated"] is True
+    assert records[1] == {"kind": "context", "event": 4, "utilization": 0.950005,
+                          "estimated": False, "action": "turn_cut", "enforced": False}
+    _, records = run(path, "--mode", "enforce", implementation=implementation)
     got = [(r["kind"], r["event"], r.get("action")) for r in records[:-1]]
     assert got == [("context", 3, "compact"), ("decision", 4, "cut_turn"),
                    ("context", 4, "turn_cut"), ("skipped", 5, None)]
-    assert records[0]["utilization"] == 0.85 and records[0]["estimated"] is True
-    assert records[2] == {"kind": "context", "event": 4, "utilization": 0.950005,
-                          "estimated": False, "action": "turn_cut"}
-    assert records[1]["guardrail"] == "context"
+    assert records[2]["enforced"] is True and records[1]["guardrail"] == "context"

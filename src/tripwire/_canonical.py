@@ -7,6 +7,7 @@ both engines export the same API.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, NamedTuple
@@ -32,25 +33,25 @@ MAX_DEPTH = 128
 #: exact-decimal arithmetic in 64-bit integers in the native core.
 MAX_EXPONENT_DIGITS = 15
 
-# SPEC §10.10: split on _ - . space, then on case changes, acronym ends and letter/digit changes.
-# ASCII letters carry case; any other character run is a word of its own.
+# SPEC §10.10, §10.22: split on _ - . space, then only at lower->upper case changes, acronym
+# ends and letter/digit changes. Only ASCII letters carry case; any other character belongs to
+# the word it is in, so `a/path` and `$path` are one word each.
 _SEPARATORS = re.compile(r"[_\-. ]+")
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^A-Za-z0-9]+")
+_BOUNDARY = re.compile(
+    r"(?<=[a-z])(?=[A-Z])"          # camelCase
+    r"|(?<=[A-Z])(?=[A-Z][a-z])"    # acronym end: HTTPS|Path
+    r"|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])"  # letter/digit changes
+)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def key_words(key: str) -> list[str]:
     """Lower-cased words of a JSON key, digit-only words dropped (SPEC §10.10)."""
-    words: list[str] = []
-    for part in _SEPARATORS.split(key):
-        for word in _WORD.findall(part):
-            if word.isascii():
-                if not word.isdigit():
-                    words.append(word.lower())  # only ASCII letters carry case
-            else:
-                words.append(word)
-    return words
+    return [w.translate(_ASCII_LOWER) for part in _SEPARATORS.split(key) if part
+            for w in _BOUNDARY.split(part) if not (w.isascii() and w.isdigit())]
 
 
+@functools.lru_cache(maxsize=4096)  # a session's keys repeat: the split is done once each
 def is_path_key(key: str) -> bool:
     """SPEC §2.1: path-shaped iff the last word, or the last two words joined, is a path word."""
     words = key_words(key)

@@ -12,6 +12,7 @@ import json
 from typing import Any, NamedTuple
 
 from .errors import InvalidEvent
+from .validate import check_no_op, check_text
 
 #: Batch ingest rows: (session, kind, *fields), the fields of each kind in order (SPEC §0).
 BATCH_KINDS: dict[str, tuple[str, ...]] = {
@@ -257,8 +258,9 @@ def args_bytes(args: Any) -> bytes:
 def payload_bytes(payload: Any) -> bytes | None:
     """A tool result's payload as bytes, or None when it has none (it cannot be fingerprinted).
 
-    An empty string is a payload (SPEC §10.7). Decoded JSON values are serialized with sorted
-    keys, so the same object read twice has the same digest.
+    An empty string is a payload (SPEC §10.7). A decoded JSON value is digested as its compact
+    JSON text, keys in their given order (SPEC §10.21), so ``{"b":2,"a":1}`` and the string
+    ``'{"b":2,"a":1}'`` are one payload.
     """
     if payload is None:
         return None
@@ -266,7 +268,7 @@ def payload_bytes(payload: Any) -> bytes | None:
         return payload.encode("utf-8", "surrogatepass")
     if isinstance(payload, (bytes, bytearray, memoryview)):
         return bytes(payload)
-    return _to_json(payload, sort_keys=True)
+    return _to_json(payload, sort_keys=False)
 
 
 def error_failed(error: Any) -> bool:
@@ -283,14 +285,19 @@ def error_failed(error: Any) -> bool:
 
 
 def text_has_words(text: Any) -> bool:
-    """Agent text counts when it holds a non-whitespace character (SPEC §10.11)."""
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        text = bytes(text).decode("utf-8", "replace")
-    elif not isinstance(text, str):
-        if text is None:
-            return False
-        raise InvalidEvent(f"agent text must be a str, not {type(text).__name__}")
+    """Agent text counts when it holds a non-whitespace character (SPEC §10.11); it must be
+    a str (``validate.check_text``)."""
+    if type(text) is not str:
+        text = check_text(text)
     return bool(text) and not text.isspace()
+
+
+def no_op_flag(no_op: Any, failed: bool) -> bool:
+    """A result is a no-op when it says ``no_op: True`` and did not fail (SPEC §10.7); the
+    claim must be a bool (``validate.check_no_op``)."""
+    if no_op is not True and no_op is not False:
+        no_op = check_no_op(no_op)
+    return no_op and not failed
 
 
 # -- shell-tool identity (SPEC §11.2) -------------------------------------------------------------

@@ -1,31 +1,31 @@
 """Picks the engine implementation: native (the C++ core, default) or python (the reference).
 
 ``TRIPWIRE_IMPLEMENTATION=native|python|auto`` sets the default for every object built without
-an explicit ``implementation=``; ``auto`` uses the native core when it is built and falls back to
-the reference with a warning. Both implementations export the same names with the same
+an explicit ``implementation=``; ``auto`` (and unset) uses the native core when it is built and
+falls back to the reference with one warning on the ``tripwire`` logger (a pure-Python install);
+``native`` insists on the core. Both implementations export the same names with the same
 behaviour, and the test suite runs against each.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
-import warnings
+import threading
 from types import ModuleType
 
-from .errors import ConfigError
+from .errors import ConfigError, NativeUnavailable
 
 IMPLEMENTATIONS = ("native", "python")
 _MODULES = {"native": "tripwire._native", "python": "tripwire._reference"}
 
 
 def _requested() -> str:
-    value = os.environ.get("TRIPWIRE_IMPLEMENTATION", "native").strip().lower() or "native"
+    raw = os.environ.get("TRIPWIRE_IMPLEMENTATION", "")
+    value = raw.strip().lower() or "auto"
     if value not in (*IMPLEMENTATIONS, "auto"):
-        raise ConfigError(
-            "TRIPWIRE_IMPLEMENTATION must be native, python or auto, not "
-            f"{os.environ.get('TRIPWIRE_IMPLEMENTATION')!r}"
-        )
+        raise ConfigError(f"TRIPWIRE_IMPLEMENTATION must be native, python or auto, not {raw!r}")
     return value
 
 
@@ -36,14 +36,14 @@ def load(implementation: str) -> ModuleType:
     try:
         return importlib.import_module(_MODULES[implementation])
     except ImportError as exc:
-        raise ImportError(
+        raise NativeUnavailable(
             "tripwire's native core (tripwire._native) is not built or failed to load "
-            f"({exc}). Reinstall with `pip install .`, or set TRIPWIRE_IMPLEMENTATION=python "
-            "(or auto) to use the pure-Python reference."
+            f"({exc}). Reinstall with a C++17 compiler and CMake available, or set "
+            "TRIPWIRE_IMPLEMENTATION=python (or leave it unset) to use the pure-Python reference."
         ) from exc
 
 
-def _default() -> str:
+def _choose() -> str:
     requested = _requested()
     if requested != "auto":
         return requested
@@ -51,16 +51,28 @@ def _default() -> str:
         load("native")
         return "native"
     except ImportError as exc:
-        warnings.warn(
-            f"tripwire: native core unavailable ({exc}); using the pure-Python reference",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        # a pure-Python install (no compiler at install time): say so once, on the logger an
+        # operator reads, and run the reference engine (the same behaviour, slower)
+        logging.getLogger("tripwire").warning(
+            "native core unavailable (%s); using the pure-Python reference engine",
+            exc.__cause__ or exc)
         return "python"
 
 
-DEFAULT = _default()
+_default: str | None = None
+_default_lock = threading.Lock()
+
+
+def default() -> str:
+    """The implementation of objects built without ``implementation=``: chosen on first use
+    (so a bad ``TRIPWIRE_IMPLEMENTATION`` is a ConfigError there, not a traceback at import)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = _choose()
+    return _default
 
 
 def resolve(implementation: str | None) -> str:
-    return DEFAULT if implementation is None else implementation
+    return default() if implementation is None else implementation

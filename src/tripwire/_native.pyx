@@ -29,8 +29,8 @@ from tripwire._native_core cimport (
 )
 
 from tripwire._common import (
-    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, payload_bytes,
-    text_has_words,
+    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, no_op_flag,
+    payload_bytes, text_has_words,
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
@@ -286,7 +286,12 @@ cdef class Engine:
         # the same name hash as observe_call's: the repeat run takes its tool's results
         cdef uint64_t h = <uint64_t>hash(name)
         failed = _failed(error)
-        noop = not failed and bool(no_op)
+        if no_op is False:
+            noop = False
+        elif no_op is True:
+            noop = not failed
+        else:
+            noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
         if failed:
             mask = s.observe_result(h, True, False, False, NULL, 0, False)

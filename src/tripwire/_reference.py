@@ -48,6 +48,7 @@ from ._common import (
     args_bytes,
     error_failed,
     name_str,
+    no_op_flag,
     payload_bytes,
     remember_call_id,
     text_has_words,
@@ -207,6 +208,7 @@ class Engine:
         self.events += 1
         on = self.settings.enabled
         failed = error_failed(error)
+        no_op = no_op_flag(no_op, failed)
         mask = 0
         repeat = self._repeat
         exempt = name in self.settings.exempt_tools

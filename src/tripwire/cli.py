@@ -9,13 +9,18 @@ Exit status: 0 done; 1 ``verify`` found a broken chain; 2 bad usage or bad input
 file, an invalid event line, a bad config, an invalid reset), with a one-line message on stderr
 naming the file and line; 3 when ``--fail-on`` saw what it gates on (so CI pipelines can gate
 agent runs); 4 a reset refused because it would re-trip at once (HTTP 409 semantics: the
-message says how much budget to add).
+message says how much budget to add); 130 interrupted (Ctrl-C), without a traceback.
+
+Output is UTF-8 JSON Lines; on a stream that cannot encode it (``PYTHONIOENCODING=ascii``)
+non-ASCII characters are written as JSON ``\\u`` escapes, which decode to the same records.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -30,12 +35,20 @@ from .errors import (
     InvalidReset,
     ResetRefused,
     StoreError,
+    TripwireError,
     TruncatedLine,
 )
 from .guardrail import Guardrail
 from .guardrails import GuardrailsConfig
-from .modes import parse_mode
-from .replay import ReplayOptions, ReplayStats, event_files, replay_transcript
+from .modes import Mode, parse_mode
+from .money import dollars_from_text
+from .replay import (
+    ReplayOptions,
+    ReplayStats,
+    event_files,
+    replay_transcript,
+    shown_path,
+)
 from .signals import SIGNAL_IDS, WatchdogConfig
 
 EXIT_OK = 0
@@ -43,10 +56,32 @@ EXIT_BROKEN = 1
 EXIT_USAGE = 2
 EXIT_GATED = 3
 EXIT_REFUSED = 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+def _encodes_unicode(out: TextIO) -> bool:
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-16", "utf-32", "gb18030")
+    except LookupError:
+        return False
 
 
 def _print(record: dict[str, Any], out: TextIO) -> None:
-    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    out.write(json.dumps(record, ensure_ascii=not _encodes_unicode(out)) + "\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr, exit 2 (no usage dump to scroll past)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _dollars(text: str) -> float:
+    try:
+        return dollars_from_text(text, "the amount")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("the amount ")) from None
 
 
 def _signal_set(text: str) -> frozenset[str]:
@@ -62,10 +97,13 @@ def _signal_set(text: str) -> frozenset[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from . import __version__
+
+    parser = _Parser(
         prog="tripwire",
         description="Guardrails for AI-agent harnesses: watch tool calls, spend and context.",
     )
+    parser.add_argument("--version", action="version", version=f"tripwire {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     replay = verbs.add_parser(
         "replay",
@@ -73,13 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Read interchange-format event files (JSON Lines, one event per line), run the "
             "watchdog over each file as one session, and print one JSON line per alert, then "
-            "a summary line."
+            "a summary line. The context guard reports as `context` lines; below enforce "
+            "mode replay skips no event, so every alert of the recording is reported; under "
+            "enforce a cut skips the rest of its turn, as the harness would have cancelled it."
         ),
     )
     replay.add_argument("paths", nargs="+", metavar="PATH",
-                        help="event files or transcripts, or directories of them")
+                        help="event files or transcripts, directories of them, or - for stdin")
     _format_argument(replay)
-    replay.add_argument("--quiet", action="store_true", help="print only the summary line")
+    replay.add_argument("--quiet", action="store_true",
+                        help="print only the summary line (and no operator log lines)")
+    replay.add_argument("--per-file", action="store_true",
+                        help="add a per-file breakdown (\"per_file\") to the summary line")
     replay.add_argument("--signals", type=_signal_set, metavar="IDS",
                         help="comma-separated signal ids to run (default: all eight)")
     replay.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
@@ -96,8 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="as a daemon/one-shot would run: enforce, $10 session ceiling")
     attended.add_argument("--interactive", dest="unattended", action="store_const", const=False,
                           help="as an interactive run would: warn, no session ceiling")
-    policy.add_argument("--max-turn-cost-usd", type=float, metavar="USD")
-    policy.add_argument("--max-session-cost-usd", type=float, metavar="USD")
+    policy.add_argument("--max-turn-cost-usd", type=_dollars, metavar="USD",
+                        help="per-turn cost ceiling (0: none; negative is refused)")
+    policy.add_argument("--max-session-cost-usd", type=_dollars, metavar="USD",
+                        help="per-session cost ceiling (0: none; negative is refused)")
     policy.add_argument("--fail-on", choices=("critical", "halt"),
                         help="exit 3 if a critical alert (or a session halt) happened")
     durable = replay.add_argument_group("durability")
@@ -129,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("--session", metavar="ID", required=True)
     reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
                        metavar="{watchdog,cost_ceiling,all}")
-    reset.add_argument("--add-budget", type=float, default=0.0, metavar="USD",
+    reset.add_argument("--add-budget", type=_dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
@@ -184,13 +229,48 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     return config
 
 
+def _halt_cannot_fire(args: argparse.Namespace, config: GuardrailsConfig) -> str | None:
+    """Why ``--fail-on halt`` cannot fire with this policy (None when it can): only enforce
+    mode halts for the watchdog, and only a cost ceiling halts in the other modes."""
+    resolved = config.resolve()
+    if args.fail_on != "halt" or resolved.mode == Mode.ENFORCE or args.store \
+            or resolved.max_turn_cost_usd or resolved.max_session_cost_usd:
+        return None
+    return (f"--fail-on halt cannot fire: in {resolved.mode} mode the watchdog never halts and "
+            "no cost ceiling is set (add --mode enforce, --unattended or a --max-*-cost-usd)")
+
+
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    options = ReplayOptions(guardrails=replay_config(args), skip_invalid=args.skip_invalid,
+    config = replay_config(args)
+    options = ReplayOptions(guardrails=config, skip_invalid=args.skip_invalid,
                             implementation=args.implementation)
     files = event_files(args.paths, args.format)
     if args.session and len(files) > 1:
         raise InvalidEvent("--session names one session: give one event file")
+    note = _halt_cannot_fire(args, config)
+    if note:
+        err.write(f"tripwire: note: {note}\n")
     store = _open_store(args.store) if args.store else None
+    logger = logging.getLogger("tripwire")
+    quiet = _OperatorLinesOff()
+    if args.quiet:  # the summary line only: no alert, cut or halt log lines either
+        logger.addFilter(quiet)
+    try:
+        return _replay_files(args, options, files, store, out, err)
+    finally:
+        logger.removeFilter(quiet)
+
+
+class _OperatorLinesOff(logging.Filter):
+    """Drops the sessions' operator lines (alerts, cuts, halts, resets: what the JSON records
+    already say); notices about the run itself (an unpriced model, the store) still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not hasattr(record, "tripwire_event")
+
+
+def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[Any],
+                  store: Any, out: TextIO, err: TextIO) -> int:
     factory = None
     if store is not None:
         from .guardrails import Guardrails
@@ -199,9 +279,11 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return Guardrails(options.resolved(), session_id=name,
                               implementation=args.implementation, store=store)
     stats = ReplayStats()
+    per_file = []
     many = len(files) > 1
     for transcript in files:
-        path = transcript.path
+        path = shown_path(transcript)
+        total, stats = stats, ReplayStats()
         for record in replay_transcript(transcript, options, stats, session_id=args.session,
                                         guardrails_for=factory):
             if _reported(record, path, err):
@@ -209,9 +291,16 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if args.quiet:
                 continue
             if many:
-                record = {**record, "file": str(path)}
+                record = {**record, "file": path}
             _print(record, out)
-    _print(stats.summary(), out)
+        if args.per_file:
+            per_file.append({"file": path, **stats.summary(per_file=True)})
+        total.merge(stats)
+        stats = total
+    summary = stats.summary()
+    if args.per_file:
+        summary["per_file"] = per_file
+    _print(summary, out)
     if args.fail_on == "critical" and stats.critical_alerts:
         return EXIT_GATED
     halted = stats.decisions["halt_session"] or stats.decisions["refuse_turn"]
@@ -395,11 +484,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             from .corpus.cli import run as corpus
 
             return corpus(args, out, err)
-    except (InvalidEvent, ConfigError, FileNotFoundError, InvalidReset, StoreError) as exc:
+    except (TripwireError, FileNotFoundError, StoreError) as exc:
         err.write(f"tripwire: {exc}\n")
         return EXIT_USAGE
     except BrokenPipeError:  # `tripwire replay ... | head`
         return EXIT_OK
+    except KeyboardInterrupt:
+        err.write("tripwire: interrupted\n")
+        return EXIT_INTERRUPTED
     parser.error(f"unknown verb {args.verb}")  # pragma: no cover
     return EXIT_USAGE
 

@@ -25,7 +25,6 @@ changed nothing would leave an operator believing in a threshold that is not in 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 from .context import ContextConfig
 from .errors import ConfigError
 from .modes import Mode, detect_unattended, resolve_mode
+from .money import parse_dollars
 from .signals import WatchdogConfig
 
 __all__ = ["read_config_file", "SECTIONS", "GuardrailsConfig", "ResolvedConfig"]
@@ -174,6 +174,13 @@ class GuardrailsConfig:
         watchdog = self.watchdog
         if watchdog is None:
             watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
+        elif not isinstance(watchdog, WatchdogConfig):
+            raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
+                              "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
+                              f"not {type(watchdog).__name__}")
+        if self.context is not None and not isinstance(self.context, ContextConfig):
+            raise ConfigError("GuardrailsConfig(context=...) must be a ContextConfig, "
+                              f"not {type(self.context).__name__}")
         session, session_source = self.max_session_cost_usd, "explicit"
         if session is None and "max_session_usd" in cost_file:
             session, session_source = cost_file["max_session_usd"], "config file"
@@ -188,8 +195,11 @@ class GuardrailsConfig:
             mode_source=mode_source,
             unattended=unattended,
             watchdog=watchdog,
-            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd"),
-            max_session_cost_usd=_dollars(session, "max_session_cost_usd"),
+            max_turn_cost_usd=_dollars(turn, "max_turn_cost_usd" if self.max_turn_cost_usd
+                                       is not None else "[cost] max_turn_usd"),
+            max_session_cost_usd=_dollars(session, "max_session_cost_usd"
+                                          if session_source != "config file"
+                                          else "[cost] max_session_usd"),
             session_ceiling_source=session_source,
             watchdog_escalate_after=_count(_first(self.watchdog_escalate_after,
                                                   wd_file.get("escalate_after"), ESCALATE_AFTER),
@@ -222,11 +232,7 @@ def _section(f: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, An
 
 
 def _dollars(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
-    return max(0.0, float(value))  # <= 0 disables the bound
+    return parse_dollars(value, name)  # 0 disables the bound; negative is an error
 
 
 def _count(value: Any, name: str) -> int:

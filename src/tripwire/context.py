@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from .errors import ConfigError
+from .histories import kept_prefix, rebuild
 from .signals import quote_args
 from .thresholds import context_crosses
 from .tiers import DEFAULT_CATALOGUE, TIERS, ModelCatalogue, compaction_threshold
@@ -83,9 +84,13 @@ class ContextConfig:
     ``threshold`` is the fallback for models of no known tier (and what a task class sets);
     ``threshold_by_tier`` overrides win for their tier. ``tier`` forces the tier used for
     thresholds (``""``: none). ``catalogue`` holds tiers and windows (``[models]`` in a file).
+    ``cut_turns=False`` reports the 95% crossing (a ``turn-cut`` record with
+    ``enforced: false``) without cutting: what replay does when it analyses a recording in
+    ``warn``/``feedback``/``off`` mode, where nothing may be skipped.
     """
 
     enabled: bool = True
+    cut_turns: bool = True
     threshold: float | None = None
     threshold_by_tier: Mapping[str, float] = field(default_factory=dict)
     cut_at: float = CUT_AT
@@ -97,6 +102,8 @@ class ContextConfig:
 
     def __post_init__(self) -> None:
         compaction_threshold(None, self.threshold_by_tier, self.threshold)  # validates both
+        if not isinstance(self.cut_turns, bool):
+            raise ConfigError(f"context cut_turns must be true or false, not {self.cut_turns!r}")
         if isinstance(self.cut_at, bool) or not isinstance(self.cut_at, (int, float)) \
                 or not 0 < self.cut_at <= 1:
             raise ConfigError(f"context cut_at must be in (0, 1], not {self.cut_at!r}")
@@ -146,8 +153,11 @@ class Utilization:
 @dataclass(frozen=True)
 class Compaction:
     """The outcome of ``compact()``. ``kind``: ``summary``, ``mechanical``, ``failed`` or
-    ``skipped`` (nothing to compact). ``apply(messages)`` returns the new history: the boundary
-    message (``text``) followed by the last ``keep`` messages verbatim."""
+    ``skipped`` (nothing to compact). ``apply(messages)`` returns the new history, a valid
+    request for its format (``histories``: OpenAI chat, Anthropic Messages, OpenAI Responses,
+    detected or named by ``fmt``): the system prompt and the first user message in place, the
+    boundary message (``text``), then the last ``keep`` messages, with results whose call was
+    dropped removed and calls whose result is missing answered by a synthesized result."""
 
     kind: str
     text: str = ""
@@ -159,11 +169,11 @@ class Compaction:
     def ok(self) -> bool:
         return self.kind in ("summary", "mechanical")
 
-    def apply(self, messages: Sequence[Any], role: str = "user") -> list[Any]:
+    def apply(self, messages: Sequence[Any], role: str = "user",
+              fmt: str | None = None) -> list[Any]:
         if not self.ok:
             return list(messages)
-        tail = list(messages[len(messages) - self.keep:]) if self.keep else []
-        return [{"role": role, "content": self.text}, *tail]
+        return rebuild(messages, self.keep, self.text, role, fmt)
 
 
 def _exact(value: float) -> Fraction:
@@ -453,7 +463,11 @@ def mechanical_truncation(messages: Sequence[Any], tail_chars: int = TAIL_CHARS,
         if len(messages) < 2:
             return None
         keep = len(messages) - 1  # drop at least the oldest message
-    dropped = messages[: len(messages) - keep]
+    start = len(messages) - keep
+    kept = kept_prefix(messages, start)  # the system prompt and the task stay in place
+    dropped = [m for i, m in enumerate(messages[:start]) if i not in kept]
+    if not dropped:
+        return None
     ledger = [call for message in dropped for call in tool_calls(message)]
     lines = [TRUNCATION_NOTICE, f"Dropped: {len(dropped)} messages, {len(ledger)} tool calls."]
     if ledger:
@@ -462,6 +476,10 @@ def mechanical_truncation(messages: Sequence[Any], tail_chars: int = TAIL_CHARS,
             lines.append(f"{n}. {name or 'unnamed tool'} {quote_args(args)}")
         if len(ledger) > LEDGER_LIMIT:
             lines.append(f"({len(ledger) - LEDGER_LIMIT} earlier calls not listed)")
+    if kept:
+        what = ("the system prompt and the first user message"
+                if len(kept) > 1 else "the first user message")
+        lines.append(f"Kept in place before this note: {what}.")
     lines.append(f"The most recent {keep} messages follow verbatim."
                  if keep else "No earlier message follows.")
     return "\n".join(lines), keep, len(ledger)

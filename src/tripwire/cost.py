@@ -11,62 +11,46 @@ never zeroes or re-windows the spend.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, InvalidEvent, InvalidReset, ResetRefused
+from .errors import InvalidEvent, InvalidReset, ResetRefused
 from .guardrail import Guardrail
+from .money import NANO, parse_dollars, to_nano, usd, usd_more_than
 from .thresholds import session_bound_reached, turn_bound_reached
+from .validate import check_usage
 
 if TYPE_CHECKING:
     from .restore import Folded
 
-__all__ = ["CostCeiling", "CostTrip", "usd"]
-
-NANO = 1_000_000_000
-
-
-def to_nano(value: float) -> int:
-    return round(value * NANO)
-
-
-def usd(nano: int) -> str:
-    """Amounts in messages use 4 decimals (SPEC §4)."""
-    return f"${nano / NANO:.4f}"
+__all__ = ["CostCeiling", "CostTrip", "usd", "NANO", "reset_refusal"]
 
 
 def bound_nano(value: float | None, name: str) -> int:
-    """A configured bound: None, 0 or negative disable it; NaN and infinity are errors."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{name} must be a number of US dollars, not {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number of US dollars, not {value!r}")
-    return max(0, to_nano(value))
+    """A configured bound: None or 0 disable it; anything ``parse_dollars`` refuses
+    (negative, non-finite, out of range) is a ConfigError."""
+    return to_nano(parse_dollars(value, name, allow_none=True) or 0.0)
 
 
 def cost_nano(value: float | None) -> int:
-    """A usage event's cost: absent is 0; negative, NaN or infinite is an InvalidEvent."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidEvent(f"cost_usd must be a number, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise InvalidEvent(f"cost_usd must be a finite, non-negative number, not {value!r}")
-    return to_nano(value)
+    """A usage event's cost: absent is 0; anything ``parse_dollars`` refuses is InvalidEvent."""
+    return to_nano(parse_dollars(value, "cost_usd", error=InvalidEvent, allow_none=True) or 0.0)
 
 
-def usage_cost_nano(input_tokens: Any, output_tokens: Any, cost_usd: Any) -> int:
-    """Check a usage event's numbers (token counts non-negative integers; the cost as
-    ``cost_nano``) before any of it is applied; returns the cost in nano-dollars."""
-    for value, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise InvalidEvent(f"{what} must be a non-negative integer, not {value!r}")
+def usage_cost_nano(input_tokens: Any, output_tokens: Any, cost_usd: Any,
+                    model: Any = None) -> int:
+    """Check a usage event's fields (``validate.check_usage``) before any of it is applied;
+    returns the cost in nano-dollars."""
+    check_usage(model, input_tokens, output_tokens)
     return cost_nano(cost_usd)
+
+
+def reset_refusal(spent: int, ceiling_with_budget: int) -> str:
+    """The one sentence of a refused reset (SPEC §4), in the library and on the CLI alike."""
+    return (f"reset refused: the session has spent {usd(spent)} and its ceiling with the added "
+            f"budget would be {usd(ceiling_with_budget)}, so it would re-trip at once; add at "
+            f"least {usd_more_than(spent - ceiling_with_budget)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,16 +210,11 @@ class CostCeiling:
         """Validate a reset of ``scope``; returns the budget in nano-dollars. Raises before
         changing anything: ``InvalidReset`` for budget that cannot apply, ``ResetRefused`` for
         a reset that would re-trip at once (SPEC §4)."""
-        if isinstance(budget_usd, bool) or not isinstance(budget_usd, (int, float)) \
-                or not math.isfinite(budget_usd) or budget_usd < 0:
-            raise InvalidReset(
-                f"additional_budget_usd must be a non-negative number, not {budget_usd!r}"
-            )
+        budget = to_nano(parse_dollars(budget_usd, "additional_budget_usd", error=InvalidReset))
         if budget_usd and scope is Guardrail.WATCHDOG:
             raise InvalidReset("additional budget applies to the cost ceiling, not the watchdog")
         if not scope.covers(Guardrail.COST_CEILING):
             return 0
-        budget = to_nano(budget_usd)
         if budget and not self.max_session:
             raise InvalidReset(
                 "no per-session cost ceiling is configured: added budget cannot arm one"
@@ -244,9 +223,7 @@ class CostCeiling:
                 self.spent >= self.ceiling + budget:
             needed = self.spent - self.ceiling - budget
             raise ResetRefused(
-                f"reset refused: the session has spent {usd(self.spent)} and its ceiling with "
-                f"the added budget would be {usd(self.ceiling + budget)}, so it would re-trip at "
-                f"once; add more than {usd(needed)}",
+                reset_refusal(self.spent, self.ceiling + budget),
                 spent_usd=self.spent / NANO,
                 ceiling_usd=(self.ceiling + budget) / NANO,
                 needed_usd=needed / NANO,

@@ -15,6 +15,7 @@ __all__ = [
     "ResetRefused",
     "InvalidReset",
     "BatchInterrupted",
+    "NativeUnavailable",
     "SmallTierParentRefused",
     "StoreError",
 ]
@@ -26,6 +27,11 @@ class TripwireError(Exception):
 
 class ConfigError(TripwireError, ValueError):
     """A configuration value is unknown, of the wrong type or out of range."""
+
+
+class NativeUnavailable(TripwireError, ImportError):
+    """``TRIPWIRE_IMPLEMENTATION=native`` (or ``implementation="native"``) asked for the C++
+    core, and it is not built or does not load (a pure-Python install)."""
 
 
 class InvalidEvent(TripwireError, ValueError):

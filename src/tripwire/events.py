@@ -9,7 +9,6 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any, Union
 
 from .errors import InvalidEvent, TruncatedLine
 from .guardrail import Guardrail
+from .money import parse_dollars
+from .validate import check_no_op
 
 __all__ = [
     "Call",
@@ -128,13 +129,7 @@ def _count(obj: dict[str, Any], name: str) -> int | None:
 
 def _usd(obj: dict[str, Any], name: str) -> float | None:
     value = _field(obj, name, (int, float))
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise InvalidEvent(f"field {name!r} must be a finite number, not {value}")
-    if value < 0:
-        raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
-    return float(value)
+    return parse_dollars(value, f"field {name!r}", error=InvalidEvent, allow_none=True)
 
 
 def _call(o: dict[str, Any]) -> Call:
@@ -150,10 +145,7 @@ def _result(o: dict[str, Any]) -> Result:
     error = o.get("error")
     if not isinstance(error, (str, bool, type(None), dict, list, int, float)):
         raise InvalidEvent("field 'error' must be false, true or the error text")
-    no_op = o.get("no_op", False)
-    if not isinstance(no_op, bool):
-        raise InvalidEvent(f"field 'no_op' must be a boolean, not {type(no_op).__name__}")
-    return Result(name, ident, error, no_op, o.get("payload"))
+    return Result(name, ident, error, check_no_op(o.get("no_op", False)), o.get("payload"))
 
 
 def _text(o: dict[str, Any]) -> Text:
@@ -228,16 +220,26 @@ class Line:
     error: InvalidEvent | None = None
 
 
+#: A UTF-8 byte order mark, which some editors write at the start of a file: skipped.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def read_events(path: str | Path) -> Iterator[Line]:
     """Lines of an interchange file, decoded; invalid ones carry their error instead.
 
-    Blank lines are skipped and are not events; every other line, valid or not, takes the next
-    event index, so indices do not shift when invalid lines are skipped.
+    Lines end at ``\\n`` (an optional ``\\r`` before it is part of the ending); a UTF-8 byte
+    order mark at the start of the file is skipped. Blank lines are skipped and are not
+    events; every other line, valid or not, takes the next event index, so indices do not
+    shift when invalid lines are skipped.
     """
     path = Path(path)
     index = 0
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(UTF8_BOM)
+            ended = raw.endswith(b"\n")  # only the last line can lack its newline
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")  # columns count the line only
             if not raw.strip():
                 continue
             try:
@@ -248,7 +250,7 @@ def read_events(path: str | Path) -> Iterator[Line]:
                 try:
                     value = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    if not raw.endswith(b"\n"):  # only the last line can lack its newline
+                    if not ended:
                         raise TruncatedLine() from None
                     raise InvalidEvent(f"not JSON ({exc.msg} at column {exc.colno})") from None
                 except RecursionError:

@@ -40,13 +40,14 @@ from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
-from .errors import GuardrailHalted, ResetRefused
+from .errors import ConfigError, GuardrailHalted, ResetRefused
 from .guardrail import Guardrail
 from .modes import Mode
 from .persistence import DECISION_WAIT, SessionLog
 from .policies import ContextPolicy, CostPolicy
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .signals import Alert
+from .validate import check_hook, check_id, check_no_op, check_text
 from .watchdog import Watchdog
 from .watchdog_policy import WatchdogPolicy
 
@@ -124,6 +125,15 @@ class Guardrails:
                  counters: Counters | None = None, implementation: str | None = None,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  store: Any = None, history: Any = None):
+        if config is not None and not isinstance(config, (GuardrailsConfig, ResolvedConfig)):
+            hint = (f" (for a mode alone: GuardrailsConfig(mode={config!r}))"
+                    if isinstance(config, (str, Mode)) else "")
+            raise ConfigError("Guardrails(config) takes a GuardrailsConfig or None, not "
+                              f"{type(config).__name__}{hint}")
+        check_hook(on_event, "on_event")
+        check_hook(summarize, "summarize")
+        if not isinstance(session_id, str):
+            raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
         resolved = (config if isinstance(config, ResolvedConfig)
                     else (config or GuardrailsConfig()).resolve())
         self.session_id = session_id
@@ -229,6 +239,8 @@ class Guardrails:
         lock = self._lock
         lock.acquire()
         try:
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises, in every mode: an id is a str
             if self._blocked is not None:
                 return self._blocked
             watchdog = self._watchdog
@@ -252,6 +264,10 @@ class Guardrails:
         lock = self._lock
         lock.acquire()
         try:
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises: an id is a str
+            if no_op is not False and no_op is not True:
+                check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
             if self._blocked is not None:
                 return self._blocked
             watchdog = self._watchdog
@@ -290,6 +306,8 @@ class Guardrails:
 
     def on_text(self, text: str) -> Decision:
         """The agent's own words (not tool output, injected messages or private reasoning)."""
+        if type(text) is not str:
+            text = check_text(text)  # raises: agent text is a str, in every mode
         with self._lock:
             if self._blocked is not None:
                 return self._blocked
@@ -309,7 +327,7 @@ class Guardrails:
         ``estimated``: ``cost_usd`` was computed from token prices (``tripwire.prices``), not
         reported, so trips and store rows say so. ``unpriced``: the model has no price, so the
         usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
-        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd)  # all checked first
+        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
             if estimated:
                 self._cost_estimated = True

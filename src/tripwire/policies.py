@@ -79,9 +79,10 @@ class ContextPolicy:
             return decision
         record = guard.turn_cut_record()
         reason = lines.context_cut_reason(u, self.cut_at)
-        if not decision.proceed:
-            self.record({**record, "message": reason})
-            return decision  # already cut or halted by another guardrail
+        if not decision.proceed or not self.guard.config.cut_turns:
+            # already cut or halted by another guardrail, or report-only (replay's analysis)
+            self.record({**record, "enforced": False, "message": reason})
+            return decision
         cut = Decision(CUT_TURN, "context", reason, decision.alerts)
         self._channel.counters.count_trip("context")
         self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,

@@ -15,28 +15,47 @@ format is a public contract), with ``event`` the 0-based index of the event bein
   because tripwire cut (or refused) their turn; replay resumes at the next ``turn_start``;
 - ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets;
 - ``{"kind": "context", "event", "utilization", "estimated", "action"}``: ``compact`` when
-  compaction becomes pending, ``turn_cut`` when the context guard cuts the turn at 95%.
+  compaction becomes pending, ``turn_cut`` when the context reaches 95% of the window; a
+  ``turn_cut`` carries ``"enforced"``: true when the turn was cut (``enforce`` mode: the rest
+  of the turn is skipped, as a harness would have cancelled it), false when it is only
+  reported (``warn``, ``feedback``, ``off``: a recording analysis skips nothing, so every
+  later alert is still reported). Replay cannot compact a recording: without usage events the
+  estimate only grows, so under ``enforce`` each later turn is cut at its first large result.
+
+The summary line carries ``"v"``, the output schema's version (``SUMMARY_VERSION``).
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .adapters import Item, Transcript, transcripts
+from .adapters import Item, Transcript, detect_or_fail, transcripts
 from .adapters import read as read_transcript
 from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
+from .modes import Mode
 from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
 
-__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "replay_transcript", "event_files"]
+__all__ = ["ReplayOptions", "ReplayStats", "replay_file", "replay_transcript", "event_files",
+           "analysis_config", "STDIN", "shown_path"]
+
+#: The output schema's version, the summary line's ``"v"``: bumped by a change that is not
+#: purely additive (a field renamed, removed or given another meaning).
+SUMMARY_VERSION = 1
+#: The path argument that names standard input (``tripwire replay -``).
+STDIN = "-"
 
 
 @dataclass
@@ -53,7 +72,7 @@ class ReplayOptions:
         """The guardrails config, resolved once for every session of the run (a directory of
         transcripts is hundreds of sessions)."""
         if self._resolved is None:
-            self._resolved = self.guardrails.resolve()
+            self._resolved = analysis_config(self.guardrails)
         return self._resolved
 
 
@@ -73,10 +92,21 @@ class ReplayStats:
     estimated_costs: int = 0  # usages priced from token prices, not reported
     unpriced_models: set[str] = field(default_factory=set)  # models of usages with no price
 
-    def summary(self) -> dict[str, Any]:
+    def merge(self, other: ReplayStats) -> None:
+        """Add another run's counts (one file's, for ``--per-file``)."""
+        for name in ("files", "sessions", "events", "invalid_lines", "skipped_lines",
+                     "truncated_lines", "skipped_events", "critical_alerts", "halted_sessions",
+                     "estimated_costs"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.alerts.update(other.alerts)
+        self.decisions.update(other.decisions)
+        self.unpriced_models |= other.unpriced_models
+
+    def summary(self, *, per_file: bool = False) -> dict[str, Any]:
+        """The summary line (``per_file``: one file's entry, without kind, v and files)."""
+        head = {} if per_file else {"kind": "summary", "v": SUMMARY_VERSION, "files": self.files}
         return {
-            "kind": "summary",
-            "files": self.files,
+            **head,
             "sessions": self.sessions,
             "events": self.events,
             "invalid_lines": self.invalid_lines,
@@ -93,9 +123,37 @@ class ReplayStats:
 
 
 def event_files(paths: Iterable[str], fmt: str = "auto") -> list[Transcript]:
-    """Expand paths: a file is itself, a directory is every transcript below it (sorted).
-    Raises FileNotFoundError / InvalidEvent with a message a user can act on."""
-    return transcripts(paths, fmt)
+    """Expand paths: a file is itself, a directory is every transcript below it (sorted),
+    ``-`` standard input (session ``stdin``). Raises FileNotFoundError / InvalidEvent with a
+    message a user can act on."""
+    found: list[Transcript] = []
+    paths = list(paths)
+    if paths.count(STDIN) > 1:
+        raise InvalidEvent("standard input (-) can be read once only")
+    for raw in paths:
+        found.extend([_stdin_transcript(fmt)] if raw == STDIN else transcripts([raw], fmt))
+    return found
+
+
+def _stdin_transcript(fmt: str) -> Transcript:
+    """Standard input, spooled to a temporary file: format detection reads a transcript's
+    first lines before its reader reads them all, and a pipe can be read only once."""
+    folder = Path(tempfile.mkdtemp(prefix="tripwire-"))
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "stdin"
+    with path.open("wb") as spool:
+        if sys.stdin is not None:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+    _SPOOLED.add(path)
+    return Transcript(path, detect_or_fail(path) if fmt == "auto" else fmt, "stdin")
+
+
+_SPOOLED: set[Path] = set()
+
+
+def shown_path(transcript: Transcript) -> str:
+    """The path a record's ``file`` names: ``-`` for standard input."""
+    return STDIN if transcript.path in _SPOOLED else str(transcript.path)
 
 
 def alert_record(alert: Alert, index: int) -> dict[str, Any]:
@@ -112,6 +170,16 @@ def alert_record(alert: Alert, index: int) -> dict[str, Any]:
 
 def decision_record(decision: Decision, index: int) -> dict[str, Any]:
     return {"kind": "decision", "event": index, **decision.to_dict()}
+
+
+def analysis_config(config: GuardrailsConfig | ResolvedConfig) -> ResolvedConfig:
+    """Replay's policy: as configured, except that below ``enforce`` the context guard
+    reports its 95% crossing instead of cutting the turn (a warn-mode analysis must see every
+    event, and so every alert, of the recording)."""
+    resolved = config if isinstance(config, ResolvedConfig) else config.resolve()
+    if resolved.mode < Mode.ENFORCE and resolved.context.cut_turns:
+        resolved = replace(resolved, context=replace(resolved.context, cut_turns=False))
+    return resolved
 
 
 class _Session:
@@ -175,7 +243,8 @@ class _Session:
                 out.append({"kind": "context", "event": index,
                             "utilization": note.record["utilization"],
                             "estimated": note.record["unmeasured_bytes"] > 0,
-                            "action": "turn_cut"})
+                            "action": "turn_cut",
+                            "enforced": note.record.get("enforced", True)})
         self.notes.clear()
         yield from out
 

@@ -1,15 +1,21 @@
 """The operator channel: one log line per cut or halt, an optional callback, and counters.
 
 Every line goes to the standard ``logging`` logger ``tripwire`` and starts
-``tripwire: [session <id>]``, so ``grep '\\[session s-7\\]'`` finds everything one session
-said in a daemon's interleaved log. The callback receives an ``OperatorEvent`` for every alert,
-cut, halt, refused turn, withdrawn note and reset; an exception it raises is logged, never
-propagated into the agent loop.
+``[session <id>]``, so ``grep '\\[session s-7\\]'`` finds everything one session said in a
+daemon's interleaved log. The logger's name is the ``tripwire`` part: a host's own format
+(``logging.basicConfig``: ``WARNING:tripwire:[session s-7] ...``) shows it once. When the host
+configured no logging at all, warnings and errors go to stderr as
+``tripwire: [session s-7] ...`` (``logging``'s own last resort would drop the name).
+
+The callback receives an ``OperatorEvent`` for every alert, cut, halt, refused turn, withdrawn
+note and reset. An exception it raises never reaches the agent loop: the first one is logged
+with its traceback, later ones are counted (``Counters.callback_errors``), not logged again.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +27,34 @@ from .signals import Alert
 __all__ = ["OperatorEvent", "Counters", "OperatorChannel", "LOGGER"]
 
 LOGGER = logging.getLogger("tripwire")
+
+
+class _UnconfiguredStderr(logging.Handler):
+    """Warnings and errors on stderr, prefixed ``tripwire: ``, only while no other handler
+    would print them (the host configured no logging): what ``logging.lastResort`` does,
+    with the logger's name kept."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logger: logging.Logger | None = LOGGER
+        while logger is not None:
+            if any(h is not self for h in logger.handlers):
+                return  # the host's logging prints it, in the host's format
+            if not logger.propagate:
+                break
+            logger = logger.parent
+        try:
+            text = self.format(record)
+            stream = sys.stderr
+            if stream is not None:
+                stream.write(text if text.startswith("tripwire: ") else f"tripwire: {text}")
+                stream.write("\n")
+        except Exception:
+            self.handleError(record)
+
+
+_FALLBACK = _UnconfiguredStderr(logging.WARNING)
+if not any(isinstance(h, _UnconfiguredStderr) for h in LOGGER.handlers):
+    LOGGER.addHandler(_FALLBACK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +76,13 @@ class Counters:
     """What an embedding daemon exports: alerts by (signal, severity), trips by guardrail,
     refused turns. ``merge`` adds another session's counters (fleet totals)."""
 
-    __slots__ = ("_lock", "alerts", "refused_turns", "trips")
+    __slots__ = ("_lock", "alerts", "callback_errors", "refused_turns", "trips")
 
     def __init__(self) -> None:
         self.alerts: Counter[tuple[str, str]] = Counter()
         self.trips: Counter[str] = Counter()
         self.refused_turns = 0
+        self.callback_errors = 0  # exceptions the operator callback raised
         self._lock = threading.Lock()
 
     def count_alert(self, alert: Alert) -> None:
@@ -67,6 +102,7 @@ class Counters:
             self.alerts.update(other.alerts)
             self.trips.update(other.trips)
             self.refused_turns += other.refused_turns
+            self.callback_errors += other.callback_errors
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
@@ -74,6 +110,7 @@ class Counters:
                 "alerts": {f"{s}/{sev}": n for (s, sev), n in sorted(self.alerts.items())},
                 "trips": dict(sorted(self.trips.items())),
                 "refused_turns": self.refused_turns,
+                "callback_errors": self.callback_errors,
             }
 
 
@@ -88,19 +125,26 @@ class OperatorChannel:
         self.logger = logger
 
     def line(self, text: str) -> str:
-        return f"tripwire: [session {self.session_id}] {text}"
+        return f"[session {self.session_id}] {text}"
 
     def emit(self, kind: str, text: str, *, level: int = logging.INFO, guardrail: str | None = None,
              alert: Alert | None = None, decision: Any = None, event: int | None = None,
              record: dict[str, Any] | None = None) -> None:
         message = self.line(text)
-        self.logger.log(level, message)
+        # the kind rides on the record, so a handler can tell operator lines from notices
+        self.logger.log(level, message, extra={"tripwire_event": kind})
         if self.callback is not None:
             try:
                 self.callback(OperatorEvent(kind, self.session_id, message, guardrail, alert,
                                             decision, event, record))
             except Exception:
-                self.logger.exception(self.line("operator callback raised; ignored"))
+                with self.counters._lock:
+                    self.counters.callback_errors += 1
+                    first = self.counters.callback_errors == 1
+                if first:
+                    self.logger.exception(self.line(
+                        "operator callback (on_event) raised; the agent loop goes on. Later "
+                        "errors of this callback are counted (callback_errors), not logged"))
 
     def alert(self, alert: Alert) -> None:
         self.counters.count_alert(alert)

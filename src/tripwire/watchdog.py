@@ -17,10 +17,15 @@ from typing import TYPE_CHECKING, Any
 from . import _engine, _reference
 from .signals import SIGNALS, Alert, WatchdogConfig
 
-__all__ = ["Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "watchdog_class"]
+__all__ = [  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+    "Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "watchdog_class"]
 
-#: The default implementation ("native" or "python"), from TRIPWIRE_IMPLEMENTATION.
-IMPLEMENTATION = _engine.DEFAULT
+
+def __getattr__(name: str) -> Any:
+    if name == "IMPLEMENTATION":  # the default implementation, chosen on first use
+        return _engine.default()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 
 # Type checkers see the engine API on Watchdog itself (the reference engine's, which is typed);

@@ -35,7 +35,7 @@ from . import (
     swe_agent,
     tau_bench,
 )
-from ._base import Item
+from ._base import UTF8_BOM, Item
 
 __all__ = ["Item", "FORMATS", "FORMAT_NAMES", "detect", "read_transcript", "Transcript",
            "transcripts", "session_name", "detect_or_fail", "read"]
@@ -56,10 +56,12 @@ def _first_values(path: Path) -> Iterator[Any]:
     document (a pretty-printed single-JSON-document transcript)."""
     decoded = False
     with path.open("rb") as handle:
-        for _ in range(_SNIFF_LINES):
+        for n in range(_SNIFF_LINES):
             raw = handle.readline()
             if not raw:
                 break
+            if n == 0:
+                raw = raw.removeprefix(UTF8_BOM)
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError:
@@ -68,7 +70,7 @@ def _first_values(path: Path) -> Iterator[Any]:
             yield value
     if not decoded:
         try:
-            yield orjson.loads(path.read_bytes())
+            yield orjson.loads(path.read_bytes().removeprefix(UTF8_BOM))
         except orjson.JSONDecodeError:
             return
 

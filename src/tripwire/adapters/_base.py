@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..errors import InvalidEvent, TruncatedLine
-from ..events import Event, TurnEnd, TurnStart, Usage
+from ..events import UTF8_BOM, Event, TurnEnd, TurnStart, Usage
 
 __all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", "Turns",
            "messages_of", "items_at", "positioned", "run_total"]
@@ -46,6 +46,8 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     decode_error = orjson.JSONDecodeError
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(UTF8_BOM)
             try:
                 value = loads(raw)
             except decode_error as exc:
@@ -64,7 +66,7 @@ def read_document(path: Path) -> Any:
     """A single-JSON-document transcript, read whole (its harness writes it whole, once, at the
     end of a run; its size is one run's). Raises ``InvalidEvent`` naming the file."""
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(path.read_bytes().removeprefix(UTF8_BOM))
     except orjson.JSONDecodeError as exc:
         raise InvalidEvent(f"not JSON ({_reason(exc)})", source=str(path)) from None
 

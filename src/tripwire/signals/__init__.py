@@ -29,6 +29,7 @@ from . import (
 )
 from ._spec import (
     CRITICAL,
+    MAX_COUNT,
     SESSION,
     TURN,
     WARN,
@@ -52,7 +53,7 @@ __all__ = [
     "BY_ID",
     "WatchdogConfig",
     "WITHDRAWN_BY_WORDS",
-    "CRITICAL", "WARN", "SESSION", "TURN", "MAX_HISTORY",
+    "CRITICAL", "WARN", "SESSION", "TURN", "MAX_HISTORY", "MAX_COUNT",
     "quote_args",
     "truncate_utf8",
     "tool_label",
@@ -91,20 +92,7 @@ def _check_knob(signal: SignalSpec, name: str, value: Any) -> Any:
         raise ConfigError(
             f"unknown knob {name!r} for signal {signal.id} (known: {known})"
         ) from None
-    if knob.kind is tuple:
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{signal.id}.{name} must be a list of tool names, not {value!r}")
-        return tuple(value)
-    if value is None and knob.default is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(f"{signal.id}.{name} must be an integer, not {value!r}")
-    if knob.maximum is not None and value > knob.maximum:
-        raise ConfigError(f"{signal.id}.{name} is at most {knob.maximum}, not {value}")
-    return value
+    return knob.checked(signal.id, value)
 
 
 @dataclass(frozen=True)
@@ -154,6 +142,10 @@ class WatchdogConfig:
             return override[knob]
         return spec.knob(knob).default
 
+    def effective(self, signal_id: str, knob: str) -> Any:
+        """A knob's value as the engines use it: SPEC §1's clamp applied by the knob."""
+        return BY_ID[signal_id].knob(knob).effective(self.value(signal_id, knob))
+
     def is_enabled(self, signal_id: str) -> bool:
         if self.only is not None and signal_id not in self.only:
             return False
@@ -167,7 +159,7 @@ class WatchdogConfig:
             resolved: dict[str, Any] = {}
             enabled = 0
             for spec in SIGNALS:
-                resolved.update(spec.resolve(functools.partial(self.value, spec.id), resolved))
+                resolved.update(spec.resolve(functools.partial(self.effective, spec.id), resolved))
                 if self.is_enabled(spec.id):
                     enabled |= spec.bit
             cached = EngineSettings(enabled=enabled, **resolved)

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .._common import json_text, safe_repr
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
 
 __all__ = [
-    "CRITICAL", "WARN", "SESSION", "TURN", "Knob", "SignalSpec", "Alert", "Texts", "Resolve",
-    "StreakDetector", "quote_args", "truncate_utf8", "tool_label", "tool_list", "error_text",
+    "CRITICAL", "WARN", "SESSION", "TURN", "MAX_COUNT", "Knob", "SignalSpec", "Alert", "Texts",
+    "Resolve", "StreakDetector", "quote_args", "truncate_utf8", "tool_label", "tool_list",
+    "error_text",
 ]
 
 CRITICAL = "critical"
@@ -37,17 +39,57 @@ Texts = Callable[["Watchdog", str, Any], tuple[str, str, int]]
 Resolve = Callable[[Callable[[str], Any], Mapping[str, Any]], dict[str, Any]]
 
 
+#: The largest count knob either engine takes (the native counters are 32-bit; a threshold
+#: of a million calls is already "never").
+MAX_COUNT = 1_000_000
+
+
 @dataclass(frozen=True)
 class Knob:
-    """One configurable number (or list) of a signal; ``why`` says where the default comes from."""
+    """One configurable number (or list) of a signal, and its range: the one place both
+    engines read it from; ``why`` says where the default comes from. An integer above
+    ``maximum`` is a ConfigError naming the knob and its range; below ``minimum`` it counts as
+    ``minimum`` when ``clamps`` (SPEC §1: "counts below 2 become 2") and is a ConfigError
+    otherwise."""
 
     name: str
     default: Any
     doc: str
-    minimum: int | None = None  # values below are clamped up (SPEC §1 "thresholds clamp")
-    maximum: int | None = None  # values above are a ConfigError (fixed-size native rings)
+    minimum: int | None = None
+    maximum: int | None = MAX_COUNT
     kind: type = int
     why: str = ""
+    clamps: bool = True
+
+    def range_text(self) -> str:
+        if not self.clamps:
+            return f"an integer in [{self.minimum}, {self.maximum}]"
+        below = f" (values below {self.minimum} count as {self.minimum})" if self.minimum else ""
+        return f"an integer at most {self.maximum}{below}"
+
+    def checked(self, owner: str, value: Any) -> Any:
+        """The value as the engines will use it, or a ConfigError naming knob and range."""
+        if self.kind is tuple:
+            if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)) \
+                    or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{owner}.{self.name} must be a list of tool names, "
+                                  f"not {value!r}")
+            return tuple(value)
+        if value is None and self.default is None:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or (self.maximum is not None and value > self.maximum) \
+                or (not self.clamps and self.minimum is not None and value < self.minimum):
+            raise ConfigError(f"{owner}.{self.name} must be {self.range_text()}, not {value!r}")
+        return value
+
+    def effective(self, value: Any) -> Any:
+        """A checked value with SPEC §1's clamp applied (lists and an unset None pass)."""
+        if self.kind is tuple or value is None or self.minimum is None or not self.clamps:
+            return value
+        return max(self.minimum, value)
 
 
 @dataclass(frozen=True)
@@ -90,10 +132,10 @@ def threshold(default: int, doc: str, why: str) -> Knob:
 
 
 def threshold_setting(field: str) -> Resolve:
-    """The ``resolve`` of a signal whose one setting is its threshold, clamped to at least 2."""
+    """The ``resolve`` of a signal whose one setting is its threshold (clamped by its knob)."""
 
     def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-        return {field: max(2, value("threshold"))}
+        return {field: value("threshold")}
 
     return resolve
 

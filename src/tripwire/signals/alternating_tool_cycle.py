@@ -41,8 +41,8 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
 
 
 def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    max_period = max(2, value("max_period"))
-    cycles = max(2, value("cycles"))
+    max_period = value("max_period")
+    cycles = value("cycles")
     if max_period * cycles > MAX_HISTORY:
         raise ConfigError(
             f"alternating-tool-cycle max_period x cycles is at most {MAX_HISTORY}, "

@@ -35,12 +35,12 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
 def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
     """Clamped to [2, window]; the stand-downs default to the repeat threshold and the cycle
     max_period (resolved before this signal: the catalogue's order)."""
-    window = max(2, value("window"))
+    window = value("window")
     defer_run = value("defer_run")
     defer_period = value("defer_cycle_period")
     return {
         "density_window": window,
-        "density_threshold": min(max(2, value("threshold")), window),
+        "density_threshold": min(value("threshold"), window),
         "density_defer_run": resolved["repeat_threshold"] if defer_run is None else defer_run,
         "density_defer_cycle_period": (resolved["cycle_max_period"] if defer_period is None
                                        else defer_period),
@@ -57,10 +57,10 @@ SPEC = SignalSpec(
         Knob("threshold", 8, "occurrences of one call in the window", minimum=2,
              why="see window"),
         Knob("defer_run", None, "stand down for a repeat run this long (default: the "
-             "repeat threshold; <= 0 disables)",
+             "repeat threshold; <= 0 disables)", minimum=0,
              why="a plain run is the repeat detector's to report"),
         Knob("defer_cycle_period", None, "stand down for a clean cycle up to this period "
-             "(default: the cycle max_period; < 2 disables)",
+             "(default: the cycle max_period; < 2 disables)", minimum=0, maximum=16,
              why="a clean cycle is the cycle detector's to report"),
     ),
     texts, resolve,

@@ -37,8 +37,8 @@ def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
 
 def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "no_new_state_threshold": max(2, value("threshold")),
-        "digest_memory": max(1, value("memory")),
+        "no_new_state_threshold": value("threshold"),
+        "digest_memory": value("memory"),
         "exempt_tools": frozenset(value("exempt_tools")),
     }
 
@@ -52,10 +52,10 @@ SPEC = SignalSpec(
                   "strong evidence with one confound (polling), hence warn and the "
                   "wait_and_verify exemption"),
         Knob("memory", 64, "distinct payload digests remembered per turn", minimum=1,
-             maximum=1024, why="bounded so a session's memory is fixed: 64 digests are 1,152 "
-                               "native bytes"),
+             maximum=1024, clamps=False,
+             why="bounded so a session's memory is fixed: 64 digests are 1,152 native bytes"),
         Knob("exempt_tools", ("wait_and_verify",), "tools whose results never count",
-             kind=tuple, why="polling by the tool made for it is not a stall"),
+             maximum=None, kind=tuple, why="polling by the tool made for it is not a stall"),
     ),
     texts, resolve,
 )

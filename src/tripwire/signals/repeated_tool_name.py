@@ -30,7 +30,7 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
 
 
 def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name_threshold": max(2, value("threshold")),
+    return {"name_threshold": value("threshold"),
             "shell_tools": frozenset(value("shell_tools"))}
 
 
@@ -41,7 +41,7 @@ SPEC = SignalSpec(
                "a name is almost no evidence; 12 distinct reads are work, so 15 clears that "
                "with margin and still fires before a 20-call grind"),
      Knob("shell_tools", SHELL_TOOLS, "shell tools: their identity is tool:program, the "
-          "first word of the command (SPEC §11.2)", kind=tuple,
+          "first word of the command (SPEC §11.2)", maximum=None, kind=tuple,
           why="bash running pytest, then grep, is two tools, not one name repeated")),
     texts, resolve,
 )
