@@ -52,7 +52,7 @@ def test_an_unknown_model_is_announced_once_and_has_no_cost(
         again = catalogue.estimate(Usage("no-such-model-7", 200, 20))
     assert first == again and first.cost_usd is None and first.unpriced
     assert [r.getMessage() for r in caplog.records] == [
-        "tripwire: model 'no-such-model-7' has no price in the catalogue: its usage has no "
+        "model 'no-such-model-7' has no price in the catalogue: its usage has no "
         "cost, and cost ceilings cannot trip on it"]
 
 

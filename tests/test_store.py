@@ -781,4 +781,4 @@ def test_the_default_key_is_announced_once(tmp_path: Path, monkeypatch: pytest.M
         assert caplog.records == []  # a real key: nothing to say
         SQLiteStore(tmp_path / "d.db").close()
         SQLiteStore(tmp_path / "d.db").close()
-    assert [r.getMessage() for r in caplog.records] == [f"tripwire: {DEFAULT_KEY_NOTICE}"]
+    assert [r.getMessage() for r in caplog.records] == [DEFAULT_KEY_NOTICE]

@@ -96,7 +96,7 @@ class Fleet:
         try:
             histories = self.store.histories()
         except StoreError as exc:
-            LOGGER.warning("tripwire: store unreadable (%s); sessions restore one by one on use",
+            LOGGER.warning("store unreadable (%s); sessions restore one by one on use",
                            exc)
             return 0
         restored = 0

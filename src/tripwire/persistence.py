@@ -119,7 +119,7 @@ class _Retrier:
         for outbox, store, session_id in waiting:
             if getattr(store, "closed", False):
                 if len(outbox):
-                    LOGGER.error("tripwire: [session %s] %d row(s) were never persisted: the "
+                    LOGGER.error("[session %s] %d row(s) were never persisted: the "
                                  "store was closed first", session_id, len(outbox))
                 done = True
             else:

@@ -48,7 +48,7 @@ class PriceCatalogue:
                 from genai_prices import calc_price
             except ImportError:
                 self._missing = True
-                LOGGER.warning("tripwire: usage without cost_usd cannot be priced: the price "
+                LOGGER.warning("usage without cost_usd cannot be priced: the price "
                                "catalogue is not installed (pip install 'tripwire[prices]'); "
                                "cost ceilings cannot trip on such usage")
                 return None
@@ -73,7 +73,7 @@ class PriceCatalogue:
                 first = model not in self._unknown
                 self._unknown.add(model)
             if first:
-                LOGGER.warning(f"tripwire: model {model or '(none)'!r} has no price in the "
+                LOGGER.warning(f"model {model or '(none)'!r} has no price in the "
                                "catalogue: its usage has no cost, and cost ceilings cannot trip "
                                "on it")
             return Priced(None, unpriced=True)

@@ -527,7 +527,7 @@ class SQLiteStore:
         try:
             self._db = self._open()
         except StoreError as exc:
-            LOGGER.error("tripwire: store unavailable (%s); guardrails keep deciding in memory "
+            LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
                          "and retry the store at each decision", exc)
 
     def check(self) -> SQLiteStore:
@@ -810,7 +810,7 @@ class SQLiteStore:
             with suppress(OSError):
                 os.unlink(tmp)
             # the row is durable; only the rollback check lags: say so, do not fail the append
-            LOGGER.error("tripwire: %s: could not write the store's anchor file %s (%s)",
+            LOGGER.error("%s: could not write the store's anchor file %s (%s)",
                          self.path, self.anchor, exc)
 
     def _read_anchor(self) -> tuple[int, bytes] | str | None:
@@ -981,7 +981,7 @@ def _notice_default_key() -> None:
     global _noticed
     if not _noticed:
         _noticed = True
-        logging.getLogger("tripwire").warning("tripwire: %s", DEFAULT_KEY_NOTICE)
+        logging.getLogger("tripwire").warning("%s", DEFAULT_KEY_NOTICE)
 
 
 def _is_locked(exc: sqlite3.Error) -> bool:
