@@ -520,3 +520,25 @@ def test_read_only_verbs_do_not_announce_the_default_key(tmp_path: Path) -> None
         proc = subprocess.run([sys.executable, "-m", "tripwire", verb, str(db)], env=env,
                               capture_output=True, text=True, timeout=60, check=False)
         assert proc.returncode == 0 and proc.stderr == "", (verb, proc.stderr)
+
+
+# -- batch ingest validates what the API validates (the solid issue, section 6) ------------------
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    (("s1", "result", "t", "x", None, "false"), "field 'no_op' must be a boolean, not str"),
+    (("s1", "result", "t", "x", None, 1), "field 'no_op' must be a boolean, not int"),
+    (("s1", "call", "t", "{}", 5), "field 'id' must be a string, not int"),
+    (("s1", "result", "t", "x", None, False, 5), "field 'id' must be a string, not int"),
+], ids=["no_op-str", "no_op-int", "call-id-int", "result-id-int"])
+def test_batch_rows_are_validated_as_the_api_validates(row: tuple, message: str,
+                                                       implementation: str) -> None:
+    fleet = Fleet(WARN, implementation=implementation)
+    with pytest.raises(InvalidEvent, match=f"event 1: {message}"):
+        fleet.observe_many([("s1", "turn_start"), row])
+    g = fleet.session("s2")
+    with pytest.raises(InvalidEvent, match=message):  # the API's own words
+        if row[1] == "call":
+            g.on_call("t", "{}", id=row[4])
+        else:
+            g.on_result("t", payload="x", no_op=row[5], id=row[6] if len(row) > 6 else None)

@@ -236,6 +236,8 @@ cdef class Batch:
         it.name, it.name_len = v.data, v.size
         it.name_hash = <uint64_t>hash(name)
         it.identity = it.name_hash  # a shell tool's is set at bind, by its engine's settings
+        if size > 4:
+            check_id(row[4])
         obj = _view(row[3] if size > 3 else None, &v, False)
         if obj is not None:
             self.keep.append(obj)
@@ -248,7 +250,10 @@ cdef class Batch:
         cdef object payload = row[3] if size > 3 else None
         cdef object obj
         it.failed = _failed(row[4] if size > 4 else None)
-        it.noop = not it.failed and size > 5 and bool(row[5])
+        # the API's validation, field by field (validate.py): a no-op claim is a bool, an id a str
+        it.noop = check_no_op(row[5]) and not it.failed if size > 5 else False
+        if size > 6:
+            check_id(row[6])
         it.exempt = False
         it.has_payload = False
         it.name = NULL  # a name from a call id is resolved at bind()

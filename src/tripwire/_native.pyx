@@ -35,6 +35,7 @@ from tripwire._common import (
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
 from tripwire.errors import InvalidEvent
+from tripwire.validate import check_id, check_no_op
 
 IMPLEMENTATION = "native"
 

@@ -65,6 +65,7 @@ from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
 from .signals.tools_without_text import SilenceDetector
 from .thresholds import context_crosses, cost_trips
+from .validate import check_id, check_no_op
 
 IMPLEMENTATION = "python"
 
@@ -526,9 +527,12 @@ class Batch:
         if kind == "call":
             name_str(fields[0])
             args_bytes(fields[1])
+            check_id(fields[2])  # the API's validation, field by field (validate.py)
         elif kind == "result":
             if fields[0] is not None:
                 name_str(fields[0])
+            check_no_op(fields[3])
+            check_id(fields[4])
             if fields[1] is not None and not isinstance(
                     fields[1], (str, bytes, bytearray, memoryview)):
                 payload_bytes(fields[1])
