@@ -542,3 +542,9 @@ def test_batch_rows_are_validated_as_the_api_validates(row: tuple, message: str,
             g.on_call("t", "{}", id=row[4])
         else:
             g.on_result("t", payload="x", no_op=row[5], id=row[6] if len(row) > 6 else None)
+
+
+def test_a_batch_usage_row_out_of_range_is_invalid_in_both_engines(implementation: str) -> None:
+    fleet = Fleet(WARN, implementation=implementation)
+    with pytest.raises(InvalidEvent, match=r"^event 1: cost_usd must be at most \$1,000,000,000"):
+        fleet.observe_many([("s1", "turn_start"), ("s1", "usage", "m", 10, 1, 1e308)])

@@ -300,6 +300,7 @@ cdef class Batch:
                 usage_cost_nano(tokens, output, cost)  # raises
             nano = nearbyint(value * 1e9)  # round(value * NANO): the same product, half-even
             if nano >= <double>_MAX_COUNT:
+                usage_cost_nano(tokens, output, cost)  # out of range: raises, as the reference
                 it.kind = b'p'
                 return 0
             it.cost = <int64_t>nano
