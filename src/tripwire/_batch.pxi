@@ -250,10 +250,7 @@ cdef class Batch:
         cdef object payload = row[3] if size > 3 else None
         cdef object obj
         it.failed = _failed(row[4] if size > 4 else None)
-        # the API's validation, field by field (validate.py): a no-op claim is a bool, an id a str
-        it.noop = check_no_op(row[5]) and not it.failed if size > 5 else False
-        if size > 6:
-            check_id(row[6])
+        it.noop = False  # checked last, in the reference's order
         it.exempt = False
         it.has_payload = False
         it.name = NULL  # a name from a call id is resolved at bind()
@@ -277,6 +274,13 @@ cdef class Batch:
                 if obj is not None:
                     self.keep.append(obj)
                 it.data, it.data_len, it.has_payload = v.data, v.size, True
+        # the API's validation, field by field (validate.py), in the reference's order: a no-op
+        # claim is a bool, an id a str
+        if size > 5 and check_no_op(row[5]) and not it.failed:
+            it.noop = True
+            it.has_payload = False  # a no-op's payload is not fingerprinted
+        if size > 6:
+            check_id(row[6])
         return 0
 
     cdef int _read_usage(self, _Item* it, tuple row, Py_ssize_t size) except -1:

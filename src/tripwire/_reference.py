@@ -531,12 +531,12 @@ class Batch:
         elif kind == "result":
             if fields[0] is not None:
                 name_str(fields[0])
-            check_no_op(fields[3])
-            check_id(fields[4])
             if fields[1] is not None and not isinstance(
                     fields[1], (str, bytes, bytearray, memoryview)):
                 payload_bytes(fields[1])
             error_failed(fields[2])
+            check_no_op(fields[3])  # the API's validation, field by field (validate.py)
+            check_id(fields[4])
         elif kind == "text":
             text_has_words(fields[0])
         elif kind == "usage":
