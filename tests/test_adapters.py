@@ -215,6 +215,52 @@ def test_codex_rollout_exit_codes_token_counts_and_turns() -> None:
     ]
 
 
+def _token_count(total: dict | None, last: dict | None = None) -> dict:
+    info = None if total is None else {"total_token_usage": total, "model_context_window": 1000}
+    if info is not None and last is not None:
+        info["last_token_usage"] = last
+    return {"timestamp": "2026-05-01T10:00:00.000Z", "type": "event_msg",
+            "payload": {"type": "token_count", "info": info}}
+
+
+def _tokens(inp: int, cached: int, out: int) -> dict:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": 0, "total_tokens": inp + out}
+
+
+def codex_usage_rollout(path: Path) -> Path:
+    """A rollout whose token counts carry only the cumulative totals (and one both), with the
+    model changing mid-session, a repeat and a rate-limit-only update."""
+    def line(kind: str, payload: dict) -> dict:
+        return {"timestamp": "2026-05-01T10:00:00.000Z", "type": kind, "payload": payload}
+
+    lines = [
+        line("session_meta", {"id": "019a2d7a-0000-7000-8000-00000000000c"}),
+        line("turn_context", {"model": "gpt-5-codex"}),
+        line("event_msg", {"type": "user_message", "message": "fix it"}),
+        _token_count(_tokens(3040, 2900, 70)),  # the first: the totals are the request
+        _token_count(_tokens(3040, 2900, 70)),  # the same totals again: once
+        _token_count(None),  # rate limits only
+        _token_count(_tokens(6500, 5800, 140)),  # 3460 / 2900 / 70 more
+        line("turn_context", {"model": "gpt-5"}),
+        _token_count(_tokens(10000, 8000, 200), _tokens(3500, 2200, 60)),  # last wins
+        line("event_msg", {"type": "task_complete", "last_agent_message": "done"}),
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_codex_usage_from_cumulative_totals(tmp_path: Path) -> None:
+    path = codex_usage_rollout(tmp_path / "rollout.jsonl")
+    usage = [i.event for i in items(path) if isinstance(i.event, Usage)]
+    assert [(u.model, u.input_tokens, u.cache_read_tokens, u.output_tokens, u.provider)
+            for u in usage] == [
+        ("gpt-5-codex", 3040, 2900, 70, "openai"),
+        ("gpt-5-codex", 3460, 2900, 70, "openai"),
+        ("gpt-5", 3500, 2200, 60, "openai"),
+    ]
+
+
 def test_mini_swe_agent_one_bash_block_is_one_call() -> None:
     s = str(FIXTURES / "mini-swe-agent.traj.json")
     assert events(FIXTURES / s) == [
