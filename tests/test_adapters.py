@@ -161,6 +161,38 @@ def test_claude_code_parallel_calls_usage_once_per_message_sidechain_and_interru
                if i.event is None and i.error is None) == 9
 
 
+def test_claude_code_sidechain_replaying_a_parent_response_counts_its_usage_once() -> None:
+    """A sub-agent's line reusing the main conversation's ``message.id`` (with a new
+    ``requestId``) is that provider response again: its usage is the main conversation's, once
+    (SPEC §11.1: once per provider response; ccusage keeps the non-sidechain copy). Its content
+    is still the sub-agent's."""
+    main = "5e1f0000-0000-4000-8000-00000000000b"
+    side = main + ":agent-f00d"
+    model = "claude-sonnet-4-5"
+    path = FIXTURES / "claude-code-sidechain-reuse.jsonl"
+    assert events(path) == [
+        (main, ("TurnStart",)),
+        (main, ("text", "Asking a sub-agent.")),
+        (main, ("call", "Task", "toolu_1")),
+        (side, ("TurnStart",)),
+        (side, ("text", "Asking a sub-agent.")),  # the replayed msg_P: content, no usage
+        (side, ("call", "Grep", "toolu_2")),
+        (side, ("result", "Grep", "toolu_2", False)),
+        (side, ("usage", model, 1104, 9, None)),  # msg_S, the sub-agent's own response
+        (side, ("text", "In a.py.")),
+        (main, ("result", "Task", "toolu_1", False)),
+        (main, ("usage", model, 1104, 40, None)),  # msg_P, from its last main line: once
+        (main, ("text", "Found it.")),
+        (main, ("usage", model, 1104, 11, None)),
+        (main, ("TurnEnd",)),
+        (side, ("usage", model, 1104, 6, None)),  # msg_T, held to the end of the file
+        (side, ("TurnEnd",)),
+    ]
+    usage = [i.event for i in items(path) if isinstance(i.event, Usage)]
+    assert len(usage) == 4  # msg_P, msg_S, msg_Q, msg_T: four provider responses
+    assert sum(u.output_tokens for u in usage) == 40 + 9 + 11 + 6
+
+
 def test_codex_rollout_exit_codes_token_counts_and_turns() -> None:
     s = CODEX_SESSION
     assert events(FIXTURES / "codex.jsonl") == [
@@ -180,6 +212,52 @@ def test_codex_rollout_exit_codes_token_counts_and_turns() -> None:
         (s, ("TurnStart",)),
         (s, ("call", "shell", "call_5")),  # interrupted: no output
         (s, ("TurnEnd",)),  # turn_aborted
+    ]
+
+
+def _token_count(total: dict | None, last: dict | None = None) -> dict:
+    info = None if total is None else {"total_token_usage": total, "model_context_window": 1000}
+    if info is not None and last is not None:
+        info["last_token_usage"] = last
+    return {"timestamp": "2026-05-01T10:00:00.000Z", "type": "event_msg",
+            "payload": {"type": "token_count", "info": info}}
+
+
+def _tokens(inp: int, cached: int, out: int) -> dict:
+    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": 0, "total_tokens": inp + out}
+
+
+def codex_usage_rollout(path: Path) -> Path:
+    """A rollout whose token counts carry only the cumulative totals (and one both), with the
+    model changing mid-session, a repeat and a rate-limit-only update."""
+    def line(kind: str, payload: dict) -> dict:
+        return {"timestamp": "2026-05-01T10:00:00.000Z", "type": kind, "payload": payload}
+
+    lines = [
+        line("session_meta", {"id": "019a2d7a-0000-7000-8000-00000000000c"}),
+        line("turn_context", {"model": "gpt-5-codex"}),
+        line("event_msg", {"type": "user_message", "message": "fix it"}),
+        _token_count(_tokens(3040, 2900, 70)),  # the first: the totals are the request
+        _token_count(_tokens(3040, 2900, 70)),  # the same totals again: once
+        _token_count(None),  # rate limits only
+        _token_count(_tokens(6500, 5800, 140)),  # 3460 / 2900 / 70 more
+        line("turn_context", {"model": "gpt-5"}),
+        _token_count(_tokens(10000, 8000, 200), _tokens(3500, 2200, 60)),  # last wins
+        line("event_msg", {"type": "task_complete", "last_agent_message": "done"}),
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_codex_usage_from_cumulative_totals(tmp_path: Path) -> None:
+    path = codex_usage_rollout(tmp_path / "rollout.jsonl")
+    usage = [i.event for i in items(path) if isinstance(i.event, Usage)]
+    assert [(u.model, u.input_tokens, u.cache_read_tokens, u.output_tokens, u.provider)
+            for u in usage] == [
+        ("gpt-5-codex", 3040, 2900, 70, "openai"),
+        ("gpt-5-codex", 3460, 2900, 70, "openai"),
+        ("gpt-5", 3500, 2200, 60, "openai"),
     ]
 
 
@@ -452,7 +530,8 @@ def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:
     (tmp_path / "mix" / "notes.txt").write_text("not a transcript")
     found = transcripts([str(tmp_path / "mix")])
     assert [(t.name, t.format) for t in found] == [
-        ("anthropic.json", "anthropic"), ("claude-code.jsonl", "claude-code"),
+        ("anthropic.json", "anthropic"),
+        ("claude-code-sidechain-reuse.jsonl", "claude-code"), ("claude-code.jsonl", "claude-code"),
         ("codex.jsonl", "codex"), ("mini-swe-agent.traj.json", "mini-swe-agent"),
         ("openai-chat.json", "openai-chat"), ("openai-responses.json", "openai-responses"),
         ("otel.jsonl", "otel"), ("swe-agent.traj", "swe-agent"), ("tau-bench.json", "tau-bench"),

@@ -337,3 +337,52 @@ def test_an_unwritable_report_directory_is_one_line_and_exit_2(tmp_path: Path) -
     blocker.write_text("not a directory")
     code, _, err = run("corpus", "stats", str(SCENARIOS), "--report", str(blocker / "r"))
     assert (code, err) == (2, f"tripwire: --report {blocker / 'r'}: Not a directory\n")
+
+
+def _identity_runs(paths: list[str]) -> dict[str, int]:
+    """Each session's longest run of calls with one tool identity, by the rule's owner
+    (``tool_identity``: ``tool:program`` for a shell tool), not by the engines."""
+    from tripwire._common import tool_identity
+    from tripwire.corpus.sessions import corpus_files, session_events
+    from tripwire.events import Call
+
+    shells = WatchdogConfig().engine_settings().shell_tools
+    last: dict[str, str] = {}
+    run_of: dict[str, int] = {}
+    longest: dict[str, int] = {}
+    for _, transcript in corpus_files(paths):
+        for name, event in session_events(transcript):
+            longest.setdefault(name, 0)
+            if isinstance(event, Call):
+                key = tool_identity(event.name, event.args, shells)
+                run_of[name] = run_of.get(name, 0) + 1 if last.get(name) == key else 1
+                last[name] = key
+                longest[name] = max(longest[name], run_of[name])
+    return longest
+
+
+def test_the_name_statistic_is_the_shell_tool_identity_run(tmp_path: Path,
+                                                           implementation: str) -> None:
+    """The report's ``repeated-tool-name`` statistic (histogram, box plots, table) is the run the
+    detector counts: calls of one shell tool are told apart by the program they run."""
+    session = tmp_path / "bash-only.jsonl"
+    commands = ["ls", "ls -la", "sed -n 1p a", "sed -i s/a/b/ a", "sed -n 2p a", "cd x && pytest"]
+    session.write_text("".join(
+        json.dumps({"type": "call", "name": "bash", "args": json.dumps({"command": c})}) + "\n"
+        for c in commands))
+    (result,) = measure_paths([str(session)], implementation=implementation)
+    name = SIGNAL_IDS.index("repeated-tool-name")
+    assert result.stats[name] == 3  # bash:sed three times; the plain name would be 6
+    assert _identity_runs([str(session)]) == {str(session): 3}
+
+
+def test_the_name_statistic_on_the_shared_corpus(implementation: str) -> None:
+    from conftest import need_shared
+
+    paths = [str(need_shared("corpus", "mini-swe-agent-swebench")),
+             str(need_shared("corpus", "swe-agent-demos"))]
+    name = SIGNAL_IDS.index("repeated-tool-name")
+    measured = {r.session: r.stats[name]
+                for r in measure_paths(paths, implementation=implementation)}
+    assert measured == _identity_runs(paths)
+    assert len(measured) == 283 and max(measured.values()) == 33  # 33 `sed` calls in a row

@@ -125,13 +125,28 @@ class Obj(list):
     """A JSON object as its (key, value) members in writing order (duplicates allowed)."""
 
 
+#: very long keys (issue 8's residual: the fuzzer had them, these strategies did not): a known
+#: key stretched past the lengths where a fixed buffer or a short-string path would end, with
+#: a path-like word kept at either end, or a long run of one character
+LONG_KEY_LENGTHS = [63, 64, 65, 127, 128, 255, 256, 257, 1023, 1024, 4095, 4096, 4097, 65537]
+long_keys = st.builds(
+    lambda base, n, filler, where: (
+        base + filler * (n - len(base)) if where == 0 else
+        filler * (n - len(base)) + base if where == 1 else
+        filler * (n // 2) + base + filler * (n // 2) if where == 2 else filler * n
+    ),
+    st.sampled_from(KEYS),
+    st.sampled_from(LONG_KEY_LENGTHS) | st.integers(20, 2000),
+    st.sampled_from(["a", "_", "P", "\u00e9", "/", " ", "0", "ab_", "Path", "_path"]),
+    st.integers(0, 3),
+)
+any_keys = st.sampled_from(KEYS) | st.text(max_size=6) | long_keys
+
 json_values = st.recursive(
     scalars,
     lambda children: st.one_of(
         st.lists(children, max_size=4),
-        st.lists(st.tuples(st.sampled_from(KEYS) | st.text(max_size=6), children), max_size=5).map(
-            Obj
-        ),
+        st.lists(st.tuples(any_keys, children), max_size=5).map(Obj),
     ),
     max_leaves=12,
 )
@@ -172,7 +187,8 @@ def _spell(draw: st.DrawFn, value: object) -> str:
 
 @st.composite
 def json_args(draw: st.DrawFn) -> str:
-    members = draw(st.lists(st.tuples(st.sampled_from(KEYS), json_values), max_size=6))
+    members = draw(st.lists(st.tuples(st.sampled_from(KEYS) | long_keys, json_values),
+                            max_size=6))
     if draw(st.integers(0, 4)) == 0 and members:
         members.append((members[0][0], draw(json_values)))  # a duplicate key
     ws = draw(st.sampled_from(["", " ", "\n"]))
@@ -236,13 +252,14 @@ def test_deep_nesting_is_raw_in_both() -> None:
 
 
 @SETTINGS
-@given(st.text(alphabet="aAbBzZ09_-. /\u00e9\u212a", max_size=14) | st.sampled_from(KEYS))
+@given(st.text(alphabet="aAbBzZ09_-. /\u00e9\u212a", max_size=14) | st.sampled_from(KEYS)
+       | long_keys)
 def test_path_key_words_agree(key: str) -> None:
     assert native.is_path_key(key) == reference.is_path_key(key)
 
 
 @SETTINGS
-@given(PATHISH | st.text(max_size=20))
+@given(PATHISH | st.text(max_size=20) | long_keys)
 def test_path_cleaning_agrees(path: str) -> None:
     cleaned = native.clean_path(path)
     assert cleaned == reference.clean_path(path)
@@ -272,6 +289,13 @@ ARG_POOL = [
     '{"src":"a","dst":"/v/b"}',
     '{"src":"/w/a","dst":"b"}',
     '{"q":"\u20ac\u20ac"}',
+    # very long keys: one path-like (its value cleaned), one not, the same with a key one
+    # character longer (another call), each spelled twice (the same call)
+    '{"file_path' + "_" * 4086 + '":"./a.go"}',
+    '{"file_path' + "_" * 4086 + '":"a.go"}',
+    '{"file_path' + "_" * 4087 + '":"a.go"}',
+    '{"' + "k" * 70000 + '":1}',
+    '{ "' + "k" * 70000 + '" : 1.0 }',
 ]
 PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]}, "x" * 300]
 

@@ -62,4 +62,54 @@ def test_sidechain_lines_and_missing_transcripts_give_no_usage(tmp_path: Path) -
     assert transcript_usage("claude-code", str(path), 0) == ([], path.stat().st_size)
     assert transcript_usage("claude-code", str(tmp_path / "absent.jsonl"), 0) == ([], 0)
     assert transcript_usage("claude-code", None, 0) == ([], 0)
-    assert transcript_usage("codex", str(path), 0) == ([], 0)
+    # a Codex hook on a file with no rollout line: no usage, and nothing to read again
+    assert transcript_usage("codex", str(path), 0, {}) == ([], path.stat().st_size)
+
+
+def codex_line(kind: str, payload: dict) -> str:
+    return json.dumps({"timestamp": "2026-05-01T10:00:00.000Z", "type": kind,
+                       "payload": payload}) + "\n"
+
+
+def token_count(inp: int, cached: int, out: int, last: bool = True) -> str:
+    counts = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+              "reasoning_output_tokens": 0, "total_tokens": inp + out}
+    info: dict = {"total_token_usage": counts, "model_context_window": 272000}
+    if last:
+        info["last_token_usage"] = counts
+    return codex_line("event_msg", {"type": "token_count", "info": info})
+
+
+def codex_usage(model: str, inp: int, cached: int, out: int) -> dict:
+    priced = estimate(Usage(model=model, input_tokens=inp, output_tokens=out,
+                            cache_read_tokens=cached, provider="openai"))
+    return {"model": model, "input_tokens": inp, "output_tokens": out,
+            "cost_usd": priced.cost_usd, "estimated": priced.estimated,
+            "unpriced": priced.unpriced}
+
+
+def test_codex_usage_is_read_from_the_rollout_incrementally(tmp_path: Path) -> None:
+    """Each token_count once (a repeat with the same totals, even in the next invocation, is
+    not counted again), priced by the model of the latest turn_context, which is remembered
+    between invocations."""
+    path = tmp_path / "rollout.jsonl"
+    memo: dict = {}
+    path.write_text(codex_line("session_meta", {"id": "t1"})
+                    + codex_line("turn_context", {"model": "gpt-5-codex"})
+                    + token_count(3040, 2900, 70))
+    usages, offset = transcript_usage("codex", str(path), 0, memo)
+    assert usages == [codex_usage("gpt-5-codex", 3040, 2900, 70)]
+    assert offset == path.stat().st_size
+    assert memo["model"] == "gpt-5-codex"
+    half = token_count(6500, 5800, 140, last=False)
+    with path.open("a") as f:
+        f.write(token_count(3040, 2900, 70) + half[:30])  # the repeat, and a line being written
+    assert transcript_usage("codex", str(path), offset, memo) == ([], offset + len(
+        token_count(3040, 2900, 70)))
+    offset += len(token_count(3040, 2900, 70))
+    with path.open("a") as f:
+        f.write(half[30:])
+    usages, offset = transcript_usage("codex", str(path), offset, memo)
+    # only the totals: the difference from the last ones, by the remembered model
+    assert usages == [codex_usage("gpt-5-codex", 3460, 2900, 70)]
+    assert offset == path.stat().st_size

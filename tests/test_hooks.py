@@ -287,6 +287,47 @@ def test_codex_denies_the_fifth_identical_call_without_keys_codex_rejects(codex:
         "decision": "block", "reason": reason}
 
 
+def test_codex_spend_comes_from_the_rollout_priced(codex: Hook) -> None:
+    """Codex hooks carry no usage: the hook reads the rollout's token counts (each once, a
+    repeat with the same totals skipped, across invocations too), prices them by the latest
+    turn_context's model, marked estimated."""
+    pytest.importorskip("genai_prices", reason="the price catalogue is the prices extra")
+    from tripwire.events import Usage
+    from tripwire.prices import estimate
+
+    rollout = codex.store.parent.parent / "rollout.jsonl"
+
+    def line(kind: str, payload: dict) -> str:
+        return json.dumps({"timestamp": "2026-05-01T10:00:00.000Z", "type": kind,
+                           "payload": payload}) + "\n"
+
+    def tokens(inp: int, cached: int, out: int) -> str:
+        counts = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
+                  "reasoning_output_tokens": 0, "total_tokens": inp + out}
+        return line("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": counts, "last_token_usage": counts}})
+
+    rollout.write_text(line("session_meta", {"id": "019a2d7a-5b1c-7e00-8a11-3c4d5e6f7a8b"})
+                       + line("turn_context", {"model": "gpt-5-codex"})
+                       + tokens(3040, 2900, 70))
+    event = {**codex_event("PostToolUse", tool_name="Bash", tool_input={"command": "ls"},
+                           tool_use_id="call_1", tool_response="a.py"),
+             "transcript_path": str(rollout)}
+    assert codex(codex_event("UserPromptSubmit", prompt="go")) is None
+    assert codex(event) is None
+    with rollout.open("a") as f:
+        f.write(tokens(3040, 2900, 70))  # the same count again
+    assert codex(event) is None
+    expected = estimate(Usage(model="gpt-5-codex", input_tokens=3040, output_tokens=70,
+                              cache_read_tokens=2900, provider="openai")).cost_usd
+    assert expected and expected > 0
+    status = subprocess.run([sys.executable, "-m", "tripwire", "status", str(codex.store)],
+                            capture_output=True, text=True, env=codex.env, timeout=60)
+    (record,) = [json.loads(x) for x in status.stdout.splitlines() if x.startswith("{")]
+    assert record["spent_usd"] == pytest.approx(expected, abs=1e-9)
+    assert record["cost_estimated"] is True
+
+
 def no_op_turn(hook: Hook, turn: str, first: int) -> dict | None:
     """A turn whose three reworded calls each come back no_op; the last result's output."""
     assert hook(common("UserPromptSubmit", prompt="record it", prompt_id=turn)) is None

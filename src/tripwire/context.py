@@ -240,9 +240,9 @@ class ContextGuard:
         records = []
         catalogue = self.config.catalogue
         key = model or ""
-        window = catalogue.context_window(key)
+        found, window = catalogue.lookup(key)
         forced = self.config.tier
-        tier = catalogue.tier(key) if forced is None else (forced or None)  # "": no tier
+        tier = found if forced is None else (forced or None)  # "": no tier
         self.model, self.tier = model, tier
         self.window, self.window_assumed = window.tokens, window.assumed
         self.threshold = compaction_threshold(tier, self.config.threshold_by_tier,

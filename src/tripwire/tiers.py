@@ -342,13 +342,17 @@ def _exact_table(windows: Mapping[str, int], what: str) -> Mapping[str, int]:
 _R = TypeVar("_R", TierRule, WindowRule)
 
 
+#: how many model ids a catalogue remembers its lookups of (a bound: model ids come from input)
+_LOOKUPS_KEPT = 4096
+
+
 class ModelCatalogue:
     """Tier rules and window tables. Immutable; ``extended`` makes a new one in front of this.
 
     ``None`` for a table means the built-in one; pass ``()`` / ``{}`` for an empty one.
     """
 
-    __slots__ = ("_assumed", "_layers", "_tier_rules")
+    __slots__ = ("_assumed", "_layers", "_looked_up", "_tier_rules")
 
     def __init__(
         self,
@@ -372,8 +376,20 @@ class ModelCatalogue:
         )
         self._layers: tuple[_WindowLayer, ...] = (layer,)
         self._assumed = ContextWindow(_window_tokens(assumed_window, "assumed_window"), True)
+        self._looked_up: dict[str, tuple[Tier | None, ContextWindow]] = {}
 
     # -- lookups ------------------------------------------------------------------------------
+
+    def lookup(self, model: str) -> tuple[Tier | None, ContextWindow]:
+        """``(tier(model), context_window(model))``, remembered per model id (the catalogue is
+        immutable; every session of a replay or a fleet looks up the same few models)."""
+        key = _model_key(model)
+        found = self._looked_up.get(key)
+        if found is None:
+            found = (self.tier(key), self.context_window(key))
+            if len(self._looked_up) < _LOOKUPS_KEPT:
+                self._looked_up[key] = found
+        return found
 
     def tier(self, model: str) -> Tier | None:
         """The first matching rule's tier, or ``None`` for a model no rule knows."""
@@ -435,6 +451,7 @@ class ModelCatalogue:
             if assumed_window is None
             else ContextWindow(_window_tokens(assumed_window, "assumed_window"), True)
         )
+        new._looked_up = {}
         return new
 
     @classmethod

@@ -11,6 +11,9 @@ sub-agents' ``<session_id>/subagents/agent-<id>.jsonl``), streamed line by line.
 - Usage: one API response is split over several lines sharing ``message.id``, each repeating
   the usage (the first chunks' ``output_tokens`` are partial). It is taken once per id, from
   the last line of that id: held until a line of another response, a turn boundary or the end.
+  A sidechain replaying a response of the main conversation reuses its ``message.id`` (with a
+  new ``requestId``): that is one provider response (SPEC §11.1), counted once, in the main
+  conversation (as ccusage keeps the non-sidechain copy); the sidechain's copy carries no usage.
 - Everything else (``file-history-snapshot``, ``summary``, ``queue-operation``, ``progress``,
   ``system``, unknown types with the transcript envelope) is recognized and skipped.
 """
@@ -48,10 +51,14 @@ def sniff(value: Any) -> bool:
 class _Session:
     """One conversation's state: its turn, the response whose usage is held, the calls' names."""
 
-    __slots__ = ("flushed", "name", "names", "turns", "usage", "usage_id", "usage_line")
+    __slots__ = ("flushed", "main_ids", "name", "names", "sidechain", "turns", "usage",
+                 "usage_id", "usage_line")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, sidechain: bool = False, main_ids: set[str] | None = None):
         self.name = name
+        self.sidechain = sidechain
+        #: the main conversation's response ids (shared by every session of the transcript)
+        self.main_ids: set[str] = main_ids if main_ids is not None else set()
         self.turns = Turns()
         self.usage_id: str | None = None
         self.usage: Usage | None = None
@@ -70,6 +77,7 @@ class _Session:
 def read(path: Path, name: str) -> Iterator[Item]:
     """The items of one transcript; ``name`` names the conversation when no line has an id."""
     sessions: dict[str, _Session] = {}
+    main_ids: set[str] = set()
     for number, value in json_lines(path):
         if isinstance(value, InvalidEvent):
             yield Item(name, number, error=value)
@@ -84,7 +92,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
         if kind not in ("user", "assistant"):
             yield Item(name, number)
             continue
-        session = _session_of(value, name, sessions)
+        session = _session_of(value, name, sessions, main_ids)
         yield from items_at(session.name, number, path,
                             lambda v=value, s=session, k=kind, n=number: _events(k, v, s, n))
     for session in sessions.values():
@@ -93,15 +101,17 @@ def read(path: Path, name: str) -> Iterator[Item]:
             yield Item(session.name, 0, event)
 
 
-def _session_of(value: dict[str, Any], name: str, sessions: dict[str, _Session]) -> _Session:
+def _session_of(value: dict[str, Any], name: str, sessions: dict[str, _Session],
+                main_ids: set[str]) -> _Session:
     sid = value.get("sessionId")
     sid = sid if isinstance(sid, str) and sid else name
-    if value.get("isSidechain") is True:
+    sidechain = value.get("isSidechain") is True
+    if sidechain:
         agent = value.get("agentId")
         sid = f"{sid}:agent-{agent}" if isinstance(agent, str) and agent else f"{sid}:sidechain"
     session = sessions.get(sid)
     if session is None:
-        session = sessions[sid] = _Session(sid)
+        session = sessions[sid] = _Session(sid, sidechain, main_ids)
     return session
 
 
@@ -116,7 +126,10 @@ def _events(kind: str, value: dict[str, Any], session: _Session,
         if ident != session.usage_id:
             yield from session.flush()
             session.usage_id = ident if isinstance(ident, str) else None
-        if session.usage_id is not None and session.usage_id not in session.flushed:
+        if session.usage_id is not None and not session.sidechain:
+            session.main_ids.add(session.usage_id)
+        if session.usage_id is not None and session.usage_id not in session.flushed and not (
+                session.sidechain and session.usage_id in session.main_ids):
             session.usage = usage_of(message)  # the last line of the id wins
             session.usage_line = number
         if isinstance(content, str):

@@ -8,7 +8,9 @@ line by line. Every line is ``{"timestamp", "type", "payload"}``.
   from the text, assistant messages as the agent's words); user ``message`` items are not turns
   (they also carry injected context; ``user_message`` is the typed prompt).
 - ``event_msg`` ``token_count`` with ``info.last_token_usage`` is one usage event, priced by the
-  model of the latest ``turn_context``; a repeat with the same cumulative totals is skipped.
+  model of the latest ``turn_context``; a repeat with the same cumulative totals is skipped; a
+  count with only the totals (``total_token_usage``) gives the difference from the previous
+  totals. ``UsageState`` / ``usage_events`` are the rule, also used by the live hook.
 - ``agent_message`` (a mirror of the assistant message item), ``reasoning``, ``turn_context``,
   ``compacted`` and other event types are skipped.
 """
@@ -20,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Event
+from ..events import Event, Usage
 from ._base import Item, Turns, items_at, json_lines
 from .openai_responses import ITEM_TYPES, item_events, usage_of
+
+__all__ = ["NAME", "SUFFIXES", "sniff", "read", "UsageState", "usage_events", "LINE_TYPES"]
 
 NAME = "codex"
 SUFFIXES = (".jsonl",)
@@ -36,15 +40,64 @@ def sniff(value: Any) -> bool:
             and isinstance(value.get("payload"), dict))
 
 
-class _State:
-    __slots__ = ("model", "name", "names", "totals", "turns")
+class UsageState:
+    """What reading usage needs from earlier lines: the model of the latest ``turn_context``
+    and the last ``token_count``'s cumulative totals."""
+
+    __slots__ = ("model", "totals")
+
+    def __init__(self, model: str | None = None, totals: Any = None):
+        self.model = model
+        self.totals = totals
+
+
+class _State(UsageState):
+    __slots__ = ("name", "names", "turns")
 
     def __init__(self, name: str):
+        super().__init__()
         self.name = name
         self.turns = Turns()
         self.names: dict[str, str] = {}
-        self.model: str | None = None
-        self.totals: Any = None  # the last token_count's cumulative totals
+
+
+def usage_events(kind: str, payload: dict[str, Any], state: UsageState) -> Iterator[Usage]:
+    """The usage of one rollout line (``turn_context`` sets the model, ``token_count`` is a
+    model call's usage once)."""
+    if kind == "turn_context":
+        if isinstance(payload.get("model"), str):
+            state.model = payload["model"]
+        return
+    if kind != "event_msg" or payload.get("type") != "token_count":
+        return
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        return  # a rate-limit-only update
+    totals = info.get("total_token_usage")
+    if totals is not None and totals == state.totals:
+        return  # the same count again
+    previous, state.totals = state.totals, totals
+    last = info.get("last_token_usage")
+    if not isinstance(last, dict) and isinstance(totals, dict):
+        last = _difference(totals, previous if isinstance(previous, dict) else {})
+    usage = usage_of(_responses_shape(last), state.model)
+    if usage is not None:
+        yield usage
+
+
+def _difference(totals: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """This request's counts from two cumulative totals (a count that is missing or went
+    backwards is left out)."""
+    out = {}
+    for key in ("input_tokens", "cached_input_tokens", "output_tokens"):
+        now, before = totals.get(key), previous.get(key, 0)
+        if _is_count(now) and _is_count(before) and now >= before:
+            out[key] = now - before
+    return out
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
@@ -72,8 +125,7 @@ def _events(kind: str, payload: dict[str, Any], state: _State) -> Iterator[Event
         if isinstance(payload.get("id"), str) and payload["id"] and not state.turns.open:
             state.name = payload["id"]
     elif kind == "turn_context":
-        if isinstance(payload.get("model"), str):
-            state.model = payload["model"]
+        yield from usage_events(kind, payload, state)
     elif kind == "response_item":
         yield from item_events(payload, state.turns, state.names, user_turns=False)
     elif kind == "event_msg":
@@ -83,16 +135,7 @@ def _events(kind: str, payload: dict[str, Any], state: _State) -> Iterator[Event
         elif event in _TURN_ENDS:
             yield from state.turns.end()
         elif event == "token_count":
-            info = payload.get("info")
-            if not isinstance(info, dict):
-                return  # a rate-limit-only update
-            totals = info.get("total_token_usage")
-            if totals is not None and totals == state.totals:
-                return  # the same count again
-            state.totals = totals
-            usage = usage_of(_responses_shape(info.get("last_token_usage")), state.model)
-            if usage is not None:
-                yield usage
+            yield from usage_events(kind, payload, state)
 
 
 def _responses_shape(last: Any) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..events import EVENT_TYPES, read_events
+from ..events import EVENT_TYPES, decoded_lines
 from ._base import Item
 
 NAME = "interchange"
@@ -18,5 +18,5 @@ def sniff(value: Any) -> bool:
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
-    for line in read_events(path):
-        yield Item(name, line.number, line.event, line.error)
+    for _, number, event, error in decoded_lines(path):
+        yield Item(name, number, event, error)

@@ -23,7 +23,8 @@ from ..decision import Decision
 from ..errors import ConfigError
 from ..events import Event
 from ..fleet import Fleet
-from ..guardrails import GuardrailsConfig
+from ..context import ContextConfig
+from ..guardrails import GuardrailsConfig, ResolvedConfig
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
 from .sessions import corpus_files, session_events
@@ -68,8 +69,22 @@ def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
 
 
 def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:
-    """Replay's analysis policy: warn mode, no cost ceilings, every event observed."""
-    return GuardrailsConfig(watchdog=watchdog, mode="warn", unattended=False)
+    """Replay's analysis policy: warn mode, no cost ceilings, every event observed. The
+    context guard is off: in warn mode it never cuts (every event is observed either way)
+    and no statistic is of it, so it would only cost each session its model lookups."""
+    return GuardrailsConfig(watchdog=watchdog, mode="warn", unattended=False,
+                            context=ContextConfig(enabled=False))
+
+
+#: the last watchdog config and its resolved corpus config: every file of a run (and of a
+#: worker process's share of it) has the same one, resolved once
+_RESOLVED: list[tuple[WatchdogConfig, ResolvedConfig]] = []
+
+
+def _resolved(watchdog: WatchdogConfig) -> ResolvedConfig:
+    if not _RESOLVED or _RESOLVED[0][0] != watchdog:
+        _RESOLVED[:] = [(watchdog, corpus_config(watchdog).resolve())]
+    return _RESOLVED[0][1]
 
 
 _INDEX = {signal: i for i, signal in enumerate(SIGNAL_IDS)}
@@ -84,7 +99,7 @@ def measure_file(job: tuple[str, Transcript, WatchdogConfig, str | None]) -> lis
     quiet = _Quiet()
     LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
     try:
-        fleet = Fleet(corpus_config(watchdog), implementation=implementation)
+        fleet = Fleet(_resolved(watchdog), implementation=implementation)
         rows: list[tuple[str, Event]] = []
         position: list[int] = []  # each row's event index within its session
         counts: dict[str, int] = {}

@@ -199,7 +199,8 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
     with HookSession(store, event.session, config, close=close) as session:
         usage, session.state.transcript = transcript_usage(
-            harness.HARNESS, event.transcript_path, session.state.transcript)
+            harness.HARNESS, event.transcript_path, session.state.transcript,
+            session.state.transcript_memo)
         return session.apply(event, usage)
 
 

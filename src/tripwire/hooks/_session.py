@@ -69,6 +69,7 @@ class _State:
     stops: int = 0               # stop-hook rejections in a row
     resets: int = 0              # reset rows of the store already applied here
     transcript: int = 0          # bytes of the transcript already read for usage
+    transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:

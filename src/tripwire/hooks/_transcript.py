@@ -10,7 +10,10 @@ line of that id. A response is final once a line of another response or a user l
 it; the offset stays at the first line of a response not yet final, so the next invocation
 reads it again, whole. The usage itself is read by the transcript adapter's ``usage_of``
 and priced by ``tripwire.prices`` (the ``prices`` extra).
-Codex rollouts are not read yet (no usage from Codex hooks).
+A Codex rollout's lines are final once written: each ``token_count`` is one request's usage
+(the adapter's rule, ``adapters.codex.usage_events``), priced by the model of the latest
+``turn_context``; the model and the last cumulative totals (for the repeat that must not count
+twice) are kept between invocations in ``memo``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from typing import Any
 __all__ = ["transcript_usage"]
 
 
-def transcript_usage(harness: str, path: str | None,
-                     offset: int) -> tuple[list[dict[str, Any]], int]:
+def transcript_usage(harness: str, path: str | None, offset: int,
+                     memo: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], int]:
     """The usage events (``Guardrails.on_usage`` keyword arguments) final in the transcript
-    since byte ``offset``, and the offset to read from next time."""
-    if harness != "claude-code" or not path:
+    since byte ``offset``, and the offset to read from next time. ``memo``: what a Codex
+    rollout's reading keeps between invocations (updated in place)."""
+    if harness not in ("claude-code", "codex") or not path:
         return [], offset
     try:
         size = os.path.getsize(path)
@@ -38,7 +42,33 @@ def transcript_usage(harness: str, path: str | None,
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read(size - offset)
+    if harness == "codex":
+        return _codex(data, offset, memo if memo is not None else {})
     return _claude_code(data, offset)
+
+
+def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    import orjson
+
+    from ..adapters.codex import UsageState, usage_events
+
+    state = UsageState(memo.get("model"), memo.get("totals"))
+    usages: list[dict[str, Any]] = []
+    end = data.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
+    for line in data[:end].splitlines():
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # the transcript reader reports bad lines; usage just skips them
+        if not isinstance(value, dict) or not isinstance(value.get("payload"), dict) or \
+                not isinstance(value.get("type"), str):
+            continue
+        usages.extend(_keywords(u) for u in usage_events(value["type"], value["payload"], state))
+    if state.model is not None:
+        memo["model"] = state.model
+    if state.totals is not None:
+        memo["totals"] = state.totals
+    return usages, offset + end
 
 
 def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
