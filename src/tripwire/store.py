@@ -86,12 +86,15 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import blake3
 import msgpack
 
 from .errors import StoreError
+
+if TYPE_CHECKING:
+    from .store_postgres import PostgresStore
 
 __all__ = [
     "StoreError",
@@ -100,6 +103,7 @@ __all__ = [
     "SessionHistory",
     "EventStore",
     "SQLiteStore",
+    "open_store",
     "resolve_key",
     "format_reports",
     "DEFAULT_KEY_NOTICE",
@@ -1073,6 +1077,18 @@ class _SQLiteTables:
         return [r[0] for r in self.db.execute(
             "SELECT session FROM rows WHERE typeof(session) = 'text'"
             " UNION SELECT session FROM heads WHERE typeof(session) = 'text'")]
+
+
+def open_store(location: str | os.PathLike[str], **options: Any) -> SQLiteStore | PostgresStore:
+    """The store at ``location``: a ``postgresql://`` (or ``postgres://``) URL opens a
+    ``PostgresStore`` (``tripwire[postgres]``), anything else is a SQLite file. ``options`` go to
+    the store's constructor (key, timeout, read_only, anchor)."""
+    where = os.fspath(location)
+    if where.startswith(("postgresql://", "postgres://")):
+        from .store_postgres import PostgresStore
+
+        return PostgresStore(where, **options)
+    return SQLiteStore(where, **options)
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:
