@@ -181,6 +181,21 @@ def build_parser() -> argparse.ArgumentParser:
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
     verify.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
 
+    serve = verbs.add_parser(
+        "serve", help="a fleet's guardrails over HTTP (tripwire[serve]): decisions, resets",
+        description="Serve GET /sessions/{id}/guardrails, POST /sessions/{id}/guardrails/reset, "
+                    "POST /sessions/{id}/events, GET /healthz and GET /metrics. A bearer token "
+                    "is required (--token-file, else $TRIPWIRE_SERVE_TOKEN).")
+    serve.add_argument("--store", metavar="STORE",
+                       help="the durable store (a SQLite file or a postgresql:// URL)")
+    serve.add_argument("--config", metavar="FILE", help="a tripwire config file (TOML or JSON)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: 127.0.0.1, loopback only)")
+    serve.add_argument("--port", type=int, default=8737,
+                       help="port to listen on (default: 8737; 0: any free port)")
+    serve.add_argument("--token-file", metavar="PATH",
+                       help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
+
     from .corpus.cli import add_parser as add_corpus_parser
 
     add_corpus_parser(verbs)
@@ -461,6 +476,31 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if not broken else EXIT_BROKEN
 
 
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError("tripwire serve needs Starlette and uvicorn: "
+                          "pip install 'tripwire[serve]'") from None
+    from . import serve
+    from .fleet import Fleet
+
+    token = serve.read_token(args.token_file)
+    config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
+    store = _open_store(args.store) if args.store else None
+    fleet = Fleet(config, store=store)
+
+    def announce(line: str) -> None:
+        out.write(f"tripwire serve: {line}\n")
+        out.flush()
+
+    serve.run(fleet, token, args.host, args.port, announce)
+    if store is not None:
+        store.close()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -483,6 +523,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _reset(args, out, err)
         if args.verb == "verify":
             return _verify(args, out)
+        if args.verb == "serve":
+            return _serve(args, out)
         if args.verb == "corpus":
             from .corpus.cli import run as corpus
 
