@@ -318,6 +318,13 @@ def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_
                                            lifespan="off"))
     if announce is not None:
         announce(f"listening on http://{shown}:{bound}")
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
+    # it found: make that one a no-op, so the rows are flushed and the exit is clean (0).
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)
     try:
         server.run(sockets=[sock])
     finally:
