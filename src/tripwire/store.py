@@ -513,6 +513,9 @@ class _ChainedStore:
     timeout: float
     key_source: str
     anchor: str | None
+    #: other processes run the same sessions on this store (the guardrails then read a
+    #: session's history back at each turn start: halts, spend and resets written elsewhere)
+    shared: bool = False
 
     def _init_chain(self, key: bytes | str | None, anchor: str | os.PathLike[str] | None) -> None:
         self._key, self.key_source = _resolve_key(key)
@@ -765,7 +768,10 @@ class SQLiteStore(_ChainedStore):
     Worth it with a secret key, which the anchor's seal needs to mean anything.
 
     ``key_source`` says where the key came from: ``"argument"``, ``"environment"`` or
-    ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last)."""
+    ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last).
+
+    ``shared=True``: several processes run the same sessions on this file; each session's
+    guardrails read its history back at every turn start (see ``_ChainedStore.shared``)."""
 
     def __init__(
         self,
@@ -775,8 +781,10 @@ class SQLiteStore(_ChainedStore):
         timeout: float = 5.0,
         read_only: bool = False,
         anchor: str | os.PathLike[str] | None = None,
+        shared: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        self.shared = shared
         if not timeout >= 0:
             raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
         self.timeout = float(timeout)

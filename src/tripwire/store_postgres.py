@@ -106,7 +106,10 @@ class PostgresStore(_ChainedStore):
     reach (every use raises StoreError until it can; ``check()`` raises at once);
     ``read_only=True`` writes nothing and refuses a schema without tripwire's tables;
     ``anchor`` / ``$TRIPWIRE_STORE_ANCHOR`` names an anchor file (each host keeps its own: a
-    database behind what this host last saw reads as rolled back)."""
+    database behind what this host last saw reads as rolled back). ``shared`` (default True:
+    a server database is there to be shared): each session's guardrails read its history back
+    at every turn start, so a halt, spend or reset written by another daemon applies here at
+    the session's next turn."""
 
     def __init__(
         self,
@@ -117,6 +120,7 @@ class PostgresStore(_ChainedStore):
         read_only: bool = False,
         anchor: str | os.PathLike[str] | None = None,
         schema: str | None = None,
+        shared: bool = True,
     ) -> None:
         if psycopg is None:
             raise StoreError("a PostgreSQL store needs psycopg 3: pip install 'tripwire[postgres]'")
@@ -127,6 +131,7 @@ class PostgresStore(_ChainedStore):
         self._url, self.schema, self.path = _split(url, schema)
         self.timeout = float(timeout)
         self.read_only = read_only
+        self.shared = shared
         self._init_chain(key, anchor)
         ident = blake3.blake3(self.schema.encode()).digest()
         self._lock_key = int.from_bytes(ident[:4], "big", signed=True)
