@@ -129,21 +129,3 @@ def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     finally:
         while _made:
             _made.pop().drop()
-
-
-def fresh_database() -> Iterator[str]:
-    """A new, empty PostgreSQL database (for processes that use the default schema); dropped
-    afterwards. Yields its URL."""
-    base = postgres_url()
-    import psycopg
-
-    name = f"tw_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    prefix, _, query = base.partition("?")
-    head = prefix.rsplit("/", 1)[0]
-    try:
-        yield f"{head}/{name}" + (f"?{query}" if query else "")
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
