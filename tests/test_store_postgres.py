@@ -121,3 +121,32 @@ def test_eight_processes_appending_at_once_lose_and_break_nothing(pg: Backend) -
             for w in range(8):
                 assert [r.data["i"] for r in rows if r.data["worker"] == w] == \
                     [i for i in range(60) if i % 3 == k]
+
+
+def test_the_operator_verbs_take_a_postgresql_url(pg: Backend) -> None:
+    import io
+    import json
+
+    from tripwire.cli import main as cli_main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return cli_main(list(argv), out=out, err=err), out.getvalue(), err.getvalue()
+
+    code, out, err = run("status", pg.location)  # nothing there yet: refused, nothing created
+    assert (code, out) == (2, "")
+    assert err == (f"tripwire: {pg.open(read_only=True).path}: not a tripwire store (no "
+                   f"tripwire tables in schema {pg.schema})\n")
+    with pg.open() as store:
+        store.append("s", "trip", {"halts": True, "guardrail": "watchdog", "reason": "loop"})
+    code, out, _ = run("status", pg.location)
+    assert code == 0
+    record = json.loads(out)
+    assert (record["session"], record["halted_by"], record["chain"]) == ("s", ["watchdog"],
+                                                                         "intact")
+    assert run("verify", pg.location)[:2] == (0, "s: intact (1 row)\n"
+                                                 "verdict: intact (1 session, 1 row)\n")
+    code, out, _ = run("reset", pg.location, "--session", "s")
+    assert (code, json.loads(out)["cleared"]) == (0, ["watchdog"])
+    code, _, err = run("status", pg.location, "--session", "nobody")
+    assert code == 2 and err.endswith("no session 'nobody'\n")
