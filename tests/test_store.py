@@ -11,11 +11,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import blake3
 import msgpack
 import pytest
+from store_backends import BACKENDS, Backend, backend_fixture
 
 from tripwire.errors import TripwireError
 from tripwire.store import (
@@ -29,6 +31,7 @@ from tripwire.store import (
     StoreError,
     _row_mac,
     format_reports,
+    open_store,
     resolve_key,
 )
 
@@ -51,27 +54,26 @@ def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)  # the default key unless a test sets one
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """An empty store location on each backend (SQLite file, PostgreSQL schema)."""
+    yield from backend_fixture(request, tmp_path)
+
+
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    """A store holding S1 and S2, closed again so tests tamper with the bare file."""
-    p = tmp_path / "tripwire.db"
-    with SQLiteStore(p) as store:
+def path(backend: Backend) -> Backend:
+    """A store holding S1 and S2, closed again so tests tamper with the bare database."""
+    with backend.open() as store:
         for kind, data in S1:
             store.append("s-1", kind, data)
         for kind, data in S2:
             store.append("s-2", kind, data)
-    return p
+    return backend
 
 
-def raw(path: Path, *statements: tuple[str, tuple[Any, ...]] | str) -> None:
-    """Tamper with the file as an agent with write access would: plain SQL, no key."""
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        for s in statements:
-            sql, args = (s, ()) if isinstance(s, str) else s
-            db.execute(sql, args)
-    finally:
-        db.close()
+def raw(path: Backend, *statements: tuple[str, tuple[Any, ...]] | str) -> None:
+    """Tamper with the database as an agent with write access would: plain SQL, no key."""
+    path.raw(*statements)
 
 
 def report(
@@ -95,10 +97,10 @@ def manifest_report(problem: str, present: int, *, valid: bool = True) -> ChainR
     return ChainReport("*", False, present, None, problem, valid, None)
 
 
-def check(path: Path, expected: ChainReport, *, store_report: ChainReport | None = None) -> None:
+def check(path: Backend, expected: ChainReport, *, store_report: ChainReport | None = None) -> None:
     """history(), histories() and verify() agree on the verdict for s-1; the trusted prefix is
     exactly the rows before first_broken."""
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         history = store.history("s-1")
         assert history.report == expected
         assert store.histories()["s-1"] == history
@@ -115,7 +117,7 @@ def check(path: Path, expected: ChainReport, *, store_report: ChainReport | None
 # --- round trips --------------------------------------------------------------------------------
 
 
-def test_append_returns_the_row_and_history_reads_it_back(tmp_path: Path) -> None:
+def test_append_returns_the_row_and_history_reads_it_back(backend: Backend) -> None:
     data = {
         "usd": 0.1 + 0.2,
         "big": 2**63,
@@ -129,7 +131,7 @@ def test_append_returns_the_row_and_history_reads_it_back(tmp_path: Path) -> Non
         "pair": (1, "two"),
     }
     before = time.time()
-    with SQLiteStore(tmp_path / "t.db") as store:
+    with backend.open() as store:
         appended = [
             store.append("s-1", kind, data) for kind in ("trip", "reset", "spend", "context")
         ]
@@ -146,8 +148,8 @@ def test_append_returns_the_row_and_history_reads_it_back(tmp_path: Path) -> Non
     assert before <= row.time <= time.time()
 
 
-def test_sessions_are_chained_independently(path: Path) -> None:
-    with SQLiteStore(path) as store:
+def test_sessions_are_chained_independently(path: Backend) -> None:
+    with path.open() as store:
         assert store.sessions() == ["s-1", "s-2"]
         assert [r.seq for r in store.history("s-2").rows] == [0, 1, 2]
         assert store.history("s-1").report == report("s-1", 5)
@@ -155,8 +157,8 @@ def test_sessions_are_chained_independently(path: Path) -> None:
         assert store.append("s-2", "spend", {"usd": 1.0}).seq == 3
 
 
-def test_last_halt_seq_follows_rows_with_halts_true(path: Path) -> None:
-    with SQLiteStore(path) as store:
+def test_last_halt_seq_follows_rows_with_halts_true(path: Backend) -> None:
+    with path.open() as store:
         assert store.history("s-1").report.last_halt_seq == 4
         store.append("s-1", "reset", {"halts": "yes"})  # only True marks a halt
         assert store.history("s-1").report.last_halt_seq == 4
@@ -164,8 +166,8 @@ def test_last_halt_seq_follows_rows_with_halts_true(path: Path) -> None:
         assert store.history("s-1").report.last_halt_seq == 6
 
 
-def test_histories_selects_sessions_and_reports_unknown_ones_as_empty(path: Path) -> None:
-    with SQLiteStore(path) as store:
+def test_histories_selects_sessions_and_reports_unknown_ones_as_empty(path: Backend) -> None:
+    with path.open() as store:
         found = store.histories(["s-2", "nobody", "s-2"])
         assert list(found) == ["s-2", "nobody"]
         assert found["s-2"].report == S2_INTACT
@@ -176,10 +178,13 @@ def test_histories_selects_sessions_and_reports_unknown_ones_as_empty(path: Path
         assert store.history("nobody").rows == ()
 
 
-def test_store_implements_the_protocol(tmp_path: Path) -> None:
-    with SQLiteStore(tmp_path / "t.db") as store:
+def test_store_implements_the_protocol(backend: Backend) -> None:
+    with backend.open() as store:
         assert isinstance(store, EventStore)
-        assert store.path == str(tmp_path / "t.db")
+        if backend.kind == "sqlite":
+            assert store.path == backend.location
+        else:  # the URL without its password, naming the schema
+            assert store.path.endswith(f"schema={backend.schema}")
         assert store.key_source == "default"
 
 
@@ -196,9 +201,9 @@ def test_store_implements_the_protocol(tmp_path: Path) -> None:
     ],
 )
 def test_append_rejects_bad_input_and_writes_nothing(
-    tmp_path: Path, session: str, kind: str, data: Any, message: str
+    backend: Backend, session: str, kind: str, data: Any, message: str
 ) -> None:
-    with SQLiteStore(tmp_path / "t.db") as store:
+    with backend.open() as store:
         with pytest.raises(ValueError, match=message.replace("*", r"\*")):
             store.append(session, kind, data)
         assert store.sessions() == []
@@ -208,18 +213,18 @@ def test_append_rejects_bad_input_and_writes_nothing(
 # --- tampering ----------------------------------------------------------------------------------
 
 
-def test_edited_halt_row_breaks_the_chain_at_that_row(path: Path) -> None:
+def test_edited_halt_row_breaks_the_chain_at_that_row(path: Backend) -> None:
     forged = msgpack.packb({**HALT_1, "reason": "operator asked for a pause"})
     raw(path, ("UPDATE rows SET body = ? WHERE session = 's-1' AND seq = 2", (forged,)))
     check(path, report("s-1", 5, 2, "row 2 was edited or reordered"))
 
 
-def test_halt_row_turned_into_a_non_halt_breaks_the_chain(path: Path) -> None:
+def test_halt_row_turned_into_a_non_halt_breaks_the_chain(path: Backend) -> None:
     raw(path, "UPDATE rows SET kind = 'spend' WHERE session = 's-1' AND seq = 4")
     check(path, report("s-1", 5, 4, "row 4 was edited or reordered"))
 
 
-def test_deleted_middle_row_is_missing(path: Path) -> None:
+def test_deleted_middle_row_is_missing(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 2")
     check(
         path,
@@ -230,7 +235,7 @@ def test_deleted_middle_row_is_missing(path: Path) -> None:
     )
 
 
-def test_deleted_last_halt_row_is_caught_by_the_head(path: Path) -> None:
+def test_deleted_last_halt_row_is_caught_by_the_head(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
     expected = report("s-1", 4, 4, "row 4 is missing: the head records 5 rows")
     check(
@@ -244,7 +249,7 @@ def test_deleted_last_halt_row_is_caught_by_the_head(path: Path) -> None:
     assert expected.last_halt_seq == 4
 
 
-def test_deleted_tail_rows_are_reported_as_a_range(path: Path) -> None:
+def test_deleted_tail_rows_are_reported_as_a_range(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq >= 2")
     check(
         path,
@@ -255,7 +260,7 @@ def test_deleted_tail_rows_are_reported_as_a_range(path: Path) -> None:
     )
 
 
-def test_deleted_head_leaves_every_row_but_no_guarantee_after_them(path: Path) -> None:
+def test_deleted_head_leaves_every_row_but_no_guarantee_after_them(path: Backend) -> None:
     raw(path, "DELETE FROM heads WHERE session = 's-1'")
     check(
         path,
@@ -263,7 +268,7 @@ def test_deleted_head_leaves_every_row_but_no_guarantee_after_them(path: Path) -
     )
 
 
-def test_deleted_head_and_halt_row_is_still_broken(path: Path) -> None:
+def test_deleted_head_and_halt_row_is_still_broken(path: Backend) -> None:
     raw(
         path,
         "DELETE FROM heads WHERE session = 's-1'",
@@ -278,7 +283,7 @@ def test_deleted_head_and_halt_row_is_still_broken(path: Path) -> None:
     )
 
 
-def test_swapped_rows_are_reordered(path: Path) -> None:
+def test_swapped_rows_are_reordered(path: Backend) -> None:
     raw(
         path,
         "UPDATE rows SET seq = -1 WHERE session = 's-1' AND seq = 1",
@@ -288,7 +293,7 @@ def test_swapped_rows_are_reordered(path: Path) -> None:
     check(path, report("s-1", 5, 1, "row 1 was edited or reordered"))
 
 
-def test_forged_row_after_the_last_is_inserted(path: Path) -> None:
+def test_forged_row_after_the_last_is_inserted(path: Backend) -> None:
     body = msgpack.packb({"guardrails": ["watchdog"], "budget_usd": 100.0})
     raw(
         path,
@@ -306,7 +311,7 @@ def test_forged_row_after_the_last_is_inserted(path: Path) -> None:
     )
 
 
-def test_forged_row_inserted_in_the_middle_breaks_the_chain(path: Path) -> None:
+def test_forged_row_inserted_in_the_middle_breaks_the_chain(path: Backend) -> None:
     body = msgpack.packb({"guardrails": ["watchdog"], "budget_usd": 100.0})
     raw(
         path,
@@ -325,7 +330,7 @@ def test_forged_row_inserted_in_the_middle_breaks_the_chain(path: Path) -> None:
     )
 
 
-def test_edited_head_last_halt_seq_invalidates_the_head(path: Path) -> None:
+def test_edited_head_last_halt_seq_invalidates_the_head(path: Backend) -> None:
     raw(path, "UPDATE heads SET last_halt_seq = NULL WHERE session = 's-1'")
     check(
         path,
@@ -335,9 +340,9 @@ def test_edited_head_last_halt_seq_invalidates_the_head(path: Path) -> None:
     )
 
 
-def test_deleted_session_is_caught_by_the_manifest(path: Path) -> None:
+def test_deleted_session_is_caught_by_the_manifest(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-2'", "DELETE FROM heads WHERE session = 's-2'")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         # The session's own rows cannot tell it from one never seen, but every history read
         # carries the store-level verdict (restore halts on it)
         missing = "3 rows are missing from the store: the manifest records 8 rows"
@@ -352,7 +357,7 @@ def test_deleted_session_is_caught_by_the_manifest(path: Path) -> None:
         ]
 
 
-def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
+def test_deleted_halted_session_is_named_by_the_manifest(path: Backend) -> None:
     """s-1 recorded halts: deleting it whole (rows and head) cannot pass for a fresh session."""
     raw(path, "DELETE FROM rows WHERE session = 's-1'", "DELETE FROM heads WHERE session = 's-1'")
     deleted = ChainReport(
@@ -360,7 +365,7 @@ def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
         "the session's rows and head were deleted (the manifest records a halt for it)",
         False, None,
     )
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.history("s-1") == SessionHistory(
             (), deleted, "5 rows are missing from the store: the manifest records 8 rows")
         assert store.histories()["s-1"].report == deleted
@@ -371,49 +376,47 @@ def test_deleted_halted_session_is_named_by_the_manifest(path: Path) -> None:
         ]
 
 
-def test_the_manifests_halt_list_cannot_be_edited(path: Path) -> None:
+def test_the_manifests_halt_list_cannot_be_edited(path: Backend) -> None:
     """Taking a session off the list breaks the manifest's MAC: the store reports it."""
     empty = msgpack.packb([])
     raw(path, ("UPDATE manifest SET halted = ?", (empty,)))
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.verify()[-1] == manifest_report(
             "manifest record was forged or edited", 8, valid=False
         )
     raw(path, ("UPDATE manifest SET halted_hash = ?", (blake3.blake3(empty).digest(),)))
-    with SQLiteStore(path) as store:  # the hash is under the manifest's MAC
+    with path.open() as store:  # the hash is under the manifest's MAC
         assert store.verify()[-1] == manifest_report(
             "manifest record was forged or edited", 8, valid=False
         )
 
 
-def test_the_manifest_lists_each_halted_session_once(tmp_path: Path) -> None:
-    with SQLiteStore(tmp_path / "h.db") as store:
+def test_the_manifest_lists_each_halted_session_once(backend: Backend) -> None:
+    with backend.open() as store:
         for session in ("b", "a", "b", "c"):
             store.append(session, "trip", HALT_1)
         store.append("d", "spend", {"usd": 1.0})
-    db = sqlite3.connect(tmp_path / "h.db")
-    (halted,) = db.execute("SELECT halted FROM manifest").fetchone()
-    db.close()
+    ((halted,),) = backend.query("SELECT halted FROM manifest")
     assert msgpack.unpackb(halted) == ["a", "b", "c"]
 
 
-def test_deleted_or_edited_manifest_is_reported(path: Path) -> None:
+def test_deleted_or_edited_manifest_is_reported(path: Backend) -> None:
     raw(path, "UPDATE manifest SET rows = 5")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.verify()[-1] == manifest_report(
             "manifest record was forged or edited", 8, valid=False
         )
     raw(path, "DELETE FROM manifest")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         store.append("s-1", "spend", {"usd": 1.0})  # does not re-create the manifest
         assert store.verify()[-1] == manifest_report(
             "no manifest record for 9 rows", 9, valid=False
         )
 
 
-def test_wrong_key_reports_every_session_broken(path: Path) -> None:
+def test_wrong_key_reports_every_session_broken(path: Backend) -> None:
     hint = " (this key is not the one the store was created with)"
-    with SQLiteStore(path, key="not the key") as store:
+    with path.open(key="not the key") as store:
         assert store.verify() == [
             report(
                 "s-1",
@@ -436,27 +439,25 @@ def test_wrong_key_reports_every_session_broken(path: Path) -> None:
         assert store.history("s-1").rows == ()
 
 
-def test_undecodable_body_is_a_broken_link_not_an_exception(path: Path) -> None:
+def test_undecodable_body_is_a_broken_link_not_an_exception(path: Backend) -> None:
     raw(
         path,
         ("UPDATE rows SET body = ? WHERE session = 's-1' AND seq = 3", (b"\xc1\xc1 not msgpack",)),
     )
     check(path, report("s-1", 5, 3, "row 3 was edited or reordered"))
     # Even a body sealed with the right key (a writer bug, or a stolen key) that is not a map.
-    db = sqlite3.connect(path)
-    ((when, prev),) = db.execute(
+    ((when, prev),) = path.query(
         "SELECT r3.time, r2.mac FROM rows r3, rows r2 WHERE r3.session = 's-1' AND r3.seq = 3 AND r2.session = 's-1' AND r2.seq = 2"
     )
-    db.close()
     body = b"\xc1\xc1 not msgpack"
     mac = _row_mac(resolve_key(None), "s-1", 3, "reset", body, when, prev)
     raw(path, ("UPDATE rows SET mac = ? WHERE session = 's-1' AND seq = 3", (mac,)))
     check(path, report("s-1", 5, 3, "row 3 cannot be decoded"))
 
 
-def test_append_after_tampering_never_heals_the_chain(path: Path) -> None:
+def test_append_after_tampering_never_heals_the_chain(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         # The head, not the rows left, says where the chain ends: the deleted halt stays a gap.
         assert store.append("s-1", "spend", {"usd": 0.1}).seq == 5
         assert store.history("s-1").report == report("s-1", 5, 4, "row 4 is missing")
@@ -464,7 +465,7 @@ def test_append_after_tampering_never_heals_the_chain(path: Path) -> None:
             "1 row is missing from the store: the manifest records 9 rows", 8
         )
     raw(path, "DELETE FROM heads WHERE session = 's-2'")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.append("s-2", "spend", {"usd": 0.1}).seq == 3
         assert store.history("s-2").report == report(
             "s-2", 4, 4, "no head record for 4 rows", head_valid=False, last_halt_seq=None
@@ -472,7 +473,7 @@ def test_append_after_tampering_never_heals_the_chain(path: Path) -> None:
         assert len(store.history("s-2").rows) == 4  # the new row is kept and still chained
 
 
-def test_append_after_a_forged_row_keeps_it_reported(path: Path) -> None:
+def test_append_after_a_forged_row_keeps_it_reported(path: Backend) -> None:
     raw(
         path,
         (
@@ -480,54 +481,52 @@ def test_append_after_a_forged_row_keeps_it_reported(path: Path) -> None:
             (msgpack.packb({}), time.time(), os.urandom(32)),
         ),
     )
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.append("s-1", "spend", {"usd": 0.1}).seq == 6
         # The new row goes after the forged one, so the head now spans it: a bad MAC at 5.
         assert store.history("s-1").report == report("s-1", 7, 5, "row 5 was edited or reordered")
 
 
-def test_replayed_old_head_is_caught_only_by_the_manifest(path: Path) -> None:
-    db = sqlite3.connect(path)
-    old_head = db.execute("SELECT * FROM heads WHERE session = 's-1'").fetchone()
-    db.close()
-    with SQLiteStore(path) as store:
+def test_replayed_old_head_is_caught_only_by_the_manifest(path: Backend) -> None:
+    (old_head,) = path.query("SELECT * FROM heads WHERE session = 's-1'")
+    with path.open() as store:
         store.append("s-1", "trip", HALT_1)
     # Delete the new halt and put back the head from before it: a validly sealed, stale head.
     raw(
         path,
         "DELETE FROM rows WHERE session = 's-1' AND seq = 5",
-        ("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)", old_head),
+        "DELETE FROM heads WHERE session = 's-1'",
+        ("INSERT INTO heads VALUES (?, ?, ?, ?, ?)", old_head),
     )
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.history("s-1").report == report("s-1", 5)  # documented limit
         assert store.verify()[-1] == manifest_report(
             "1 row is missing from the store: the manifest records 9 rows", 8
         )
 
 
-def test_head_from_another_file_does_not_match_the_last_row(path: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other.db"
-    with SQLiteStore(other) as store:
+def test_head_from_another_file_does_not_match_the_last_row(path: Backend) -> None:
+    other = path.other("other")
+    with other.open() as store:
         for kind, data in S1:
             store.append("s-1", kind, data)
-    db = sqlite3.connect(other)
-    foreign = db.execute("SELECT * FROM heads WHERE session = 's-1'").fetchone()
-    db.close()
-    raw(path, ("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)", foreign))
+    (foreign,) = other.query("SELECT * FROM heads WHERE session = 's-1'")
+    raw(path, "DELETE FROM heads WHERE session = 's-1'",
+        ("INSERT INTO heads VALUES (?, ?, ?, ?, ?)", foreign))
     check(path, report("s-1", 5, 4, "head record does not match row 4"))
 
 
-def test_newer_schema_is_refused(path: Path) -> None:
-    raw(path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'")
+def test_newer_schema_is_refused(path: Backend) -> None:
+    raw(path, ("UPDATE meta SET value = ? WHERE key = 'schema_version'", (path.number(99),)))
     with pytest.raises(
         StoreError, match=r"schema version 99 is newer than this tripwire supports \(1\)"
     ):
-        SQLiteStore(path).check()
+        path.open().check()
 
 
-def test_dropped_table_is_recreated_and_reported(path: Path) -> None:
+def test_dropped_table_is_recreated_and_reported(path: Backend) -> None:
     raw(path, "DROP TABLE heads")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert store.history("s-2").report == report(
             "s-2", 3, 3, "no head record for 3 rows", head_valid=False, last_halt_seq=None
         )
@@ -537,17 +536,17 @@ def test_dropped_table_is_recreated_and_reported(path: Path) -> None:
 
 _DURABLE_CHILD = """
 import os, sys
-from tripwire.store import SQLiteStore
-store = SQLiteStore(sys.argv[1])
+from tripwire.store import open_store
+store = open_store(sys.argv[1])
 store.append("s-7", "trip", {"halts": True, "reason": "runaway"})
 os._exit(0)  # no close, no atexit: only what append made durable survives
 """
 
 
-def test_halt_appended_by_a_process_that_dies_at_once_is_read_back(tmp_path: Path) -> None:
-    p = tmp_path / "t.db"
-    subprocess.run([sys.executable, "-c", _DURABLE_CHILD, str(p)], check=True, timeout=60)
-    with SQLiteStore(p) as store:
+def test_halt_appended_by_a_process_that_dies_at_once_is_read_back(backend: Backend) -> None:
+    subprocess.run([sys.executable, "-c", _DURABLE_CHILD, backend.location], check=True,
+                   timeout=60)
+    with backend.open() as store:
         history = store.history("s-7")
         assert history.report == ChainReport("s-7", True, 1, None, None, True, 0)
         assert history.rows[0].data == {"halts": True, "reason": "runaway"}
@@ -555,7 +554,7 @@ def test_halt_appended_by_a_process_that_dies_at_once_is_read_back(tmp_path: Pat
 
 def _append_worker(path: str, worker: int, barrier: Any) -> None:
     barrier.wait()
-    store = SQLiteStore(path, timeout=30)  # opening races too: both may create the tables
+    store = open_store(path, timeout=30)  # opening races too: both may create the tables
     barrier.wait()  # spawn start-up takes longer than the appends: line them up again
     for i in range(200):
         for session in ("a", "b"):
@@ -564,8 +563,8 @@ def _append_worker(path: str, worker: int, barrier: Any) -> None:
     store.close()
 
 
-def test_two_processes_append_to_the_same_sessions(tmp_path: Path) -> None:
-    p = str(tmp_path / "t.db")
+def test_two_processes_append_to_the_same_sessions(backend: Backend) -> None:
+    p = backend.location
     spawn = multiprocessing.get_context("spawn")
     barrier = spawn.Barrier(2, timeout=60)
     workers = [spawn.Process(target=_append_worker, args=(p, w, barrier)) for w in range(2)]
@@ -574,7 +573,7 @@ def test_two_processes_append_to_the_same_sessions(tmp_path: Path) -> None:
     for w in workers:
         w.join(timeout=120)
     assert [w.exitcode for w in workers] == [0, 0]
-    with SQLiteStore(p) as store:
+    with backend.open() as store:
         assert store.verify() == [
             ChainReport("a", True, 400, None, None, True, None),
             ChainReport("b", True, 400, None, None, True, None),
@@ -637,10 +636,32 @@ def test_missing_directory_raises_store_error(tmp_path: Path) -> None:
     assert str(p) in str(caught.value)
 
 
-def test_locked_database_raises_store_error_after_the_timeout(path: Path) -> None:
-    store = SQLiteStore(path, timeout=0.05)
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+class _Holder:
+    """Another writer holding the store's write lock: SQLite's exclusive lock, or a PostgreSQL
+    transaction holding the manifest in EXCLUSIVE mode (reads pass, writes wait)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        if backend.kind == "sqlite":
+            self.db: Any = sqlite3.connect(backend.location, isolation_level=None)
+            self.db.execute("BEGIN EXCLUSIVE")
+        else:
+            import psycopg
+
+            self.db = psycopg.connect(backend.base, autocommit=True)
+            self.db.execute(f"SET search_path TO {backend.schema}")
+            self.db.execute("BEGIN")
+            self.db.execute("LOCK TABLE manifest IN EXCLUSIVE MODE")
+
+    def release(self) -> None:
+        self.db.execute("ROLLBACK")
+        self.db.close()
+
+
+def test_locked_database_raises_store_error_after_the_timeout(path: Backend) -> None:
+    store = path.open(timeout=0.05)
+    store.check()
+    holder = _Holder(path)
     try:
         started = time.monotonic()
         with pytest.raises(
@@ -648,11 +669,12 @@ def test_locked_database_raises_store_error_after_the_timeout(path: Path) -> Non
         ) as caught:
             store.append("s-1", "spend", {"usd": 1.0})
         assert time.monotonic() - started < 2
-        assert str(path) in str(caught.value)
-        assert store.history("s-1").report == report("s-1", 5)  # WAL readers are not blocked
+        assert store.path in str(caught.value)
+        assert store.history("s-1").report == report("s-1", 5)  # readers are not blocked
+        with pytest.raises(StoreError, match=r"could not append to the store within 0\.01 s"):
+            store.append("s-1", "spend", {"usd": 1.0}, wait=0.01)  # one call's own bound
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        holder.release()
     assert store.append("s-1", "spend", {"usd": 1.0}).seq == 5  # the failed append left nothing
     store.close()
 
@@ -761,9 +783,9 @@ def test_format_reports() -> None:
     assert format_reports([]) == ""
 
 
-def test_format_reports_of_a_tampered_store(path: Path) -> None:
+def test_format_reports_of_a_tampered_store(path: Backend) -> None:
     raw(path, "DELETE FROM rows WHERE session = 's-1' AND seq = 4")
-    with SQLiteStore(path) as store:
+    with path.open() as store:
         assert format_reports(store.verify()) == (
             "s-1: BROKEN at row 4: row 4 is missing: the head records 5 rows (the head records a halt at row 4)\n"
             "s-2: intact (3 rows)\n"

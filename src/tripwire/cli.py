@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 3 if a critical alert (or a session halt) happened")
     durable = replay.add_argument_group("durability")
     durable.add_argument("--store", metavar="STORE",
-                         help="restore the session from this SQLite store before the first "
+                         help="restore the session from this store (a SQLite file or a "
+                              "postgresql:// URL) before the first "
                               "event, and persist every trip and reset")
     durable.add_argument("--session", metavar="ID",
                          help="the session id in the store (default: the transcript's own "
@@ -166,11 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="report invalid lines and go on instead of stopping")
 
     status = verbs.add_parser("status", help="halts, spend and chain state in a store")
-    status.add_argument("store", metavar="STORE")
+    status.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     status.add_argument("--session", metavar="ID", help="one session (default: all)")
 
     reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
-    reset.add_argument("store", metavar="STORE")
+    reset.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     reset.add_argument("--session", metavar="ID", required=True)
     reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
                        metavar="{watchdog,cost_ceiling,all}")
@@ -178,7 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="raise the per-session ceiling by this much")
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
-    verify.add_argument("store", metavar="STORE")
+    verify.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
+
+    serve = verbs.add_parser(
+        "serve", help="a fleet's guardrails over HTTP (tripwire[serve]): decisions, resets",
+        description="Serve GET /sessions/{id}/guardrails, POST /sessions/{id}/guardrails/reset, "
+                    "POST /sessions/{id}/events, GET /healthz and GET /metrics. A bearer token "
+                    "is required (--token-file, else $TRIPWIRE_SERVE_TOKEN).")
+    serve.add_argument("--store", metavar="STORE",
+                       help="the durable store (a SQLite file or a postgresql:// URL)")
+    serve.add_argument("--config", metavar="FILE", help="a tripwire config file (TOML or JSON)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: 127.0.0.1, loopback only)")
+    serve.add_argument("--port", type=int, default=8737,
+                       help="port to listen on (default: 8737; 0: any free port)")
+    serve.add_argument("--token-file", metavar="PATH",
+                       help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
 
     from .corpus.cli import add_parser as add_corpus_parser
 
@@ -341,25 +357,27 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _open_store(path: str) -> Any:
-    """A store to write (replay --store): created when missing."""
-    from .store import SQLiteStore
+    """A store to write (replay --store): created when missing. A ``postgresql://`` URL is a
+    PostgreSQL store, anything else a SQLite file."""
+    from .store import open_store
 
-    return SQLiteStore(path).check()
+    return open_store(path).check()
 
 
 def _existing_store(path: str, *, write: bool = False) -> Any:
     """A store the operator verbs work on: it must exist and be a tripwire store. Read-only
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
     checks it read-only first, then opens it to append."""
-    from .store import SQLiteStore
+    from .store import open_store
+    from .store_postgres import is_postgres_url
 
-    if not os.path.exists(path):
+    if not is_postgres_url(path) and not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such store")
-    store = SQLiteStore(path, read_only=True).check()
+    store = open_store(path, read_only=True).check()
     if not write:
         return store
     store.close()
-    return SQLiteStore(path).check()
+    return open_store(path).check()
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
@@ -369,7 +387,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     histories = store.histories([args.session] if args.session else None)
     if args.session and not histories[args.session].rows and \
             histories[args.session].report.intact:
-        raise InvalidEvent(f"{args.store}: no session {args.session!r}")
+        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
@@ -410,7 +428,7 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = _existing_store(args.store, write=True)
     history = store.history(args.session)
     if not history.rows and history.report.intact:
-        raise InvalidEvent(f"{args.store}: no session {args.session!r}")
+        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     folded = fold_history(history)
     scope: Guardrail = args.guardrail
     # the library's own rule, on the ceiling the session's rows describe
@@ -458,6 +476,31 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if not broken else EXIT_BROKEN
 
 
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError("tripwire serve needs Starlette and uvicorn: "
+                          "pip install 'tripwire[serve]'") from None
+    from . import serve
+    from .fleet import Fleet
+
+    token = serve.read_token(args.token_file)
+    config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
+    store = _open_store(args.store) if args.store else None
+    fleet = Fleet(config, store=store)
+
+    def announce(line: str) -> None:
+        out.write(f"tripwire serve: {line}\n")
+        out.flush()
+
+    serve.run(fleet, token, args.host, args.port, announce)
+    if store is not None:
+        store.close()
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -480,6 +523,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _reset(args, out, err)
         if args.verb == "verify":
             return _verify(args, out)
+        if args.verb == "serve":
+            return _serve(args, out)
         if args.verb == "corpus":
             from .corpus.cli import run as corpus
 

@@ -189,10 +189,13 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
-            if self.halted and log is not None and not len(log):
+            if log is not None and not len(log):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
-                self._sync_resets()
+                if log.shared:
+                    self._sync_shared()  # other daemons' halts and spend, too
+                elif self.halted:
+                    self._sync_resets()
             if self.halted:
                 self._channel.counters.count_refused()
                 reason = self._halt_reason()
@@ -646,11 +649,37 @@ class Guardrails:
         folded = self._log.read() if self._log is not None else None
         if folded is None:
             return
+        self._sync_resets_from(folded)
+        if not self.halted:
+            self._blocked = None
+
+    def _sync_shared(self) -> None:
+        """The store is shared with other processes that run this session too (a session that
+        moved between daemons): take what they wrote since — a halt, spend, a reset, granted
+        budget — as a restore would, before this turn may start."""
+        log = self._log
+        assert log is not None
+        folded = log.read()
+        if folded is None:
+            return
+        if self.halted:
+            self._sync_resets_from(folded)
+        cost = self._cost
+        cost.apply(folded)  # the spend stays spent (the larger total); budget; cost halts
+        policy = self._policy
+        if self._watchdog is not None and policy.halt_reason is None and (
+                folded.watchdog_halt is not None):
+            policy.apply(folded)  # halted elsewhere: held here too (in enforce)
+        if folded.tampered is not None and policy.halt_reason is None and (
+                self.mode == Mode.ENFORCE or cost.active):
+            policy.hold(lines.tampered_halt(folded.tampered))
+        self._blocked = self.refusal() if self.halted else None
+        log.mark_stored(cost.spent, self._counts())
+
+    def _sync_resets_from(self, folded: Any) -> None:
         if self._policy.sync(folded) and self._watchdog is not None:
             self._watchdog.reset()
         self._cost.sync(folded)
-        if not self.halted:
-            self._blocked = None
 
     @property
     def counters(self) -> Counters:

@@ -155,13 +155,16 @@ class SessionLog:
     retrier), and the session's history read and folded back at restore. The guardrails hand
     it finished rows; what a row holds is each policy's ``snapshot()``."""
 
-    __slots__ = ("line", "outbox", "session_id", "store")
+    __slots__ = ("line", "outbox", "session_id", "shared", "store")
 
     def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
         self.store = store
         self.session_id = session_id
         self.line = line  # the session's log-line prefix
         self.outbox = Outbox()
+        # other processes write this session's rows too (a fleet of daemons on one database):
+        # the guardrails read the history back at each turn start
+        self.shared = getattr(store, "shared", False) is True
 
     def __len__(self) -> int:
         return len(self.outbox)

@@ -82,16 +82,19 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import blake3
 import msgpack
 
 from .errors import StoreError
+
+if TYPE_CHECKING:
+    from .store_postgres import PostgresStore
 
 __all__ = [
     "StoreError",
@@ -100,6 +103,7 @@ __all__ = [
     "SessionHistory",
     "EventStore",
     "SQLiteStore",
+    "open_store",
     "resolve_key",
     "format_reports",
     "DEFAULT_KEY_NOTICE",
@@ -476,7 +480,275 @@ _TABLES = frozenset({"meta", "rows", "heads", "manifest"})
 _ROW_COLUMNS = "session, seq, kind, body, time, mac"
 
 
-class SQLiteStore:
+class Tables(Protocol):
+    """One backend's reads and writes of the four tables, inside a transaction the backend
+    opened (``_ChainedStore._writing`` / ``_reading``). Only SQL lives behind this: every rule
+    (where a chain continues, what is sealed, the verdicts) is ``_ChainedStore``'s."""
+
+    def head(self, session: str) -> tuple[Any, ...] | None: ...  # (count, last_mac, halt, mac)
+    def top(self, session: str) -> tuple[Any, ...] | None: ...  # (seq, mac) of the last row
+    def insert_row(self, session: str, seq: int, kind: str, body: bytes, when: float,
+                   mac: bytes) -> None: ...
+    def put_head(self, session: str, count: int, last_mac: bytes, halt: int | None,
+                 mac: bytes) -> None: ...
+    def manifest(self) -> tuple[Any, ...] | None: ...  # (rows, halted_hash, mac)
+    def halted_blob(self) -> Any: ...
+    def set_halted(self, halted: bytes, halted_hash: bytes) -> None: ...
+    def set_manifest(self, rows: int, mac: bytes) -> None: ...
+    def rows(self, wanted: list[str] | None) -> list[tuple[Any, ...]]: ...  # by session, seq
+    def heads(self, wanted: list[str] | None) -> list[tuple[Any, ...]]: ...
+    def count(self) -> int: ...
+    def key_check(self) -> Any: ...  # the meta table's key check (None: none recorded)
+    def session_ids(self) -> list[str]: ...
+
+
+class _ChainedStore:
+    """What every store backend shares: the key, the append rule (where a chain continues, the
+    head and manifest it seals), the verdicts over what was read, the anchor file. A backend
+    (SQLite, PostgreSQL) supplies ``_writing`` / ``_reading`` (a transaction over ``Tables``),
+    ``_open_check`` and ``close``."""
+
+    path: str  # where the store is, as messages name it (a file, a URL without its password)
+    read_only: bool
+    timeout: float
+    key_source: str
+    anchor: str | None
+    #: other processes run the same sessions on this store (the guardrails then read a
+    #: session's history back at each turn start: halts, spend and resets written elsewhere)
+    shared: bool = False
+
+    def _init_chain(self, key: bytes | str | None, anchor: str | os.PathLike[str] | None) -> None:
+        self._key, self.key_source = _resolve_key(key)
+        if anchor is None:
+            anchor = os.environ.get(ANCHOR_ENV, "").strip() or None
+        self.anchor = os.fspath(anchor) if anchor is not None else None
+        self._key_check = _mac(self._key, _KEY_CHECK)
+        self._key_ok = True  # the store's key check agrees with this key (read at open)
+        self._halted_cache: tuple[bytes, frozenset[str]] | None = None
+        self._closed = False
+
+    # backend hooks
+
+    def _writing(self, wait: float | None) -> AbstractContextManager[Tables]:
+        raise NotImplementedError
+
+    def _reading(self) -> AbstractContextManager[Tables]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _refuse_foreign_key(self) -> None:
+        """Called by ``_writing`` once the store is open: a row sealed with another key breaks
+        the chain for good, so refuse it instead."""
+        if not self._key_ok:
+            raise StoreError(f"{self.path}: this key is not the one the store was created "
+                             f"with (set {KEY_ENV} to the store's key)")
+
+    # EventStore
+
+    def append(self, session: str, kind: str, data: Mapping[str, Any], *,
+               wait: float | None = None) -> Row:
+        """Append one row; returns once it is durable. ``data["halts"] is True`` marks a
+        halt. ``wait`` bounds this call's wait for other writers (default: the store's
+        ``timeout``)."""
+        _check_session(session)
+        if kind not in KINDS:
+            raise ValueError(f"unknown row kind {kind!r}; expected one of {sorted(KINDS)}")
+        if not isinstance(data, Mapping):
+            raise ValueError(f"row data must be a mapping, not {type(data).__name__}")
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only")
+        data = dict(data)
+        _check_data(data, "data")
+        body = msgpack.packb(data, use_bin_type=True)
+        halts = data.get("halts") is True
+        now = time.time()
+        with self._writing(wait) as tables:
+            seq, manifest = self._append(tables, session, kind, body, halts, now)
+        if manifest is not None and self.anchor is not None:
+            self._write_anchor(*manifest)
+        return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
+
+    def _append(self, t: Tables, session: str, kind: str, body: bytes, halts: bool,
+                now: float) -> tuple[int, tuple[int, bytes] | None]:
+        """The append rule, inside the backend's write transaction: (the row's seq, the new
+        manifest (rows, mac) if sealed)."""
+        key = self._key
+        head = t.head(session)
+        top = t.top(session)
+        free = 0 if top is None else top[0] + 1
+        if head is not None and _head_ok(key, session, head):
+            # The head, not the rows, says where the chain ends: deleted tail rows stay a gap.
+            seq, prev, last_halt, seal = max(head[0], free), head[1], head[2], True
+        elif head is None and top is None:
+            seq, prev, last_halt, seal = 0, _ZERO_MAC, None, True
+        else:
+            # Missing or forged head over existing rows: keep the new row, but re-sealing a
+            # head would launder whatever was done to the session.
+            prev = top[1] if top is not None and isinstance(top[1], bytes) else _ZERO_MAC
+            seq, last_halt, seal = free, None, False
+        mac = _row_mac(key, session, seq, kind, body, now, prev)
+        t.insert_row(session, seq, kind, body, now, mac)
+        if seal:
+            if halts:
+                last_halt = seq
+            t.put_head(session, seq + 1, mac, last_halt,
+                       _head_mac(key, session, seq + 1, mac, last_halt))
+        sealed = None
+        manifest = t.manifest()
+        if manifest is not None and _manifest_ok(key, manifest):
+            # Count on from the recorded value, never recount: a deficit stays visible.
+            rows, list_hash = manifest[0] + 1, manifest[1]
+            if halts:
+                # A session's first halt puts it on the manifest's list for good, so
+                # deleting the session whole (rows and head) still reads as hiding a halt.
+                ids = self._halted(t, list_hash)
+                if ids is not None and session not in ids:
+                    halted = msgpack.packb(sorted(ids | {session}), use_bin_type=True)
+                    list_hash = _list_hash(halted)
+                    t.set_halted(halted, list_hash)
+            manifest_mac = _manifest_mac(key, rows, list_hash)
+            t.set_manifest(rows, manifest_mac)
+            sealed = (rows, manifest_mac)
+        return seq, sealed
+
+    # the anchor
+
+    def _write_anchor(self, rows: int, manifest_mac: bytes) -> None:
+        """Seal the manifest's state into the anchor file (atomically: a temporary file renamed
+        over it). Several writers may race; a stale (lower) anchor only makes the check laxer,
+        never a false alarm, so only a newer state replaces an older one."""
+        assert self.anchor is not None
+        current = self._read_anchor()
+        if isinstance(current, tuple) and current[0] >= rows:
+            return
+        blob = msgpack.packb([rows, manifest_mac, _anchor_mac(self._key, rows, manifest_mac)],
+                             use_bin_type=True)
+        tmp = f"{self.anchor}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.anchor)
+        except OSError as exc:
+            with suppress(OSError):
+                os.unlink(tmp)
+            # the row is durable; only the rollback check lags: say so, do not fail the append
+            LOGGER.error("%s: could not write the store's anchor file %s (%s)",
+                         self.path, self.anchor, exc)
+
+    def _read_anchor(self) -> tuple[int, bytes] | str | None:
+        """The anchor's sealed (rows, manifest_mac); a problem string; None: no anchor yet."""
+        if self.anchor is None:
+            return None
+        try:
+            with open(self.anchor, "rb") as f:
+                blob = f.read(4096)
+        except FileNotFoundError:
+            return None  # not anchored yet: the first append writes it
+        except OSError as exc:
+            return f"the anchor file {self.anchor} cannot be read ({exc})"
+        try:
+            rows, manifest_mac, mac = msgpack.unpackb(blob, raw=False)
+            ok = (type(rows) is int and isinstance(manifest_mac, bytes)
+                  and mac == _anchor_mac(self._key, rows, manifest_mac))
+        except Exception:  # untrusted bytes: any decoder failure means "not our anchor"
+            ok = False
+        if not ok:
+            return f"the anchor file {self.anchor} was forged or edited"
+        return rows, manifest_mac
+
+    def history(self, session: str) -> SessionHistory:
+        """One session's trusted rows and its integrity report."""
+        _check_session(session)
+        return self._scan([session], store_level=False)[0][session]
+
+    def histories(self, sessions: Iterable[str] | None = None) -> dict[str, SessionHistory]:
+        """Histories of ``sessions`` (every session in the store when None), read in one ordered
+        query inside one read transaction and verified in one pass."""
+        wanted = None
+        if sessions is not None:
+            wanted = list(dict.fromkeys(sessions))
+            for session in wanted:
+                _check_session(session)
+        return self._scan(wanted, store_level=False)[0]
+
+    def sessions(self) -> list[str]:
+        with self._reading() as t:
+            found = t.session_ids()
+        return sorted(found)
+
+    def verify(self, session: str | None = None) -> list[ChainReport]:
+        """Reports for one session, or for every session plus a ``"*"`` report when the manifest
+        disagrees with the rows present (only then)."""
+        if session is not None:
+            return [self.history(session).report]
+        found, store = self._scan(None, store_level=True)
+        reports = [h.report for h in found.values()]
+        if store is not None:
+            reports.append(store)
+        return reports
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # reading
+
+    def _scan(
+        self, wanted: list[str] | None, *, store_level: bool
+    ) -> tuple[dict[str, SessionHistory], ChainReport | None]:
+        key = self._key
+        # One read transaction (a snapshot), so a concurrent append can never show up as a
+        # head ahead of its rows (a false "missing" verdict).
+        with self._reading() as t:
+            raw = t.rows(wanted)
+            heads = t.heads(wanted)
+            present = len(raw) if wanted is None else t.count()
+            manifest = t.manifest()
+            valid = manifest is not None and _manifest_ok(key, manifest)
+            listed = self._halted(t, manifest[1]) if valid else None  # type: ignore[index]
+            check = t.key_check()
+        hint = ""
+        if check is not None and check != self._key_check:
+            hint = " (this key is not the one the store was created with)"
+        store = _store_report(key, present, manifest, listed is not None, hint,
+                              self._read_anchor())
+        store_problem = store.problem if store is not None else None
+        head_of = {h[0]: h[1:] for h in heads if isinstance(h[0], str)}
+        found: dict[str, SessionHistory] = {}
+        for session, group in groupby(raw, key=itemgetter(0)):
+            if isinstance(session, str):  # rows a raw writer gave a non-text session fit nowhere
+                found[session] = _verify(key, session, group, head_of.get(session), hint,
+                                         store_problem)
+        for session, head in head_of.items():
+            if session not in found:  # a head whose rows are all gone
+                found[session] = _verify(key, session, (), head, hint, store_problem)
+        for session in listed or ():  # halted once, now without rows or head: deleted whole
+            if session not in found and (wanted is None or session in wanted):
+                found[session] = _deleted(session, hint, store_problem)
+        if wanted is None:
+            result = {s: found[s] for s in sorted(found)}
+        else:
+            result = {s: found.get(s) or _verify(key, s, (), None, hint, store_problem)
+                      for s in wanted}
+        return result, store if store_level else None
+
+    def _halted(self, t: Tables, list_hash: bytes) -> frozenset[str] | None:
+        """The manifest's halted list (None: it does not match its MAC'd hash), read once per
+        version: the cache is keyed by the hash the manifest's MAC covers."""
+        cached = self._halted_cache
+        if cached is not None and cached[0] == list_hash:
+            return cached[1]
+        ids = _halted_ids(t.halted_blob(), list_hash)
+        if ids is not None:
+            self._halted_cache = (list_hash, ids)
+        return ids
+
+
+class SQLiteStore(_ChainedStore):
     """The embedded store: one SQLite file, safe to share between processes and threads (a
     forked child opens its own connection on first use). ``timeout`` bounds every wait for
     another writer; past it the call raises StoreError ("locked"). ``append(..., wait=s)``
@@ -496,7 +768,10 @@ class SQLiteStore:
     Worth it with a secret key, which the anchor's seal needs to mean anything.
 
     ``key_source`` says where the key came from: ``"argument"``, ``"environment"`` or
-    ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last)."""
+    ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last).
+
+    ``shared=True``: several processes run the same sessions on this file; each session's
+    guardrails read its history back at every turn start (see ``_ChainedStore.shared``)."""
 
     def __init__(
         self,
@@ -506,24 +781,19 @@ class SQLiteStore:
         timeout: float = 5.0,
         read_only: bool = False,
         anchor: str | os.PathLike[str] | None = None,
+        shared: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        self.shared = shared
         if not timeout >= 0:
             raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
         self.timeout = float(timeout)
         self.read_only = read_only
-        self._key, self.key_source = _resolve_key(key)
-        if anchor is None:
-            anchor = os.environ.get(ANCHOR_ENV, "").strip() or None
-        self.anchor = os.fspath(anchor) if anchor is not None else None
-        self._key_check = _mac(self._key, _KEY_CHECK)
-        self._key_ok = True  # the file's key check agrees with this key (read at open)
+        self._init_chain(key, anchor)
         self._lock = threading.Lock()
-        self._halted_cache: tuple[bytes, frozenset[str]] | None = None
         self._db: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
         self._pid = os.getpid()
-        self._closed = False
         try:
             self._db = self._open()
         except StoreError as exc:
@@ -690,34 +960,21 @@ class SQLiteStore:
 
     # EventStore
 
-    def append(self, session: str, kind: str, data: Mapping[str, Any], *,
-               wait: float | None = None) -> Row:
-        """Append one row; returns once it is durable (committed, fsync'd, checkpointed into
-        the main file). ``data["halts"] is True`` marks a halt. ``wait`` bounds this call's
-        wait for other writers (default: the store's ``timeout``)."""
-        _check_session(session)
-        if kind not in KINDS:
-            raise ValueError(f"unknown row kind {kind!r}; expected one of {sorted(KINDS)}")
-        if not isinstance(data, Mapping):
-            raise ValueError(f"row data must be a mapping, not {type(data).__name__}")
-        if self.read_only:
-            raise StoreError(f"{self.path}: opened read-only")
-        data = dict(data)
-        _check_data(data, "data")
-        body = msgpack.packb(data, use_bin_type=True)
-        halts = data.get("halts") is True
-        now = time.time()
-        key = self._key
+    # transactions (the rules over them are _ChainedStore's)
+
+    @contextmanager
+    def _writing(self, wait: float | None) -> Iterator[Tables]:
+        """``BEGIN IMMEDIATE`` (read the head, write row + head + manifest, commit): committed,
+        fsync'd, checkpointed into the main file when this returns."""
         with self._use("append to the store", wait) as db:
-            if not self._key_ok:
-                # a row sealed with another key breaks the chain for good: refuse it instead
-                raise StoreError(f"{self.path}: this key is not the one the store was created "
-                                 f"with (set {KEY_ENV} to the store's key)")
+            self._refuse_foreign_key()
             self._same_file()
             if wait is not None:
                 db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
             try:
-                seq, manifest = self._append(db, key, session, kind, body, halts, now)
+                db.execute("BEGIN IMMEDIATE")
+                yield _SQLiteTables(db)
+                db.execute("COMMIT")
             finally:
                 if wait is not None:
                     db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
@@ -725,152 +982,13 @@ class SQLiteStore:
             # roll it back (PASSIVE: never waits; a reader holding an old snapshot may leave
             # frames behind, which the anchor still catches).
             db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        if manifest is not None and self.anchor is not None:
-            self._write_anchor(*manifest)
-        return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
 
-    def _append(self, db: sqlite3.Connection, key: bytes, session: str, kind: str, body: bytes,
-                halts: bool, now: float) -> tuple[int, tuple[int, bytes] | None]:
-        """One append transaction: (the row's seq, the new manifest (rows, mac) if sealed)."""
-        db.execute("BEGIN IMMEDIATE")
-        head = db.execute(
-            "SELECT count, last_mac, last_halt_seq, mac FROM heads WHERE session = ?",
-            (session,),
-        ).fetchone()
-        top = db.execute(
-            "SELECT seq, mac FROM rows WHERE session = ? AND typeof(seq) = 'integer'"
-            " ORDER BY seq DESC LIMIT 1",
-            (session,),
-        ).fetchone()
-        free = 0 if top is None else top[0] + 1
-        if head is not None and _head_ok(key, session, head):
-            # The head, not the rows, says where the chain ends: deleted tail rows stay a gap.
-            seq, prev, last_halt, seal = max(head[0], free), head[1], head[2], True
-        elif head is None and top is None:
-            seq, prev, last_halt, seal = 0, _ZERO_MAC, None, True
-        else:
-            # Missing or forged head over existing rows: keep the new row, but re-sealing a
-            # head would launder whatever was done to the session.
-            prev = top[1] if top is not None and isinstance(top[1], bytes) else _ZERO_MAC
-            seq, last_halt, seal = free, None, False
-        mac = _row_mac(key, session, seq, kind, body, now, prev)
-        db.execute(
-            f"INSERT INTO rows ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            (session, seq, kind, body, now, mac),
-        )
-        if seal:
-            if halts:
-                last_halt = seq
-            db.execute(
-                "INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)",
-                (session, seq + 1, mac, last_halt,
-                 _head_mac(key, session, seq + 1, mac, last_halt)),
-            )
-        sealed = None
-        manifest = db.execute(
-            "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
-        if manifest is not None and _manifest_ok(key, manifest):
-            # Count on from the recorded value, never recount: a deficit stays visible.
-            rows, list_hash = manifest[0] + 1, manifest[1]
-            if halts:
-                # A session's first halt puts it on the manifest's list for good, so
-                # deleting the session whole (rows and head) still reads as hiding a halt.
-                ids = self._halted(db, list_hash)
-                if ids is not None and session not in ids:
-                    halted = msgpack.packb(sorted(ids | {session}), use_bin_type=True)
-                    list_hash = _list_hash(halted)
-                    db.execute("UPDATE manifest SET halted = ?, halted_hash = ? WHERE id = 1",
-                               (halted, list_hash))
-            manifest_mac = _manifest_mac(key, rows, list_hash)
-            db.execute("UPDATE manifest SET rows = ?, mac = ? WHERE id = 1", (rows, manifest_mac))
-            sealed = (rows, manifest_mac)
-        db.execute("COMMIT")
-        return seq, sealed
-
-    # the anchor
-
-    def _write_anchor(self, rows: int, manifest_mac: bytes) -> None:
-        """Seal the manifest's state into the anchor file (atomically: a temporary file renamed
-        over it). Several writers may race; a stale (lower) anchor only makes the check laxer,
-        never a false alarm, so only a newer state replaces an older one."""
-        assert self.anchor is not None
-        current = self._read_anchor()
-        if isinstance(current, tuple) and current[0] >= rows:
-            return
-        blob = msgpack.packb([rows, manifest_mac, _anchor_mac(self._key, rows, manifest_mac)],
-                             use_bin_type=True)
-        tmp = f"{self.anchor}.{os.getpid()}.{threading.get_ident()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.anchor)
-        except OSError as exc:
-            with suppress(OSError):
-                os.unlink(tmp)
-            # the row is durable; only the rollback check lags: say so, do not fail the append
-            LOGGER.error("%s: could not write the store's anchor file %s (%s)",
-                         self.path, self.anchor, exc)
-
-    def _read_anchor(self) -> tuple[int, bytes] | str | None:
-        """The anchor's sealed (rows, manifest_mac); a problem string; None: no anchor yet."""
-        if self.anchor is None:
-            return None
-        try:
-            with open(self.anchor, "rb") as f:
-                blob = f.read(4096)
-        except FileNotFoundError:
-            return None  # not anchored yet: the first append writes it
-        except OSError as exc:
-            return f"the anchor file {self.anchor} cannot be read ({exc})"
-        try:
-            rows, manifest_mac, mac = msgpack.unpackb(blob, raw=False)
-            ok = (type(rows) is int and isinstance(manifest_mac, bytes)
-                  and mac == _anchor_mac(self._key, rows, manifest_mac))
-        except Exception:  # untrusted bytes: any decoder failure means "not our anchor"
-            ok = False
-        if not ok:
-            return f"the anchor file {self.anchor} was forged or edited"
-        return rows, manifest_mac
-
-    def history(self, session: str) -> SessionHistory:
-        """One session's trusted rows and its integrity report."""
-        _check_session(session)
-        return self._scan([session], store_level=False)[0][session]
-
-    def histories(self, sessions: Iterable[str] | None = None) -> dict[str, SessionHistory]:
-        """Histories of ``sessions`` (every session in the store when None), read in one ordered
-        query inside one read transaction and verified in one pass."""
-        wanted = None
-        if sessions is not None:
-            wanted = list(dict.fromkeys(sessions))
-            for session in wanted:
-                _check_session(session)
-        return self._scan(wanted, store_level=False)[0]
-
-    def sessions(self) -> list[str]:
+    @contextmanager
+    def _reading(self) -> Iterator[Tables]:
         with self._use("read the store") as db:
-            found = db.execute(
-                "SELECT session FROM rows WHERE typeof(session) = 'text'"
-                " UNION SELECT session FROM heads WHERE typeof(session) = 'text'"
-            ).fetchall()
-        return sorted(r[0] for r in found)
-
-    def verify(self, session: str | None = None) -> list[ChainReport]:
-        """Reports for one session, or for every session plus a ``"*"`` report when the manifest
-        disagrees with the rows present (only then)."""
-        if session is not None:
-            return [self.history(session).report]
-        found, store = self._scan(None, store_level=True)
-        reports = [h.report for h in found.values()]
-        if store is not None:
-            reports.append(store)
-        return reports
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
+            db.execute("BEGIN")  # WAL gives the read transaction a snapshot
+            yield _SQLiteTables(db)
+            db.execute("COMMIT")
 
     def close(self) -> None:
         if self._closed:
@@ -890,79 +1008,95 @@ class SQLiteStore:
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, key_source={self.key_source!r})"
 
-    # reading
 
-    def _scan(
-        self, wanted: list[str] | None, *, store_level: bool
-    ) -> tuple[dict[str, SessionHistory], ChainReport | None]:
-        key = self._key
-        with self._use("read the store") as db:
-            # One read transaction: WAL gives a snapshot, so a concurrent append can never show
-            # up as a head ahead of its rows (a false "missing" verdict).
-            db.execute("BEGIN")
-            if wanted is None:
-                raw = db.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM rows ORDER BY session, seq"
-                ).fetchall()
-                heads = db.execute(
-                    "SELECT session, count, last_mac, last_halt_seq, mac FROM heads"
-                ).fetchall()
-                present = len(raw)
-            else:
-                names = json.dumps(wanted)
-                raw = db.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM rows WHERE session IN"
-                    " (SELECT value FROM json_each(?)) ORDER BY session, seq",
-                    (names,),
-                ).fetchall()
-                heads = db.execute(
-                    "SELECT session, count, last_mac, last_halt_seq, mac FROM heads WHERE session"
-                    " IN (SELECT value FROM json_each(?))",
-                    (names,),
-                ).fetchall()
-                present = db.execute("SELECT count(*) FROM rows").fetchone()[0]
-            manifest = db.execute(
-                "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
-            valid = manifest is not None and _manifest_ok(key, manifest)
-            listed = self._halted(db, manifest[1]) if valid else None
-            check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
-            db.execute("COMMIT")
-        hint = ""
-        if check is not None and check[0] != self._key_check:
-            hint = " (this key is not the one the store was created with)"
-        store = _store_report(key, present, manifest, listed is not None, hint,
-                              self._read_anchor())
-        store_problem = store.problem if store is not None else None
-        head_of = {h[0]: h[1:] for h in heads if isinstance(h[0], str)}
-        found: dict[str, SessionHistory] = {}
-        for session, group in groupby(raw, key=itemgetter(0)):
-            if isinstance(session, str):  # rows a raw writer gave a non-text session fit nowhere
-                found[session] = _verify(key, session, group, head_of.get(session), hint,
-                                         store_problem)
-        for session, head in head_of.items():
-            if session not in found:  # a head whose rows are all gone
-                found[session] = _verify(key, session, (), head, hint, store_problem)
-        for session in listed or ():  # halted once, now without rows or head: deleted whole
-            if session not in found and (wanted is None or session in wanted):
-                found[session] = _deleted(session, hint, store_problem)
+
+class _SQLiteTables:
+    """``Tables`` over one SQLite connection. Column types are whatever a raw writer put there
+    (SQLite is dynamically typed): the queries skip what cannot be ours."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def head(self, session: str) -> tuple[Any, ...] | None:
+        found: tuple[Any, ...] | None = self.db.execute(
+            "SELECT count, last_mac, last_halt_seq, mac FROM heads WHERE session = ?",
+            (session,)).fetchone()
+        return found
+
+    def top(self, session: str) -> tuple[Any, ...] | None:
+        found: tuple[Any, ...] | None = self.db.execute(
+            "SELECT seq, mac FROM rows WHERE session = ? AND typeof(seq) = 'integer'"
+            " ORDER BY seq DESC LIMIT 1", (session,)).fetchone()
+        return found
+
+    def insert_row(self, session: str, seq: int, kind: str, body: bytes, when: float,
+                   mac: bytes) -> None:
+        self.db.execute(f"INSERT INTO rows ({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                        (session, seq, kind, body, when, mac))
+
+    def put_head(self, session: str, count: int, last_mac: bytes, halt: int | None,
+                 mac: bytes) -> None:
+        self.db.execute("INSERT OR REPLACE INTO heads VALUES (?, ?, ?, ?, ?)",
+                        (session, count, last_mac, halt, mac))
+
+    def manifest(self) -> tuple[Any, ...] | None:
+        found: tuple[Any, ...] | None = self.db.execute(
+            "SELECT rows, halted_hash, mac FROM manifest WHERE id = 1").fetchone()
+        return found
+
+    def halted_blob(self) -> Any:
+        row = self.db.execute("SELECT halted FROM manifest WHERE id = 1").fetchone()
+        return row[0] if row is not None else None
+
+    def set_halted(self, halted: bytes, halted_hash: bytes) -> None:
+        self.db.execute("UPDATE manifest SET halted = ?, halted_hash = ? WHERE id = 1",
+                        (halted, halted_hash))
+
+    def set_manifest(self, rows: int, mac: bytes) -> None:
+        self.db.execute("UPDATE manifest SET rows = ?, mac = ? WHERE id = 1", (rows, mac))
+
+    def rows(self, wanted: list[str] | None) -> list[tuple[Any, ...]]:
         if wanted is None:
-            result = {s: found[s] for s in sorted(found)}
-        else:
-            result = {s: found.get(s) or _verify(key, s, (), None, hint, store_problem)
-                      for s in wanted}
-        return result, store if store_level else None
+            return self.db.execute(f"SELECT {_ROW_COLUMNS} FROM rows ORDER BY session, seq"
+                                   ).fetchall()
+        return self.db.execute(
+            f"SELECT {_ROW_COLUMNS} FROM rows WHERE session IN"
+            " (SELECT value FROM json_each(?)) ORDER BY session, seq",
+            (json.dumps(wanted),)).fetchall()
 
-    def _halted(self, db: sqlite3.Connection, list_hash: bytes) -> frozenset[str] | None:
-        """The manifest's halted list (None: it does not match its MAC'd hash), read once per
-        version: the cache is keyed by the hash the manifest's MAC covers."""
-        cached = self._halted_cache
-        if cached is not None and cached[0] == list_hash:
-            return cached[1]
-        row = db.execute("SELECT halted FROM manifest WHERE id = 1").fetchone()
-        ids = _halted_ids(row[0] if row is not None else None, list_hash)
-        if ids is not None:
-            self._halted_cache = (list_hash, ids)
-        return ids
+    def heads(self, wanted: list[str] | None) -> list[tuple[Any, ...]]:
+        if wanted is None:
+            return self.db.execute(
+                "SELECT session, count, last_mac, last_halt_seq, mac FROM heads").fetchall()
+        return self.db.execute(
+            "SELECT session, count, last_mac, last_halt_seq, mac FROM heads WHERE session"
+            " IN (SELECT value FROM json_each(?))", (json.dumps(wanted),)).fetchall()
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM rows").fetchone()[0])
+
+    def key_check(self) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
+        return None if row is None else row[0]
+
+    def session_ids(self) -> list[str]:
+        return [r[0] for r in self.db.execute(
+            "SELECT session FROM rows WHERE typeof(session) = 'text'"
+            " UNION SELECT session FROM heads WHERE typeof(session) = 'text'")]
+
+
+def open_store(location: str | os.PathLike[str], **options: Any) -> SQLiteStore | PostgresStore:
+    """The store at ``location``: a ``postgresql://`` (or ``postgres://``) URL opens a
+    ``PostgresStore`` (``tripwire[postgres]``), anything else is a SQLite file. ``options`` go to
+    the store's constructor (key, timeout, read_only, anchor)."""
+    where = os.fspath(location)
+    if where.startswith(("postgresql://", "postgres://")):
+        from .store_postgres import PostgresStore
+
+        return PostgresStore(where, **options)
+    return SQLiteStore(where, **options)
 
 
 def _file_identity(path: str) -> tuple[int, int] | None:

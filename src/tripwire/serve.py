@@ -1,0 +1,333 @@
+"""``tripwire serve``: a fleet's guardrails over HTTP, for harnesses that are not Python (the
+sidecar path) and for operators resetting halted sessions. Needs ``tripwire[serve]``
+(Starlette on uvicorn).
+
+Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bearer TOKEN``):
+
+    GET  /healthz                          {"ok": true, "sessions": N}   (no token: for probes)
+    GET  /metrics                          Prometheus text: alerts, trips, refused turns, HTTP
+    GET  /sessions/{id}/guardrails         what is armed, what tripped and why, budget needed
+    POST /sessions/{id}/guardrails/reset   body optional: {"guardrail", "additional_budget_usd"}
+    POST /sessions/{id}/events             interchange events in (an object or an array),
+                                           the decisions that are not a plain "continue" out
+
+A reset that would re-trip at once (the session spent at least its per-session ceiling plus
+the added budget) is refused with **409** and the budget needed (add strictly more than
+``budget_needed_usd``): the rule is the library's own (``CostCeiling.check_reset``, through
+``Fleet.reset``). A request that makes no sense gets **400** with a one-line ``error``; a
+missing or wrong token **401**. Events go through ``Fleet.observe_many`` (in order, detection in
+the native core), so a session's decisions over HTTP are exactly the library's.
+
+The default bind is loopback (127.0.0.1): exposing the reset surface beyond the machine is a
+deliberate ``--host``. The token comes from ``--token-file`` or ``$TRIPWIRE_SERVE_TOKEN``;
+without one the server does not start.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .decision import Decision, Turn
+from .errors import (
+    BatchInterrupted,
+    ConfigError,
+    InvalidEvent,
+    InvalidReset,
+    ResetRefused,
+    TripwireError,
+)
+from .events import parse_event
+from .fleet import Fleet
+
+__all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
+
+TOKEN_ENV = "TRIPWIRE_SERVE_TOKEN"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8737
+MAX_BODY = 1 << 20  # bytes of one request body
+MAX_EVENTS = 10_000  # events in one request
+_RESET_KEYS = frozenset({"guardrail", "additional_budget_usd"})
+
+
+def read_token(token_file: str | None) -> str:
+    """The bearer token: the file's content (stripped), else ``$TRIPWIRE_SERVE_TOKEN``."""
+    if token_file is not None:
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise ConfigError(f"{token_file}: cannot read the token file ({exc.strerror})") \
+                from None
+        if not token:
+            raise ConfigError(f"{token_file}: the token file is empty")
+        return token
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise ConfigError(f"tripwire serve needs a bearer token: --token-file PATH or "
+                          f"${TOKEN_ENV}")
+    return token
+
+
+class _BadRequest(Exception):
+    def __init__(self, reason: str, status: int = 400, **extra: Any) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.extra = extra
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _decision(index: int, outcome: Decision | Turn) -> dict[str, Any]:
+    if isinstance(outcome, Turn):
+        return {"event": index, "action": "continue", "feedback": outcome.feedback,
+                "compact": outcome.compact}
+    return {"event": index, **outcome.to_dict(),
+            "alerts": [{"signal": a.signal, "severity": str(a.severity)} for a in outcome.alerts]}
+
+
+def _guardrails(fleet: Fleet, session_id: str) -> dict[str, Any]:
+    s = fleet.session(session_id).status()
+    return {
+        "session": s.session_id,
+        "mode": s.mode,
+        "armed": {"watchdog": s.mode != "off", "max_turn_cost_usd": s.max_turn_cost_usd,
+                  "max_session_cost_usd": s.max_session_cost_usd,
+                  "context": s.context is not None},
+        "halted": s.halted,
+        "halted_by": list(s.halted_by),
+        "tripped": {"watchdog": s.watchdog_reason, "cost_ceiling": s.cost_reason},
+        "spent_usd": round(s.spent_usd, 9),
+        "granted_budget_usd": round(s.granted_budget_usd, 9),
+        "would_retrip": s.would_retrip,
+        "budget_needed_usd": round(s.budget_needed_usd, 9),
+    }
+
+
+def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise _BadRequest(f"a reset body is a JSON object, not {type(body).__name__}")
+    unknown = sorted(set(body) - _RESET_KEYS)
+    if unknown:
+        raise _BadRequest(f"unknown reset field(s) {', '.join(unknown)} (known: guardrail, "
+                          "additional_budget_usd)")
+    guardrail = body.get("guardrail", "all")
+    budget = body.get("additional_budget_usd", 0.0)
+    if not isinstance(guardrail, str):
+        raise _BadRequest("guardrail must be a string: watchdog, cost_ceiling or all")
+    if isinstance(budget, bool) or not isinstance(budget, int | float):
+        raise _BadRequest("additional_budget_usd must be a number of US dollars")
+    try:
+        outcome = fleet.reset(session_id, guardrail, float(budget))
+    except ResetRefused as refused:
+        raise _BadRequest(refused.reason, 409, budget_needed_usd=round(refused.needed_usd, 9),
+                          spent_usd=round(refused.spent_usd, 9),
+                          ceiling_usd=round(refused.ceiling_usd, 9)) from None
+    except InvalidReset as invalid:
+        raise _BadRequest(str(invalid)) from None
+    return {"session": session_id, "cleared": list(outcome.cleared),
+            "still_halted_by": list(outcome.still_halted_by),
+            "max_session_cost_usd": outcome.max_session_cost_usd,
+            "message": outcome.message}
+
+
+def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
+    items = body if isinstance(body, list) else [body]
+    if not items:
+        raise _BadRequest("no events in the body")
+    if len(items) > MAX_EVENTS:
+        raise _BadRequest(f"{len(items)} events in one request (at most {MAX_EVENTS})")
+    events = []
+    for i, item in enumerate(items):
+        try:
+            events.append((session_id, parse_event(item)))
+        except InvalidEvent as exc:
+            raise _BadRequest(f"event {i}: {exc}") from None
+    try:
+        outcomes = fleet.observe_many(events)
+    except BatchInterrupted as stopped:
+        error = stopped.error
+        status = 409 if isinstance(error, ResetRefused) else 400
+        extra: dict[str, Any] = {"event": stopped.index,
+                                 "decisions": [_decision(i, o) for i, _, o in stopped.outcomes]}
+        if isinstance(error, ResetRefused):
+            extra["budget_needed_usd"] = round(error.needed_usd, 9)
+        raise _BadRequest(f"event {stopped.index}: {error}", status, **extra) from None
+    g = fleet.session(session_id)
+    return {"session": session_id, "events": len(events),
+            "decisions": [_decision(i, o) for i, _, o in outcomes], "halted": g.halted}
+
+
+class _Metrics:
+    """HTTP request counts by route and status (the fleet's own counters are the rest)."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, int]] = Counter()
+        self.events = 0
+        self.lock = threading.Lock()
+
+    def count(self, route: str, status: int, events: int = 0) -> None:
+        with self.lock:
+            self.requests[(route, status)] += 1
+            self.events += events
+
+    def render(self, fleet: Fleet) -> str:
+        snap = fleet.counters.snapshot()
+        out = ["# TYPE tripwire_sessions gauge", f"tripwire_sessions {len(fleet)}",
+               "# TYPE tripwire_alerts_total counter"]
+        for key, n in snap["alerts"].items():
+            signal, severity = key.split("/", 1)
+            out.append(f'tripwire_alerts_total{{signal="{signal}",severity="{severity}"}} {n}')
+        out.append("# TYPE tripwire_trips_total counter")
+        for guardrail, n in snap["trips"].items():
+            out.append(f'tripwire_trips_total{{guardrail="{guardrail}"}} {n}')
+        out += ["# TYPE tripwire_refused_turns_total counter",
+                f"tripwire_refused_turns_total {snap['refused_turns']}",
+                "# TYPE tripwire_http_events_total counter"]
+        with self.lock:
+            out.append(f"tripwire_http_events_total {self.events}")
+            out.append("# TYPE tripwire_http_requests_total counter")
+            for (route, status), n in sorted(self.requests.items()):
+                out.append(f'tripwire_http_requests_total{{route="{route}",code="{status}"}} {n}')
+        return "\n".join(out) + "\n"
+
+
+def create_app(fleet: Fleet, token: str) -> Any:
+    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+
+    if not token:
+        raise ConfigError("the bearer token is empty")
+    expected = f"Bearer {token}".encode()
+    metrics = _Metrics()
+
+    def authorized(request: Request) -> bool:
+        given = request.headers.get("authorization", "").encode("utf-8", "replace")
+        return hmac.compare_digest(given, expected)
+
+    async def body_of(request: Request, optional: bool) -> Any:
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            raise _BadRequest(f"the body is {len(raw)} bytes (at most {MAX_BODY})")
+        if not raw.strip():
+            if optional:
+                return None
+            raise _BadRequest("the body is empty: send JSON")
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _BadRequest(f"the body is not JSON ({_one_line(str(exc))})") from None
+
+    Handler = Callable[[Request], Awaitable[tuple[Any, int]]]
+
+    def route(name: str, handler: Handler, *, auth: bool = True) -> Callable[..., Any]:
+        async def endpoint(request: Request) -> Response:
+            if auth and not authorized(request):
+                metrics.count(name, 401)
+                return JSONResponse({"error": "missing or wrong bearer token"}, 401,
+                                    headers={"WWW-Authenticate": "Bearer"})
+            try:
+                payload, status = await handler(request)
+            except _BadRequest as bad:
+                metrics.count(name, bad.status)
+                return JSONResponse({"error": _one_line(bad.reason), **bad.extra}, bad.status)
+            except TripwireError as exc:  # any other typed refusal: still one line, never a trace
+                metrics.count(name, 400)
+                return JSONResponse({"error": _one_line(str(exc))}, 400)
+            events = payload.get("events", 0) if isinstance(payload, dict) else 0
+            metrics.count(name, status, events if isinstance(events, int) else 0)
+            if isinstance(payload, str):
+                return PlainTextResponse(payload, status,
+                                         media_type="text/plain; version=0.0.4")
+            return JSONResponse(payload, status)
+        return endpoint
+
+    def session_of(request: Request) -> str:
+        sid = request.path_params["session_id"]
+        if not sid:
+            raise _BadRequest("the session id is empty")
+        return str(sid)
+
+    async def healthz(request: Request) -> tuple[Any, int]:
+        return {"ok": True, "sessions": len(fleet)}, 200
+
+    async def get_metrics(request: Request) -> tuple[Any, int]:
+        return metrics.render(fleet), 200
+
+    async def get_guardrails(request: Request) -> tuple[Any, int]:
+        sid = session_of(request)
+        return await run_in_threadpool(_guardrails, fleet, sid), 200
+
+    async def post_reset(request: Request) -> tuple[Any, int]:
+        sid = session_of(request)
+        body = await body_of(request, optional=True)
+        return await run_in_threadpool(_reset, fleet, sid, body), 200
+
+    async def post_events(request: Request) -> tuple[Any, int]:
+        sid = session_of(request)
+        body = await body_of(request, optional=False)
+        return await run_in_threadpool(_events, fleet, sid, body), 200
+
+    routes = [
+        Route("/healthz", route("healthz", healthz, auth=False), methods=["GET"]),
+        Route("/metrics", route("metrics", get_metrics), methods=["GET"]),
+        Route("/sessions/{session_id}/guardrails", route("guardrails", get_guardrails),
+              methods=["GET"]),
+        Route("/sessions/{session_id}/guardrails/reset", route("reset", post_reset),
+              methods=["POST"]),
+        Route("/sessions/{session_id}/events", route("events", post_events), methods=["POST"]),
+    ]
+    return Starlette(routes=routes)
+
+
+def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+        announce: Callable[[str], object] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
+    socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
+    import socket
+
+    import uvicorn
+
+    app = create_app(fleet, token)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+    sock.listen(1024)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           lifespan="off"))
+    if announce is not None:
+        announce(f"listening on http://{shown}:{bound}")
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
+    # it found: make that one a no-op, so the rows are flushed and the exit is clean (0).
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sid in list(fleet):
+            fleet.session(sid).flush()
+        sock.close()

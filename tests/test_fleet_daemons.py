@@ -1,0 +1,122 @@
+"""Two fleet daemons (real processes) on one shared store: a session's turns move between them,
+its spend adds up exactly, a halt in one is refused in the other at its next turn start, an
+operator reset from the CLI applies in both — with either daemon SIGKILLed and restarted along
+the way. On PostgreSQL (the deployment this is for) and on a SQLite file opened shared."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_backends import BACKENDS, Backend, backend_fixture
+
+from tripwire.cli import main as cli_main
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from backend_fixture(request, tmp_path)
+
+
+class Daemon:
+    def __init__(self, location: str, implementation: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "fleet_daemon.py"), location, implementation],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.ask_raw() == {"ready": True}
+
+    def ask_raw(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"the daemon died (exit {self.proc.poll()})"
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        reply = self.ask_raw()
+        reply.pop("ms")
+        return reply
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)  # no flush, no atexit: only what is durable
+        self.proc.wait(timeout=30)
+
+    def quit(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write('{"op": "quit"}\n')
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def test_two_daemons_share_a_session(backend: Backend, implementation: str) -> None:
+    loc = backend.location
+    a, b = Daemon(loc, implementation), Daemon(loc, implementation)
+    try:
+        # the session's turns alternate between the daemons; binary-exact amounts
+        assert a.ask(op="turn", session="s", usage=[1.25]) == {"refused": False,
+                                                              "actions": ["continue"]}
+        assert b.ask(op="turn", session="s", usage=[2.5, 0.5]) == {
+            "refused": False, "actions": ["continue", "continue"]}
+        assert a.ask(op="turn", session="s", usage=[0.125])["refused"] is False
+        assert b.ask(op="turn", session="s", usage=[0.0625])["refused"] is False
+        # a fresh read of each daemon's view: 1.25 + 2.5 + 0.5 + 0.125 + 0.0625
+        assert a.ask(op="turn", session="s")["refused"] is False
+        assert a.ask(op="status", session="s") == {"halted": False, "halted_by": [],
+                                                   "spent_usd": 4.4375}
+        # SIGKILL one daemon right after it charged: the charge was durable before it returned
+        assert a.ask(op="turn", session="s", usage=[1.0])["refused"] is False
+        a.kill()
+        assert b.ask(op="turn", session="s", usage=[0.25])["refused"] is False
+        assert b.ask(op="status", session="s")["spent_usd"] == 5.6875
+        a = Daemon(loc, implementation)  # restarted: restores the session from the store
+        assert a.ask(op="status", session="s")["spent_usd"] == 5.6875
+        # a halt in one daemon: the other refuses the session at its next turn start
+        assert a.ask(op="loop", session="s")["actions"][-1] == "halt_session"
+        assert b.ask(op="turn", session="s", usage=[9.0]) == {"refused": True,
+                                                              "halted_by": ["watchdog"]}
+        b.kill()
+        b = Daemon(loc, implementation)
+        assert b.ask(op="status", session="s")["halted_by"] == ["watchdog"]
+        # the operator resets it from the CLI: both daemons take it at their next turn
+        out, err = io.StringIO(), io.StringIO()
+        assert cli_main(["reset", loc, "--session", "s"], out=out, err=err) == 0, err.getvalue()
+        assert json.loads(out.getvalue())["cleared"] == ["watchdog"]
+        assert b.ask(op="turn", session="s", usage=[0.5])["refused"] is False
+        assert a.ask(op="turn", session="s", usage=[0.25])["refused"] is False
+        assert b.ask(op="turn", session="s")["refused"] is False
+        assert b.ask(op="status", session="s") == {"halted": False, "halted_by": [],
+                                                   "spent_usd": 6.4375}
+    finally:
+        for d in (a, b):
+            if d.proc.poll() is None:
+                d.quit()
+    with backend.open() as store:
+        assert all(r.intact for r in store.verify())
+
+
+def test_a_cost_halt_in_one_daemon_is_refused_in_the_other(backend: Backend,
+                                                           implementation: str) -> None:
+    loc = backend.location
+    a, b = Daemon(loc, implementation), Daemon(loc, implementation)
+    try:
+        assert b.ask(op="turn", session="c", usage=[60.0])["refused"] is False
+        # a's first use restores 60 spent; 40 more reaches the $100 ceiling
+        assert a.ask(op="turn", session="c", usage=[40.0]) == {"refused": False,
+                                                              "actions": ["halt_session"]}
+        assert b.ask(op="turn", session="c") == {"refused": True, "halted_by": ["cost_ceiling"]}
+        assert b.ask(op="status", session="c")["spent_usd"] == 100.0
+    finally:
+        a.quit()
+        b.quit()

@@ -1,0 +1,241 @@
+"""`tripwire serve`: the HTTP surface over a Fleet — the token, each route's exact answers, the
+409 of a reset that would re-trip (the library's own rule), one-line 400s; Starlette's
+TestClient in process, and a real server process on loopback (SIGTERM, restart, the halt
+restored from the store)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="tripwire serve needs the serve extra (starlette)")
+httpx = pytest.importorskip("httpx", reason="the serve tests talk HTTP with httpx")
+from starlette.testclient import TestClient  # noqa: E402
+
+from tripwire import GuardrailsConfig  # noqa: E402
+from tripwire.fleet import Fleet  # noqa: E402
+from tripwire.errors import ResetRefused  # noqa: E402
+from tripwire.serve import create_app  # noqa: E402
+
+TOKEN = "a token for the tests"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CONFIG = GuardrailsConfig(mode="enforce", unattended=True, max_session_cost_usd=10.0)
+LOOP = [{"type": "turn_start"}] + [
+    {"type": "call", "name": "read_file", "args": {"path": "a.py"}} for _ in range(5)]
+
+
+@pytest.fixture
+def client(implementation: str) -> TestClient:
+    fleet = Fleet(CONFIG, implementation=implementation)
+    return TestClient(create_app(fleet, TOKEN))
+
+
+def test_every_route_but_healthz_needs_the_token(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"ok": True, "sessions": 0}
+    for method, url in (("GET", "/metrics"), ("GET", "/sessions/s/guardrails"),
+                        ("POST", "/sessions/s/guardrails/reset"), ("POST", "/sessions/s/events")):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            r = client.request(method, url, headers=headers)
+            assert r.status_code == 401, (method, url, headers)
+            assert r.json() == {"error": "missing or wrong bearer token"}
+            assert r.headers["www-authenticate"] == "Bearer"
+
+
+def test_events_in_decisions_out(client: TestClient) -> None:
+    r = client.post("/sessions/s-1/events", json=LOOP, headers=AUTH)
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["session"], body["events"], body["halted"]) == ("s-1", 6, True)
+    (halt,) = body["decisions"]  # the four calls before it continue: not listed
+    assert (halt["event"], halt["action"], halt["guardrail"]) == (5, "halt_session", "watchdog")
+    assert halt["alerts"] == [{"signal": "repeated-tool-call", "severity": "critical"}]
+    assert halt["reason"].startswith("watchdog halted the session (repeated-tool-call)")
+    # the next turn of the halted session is refused, as Fleet.observe_many refuses it
+    r = client.post("/sessions/s-1/events", json={"type": "turn_start"}, headers=AUTH)
+    assert [(d["event"], d["action"]) for d in r.json()["decisions"]] == [(0, "refuse_turn")]
+    assert client.get("/healthz").json()["sessions"] == 1
+
+
+def test_guardrails_say_what_is_armed_what_tripped_and_the_budget_needed(
+        client: TestClient) -> None:
+    assert client.get("/sessions/s-2/guardrails", headers=AUTH).json() == {
+        "session": "s-2", "mode": "enforce",
+        "armed": {"watchdog": True, "max_turn_cost_usd": 0.0, "max_session_cost_usd": 10.0,
+                  "context": True},
+        "halted": False, "halted_by": [], "tripped": {"watchdog": None, "cost_ceiling": None},
+        "spent_usd": 0.0, "granted_budget_usd": 0.0, "would_retrip": False,
+        "budget_needed_usd": 0.0}
+    client.post("/sessions/s-2/events", json=[{"type": "turn_start"},
+                                              {"type": "usage", "cost_usd": 12.5}], headers=AUTH)
+    got = client.get("/sessions/s-2/guardrails", headers=AUTH).json()
+    assert (got["halted"], got["halted_by"], got["spent_usd"]) == (True, ["cost_ceiling"], 12.5)
+    assert got["tripped"]["cost_ceiling"].startswith("per-session cost ceiling exceeded")
+    assert (got["would_retrip"], got["budget_needed_usd"]) == (True, 2.5)
+
+
+def test_a_reset_that_would_retrip_is_409_with_the_librarys_figures(
+        client: TestClient, implementation: str) -> None:
+    client.post("/sessions/s-3/events", json=[{"type": "turn_start"},
+                                              {"type": "usage", "cost_usd": 12.5}], headers=AUTH)
+    # the library's own answer for the same session state
+    twin = Fleet(CONFIG, implementation=implementation)
+    twin.session("t").start_turn()
+    twin.session("t").on_usage(cost_usd=12.5)
+    for body in (None, {"additional_budget_usd": 2.5}):
+        with pytest.raises(ResetRefused) as refused:
+            twin.reset("t", additional_budget_usd=(body or {}).get("additional_budget_usd", 0.0))
+        r = client.post("/sessions/s-3/guardrails/reset", headers=AUTH,
+                        **({"json": body} if body is not None else {}))
+        assert r.status_code == 409
+        assert r.json() == {"error": refused.value.reason,
+                            "budget_needed_usd": refused.value.needed_usd,
+                            "spent_usd": 12.5, "ceiling_usd": refused.value.ceiling_usd}
+    assert client.get("/sessions/s-3/guardrails", headers=AUTH).json()["halted"] is True
+    r = client.post("/sessions/s-3/guardrails/reset", json={"additional_budget_usd": 2.51},
+                    headers=AUTH)
+    assert r.status_code == 200
+    assert r.json() == {"session": "s-3", "cleared": ["per-session cost ceiling"],
+                        "still_halted_by": [], "max_session_cost_usd": 12.51,
+                        "message": r.json()["message"]}
+    assert r.json()["message"].startswith("reset: cleared per-session cost ceiling")
+    assert client.get("/sessions/s-3/guardrails", headers=AUTH).json()["halted"] is False
+
+
+def test_a_bare_reset_clears_a_watchdog_halt(client: TestClient) -> None:
+    client.post("/sessions/s-4/events", json=LOOP, headers=AUTH)
+    r = client.post("/sessions/s-4/guardrails/reset", headers=AUTH)
+    assert (r.status_code, r.json()["cleared"], r.json()["still_halted_by"]) == (
+        200, ["watchdog"], [])
+    r = client.post("/sessions/s-4/events", json={"type": "turn_start"}, headers=AUTH)
+    (turn,) = r.json()["decisions"]  # the resumed turn: not refused, and it says why it stopped
+    assert (turn["event"], turn["action"], turn["compact"]) == (0, "continue", False)
+    assert turn["feedback"].startswith("[watchdog] ") and "read_file" in turn["feedback"]
+    assert r.json()["halted"] is False
+
+
+@pytest.mark.parametrize(("url", "body", "error"), [
+    ("/sessions/s/events", b"", "the body is empty: send JSON"),
+    ("/sessions/s/events", b"{not json", "the body is not JSON (Expecting property name "
+                                         "enclosed in double quotes: line 1 column 2 (char 1))"),
+    ("/sessions/s/events", b"[]", "no events in the body"),
+    ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "nap"}]',
+     "event 1: unknown event type 'nap' (known: call, result, text, usage, turn_start, "
+     "turn_end, reset)"),
+    ("/sessions/s/events", b'[{"type": "call"}]', None),
+    ("/sessions/s/guardrails/reset", b"[1]", "a reset body is a JSON object, not list"),
+    ("/sessions/s/guardrails/reset", b'{"budget": 1}',
+     "unknown reset field(s) budget (known: guardrail, additional_budget_usd)"),
+    ("/sessions/s/guardrails/reset", b'{"guardrail": 1}',
+     "guardrail must be a string: watchdog, cost_ceiling or all"),
+    ("/sessions/s/guardrails/reset", b'{"additional_budget_usd": "5"}',
+     "additional_budget_usd must be a number of US dollars"),
+    ("/sessions/s/guardrails/reset", b'{"guardrail": "everything"}', None),
+    ("/sessions/s/guardrails/reset", b'{"guardrail": "watchdog", "additional_budget_usd": 1}',
+     "additional budget applies to the cost ceiling, not the watchdog"),
+    ("/sessions/s/guardrails/reset", b'{"additional_budget_usd": -1}', None),
+])
+def test_bad_bodies_are_400_with_one_line(client: TestClient, url: str, body: bytes,
+                                          error: str | None) -> None:
+    r = client.post(url, content=body, headers=AUTH)
+    assert r.status_code == 400, r.text
+    got = r.json()["error"]
+    assert "\n" not in got and "Traceback" not in got
+    if error is not None:
+        assert got == error
+    else:
+        assert got  # the library's own message, whatever its wording
+    assert client.get("/sessions/s/guardrails", headers=AUTH).json()["halted"] is False
+
+
+def test_metrics_count_alerts_trips_and_requests(client: TestClient) -> None:
+    client.post("/sessions/m/events", json=LOOP, headers=AUTH)
+    client.post("/sessions/m/events", json={"type": "turn_start"}, headers=AUTH)
+    client.get("/metrics")
+    text = client.get("/metrics", headers=AUTH).text
+    lines = set(text.splitlines())
+    assert {'tripwire_alerts_total{signal="repeated-tool-call",severity="critical"} 1',
+            'tripwire_trips_total{guardrail="watchdog"} 1',
+            "tripwire_refused_turns_total 1", "tripwire_sessions 1",
+            "tripwire_http_events_total 7",
+            'tripwire_http_requests_total{route="events",code="200"} 2',
+            'tripwire_http_requests_total{route="metrics",code="401"} 1'} <= lines
+
+
+# --- a real server process -----------------------------------------------------------------
+
+
+def start_server(tmp_path: Path, store: str, implementation: str,
+                 *extra: str) -> tuple[subprocess.Popen[str], str]:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRIPWIRE_SERVE_TOKEN"}
+    env["TRIPWIRE_IMPLEMENTATION"] = implementation
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tripwire", "serve", "--port", "0", "--store", store,
+         "--token-file", str(token_file), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # printed once the socket listens
+    assert line.startswith("tripwire serve: listening on http://127.0.0.1:"), (
+        line, proc.stderr.read() if proc.poll() is not None else "")
+    return proc, line.rsplit(" ", 1)[1].strip()
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    return err
+
+
+def test_a_real_server_halts_refuses_and_restores_from_its_store(
+        tmp_path: Path, implementation: str) -> None:
+    store = str(tmp_path / "serve.db")
+    config = ("--config", str(_config(tmp_path)))
+    proc, url = start_server(tmp_path, store, implementation, *config)
+    try:
+        with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
+            r = http.post("/sessions/live/events", json=LOOP)
+            assert [(d["event"], d["action"]) for d in r.json()["decisions"]] == [
+                (5, "halt_session")]
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    proc, url = start_server(tmp_path, store, implementation, *config)  # the same store
+    try:
+        with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
+            got = http.get("/sessions/live/guardrails").json()
+            assert (got["halted"], got["halted_by"]) == (True, ["watchdog"])
+            r = http.post("/sessions/live/events", json={"type": "turn_start"})
+            assert r.json()["decisions"][0]["action"] == "refuse_turn"
+            assert http.post("/sessions/live/guardrails/reset").status_code == 200
+            assert http.get("/healthz", headers={}).json() == {"ok": True, "sessions": 1}
+    finally:
+        stop(proc)
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "tripwire.toml"
+    path.write_text('[watchdog]\nmode = "enforce"\n[cost]\nmax_session_usd = 10.0\n')
+    return path
+
+
+def test_serve_without_a_token_refuses_to_start(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TRIPWIRE_SERVE_TOKEN"}
+    proc = subprocess.run([sys.executable, "-m", "tripwire", "serve", "--port", "0"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "tripwire: tripwire serve needs a bearer token: --token-file PATH or "
+        "$TRIPWIRE_SERVE_TOKEN")
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    proc = subprocess.run([sys.executable, "-m", "tripwire", "serve", "--token-file",
+                           str(empty)], capture_output=True, text=True, env=env, timeout=60)
+    assert (proc.returncode, proc.stderr.strip().splitlines()[-1]) == (
+        2, f"tripwire: {empty}: the token file is empty")
+
