@@ -89,6 +89,8 @@ CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
 TASK_PREFIX = "task:"
 #: The note levels: a counter passing 50% and then 80% of its cap.
 NOTE_LEVELS = (0.5, 0.8)
+#: Counters a budget row is written for when they move (and are capped).
+_WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 #: The fast path's "nothing to check until this count" for a counter without a cap.
 _NEVER = 1 << 62
 
@@ -310,7 +312,7 @@ class Task:
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
-        self._clock = clock if clock is not None else (
+        self._clock: Callable[[], float | None] = clock if clock is not None else (
             _parent._clock if _parent is not None else WallClock())
         self._lock: threading.RLock = _parent._lock if _parent is not None else threading.RLock()
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
@@ -336,9 +338,9 @@ class Task:
                                    "parent": _parent.task_id if _parent else None,
                                    "budget": self.budget.to_dict(),
                                    "started_at": self.started_at})
-            self._written = ()
             if _parent is not None:
                 _parent._persist_budget()
+        self._written = self._state()  # what the store holds (nothing to write yet)
 
     def __repr__(self) -> str:
         state = str(self.outcome) if self.outcome else (
@@ -398,7 +400,7 @@ class Task:
             self.call_mark = _NEVER
         else:
             level = self._noted["tool_calls"]
-            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [cap + 1]
+            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap) + 1]
             self.call_mark = max(1, min(marks))
 
     def charge(self, counter: str, units: float = 1) -> Exhaustion | None:
@@ -649,12 +651,19 @@ class Task:
         """A budget row, if the store does not hold this consumption yet."""
         if self._log is None:
             return
-        state = (self.tool_calls, self.steps, self.tokens, self.usd, self.stop_rejections,
-                 self.retries, self.reviews, self.tool_timeouts, len(self.children),
-                 self.exhausted is not None, tuple(self._noted.values()), self.started_at)
+        state = self._state()
         if state != self._written:
             self._written = state
             self._persist("budget", self._snapshot())
+
+    def _state(self) -> tuple[Any, ...]:
+        """What a budget row must keep: the capped counters (a row carries every counter,
+        but only a capped one moving is worth a write: nothing else can be exhausted), the
+        children, notes, exhaustion, and the start time when a deadline counts from it."""
+        caps = self.caps
+        return (tuple(getattr(self, c) if caps[c] else 0 for c in _WRITTEN),
+                len(self.children), self.exhausted is not None, tuple(self._noted.values()),
+                self.started_at if caps["deadline_s"] else None)
 
     def _persist_chain(self) -> None:
         for t in self.chain:

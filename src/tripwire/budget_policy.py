@@ -239,9 +239,9 @@ class BudgetPolicy:
         return g._halted_by()[0] if g.halted else None
 
     @property
-    def armed(self) -> bool:
-        """Some counter a batch row could advance has a cap along the chain (batch ingest
-        then hands this session's rows to Python, which charges them one by one)."""
+    def calls_armed(self) -> bool:
+        """The chain caps tool calls or time: batch ingest then hands every row of this
+        session to Python, which charges and times them one by one (usage rows always go to
+        Python: each is a step)."""
         return any(t.caps[c] for t in self.task.chain
-                   for c in ("steps", "tool_calls", "tokens", "usd", "deadline_s",
-                             "tool_timeout_s"))
+                   for c in ("tool_calls", "deadline_s", "tool_timeout_s"))
