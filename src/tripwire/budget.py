@@ -50,6 +50,7 @@ a child, or a task with a clock-based counter takes the tree's lock on every cha
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -269,12 +270,41 @@ class Task:
     """
 
     # counters first: the fast path reads tool_calls and call_mark
-    __slots__ = ("tool_calls", "call_mark", "steps", "tokens", "usd", "stop_rejections",
-                 "retries", "reviews", "tool_timeouts", "task_id", "objective", "acceptance",
-                 "parent", "children", "chain", "caps", "budget", "_noted", "notes",
-                 "exhausted", "outcome", "tampered", "started_at", "_clock", "_lock", "_log",
-                 "sessions", "history", "revision", "last_answer", "_written", "_ended_at",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_clock",
+        "_ended_at",
+        "_lock",
+        "_log",
+        "_noted",
+        "_written",
+        "acceptance",
+        "budget",
+        "call_mark",
+        "caps",
+        "chain",
+        "children",
+        "exhausted",
+        "history",
+        "last_answer",
+        "notes",
+        "objective",
+        "outcome",
+        "parent",
+        "retries",
+        "reviews",
+        "revision",
+        "sessions",
+        "started_at",
+        "steps",
+        "stop_rejections",
+        "tampered",
+        "task_id",
+        "tokens",
+        "tool_calls",
+        "tool_timeouts",
+        "usd",
+    )
 
     def __init__(self, objective: str = "", budget: Budget | Mapping[str, Any] | None = None, *,
                  task_id: str | None = None, acceptance: Any = None,
@@ -713,10 +743,8 @@ class Task:
                         self._noted[c] = max(self._noted[c], n)
             ex = data.get("exhausted")
             if isinstance(ex, Mapping):
-                try:
+                with contextlib.suppress(KeyError, TypeError, ValueError):
                     self.exhausted = Exhaustion.from_dict(ex)
-                except (KeyError, TypeError, ValueError):
-                    pass
             if "outcome" in data and isinstance(data.get("outcome"), str):
                 self.outcome = _restored_outcome(data, self.report())
 

@@ -32,7 +32,6 @@ from ._common import (
     BatchChange,
     BatchState,
     ContextState,
-    CostState,
     payload_bytes,
     text_has_words,
 )
@@ -322,14 +321,16 @@ class Guardrails:
             if self._blocked is not None:
                 return self._blocked
             budget = self._budget
-            if not budget.on_result(id):
-                return CONTINUE  # a late result of a call cancelled for its timeout
-            if budget.started:
+            pending = None
+            if budget.started:  # calls timed out by now are cancelled first
                 pending = budget.poll_time()
-                if pending is not None:
-                    if not pending.proceed:
-                        self._blocked = pending
+                if pending is not None and not pending.proceed:
+                    self._blocked = pending
                     return pending
+                if not budget.on_result(id):
+                    return CONTINUE if pending is None else pending  # a cancelled call's
+            elif not budget.on_result(id):
+                return CONTINUE  # the late result of a call cancelled for its timeout
             watchdog = self._watchdog
             decision = CONTINUE
             if watchdog is not None:
@@ -345,8 +346,8 @@ class Guardrails:
                 elif payload is not None:
                     context.observe_bytes(payload if isinstance(
                         payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
-                return self._context_check(decision)
-            return decision
+                decision = self._context_check(decision)
+            return decision if pending is None else _with_cancel(decision, pending)
         finally:
             lock.release()
 
@@ -371,14 +372,19 @@ class Guardrails:
         with self._lock:
             if self._blocked is not None:
                 return self._blocked
-            self._budget.last_text = text
+            budget = self._budget
+            budget.last_text = text
+            pending = budget.poll_time() if budget.started else None
+            if pending is not None and not pending.proceed:
+                self._blocked = pending
+                return pending
             watchdog = self._watchdog
             if watchdog is None:
-                return CONTINUE
+                return CONTINUE if pending is None else pending
             watchdog.observe_text(text)
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
                 self._policy.withdraw_answered()
-            return CONTINUE
+            return CONTINUE if pending is None else pending
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None,

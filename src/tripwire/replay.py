@@ -60,9 +60,9 @@ from .events import (
     TurnStart,
     Usage,
 )
-from .outcomes import Outcome
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .modes import Mode
+from .outcomes import Outcome
 from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
@@ -231,8 +231,8 @@ class _Session:
 
     def records(self, index: int, event: Any) -> Iterator[dict[str, Any]]:
         if self.skipping is not None:
-            if isinstance(event, Reset):
-                # an operator reset is not part of the cancelled turn: it always applies
+            if isinstance(event, (Reset, TaskStart, TaskEnd)):
+                # an operator reset (a task's boundary) is not part of the cancelled turn
                 reason = self.skipping
                 yield from self.end_skip()
                 yield from self.records(index, event)
