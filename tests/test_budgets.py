@@ -397,6 +397,7 @@ def test_replay_a_blocking_stop_hook_and_a_tool_timeout(
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     code, records = replay(capsys, str(path), "--mode", "enforce", "--implementation",
                            implementation)
+    assert code == 0
     (outcome,) = [r for r in records if r["kind"] == "outcome"]
     assert (outcome["event"], outcome["outcome"], outcome["counter"]) == (
         11, "exhausted", "stop_rejections")
@@ -411,6 +412,7 @@ def test_replay_a_blocking_stop_hook_and_a_tool_timeout(
         {"type": "result", "id": "c1", "payload": "late", "ts": 200}]))
     code, records = replay(capsys, str(timeout), "--implementation", implementation,
                            "--tool-timeout-s", "30")
+    assert code == 0
     (cancel,) = [r for r in records if r["kind"] == "decision"]
     assert (cancel["event"], cancel["action"], cancel["call_ids"]) == (3, "cancel_tool", ["c1"])
     (outcome,) = [r for r in records if r["kind"] == "outcome"]
