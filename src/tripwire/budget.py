@@ -92,6 +92,8 @@ TASK_PREFIX = "task:"
 NOTE_LEVELS = (0.5, 0.8)
 #: Counters a budget row is written for when they move (and are capped).
 _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
+#: The note levels of a task that has had no note (shared; copied on the first).
+_NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 #: The fast path's "nothing to check until this count" for a counter without a cap.
 _NEVER = 1 << 62
 
@@ -125,6 +127,10 @@ class WallClock:
             return self._last
         self._last = now
         return now
+
+
+#: The default clock, shared (its only state is the latest reading).
+WALL_CLOCK = WallClock()
 
 
 class ReplayClock:
@@ -198,12 +204,25 @@ class Budget:
 
     def over(self, base: Budget) -> Budget:
         """These caps where set, ``base``'s elsewhere."""
+        if all(getattr(self, f.name) is not None for f in fields(self)):
+            return self  # complete already (a resolved config's): shared, not copied
         return Budget(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
                          else getattr(self, f.name) for f in fields(self)})
 
     def caps(self) -> dict[str, float | int | None]:
         """Every counter's cap, None for off (0 and unset alike)."""
         return {f.name: getattr(self, f.name) or None for f in fields(self)}
+
+    def internal_caps(self) -> dict[str, Any]:
+        """``caps()`` with ``usd`` in nano-dollars: what a task counts in. Computed once per
+        budget and shared (read-only) by every task made from it."""
+        cached: dict[str, Any] | None = self.__dict__.get("_internal")
+        if cached is None:
+            cached = self.caps()
+            if cached["usd"] is not None:
+                cached["usd"] = round(cached["usd"] * NANO)
+            object.__setattr__(self, "_internal", cached)
+        return cached
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -310,7 +329,8 @@ class Task:
                  task_id: str | None = None, acceptance: Any = None,
                  clock: Callable[[], float | None] | None = None, store: Any = None,
                  unattended: bool = False, _parent: Task | None = None,
-                 _log: SessionLog | None = None, _history: Any = None):
+                 _log: SessionLog | None = None, _history: Any = None,
+                 _lock: threading.RLock | None = None):
         if task_id is not None and (type(task_id) is not str or not task_id):
             raise ConfigError(f"task_id must be a non-empty str, not {task_id!r}")
         if not isinstance(objective, str):
@@ -324,29 +344,27 @@ class Task:
         self.objective = objective
         self.acceptance = acceptance
         self.parent = _parent
-        self.children: list[Task] = []
+        self.children: tuple[Task, ...] = ()
         self.chain: tuple[Task, ...] = (self,) if _parent is None else (self, *_parent.chain)
         if _parent is None:
             self.budget = (budget or Budget()).over(Budget.defaults(unattended))
         else:  # a child's unset caps are off: the parent's own caps bound it anyway
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
-        caps = self.budget.caps()
-        if caps["usd"] is not None:
-            caps["usd"] = round(caps["usd"] * NANO)  # counted in nano-dollars
-        self.caps = caps
+        self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
         self.tool_calls = self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
-        self._noted = dict.fromkeys(COUNTERS, 0)
-        self.notes: list[str] = []          # model-facing notes not delivered yet
+        self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
+        self.notes: tuple[str, ...] = ()      # model-facing notes not delivered yet
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
         self._clock: Callable[[], float | None] = clock if clock is not None else (
-            _parent._clock if _parent is not None else WallClock())
-        self._lock: threading.RLock = _parent._lock if _parent is not None else threading.RLock()
+            _parent._clock if _parent is not None else WALL_CLOCK)
+        self._lock: threading.RLock = _parent._lock if _parent is not None else (
+            _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
-        self.history: list[dict[str, Any]] = []  # cuts and halts of its sessions
+        self.history: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
@@ -361,7 +379,7 @@ class Task:
         if self._log is not None:
             self._restore(_history)
         if _parent is not None:
-            _parent.children.append(self)
+            _parent.children = (*_parent.children, self)
         self._remark()
         if self._log is not None and self._written is None:
             self._persist("task", {"task": self.task_id, "objective": objective,
@@ -501,9 +519,9 @@ class Task:
                     level += 1
                     if not t._over(c, used, cap):
                         shown = used / NANO if c == "usd" else used
-                        t.notes.append(note_text(c, shown, cap / NANO if c == "usd" else cap))
+                        t.notes += (note_text(c, shown, cap / NANO if c == "usd" else cap),)
                 if level != t._noted[c]:
-                    t._noted[c] = level
+                    t._set_noted(c, level)
                 if t._over(c, used, cap):
                     if first is None:
                         first = (t, c)
@@ -531,6 +549,11 @@ class Task:
         self._end(Outcome(EXHAUSTED, self.task_id, self.report(), counter=counter,
                           by_task=by.task_id, reason=reason, answer=self.last_answer,
                           verified=False))
+
+    def _set_noted(self, counter: str, level: int) -> None:
+        if self._noted is _NOT_NOTED:
+            self._noted = dict(_NOT_NOTED)
+        self._noted[counter] = level
 
     def exhausted_by(self) -> Exhaustion | None:
         """This task's exhaustion, or one of an ancestor's that reaches it (an ancestor whose
@@ -739,8 +762,8 @@ class Task:
             noted = data.get("noted")
             if isinstance(noted, Mapping):
                 for c, n in noted.items():
-                    if c in self._noted and isinstance(n, int):
-                        self._noted[c] = max(self._noted[c], n)
+                    if c in self._noted and isinstance(n, int) and n > self._noted[c]:
+                        self._set_noted(c, n)
             ex = data.get("exhausted")
             if isinstance(ex, Mapping):
                 with contextlib.suppress(KeyError, TypeError, ValueError):

@@ -42,16 +42,17 @@ TIMEOUT_ERROR = "the tool call timed out and was cancelled"
 
 class BudgetPolicy:
     __slots__ = ("_channel", "_g", "_reported", "cancelled", "last_text", "mode", "open",
-                 "started", "task", "unnamed")
+                 "started", "task")
 
     def __init__(self, task: Task, guardrails: Guardrails, mode: Mode,
                  channel: OperatorChannel):
         self.task = task
         self.mode = mode
         self.open: dict[str, str] = {}      # call id -> tool name: calls without a result yet
-        self.unnamed = 0                     # calls without an id and without a result yet
-        self.started: dict[str, tuple[str, float]] = {}  # timed calls: id -> (name, start)
-        self.cancelled: set[str] = set()     # ids of calls cancelled for a timeout
+        # timed calls: id -> (name, start); ids of calls cancelled for a timeout (made when
+        # first needed: most sessions never time a call)
+        self.started: dict[str, tuple[str, float]] | None = None
+        self.cancelled: set[str] | None = None
         self.last_text: str | None = None    # the agent's last words (the attempted answer)
         self._channel = channel
         self._g = guardrails
@@ -68,13 +69,13 @@ class BudgetPolicy:
         task = self.task
         if id is not None:
             self.open[id] = name
-        else:
-            self.unnamed += 1
         expired = self.poll_time()
         task.charge("tool_calls")
         if id is not None and self._timeout() is not None:
             now = task._clock()
             if now is not None:
+                if self.started is None:
+                    self.started = {}
                 self.started[id] = (name, now)
         cut = self.exhaustion()
         return cut if cut is not None else expired
@@ -89,8 +90,6 @@ class BudgetPolicy:
             self.open.pop(id, None)
             if self.started:
                 self.started.pop(id, None)
-        elif self.unnamed:
-            self.unnamed -= 1
         return True
 
     def on_usage(self, input_tokens: int | None, output_tokens: int | None,
@@ -127,6 +126,9 @@ class BudgetPolicy:
     def _cancel(self, expired: list[tuple[str, str]], timeout: float) -> Decision:
         task = self.task
         alerts: tuple[Alert, ...] = ()
+        assert self.started is not None
+        if self.cancelled is None:
+            self.cancelled = set()
         for ident, name in expired:
             del self.started[ident]
             self.open.pop(ident, None)
@@ -198,7 +200,7 @@ class BudgetPolicy:
         if not task.notes:
             return []
         with task._lock:
-            notes, task.notes = task.notes, []
+            notes, task.notes = task.notes, ()
         if self.mode < Mode.FEEDBACK:
             return []  # nothing reaches the model below feedback: no stale backlog either
         return [Alert(NOTE_SIGNAL, "info", None, n, n, -1) for n in notes]
@@ -224,15 +226,12 @@ class BudgetPolicy:
     def record(self, decision: Decision) -> None:
         """A cut or halt of this session, for the task's report."""
         with self.task._lock:
-            self.task.history.append({"session": self._g.session_id, "action": decision.action,
-                                      "guardrail": decision.guardrail,
-                                      "reason": decision.reason})
+            self.task.history += ({"session": self._g.session_id, "action": decision.action,
+                                   "guardrail": decision.guardrail, "reason": decision.reason},)
 
     def uncertain(self) -> list[UncertainCall]:
         sid = self._g.session_id
-        calls = [UncertainCall(sid, i, n) for i, n in self.open.items()]
-        calls += [UncertainCall(sid, None, "(a call without an id)")] * self.unnamed
-        return calls
+        return [UncertainCall(sid, i, n) for i, n in self.open.items()]
 
     def halted_by(self) -> str | None:
         g = self._g

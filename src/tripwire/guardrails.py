@@ -107,7 +107,7 @@ class Guardrails:
     __slots__ = (  # noqa: RUF023 - ordered for the cache, not the alphabet
         "_lock",
         "_blocked",
-        "_budget",
+        "_task",
         "_watchdog",
         "_context",
         "_ids",
@@ -116,6 +116,7 @@ class Guardrails:
         "__weakref__",
         "_channel",
         "_cost",
+        "_budget",
         "_cost_estimated",
         "_in_turn",
         "_policy",
@@ -180,11 +181,13 @@ class Guardrails:
         if task is not None and not isinstance(task, Task):
             raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
         if task is None:
-            task = Task(budget=resolved.budget, task_id=session_id, clock=clock)
+            task = Task(budget=resolved.budget, task_id=session_id, clock=clock,
+                        _lock=self._lock)
             task._log = self._log
             if task.caps["deadline_s"]:
                 task._written = None  # its start time is written at the first decision point
         self._budget = BudgetPolicy(task, self, resolved.mode, self._channel)
+        self._task = task  # the hot path's: the budget policy's task
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
 
@@ -275,23 +278,22 @@ class Guardrails:
                 id = check_id(id)  # raises, in every mode: an id is a str
             if self._blocked is not None:
                 return self._blocked
+            pending = None
+            # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
             # the task's tool-call counter (SPEC §7.1): integer work while below the task's
             # mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            budget = self._budget
-            task = budget.task
+            task = self._task
             n = task.tool_calls + 1
-            pending = None
             if n < task.call_mark:
                 task.tool_calls = n
                 if id is not None:
-                    budget.open[id] = name
-                else:
-                    budget.unnamed += 1
+                    self._budget.open[id] = name  # without a result yet
             else:
-                pending = budget.on_call(name, id)
+                pending = self._budget.on_call(name, id)
                 if pending is not None and not pending.proceed:
                     self._blocked = pending
                     return pending
+            # task accounting: end
             watchdog = self._watchdog
             if watchdog is None:
                 return CONTINUE if pending is None else pending
@@ -460,6 +462,7 @@ class Guardrails:
                     old.task.sessions.remove(old)
                 old.task._remark()
             self._budget = BudgetPolicy(task, self, self.mode, self._channel)
+            self._task = task
             if self._blocked is not None and self._blocked.guardrail == BUDGET:
                 self._blocked = None  # the old task's exhaustion does not bind the new one
 
