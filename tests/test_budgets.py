@@ -543,3 +543,38 @@ def test_status_shows_tasks_and_outcomes(tmp_path: Path, implementation: str,
         "t", "fix the test", "exhausted", "steps")
     assert line["used"]["steps"] == 2 and line["chain"] == "intact"
     assert [x["session"] for x in lines if x["kind"] == "session"] == ["s1"]
+
+
+def test_the_supervisor_charges_the_task_it_serves_and_is_heard_next_turn(
+        implementation: str) -> None:
+    task = Task(budget=Budget(steps=3, reviews=4))
+    g = guard(implementation, mode="feedback", task=task)
+    g.start_turn()
+    g.on_usage(input_tokens=10)
+    assert task.charge("reviews") is None
+    assert task.charge_usage(input_tokens=500, output_tokens=50, cost_usd=0.02) is None
+    task.tell("The last three test runs failed before any test ran: inspect the install.")
+    g.end_turn()
+    block = g.start_turn().feedback.splitlines()
+    assert block[1:3] == [
+        "- task-budget: You have used 2 of 3 model steps for this task.",
+        "- progress-supervisor: The last three test runs failed before any test ran: "
+        "inspect the install."]
+    assert (task.steps, task.tokens, task.used("usd")) == (2, 560, 0.02)
+    assert [task.charge("reviews") is None for _ in range(4)] == [True] * 3 + [False]
+    assert str(task.outcome) == "exhausted(reviews)"  # the 5th review passes the cap of 4
+    assert [n for _, n in task.notes] == ["You have used 2 of 4 progress reviews for this task.",
+                                          "You have used 4 of 4 progress reviews for this task."]
+
+
+def test_a_child_of_a_stored_task_restores_with_its_consumption(tmp_path: Path) -> None:
+    db = tmp_path / "g.sqlite"
+    parent = Task("o", {"steps": 100}, task_id="p", store=SQLiteStore(db))
+    child = parent.child({"steps": 5}, task_id="c")
+    for _ in range(3):
+        child.step()
+    parent2 = Task("o", {"steps": 100}, task_id="p", store=SQLiteStore(db))
+    child2 = parent2.child({"steps": 5}, task_id="c")
+    assert (parent2.steps, child2.steps) == (3, 3)
+    child2.step()
+    assert child2.step() is not None and parent2.steps == 5

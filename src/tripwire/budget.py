@@ -88,6 +88,8 @@ SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
 CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
 #: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
 TASK_PREFIX = "task:"
+#: The signal name budget notes carry in the feedback block.
+NOTE_SIGNAL = "task-budget"
 #: The note levels: a counter passing 50% and then 80% of its cap.
 NOTE_LEVELS = (0.5, 0.8)
 #: Counters a budget row is written for when they move (and are capped).
@@ -355,7 +357,8 @@ class Task:
         self.tool_calls = self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
         self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
-        self.notes: tuple[str, ...] = ()      # model-facing notes not delivered yet
+        # model-facing notes not delivered yet: (signal, text)
+        self.notes: tuple[tuple[str, str], ...] = ()
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
@@ -479,6 +482,33 @@ class Task:
             self._persist_chain()
             return found
 
+    def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
+                     cost_usd: float | None = None) -> Exhaustion | None:
+        """One model request tripwire did not observe (the progress supervisor's, say): a
+        step, its tokens and its cost, charged along the chain."""
+        tokens = 0
+        for v in (input_tokens, output_tokens):
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ConfigError(f"token counts are non-negative integers, not {v!r}")
+                tokens += v
+        nano = 0
+        if cost_usd is not None:
+            if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or \
+                    not math.isfinite(cost_usd) or cost_usd < 0:
+                raise ConfigError(f"cost_usd is a non-negative number, not {cost_usd!r}")
+            nano = round(cost_usd * NANO)
+        return self._charge_usage(tokens, nano)
+
+    def tell(self, text: str, signal: str = "progress-supervisor") -> None:
+        """Queue a model-facing note (e.g. a supervisor's redirect): it joins the
+        ``[watchdog]`` block at the next turn start of a session running this task, as
+        ``- <signal>: <text>`` (``feedback`` and ``enforce`` modes)."""
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("a note is a non-empty str")
+        with self._lock:
+            self.notes += ((signal, text),)
+
     def step(self, n: int = 1) -> Exhaustion | None:
         """Charge ``n`` model steps (for a host that reports no usage)."""
         return self.charge("steps", n)
@@ -517,11 +547,12 @@ class Task:
                 level = t._noted[c]
                 while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
                     level += 1
+                if level != t._noted[c]:  # one note, however many levels one charge passed
+                    t._set_noted(c, level)
                     if not t._over(c, used, cap):
                         shown = used / NANO if c == "usd" else used
-                        t.notes += (note_text(c, shown, cap / NANO if c == "usd" else cap),)
-                if level != t._noted[c]:
-                    t._set_noted(c, level)
+                        t.notes += ((NOTE_SIGNAL, note_text(c, shown, cap / NANO if c == "usd"
+                                                            else cap)),)
                 if t._over(c, used, cap):
                     if first is None:
                         first = (t, c)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lines
 from ._common import MAX_CALL_IDS
-from .budget import Task
+from .budget import NOTE_SIGNAL, Task
 from .decision import CANCEL_TOOL, CUT_TURN, Decision
 from .modes import Mode
 from .outcomes import UncertainCall
@@ -34,8 +34,6 @@ __all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR"]
 
 #: The guardrail name of budget cuts and refusals.
 BUDGET = "budget"
-#: The signal name budget notes carry in the feedback block.
-NOTE_SIGNAL = "task-budget"
 #: The error text of a timed-out call's synthesized failed result.
 TIMEOUT_ERROR = "the tool call timed out and was cancelled"
 
@@ -195,7 +193,8 @@ class BudgetPolicy:
     # -- turns ---------------------------------------------------------------------------------
 
     def notes(self) -> list[Alert]:
-        """Budget notes for the next turn's feedback block (taken: delivered once)."""
+        """The task's notes (budget notes, ``Task.tell``) for the next turn's feedback block
+        (taken: delivered once)."""
         task = self.task
         if not task.notes:
             return []
@@ -203,7 +202,7 @@ class BudgetPolicy:
             notes, task.notes = task.notes, ()
         if self.mode < Mode.FEEDBACK:
             return []  # nothing reaches the model below feedback: no stale backlog either
-        return [Alert(NOTE_SIGNAL, "info", None, n, n, -1) for n in notes]
+        return [Alert(signal, "info", None, text, text, -1) for signal, text in notes]
 
     def end_turn(self) -> None:
         self.task.persist()
