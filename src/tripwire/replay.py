@@ -220,6 +220,9 @@ class _Session:
         self.guardrails = guardrails or Guardrails(
             options.resolved(), session_id=name, on_event=self.notes.append,
             implementation=options.implementation, clock=self.clock)
+        given = self.guardrails.task._clock
+        if isinstance(given, ReplayClock):  # guardrails made for replay (--store): its clock
+            self.clock = given
         self.task: Task = self.guardrails.task
         self.tasks = 0  # tasks begun by task_start
         # the task's outcome is printed (a task_start began it, or a budget flag bounds it)
@@ -365,11 +368,14 @@ class _Session:
 
     def start_task(self, index: int, event: TaskStart) -> dict[str, Any] | None:
         """A new task: the one before it, if unfinished, ends interrupted."""
-        record = self.end_task(index, "a new task started before this one ended")
+        # the task before it ends interrupted (the session's implicit one is just replaced)
+        record = self.end_task(index, "a new task started before this one ended") \
+            if self.tasks else None
         self.tasks += 1
         budget = Budget.from_mapping(event.budget or {}).over(self.budget)
+        log = self.guardrails._log
         task = Task(event.objective, budget, task_id=f"{self.name}#{self.tasks}",
-                    clock=self.clock)
+                    clock=self.clock, store=log.store if log is not None else None)
         self.guardrails.run_task(task)
         self.task, self.reported, self.reporting = task, None, True
         return record
