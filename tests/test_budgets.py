@@ -578,3 +578,20 @@ def test_a_child_of_a_stored_task_restores_with_its_consumption(tmp_path: Path) 
     assert (parent2.steps, child2.steps) == (3, 3)
     child2.step()
     assert child2.step() is not None and parent2.steps == 5
+
+
+def test_a_session_restored_later_resumes_its_implicit_task(tmp_path: Path,
+                                                           implementation: str) -> None:
+    db = tmp_path / "g.sqlite"
+    config = GuardrailsConfig(mode="enforce", unattended=False, budget=Budget(steps=3))
+    g = Guardrails(config, implementation=implementation, store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(input_tokens=1)
+    g.on_usage(input_tokens=1)
+    later = Guardrails(config, implementation=implementation)
+    later.restore(SQLiteStore(db))
+    assert later.task.steps == 2
+    later.start_turn()
+    assert later.on_usage(input_tokens=1).cut_turn
+    again = Guardrails(config, implementation=implementation, store=SQLiteStore(db))
+    assert again.task.steps == 3 and str(again.task.outcome) == "exhausted(steps)"

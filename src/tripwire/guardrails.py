@@ -761,6 +761,9 @@ class Guardrails:
         with self._lock:
             if self._log is None:
                 self._log = SessionLog(store, self.session_id, self._channel.line)
+                task = self._task
+                if task._log is None and task.task_id == self.session_id and not task.sessions[1:]:
+                    task._log = self._log  # the implicit task writes into the session's chain
             else:
                 self._log.store = store
             self._restore()
