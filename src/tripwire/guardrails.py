@@ -332,9 +332,11 @@ class Guardrails:
             watchdog = self._watchdog
             if watchdog is None:
                 return CONTINUE
-            watchdog.observe_text(text)
+            alerts = watchdog.observe_text(text)  # () but from a custom signal
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
                 self._policy.withdraw_answered()
+            if alerts:
+                return self._on_alerts(alerts)
             return CONTINUE
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
