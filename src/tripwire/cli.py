@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .adapters import FORMAT_NAMES
-from .config import read_config_file
+from .config import builtin_signals, read_config_file
 from .cost import NANO
 from .errors import (
     ConfigError,
@@ -211,10 +211,10 @@ def _mode(text: str) -> str:
 def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     """Replay's policy: explicit flags > the config file > warn with no ceilings (a recording
     is analysed, not guarded, unless asked)."""
-    from .custom_signals import builtin_signals_section, factories_from_config, signal_ids
+    from .custom_signals import factories_from_config, signal_ids
 
     file = read_config_file(args.config) if args.config else {}
-    watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals_section(file)})
+    watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})
     factories = factories_from_config(file)
     if args.signals:
         custom = dict(zip(signal_ids(factories), factories, strict=True))

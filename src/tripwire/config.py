@@ -45,7 +45,8 @@ from .money import parse_dollars
 from .signals import WatchdogConfig
 from .tasks import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
 
-__all__ = ["read_config_file", "SECTIONS", "GuardrailsConfig", "ResolvedConfig"]
+__all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
+           "ResolvedConfig"]
 
 #: Top-level sections a config file may hold.
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety")
@@ -148,8 +149,8 @@ class ResolvedConfig:
         }[self.mode]
         turn = f"${self.max_turn_cost_usd:.4f}" if self.max_turn_cost_usd else "off"
         session = f"${self.max_session_cost_usd:.4f}" if self.max_session_cost_usd else "off"
-        task = (f"task class {self.task.task} [{self.task_source}]" if self.task is not None
-                else "no task class")
+        task = (f"task class {self.task.task} [{self.task_source}]"
+                if self.task is not None and self.task.task is not None else "no task class")
         return (f"watchdog: {self.mode} mode [{self.mode_source}] ({effect}); cost ceiling: "
                 f"per turn {turn}, per session {session} [{self.session_ceiling_source}]; "
                 f"{task}; small-tier parent: {self.small_tier_parent} "
@@ -159,7 +160,10 @@ class ResolvedConfig:
         """The startup line on the ``tripwire`` logger (INFO), and the small-tier-parent notice
         (WARNING): once per process for each distinct configuration, however many sessions
         share it (a fleet's sessions do)."""
-        line = self.describe()
+        line: str | None = self.__dict__.get("_startup_line")
+        if line is None:  # a fleet's sessions share one ResolvedConfig: describe it once
+            line = self.describe()
+            object.__setattr__(self, "_startup_line", line)
         with _ANNOUNCED_LOCK:
             if line in _ANNOUNCED:
                 return
@@ -214,9 +218,7 @@ class GuardrailsConfig:
         mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
         watchdog = self.watchdog
         if watchdog is None:
-            from .custom_signals import builtin_signals_section
-
-            watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals_section(f)})
+            watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(f)})
         elif not isinstance(watchdog, WatchdogConfig):
             raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
                               "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
@@ -307,9 +309,21 @@ class GuardrailsConfig:
     def _custom_signals(self, f: Mapping[str, Any]) -> tuple[Any, ...]:
         if self.custom_signals is not None:
             return tuple(self.custom_signals)
+        section = f.get("signals")
+        if not isinstance(section, Mapping) or "custom" not in section:
+            return ()  # the common case imports nothing (a hook pays for each import)
         from .custom_signals import factories_from_config
 
         return factories_from_config(f)
+
+
+def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A config file's ``[signals]`` without its ``custom`` entry (the custom signals' entry
+    points, ``custom_signals.factories_from_config``): the built-in signals' knobs."""
+    section = file.get("signals", {})
+    if isinstance(section, Mapping) and "custom" in section:
+        return {k: v for k, v in section.items() if k != "custom"}
+    return section  # type: ignore[no-any-return]
 
 
 _ANNOUNCED: set[str] = set()  # startup lines logged already, once per process

@@ -45,7 +45,6 @@ __all__ = [
     "Signal",
     "SignalAlert",
     "SignalFactory",
-    "builtin_signals_section",
     "custom_watchdog",
     "factories_from_config",
     "load_factory",
@@ -176,14 +175,6 @@ def load_factory(spec: str) -> SignalFactory:
     if not callable(target):
         raise ConfigError(f"custom signal {spec!r} is not callable")
     return target  # type: ignore[no-any-return]
-
-
-def builtin_signals_section(file: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A config file's ``[signals]`` without its ``custom`` entry (the built-ins' knobs)."""
-    section = file.get("signals", {})
-    if isinstance(section, Mapping) and "custom" in section:
-        return {k: v for k, v in section.items() if k != "custom"}
-    return section  # type: ignore[no-any-return]
 
 
 def factories_from_config(file: Mapping[str, Any]) -> tuple[SignalFactory, ...]:
