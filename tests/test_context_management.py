@@ -487,3 +487,23 @@ def test_every_in_turn_cut_line_carries_the_one_shot_sentence(implementation, st
     assert decisions[-1].action == "cut_turn"  # no-op-streak: turn-scoped
     (line,) = [e.message for e in wd if e.kind == "cut"]
     assert ONE_SHOT + " 1 in a row now" in line
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_batch_ingest_cuts_at_95_percent_with_or_without_auto_compaction(implementation,
+                                                                         auto) -> None:
+    from tripwire.fleet import Fleet
+
+    fleet = Fleet(GuardrailsConfig(mode="warn", unattended=False,
+                                   context=ContextConfig(auto_compact=auto)),
+                  implementation=implementation)
+    out = fleet.observe_many([
+        ("a", "turn_start"), ("a", "usage", "claude-opus-4-5", 180_000, 10, 0.0),
+        ("a", "result", "read", "x" * 3000), ("a", "usage", "claude-opus-4-5", 185_000),
+        ("a", "result", "read", "x" * 18_000)])  # 185,000 + 6,000: 95.5%
+    assert [(i, o.action, o.guardrail) for i, _, o in out] == [(4, "cut_turn", "context")]
+    assert ("automatic compaction is off" in out[0][2].reason) is not auto
+    g = fleet.session("a")
+    assert g.status().compaction_pending is auto
+    g.end_turn()
+    assert g.start_turn().compact is auto
