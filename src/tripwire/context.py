@@ -65,6 +65,7 @@ __all__ = [
     "ModelUsage",
     "UsageByModel",
     "context_stats_from_rows",
+    "usage_stats",
 ]
 
 #: SPEC §6 / §10.14: past this share of the window the turn is cut.
@@ -620,11 +621,10 @@ class UsageByModel:
     """Per-model usage: ``add`` per usage record; a model's turns are the distinct turns
     (``turn``, counted by the caller) it reported usage in. Costs are kept in nano-dollars."""
 
-    __slots__ = ("changed", "models", "turn")
+    __slots__ = ("models", "turn")
 
     def __init__(self) -> None:
         self.turn = 0
-        self.changed = False
         # model -> [turns, input tokens, output tokens, cost nano-dollars, last turn seen]
         self.models: dict[str, list[int]] = {}
 
@@ -639,7 +639,6 @@ class UsageByModel:
         entry[1] += input_tokens or 0
         entry[2] += output_tokens or 0
         entry[3] += cost_nano
-        self.changed = True
 
     def snapshot(self) -> dict[str, list[int]]:
         """For a durable row: model -> [turns, input tokens, output tokens, cost nano]."""
@@ -775,6 +774,11 @@ def _age(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60}s"
     return f"{s // 3600}h{s % 3600 // 60}m"
+
+
+def usage_stats(usage: UsageByModel) -> ContextStats:
+    """The ``/context`` view of a session without a context guard: its per-model usage."""
+    return _Shape().stats(usage, None, None, False)
 
 
 def context_stats_from_rows(rows: Sequence[Any]) -> ContextStats:

@@ -44,7 +44,7 @@ from .context import (
     SummaryResult,
     UsageByModel,
     Utilization,
-    _Shape,
+    usage_stats,
 )
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
@@ -515,7 +515,7 @@ class Guardrails:
         (unknown when the model's window is), and the per-model usage, by descending cost."""
         with self._lock:
             if self._context is None:
-                return _Shape().stats(self._usage, None, None, False)
+                return usage_stats(self._usage)
             return self._context.stats(self._usage)
 
     def utilization(self) -> Utilization | None:
