@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import textwrap
 
 import pytest
@@ -175,15 +176,33 @@ def test_bad_signals_are_config_errors(implementation) -> None:
     with pytest.raises(ConfigError, match="configured twice"):
         make(implementation, GrepRun(), GrepRun())
 
+
+
+
+def test_a_faulty_hook_never_reaches_the_agent_loop(implementation, caplog) -> None:
     class Bad(CustomSignal):
         id = "bad"
 
         def on_call(self, name, args):
-            return 42
+            return 42 if name == "ls" else 1 / 0
 
-    g = make(implementation, Bad())
-    with pytest.raises(ConfigError, match="custom signal 'bad' returned 42"):
-        g.on_call("ls")
+        def reset(self):
+            raise RuntimeError("no")
+
+    g = make(implementation, Bad(), GrepRun())
+    g.start_turn()
+    with caplog.at_level(logging.ERROR, logger="tripwire"):
+        assert g.on_call("ls").alerts == ()
+        assert g.on_call("cat").alerts == ()
+        g.reset()
+        decisions = [g.on_call("grep", {"q": i}) for i in range(3)]
+    assert [a.signal for a in decisions[2].alerts] == ["grep-run"]  # the others still run
+    (logged,) = [r for r in caplog.records if r.name == "tripwire"]
+    assert logged.getMessage() == (
+        "custom signal 'bad' returned 42, not None, a reason or a SignalAlert with a non-empty "
+        "reason; the observation goes on without it (later faults of this signal are counted, "
+        "not logged)")
+    assert g.watchdog._custom.faults == {"bad": 6}  # 42, 1/0, the reset, 1/0 three times
 
 
 def test_fleet_batches_run_custom_signals_too(implementation) -> None:

@@ -17,7 +17,9 @@ so a signal that sets none is never silently inert.
             return SignalAlert(f"{self.n} greps in a row") if self.n == 10 else None
         def reset(self): self.n = 0
 
-Custom signals run after the built-in detectors, on the same event (the alert's ``event`` index
+A hook that raises or returns nonsense never reaches the agent loop: the observation goes on
+without it, and its first fault is logged at ERROR. Custom signals run after the built-in
+detectors, on the same event (the alert's ``event`` index
 is that event's). They are given as factories — a callable returning a fresh signal, one per
 session, since a signal holds session state — in ``GuardrailsConfig(custom_signals=[...])`` or
 by entry point in a config file: ``[signals] custom = ["pkg.module:factory"]``.
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
+from .reporting import LOGGER
 from .signals import CRITICAL, SESSION, SIGNAL_IDS, TURN, WARN, Alert, WatchdogConfig
 from .watchdog import Watchdog, watchdog_class
 
@@ -194,15 +197,16 @@ def factories_from_config(file: Mapping[str, Any]) -> tuple[SignalFactory, ...]:
 class _Custom:
     """The hooks of one session's custom signals, by observation kind."""
 
-    __slots__ = ("boundary", "calls", "resets", "results", "texts")
+    __slots__ = ("boundary", "calls", "faults", "resets", "results", "texts")
 
     def __init__(self, signals: list[Any]):
         seen: set[str] = set()
         self.calls: list[tuple[tuple[str, str, str | None], Callable[..., Any]]] = []
         self.results: list[tuple[tuple[str, str, str | None], Callable[..., Any]]] = []
         self.texts: list[tuple[tuple[str, str, str | None], Callable[..., Any]]] = []
-        self.boundary: list[Callable[[], Any]] = []
-        self.resets: list[Callable[[], Any]] = []
+        self.boundary: list[tuple[str, Callable[[], Any]]] = []
+        self.resets: list[tuple[str, Callable[[], Any]]] = []
+        self.faults: dict[str, int] = {}  # signal id -> hook faults (see _broken)
         for signal in signals:
             meta = _check(signal, seen)
             for name, into in (("on_call", self.calls), ("on_result", self.results),
@@ -213,25 +217,48 @@ class _Custom:
             for name, hooks in (("on_turn_boundary", self.boundary), ("reset", self.resets)):
                 hook = _hook(signal, name)
                 if hook is not None:
-                    hooks.append(hook)
+                    hooks.append((meta[0], hook))
 
 
-def _alerts(hooks: list[tuple[tuple[str, str, str | None], Callable[..., Any]]],
+def _broken(custom: _Custom, sid: str, what: str, exc: BaseException | None) -> None:
+    """A signal's hook raised or returned nonsense: the agent loop never sees it. The first
+    fault of each signal is logged at ERROR (with its traceback); later ones are counted."""
+    custom.faults[sid] = custom.faults.get(sid, 0) + 1
+    if custom.faults[sid] == 1:
+        LOGGER.error(f"custom signal {sid!r} {what}; the observation goes on without it "
+                     "(later faults of this signal are counted, not logged)",
+                     exc_info=exc if exc is not None else None)
+
+
+def _alerts(custom: _Custom, hooks: list[tuple[tuple[str, str, str | None], Callable[..., Any]]],
             event: int, args: tuple[Any, ...]) -> list[Alert]:
     out = []
     for (sid, severity, scope), hook in hooks:
-        got = hook(*args)
+        try:
+            got = hook(*args)
+        except Exception as exc:
+            _broken(custom, sid, f"raised {type(exc).__name__}: {exc}", exc)
+            continue
         if got is None:
             continue
         if isinstance(got, str):
             got = SignalAlert(got)
         if not isinstance(got, SignalAlert) or not isinstance(got.reason, str) \
                 or not got.reason.strip():
-            raise ConfigError(f"custom signal {sid!r} returned {got!r}: expected None or a "
-                              "SignalAlert with a non-empty reason")
+            _broken(custom, sid, f"returned {got!r}, not None, a reason or a SignalAlert with "
+                                 "a non-empty reason", None)
+            continue
         out.append(Alert(sid, severity, scope, got.reason, got.guidance or got.reason, event,
                          got.tool, got.count))
     return out
+
+
+def _run(custom: _Custom, hooks: list[tuple[str, Callable[[], Any]]]) -> None:
+    for sid, hook in hooks:
+        try:
+            hook()
+        except Exception as exc:
+            _broken(custom, sid, f"raised {type(exc).__name__}: {exc}", exc)
 
 
 class _CustomSignals:
@@ -246,7 +273,8 @@ class _CustomSignals:
         hooks = self._custom.calls
         if not hooks:
             return alerts
-        extra = _alerts(hooks, self.events - 1, (name, args))  # type: ignore[attr-defined]
+        extra = _alerts(self._custom, hooks, self.events - 1,  # type: ignore[attr-defined]
+                        (name, args))
         return alerts + tuple(extra) if extra else alerts
 
     def observe_result(self, name: str = "", error: Any = None, no_op: bool = False,
@@ -256,7 +284,7 @@ class _CustomSignals:
         hooks = self._custom.results
         if not hooks:
             return alerts
-        extra = _alerts(hooks, self.events - 1,  # type: ignore[attr-defined]
+        extra = _alerts(self._custom, hooks, self.events - 1,  # type: ignore[attr-defined]
                         (name, error, no_op, payload))
         return alerts + tuple(extra) if extra else alerts
 
@@ -265,20 +293,21 @@ class _CustomSignals:
         hooks = self._custom.texts
         if not hooks:
             return alerts
-        extra = _alerts(hooks, self.events - 1, (text,))  # type: ignore[attr-defined]
+        extra = _alerts(self._custom, hooks, self.events - 1,  # type: ignore[attr-defined]
+                        (text,))
         return alerts + tuple(extra) if extra else alerts
 
     def turn_boundary(self) -> None:
         super().turn_boundary()  # type: ignore[misc]
-        for hook in self._custom.boundary:
-            hook()
+        if self._custom.boundary:
+            _run(self._custom, self._custom.boundary)
 
     # end_turn() is the engine's: it calls self.turn_boundary(), which is the override above
 
     def reset(self) -> tuple[Alert, ...]:
         alerts: tuple[Alert, ...] = super().reset()  # type: ignore[misc]
-        for hook in self._custom.resets:
-            hook()
+        if self._custom.resets:
+            _run(self._custom, self._custom.resets)
         return alerts
 
 
