@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from .adapters import FORMAT_NAMES
 from .budget import TASK_PREFIX, ReplayClock
-from .config import read_config_file
+from .config import builtin_signals, read_config_file
 from .cost import NANO
 from .errors import (
     ConfigError,
@@ -86,12 +86,9 @@ def _dollars(text: str) -> float:
 
 
 def _signal_set(text: str) -> frozenset[str]:
+    """Signal ids; checked against the built-ins and the config's custom signals once the
+    config file is read (``replay_config``)."""
     ids = frozenset(s.strip() for s in text.split(",") if s.strip())
-    unknown = sorted(ids - set(SIGNAL_IDS))
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown signal(s) {', '.join(unknown)} (known: {', '.join(SIGNAL_IDS)})"
-        )
     if not ids:
         raise argparse.ArgumentTypeError("--signals needs at least one signal id")
     return ids
@@ -125,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--per-file", action="store_true",
                         help="add a per-file breakdown (\"per_file\") to the summary line")
     replay.add_argument("--signals", type=_signal_set, metavar="IDS",
-                        help="comma-separated signal ids to run (default: all eight)")
+                        help="comma-separated signal ids to run: the eight built-ins and the "
+                             "config file's custom signals ([signals] custom; default: all)")
     replay.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
     replay.add_argument("--skip-invalid", action="store_true",
                         help="report invalid lines and go on instead of stopping")
@@ -273,10 +271,20 @@ def _mode(text: str) -> str:
 def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     """Replay's policy: explicit flags > the config file > warn with no ceilings (a recording
     is analysed, not guarded, unless asked)."""
+    from .custom_signals import factories_from_config, signal_ids
+
     file = read_config_file(args.config) if args.config else {}
-    watchdog = WatchdogConfig.from_mapping({"signals": file.get("signals", {})})
+    watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})
+    factories = factories_from_config(file)
     if args.signals:
-        watchdog = watchdog.restricted_to(args.signals)
+        custom = dict(zip(signal_ids(factories), factories, strict=True))
+        unknown = sorted(args.signals - set(SIGNAL_IDS) - set(custom))
+        if unknown:
+            known = ", ".join((*SIGNAL_IDS, *custom))
+            raise ConfigError(f"--signals: unknown signal(s) {', '.join(unknown)} "
+                              f"(known: {known})")
+        watchdog = watchdog.restricted_to(args.signals & set(SIGNAL_IDS))
+        factories = tuple(f for sid, f in custom.items() if sid in args.signals)
     unattended = args.unattended
     if unattended is None:
         unattended = file.get("session", {}).get("unattended", False)
@@ -287,7 +295,7 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     config = GuardrailsConfig(
         watchdog=watchdog, mode=args.mode, unattended=unattended,
         max_turn_cost_usd=args.max_turn_cost_usd, max_session_cost_usd=args.max_session_cost_usd,
-        budget=Budget(**caps), file=file,
+        budget=Budget(**caps), custom_signals=factories, file=file,
     )
     config.resolve()  # a bad value is a usage error before any file is read
     return config
@@ -434,6 +442,7 @@ def _existing_store(path: str, *, write: bool = False) -> Any:
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
+    from .context import context_stats_from_rows
     from .restore import fold_history
 
     store = _existing_store(args.store)
@@ -453,6 +462,8 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
             "spent_usd": round(folded.spent_usd, 9), "granted_usd": round(folded.granted_usd, 9),
             "rows": report.rows, "chain": "intact" if report.intact else "broken",
             "problem": report.problem,
+            # the /context view, rebuilt from the stored rows (the live window is not stored)
+            "context": context_stats_from_rows(history.rows).to_dict(),
         }, out)
         _print_tasks(sid, sid, folded.task_rows, report, out)
     store.close()

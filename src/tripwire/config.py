@@ -17,8 +17,13 @@ A config file is one table whose sections configure each part of tripwire:
 
     [session]
     unattended = true                # default: stdin is not a TTY
+    task_class = "debug"             # debug | implement | chat | research | review
+    model = "claude-opus-4-8"        # the parent model (the small-tier-parent guard reads it)
 
-    [budget]                         # SPEC §7.1 task counters; 0 turns one off
+    [safety]
+    small_tier_parent = "warn"       # warn | refuse | allow
+
+    [budget]                         # task counters; 0 turns one off
     steps = 200
     deadline_s = 1800
 
@@ -29,9 +34,11 @@ changed nothing would leave an operator believing in a threshold that is not in 
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +48,14 @@ from .errors import ConfigError
 from .modes import Mode, detect_unattended, resolve_mode
 from .money import parse_dollars
 from .signals import WatchdogConfig
+from .tasks import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
 
-__all__ = ["read_config_file", "SECTIONS", "GuardrailsConfig", "ResolvedConfig"]
+__all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
+           "ResolvedConfig"]
 
 #: Top-level sections a config file may hold.
-SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "budget")
+SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
+            "budget")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -103,7 +113,9 @@ FEEDBACK_QUEUE = 4
 
 _WATCHDOG_FILE_KEYS = {"mode", "escalate_after", "feedback_queue"}
 _COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
-_SESSION_FILE_KEYS = {"unattended"}
+_SESSION_FILE_KEYS = {"unattended", "task_class", "model", "provider", "one_shot",
+                      "trust_operator"}
+_SAFETY_FILE_KEYS = {"small_tier_parent"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,6 +137,12 @@ class ResolvedConfig:
     cost_escalate_after: int
     feedback_queue: int
     context: ContextConfig
+    task: TaskSettings | None = None      # the task class applied (None: no class)
+    task_source: str = "unset"
+    small_tier_parent: str = "warn"
+    small_tier_source: str = "default"
+    small_tier_notice: str | None = None  # the guard's notice (warn mode, small-tier parent)
+    custom_signals: tuple[Any, ...] = ()  # factories of host-defined signals
     budget: Budget = field(default_factory=lambda: Budget.defaults(False))
 
     def describe(self) -> str:
@@ -138,8 +156,29 @@ class ResolvedConfig:
         }[self.mode]
         turn = f"${self.max_turn_cost_usd:.4f}" if self.max_turn_cost_usd else "off"
         session = f"${self.max_session_cost_usd:.4f}" if self.max_session_cost_usd else "off"
+        task = (f"task class {self.task.task} [{self.task_source}]"
+                if self.task is not None and self.task.task is not None else "no task class")
         return (f"watchdog: {self.mode} mode [{self.mode_source}] ({effect}); cost ceiling: "
-                f"per turn {turn}, per session {session} [{self.session_ceiling_source}]")
+                f"per turn {turn}, per session {session} [{self.session_ceiling_source}]; "
+                f"{task}; small-tier parent: {self.small_tier_parent} "
+                f"[{self.small_tier_source}]")
+
+    def announce(self) -> None:
+        """The startup line on the ``tripwire`` logger (INFO), and the small-tier-parent notice
+        (WARNING): once per process for each distinct configuration, however many sessions
+        share it (a fleet's sessions do)."""
+        line: str | None = self.__dict__.get("_startup_line")
+        if line is None:  # a fleet's sessions share one ResolvedConfig: describe it once
+            line = self.describe()
+            object.__setattr__(self, "_startup_line", line)
+        with _ANNOUNCED_LOCK:
+            if line in _ANNOUNCED:
+                return
+            _ANNOUNCED.add(line)
+        logger = logging.getLogger("tripwire")
+        logger.info(line)
+        if self.small_tier_notice:
+            logger.warning(self.small_tier_notice)
 
 
 @dataclass(frozen=True)
@@ -157,6 +196,13 @@ class GuardrailsConfig:
     cost_escalate_after: int | None = None
     feedback_queue: int | None = None
     context: ContextConfig | None = None
+    task_class: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    small_tier_parent: str | None = None
+    one_shot: bool | None = None
+    trust_operator: bool | None = None
+    custom_signals: tuple[Any, ...] | None = None
     budget: Budget | None = None  # task caps (SPEC §7.1): set ones win over [budget]
     file: Mapping[str, Any] = field(default_factory=dict)
 
@@ -180,7 +226,7 @@ class GuardrailsConfig:
         mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
         watchdog = self.watchdog
         if watchdog is None:
-            watchdog = WatchdogConfig.from_mapping({"signals": f.get("signals", {})})
+            watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(f)})
         elif not isinstance(watchdog, WatchdogConfig):
             raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
                               "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
@@ -197,6 +243,13 @@ class GuardrailsConfig:
             else:
                 session, session_source = 0.0, "interactive default"
         turn = _first(self.max_turn_cost_usd, cost_file.get("max_turn_usd"), 0.0)
+        context = self.context if self.context is not None else ContextConfig.from_mapping(f)
+        task, task_source = self._task(session_file)
+        if task is not None and task.compaction_threshold is not None \
+                and context.threshold is None:
+            # the class's threshold is a default: an explicit or file threshold wins
+            context = replace(context, threshold=task.compaction_threshold)
+        tier_mode, tier_source, notice = self._small_tier(f, session_file, task, context)
         return ResolvedConfig(
             mode=mode,
             mode_source=mode_source,
@@ -216,7 +269,13 @@ class GuardrailsConfig:
                                        "cost escalate_after"),
             feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
                                          FEEDBACK_QUEUE), "feedback_queue"),
-            context=self.context if self.context is not None else ContextConfig.from_mapping(f),
+            context=context,
+            task=task,
+            task_source=task_source,
+            small_tier_parent=tier_mode,
+            small_tier_source=tier_source,
+            small_tier_notice=notice,
+            custom_signals=self._custom_signals(f),
             budget=self._budget(f, unattended),
         )
 
@@ -228,6 +287,77 @@ class GuardrailsConfig:
         from_file = Budget.from_mapping(section, "config section [budget]") if section \
             else Budget()
         return (self.budget or Budget()).over(from_file).over(Budget.defaults(unattended))
+
+    def _task(self, session: Mapping[str, Any]) -> tuple[TaskSettings | None, str]:
+        name, source = self.task_class, "explicit"
+        if name is None and session.get("task_class") is not None:
+            name, source = session["task_class"], "config file"
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"task_class must be a string, not {name!r}")
+        model = _text(self.model, "model")
+        config_model = _text(session.get("model"), "[session] model")
+        provider = _first(_text(self.provider, "provider"),
+                          _text(session.get("provider"), "[session] provider"), "anthropic")
+        if name is None and model is None and config_model is None:
+            return None, "unset"
+        settings = resolve_task(name, model=model, config_model=config_model, provider=provider)
+        return settings, (source if name is not None else "unset")
+
+    def _small_tier(self, f: Mapping[str, Any], session: Mapping[str, Any],
+                    task: TaskSettings | None, context: ContextConfig,
+                    ) -> tuple[str, str, str | None]:
+        safety = _section(f, "safety", _SAFETY_FILE_KEYS)
+        mode, source = self.small_tier_parent, "explicit"
+        if mode is None and safety.get("small_tier_parent") is not None:
+            mode, source = safety["small_tier_parent"], "config file"
+        if mode is None:
+            mode, source = "warn", "default"
+        if not isinstance(mode, str) or mode.strip().lower() not in SMALL_TIER_MODES:
+            raise ConfigError(f"small_tier_parent must be one of {', '.join(SMALL_TIER_MODES)}, "
+                              f"not {mode!r}")
+        mode = mode.strip().lower()
+        one_shot = _flag(_first(self.one_shot, session.get("one_shot"), False), "one_shot")
+        trust = _flag(_first(self.trust_operator, session.get("trust_operator"), False),
+                      "trust_operator")
+        model = task.model if task is not None else None
+        notice = check_small_tier_parent(model, mode=mode, one_shot=one_shot,
+                                         trust_operator=trust, catalogue=context.catalogue)
+        return mode, source, notice
+
+    def _custom_signals(self, f: Mapping[str, Any]) -> tuple[Any, ...]:
+        if self.custom_signals is not None:
+            return tuple(self.custom_signals)
+        section = f.get("signals")
+        if not isinstance(section, Mapping) or "custom" not in section:
+            return ()  # the common case imports nothing (a hook pays for each import)
+        from .custom_signals import factories_from_config
+
+        return factories_from_config(f)
+
+
+def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A config file's ``[signals]`` without its ``custom`` entry (the custom signals' entry
+    points, ``custom_signals.factories_from_config``): the built-in signals' knobs."""
+    section = file.get("signals", {})
+    if isinstance(section, Mapping) and "custom" in section:
+        return {k: v for k, v in section.items() if k != "custom"}
+    return section  # type: ignore[no-any-return]
+
+
+_ANNOUNCED: set[str] = set()  # startup lines logged already, once per process
+_ANNOUNCED_LOCK = threading.Lock()
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, not {value!r}")
+    return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, not {value!r}")
+    return value
 
 
 def _first(*values: Any) -> Any:

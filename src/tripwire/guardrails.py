@@ -39,7 +39,15 @@ from ._common import (
 from .budget import Task
 from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy
 from .config import GuardrailsConfig, ResolvedConfig
-from .context import Compaction, ContextGuard, SummaryResult, Utilization
+from .context import (
+    Compaction,
+    ContextGuard,
+    ContextStats,
+    SummaryResult,
+    UsageByModel,
+    Utilization,
+    usage_stats,
+)
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
 from .errors import ConfigError, GuardrailHalted, ResetRefused
@@ -129,6 +137,7 @@ class Guardrails:
         "_unpriced_changed",
         "session_id",
         "settings",
+        "_usage",
     )
 
     def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
@@ -152,8 +161,15 @@ class Guardrails:
         self.session_id = session_id
         self.settings = resolved
         self.mode = resolved.mode
-        self._watchdog = (Watchdog(resolved.watchdog, implementation=implementation)
-                          if resolved.mode > Mode.OFF else None)
+        resolved.announce()  # the startup line, once per process per configuration
+        if resolved.mode > Mode.OFF and resolved.custom_signals:
+            from .custom_signals import custom_watchdog
+
+            self._watchdog: Watchdog | None = custom_watchdog(
+                resolved.watchdog, resolved.custom_signals, implementation=implementation)
+        else:
+            self._watchdog = (Watchdog(resolved.watchdog, implementation=implementation)
+                              if resolved.mode > Mode.OFF else None)
         self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
                                  resolved.cost_escalate_after)
         self._channel = OperatorChannel(session_id, on_event, counters)
@@ -174,6 +190,7 @@ class Guardrails:
         self._cost_estimated = False  # some spend was estimated from token prices (SPEC §11.3)
         self._unpriced: set[str] = set()  # models whose usage had no price, so no cost
         self._unpriced_changed = False
+        self._usage = UsageByModel()  # per-model turns, tokens and cost (context_stats)
         # the durable log: rows on their way to the store, the history read back
         self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
             else None
@@ -237,6 +254,7 @@ class Guardrails:
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost.start_turn()
+            self._usage.turn += 1
             self._in_turn = True
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
@@ -387,9 +405,11 @@ class Guardrails:
             watchdog = self._watchdog
             if watchdog is None:
                 return CONTINUE if pending is None else pending
-            watchdog.observe_text(text)
+            alerts = watchdog.observe_text(text)  # () but from a custom signal
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
                 self._policy.withdraw_answered()
+            if alerts:
+                return self._on_alerts(alerts)
             return CONTINUE if pending is None else pending
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
@@ -409,6 +429,7 @@ class Guardrails:
                 self._unpriced_changed = True
             if self._watchdog is not None:
                 self._watchdog.count_event()
+            self._usage.add(model, input_tokens, output_tokens, nano)
             trip = self._cost.add(nano)  # spend counts even while halted or cut
             decision = CONTINUE
             if trip is not None:
@@ -528,7 +549,8 @@ class Guardrails:
         context = None if c is None else ContextState(
             c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens, c.pending,
             c.cut_this_turn, c.model)
-        engine = None if c is not None and c.streamed else self._watchdog
+        engine = None if (c is not None and c.streamed) or self.settings.custom_signals \
+            else self._watchdog  # custom signals observe in Python: every row comes here
         if self._budget.calls_armed:
             engine = None  # its task bounds calls or time: each row is charged in Python
         cost = self._cost
@@ -609,14 +631,41 @@ class Guardrails:
             self._budget.record(checked)
         return checked
 
-    def compact(self, messages: Any, focus: str | None = None) -> Compaction:
+    def compact(self, messages: Any, focus: str | None = None, *,
+                manual: bool = False) -> Compaction:
         """Reduce the context now: the host's ``summarize`` (with tripwire's retry, backoff and
-        fallback rules), or mechanical truncation. Call it when ``start_turn().compact`` is true
-        (or whenever the operator asks). ``Compaction.apply(messages)`` is the new history."""
+        fallback rules), or mechanical truncation. Automatic (the default): call it when
+        ``start_turn().compact`` is true; a failure is a durable ``context-reduction-failed``
+        row and backs off. ``manual=True`` (the operator's ``/compact [focus]``): a failure is
+        reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
+        backoff. ``Compaction.apply(messages)`` is the new history."""
         with self._lock:
             if self._context_policy is None:
-                return Compaction("skipped", reason="the context guard is disabled")
-            return self._context_policy.compact(messages, focus, self._summarize)
+                return Compaction("skipped", reason="the context guard is disabled",
+                                  manual=manual)
+            return self._context_policy.compact(messages, focus, self._summarize, manual=manual)
+
+    def checkpoint(self, messages: Any, note: str | None = None, *,
+                   manual: bool = False) -> Compaction:
+        """A task-boundary checkpoint: slice the finished task out of the history through the
+        same summarizer policy (``summarize(messages, note)``; retry, backoff, mechanical
+        fallback), with ``operation: checkpoint`` in its records. Automatic (the model declared
+        the boundary) or ``manual=True`` (the operator's ``/done [note]``), as ``compact``."""
+        with self._lock:
+            if self._context_policy is None:
+                return Compaction("skipped", reason="the context guard is disabled",
+                                  operation="checkpoint", manual=manual)
+            return self._context_policy.checkpoint(messages, note, self._summarize,
+                                                   manual=manual)
+
+    def context_stats(self) -> ContextStats:
+        """The ``/context`` view: compactions (count, last time, last focus), checkpoints
+        (count, last note), characters summarized, the context's size against its window
+        (unknown when the model's window is), and the per-model usage, by descending cost."""
+        with self._lock:
+            if self._context is None:
+                return usage_stats(self._usage)
+            return self._context.stats(self._usage)
 
     def utilization(self) -> Utilization | None:
         """How full the context is (None when the context guard is disabled)."""
@@ -750,8 +799,11 @@ class Guardrails:
         self._persist(kind, {**data, **self._spend_fields()})
 
     def _persist_spend(self) -> None:
-        self._persist("spend", {**self._spend_fields(), **self._policy.snapshot(),
-                                "cost_in_a_row": self._cost.in_a_row})
+        data = {**self._spend_fields(), **self._policy.snapshot(),
+                "cost_in_a_row": self._cost.in_a_row}
+        if self._usage.models:
+            data["models"] = self._usage.snapshot()  # the /context view of a stored session
+        self._persist("spend", data)
 
     def _persist_turn_end(self) -> None:
         """At a turn boundary, what a restart needs and no other row wrote: the escalation

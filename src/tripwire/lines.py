@@ -19,8 +19,12 @@ if TYPE_CHECKING:
 CUT_IN_FLIGHT = ("{guardrail} cut the turn in flight \u2014 the cancellation that follows is "
                  "this cut, not a provider failure: ")
 
-ONE_SHOT = ("Nothing starts that turn on its own, though: under a driver the run goes on, and "
-            "a one-shot run ends here.")
+#: The one-shot reader's sentence (seed, #1140): a turn-scoped cut leaves the session available,
+#: but nothing inside the agent starts the next turn. Under a driver the run goes on; a one-shot
+#: run has no next turn. One sentence true in both worlds, on every in-turn cut's log line (never
+#: in a durable row: a client reading a row queried a session, so it has a caller).
+ONE_SHOT = ("Nothing starts that turn on its own, though: under a driver (TUI, attach, "
+            "auto-continue) the run goes on, and a one-shot (-p) run ends here with exit 1.")
 
 
 def cut_in_flight(guardrail: str) -> str:
@@ -95,25 +99,36 @@ def compaction_pending(u: Utilization) -> str:
             f"{u.threshold:.0%} threshold for {u.tier or 'an unknown'} tier")
 
 
-def context_cut_reason(u: Utilization, cut_at: float) -> str:
-    return (f"the context window is {u.fraction:.1%} full ({u.tokens:,} of {u.window:,} "
+def context_cut_reason(u: Utilization, cut_at: float, *, auto_compact: bool = True) -> str:
+    """The context cut's reason: also the durable row's text, so it promises no remedy that a
+    one-shot run never reaches (the subjunctive is in the text itself)."""
+    head = (f"the context window is {u.fraction:.1%} full ({u.tokens:,} of {u.window:,} "
             f"tokens, {u.unmeasured_bytes:,} bytes of it estimated), past the {cut_at:.0%} hard "
-            "ceiling; compaction is pending, so a next turn would start by reducing context")
+            "ceiling; ")
+    if auto_compact:
+        return head + "compaction is pending, so a next turn would start by reducing context"
+    return head + ("automatic compaction is off, so a next turn would need the context reduced "
+                   "first (a manual compaction)")
 
 
 def context_cut(reason: str) -> str:
-    return f"{cut_in_flight('context guard')}{reason}."
+    """The context cut's log line: the reason, then the one-shot sentence (the cut needs no
+    reset and does not escalate)."""
+    return f"{cut_in_flight('context guard')}{reason}. {ONE_SHOT}"
 
 
 def compaction_record(record: Mapping[str, Any]) -> str:
     """The line of a compaction record."""
     event = record["event"]
+    operation = record.get("of") or record.get("operation") or "compaction"
     if event == "compaction-boundary":
-        return f"compaction boundary written ({record['kind']})"
+        missing = record.get("missing_sections")
+        lacks = f"; the summary lacks: {', '.join(missing)}" if missing else ""
+        return f"{operation} boundary written ({record['kind']}, {record['trigger']}){lacks}"
     if event == "context-reduction-failed":
         return f"context reduction failed ({record['operation']}): {record['reason']}"
     if event == "context-reduction-degraded":
-        return f"compaction degraded to mechanical truncation: {record.get('reason', '')}"
+        return f"{operation} degraded to mechanical truncation: {record.get('reason', '')}"
     return str(event)
 
 

@@ -78,13 +78,16 @@ class ContextPolicy:
             })
             return decision
         record = guard.turn_cut_record()
-        reason = lines.context_cut_reason(u, self.cut_at)
+        reason = lines.context_cut_reason(u, self.cut_at, auto_compact=guard.config.auto_compact)
         if not decision.proceed or not self.guard.config.cut_turns:
             # already cut or halted by another guardrail, or report-only (replay's analysis)
             self.record({**record, "enforced": False, "message": reason})
             return decision
         cut = Decision(CUT_TURN, "context", reason, decision.alerts)
         self._channel.counters.count_trip("context")
+        # the durable row carries the reason (a subjunctive, no promise); the one-shot sentence
+        # is the log line's alone
+        self._persist("context", {**record, "enforced": True, "reason": reason})
         self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
                            guardrail="context", decision=cut, record=record)
         return cut
@@ -97,8 +100,18 @@ class ContextPolicy:
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
     def compact(self, messages: Any, focus: str | None,
-                summarize: Callable[[Any, str | None], SummaryResult] | None) -> Compaction:
-        result = self.guard.compact(messages, focus, summarize)
+                summarize: Callable[[Any, str | None], SummaryResult] | None,
+                *, manual: bool = False) -> Compaction:
+        """Automatic (its failures are durable rows) or manual (a failure is the caller's
+        alone: ``Compaction.reason``, no row)."""
+        return self._records(self.guard.compact(messages, focus, summarize, manual=manual))
+
+    def checkpoint(self, messages: Any, note: str | None,
+                   summarize: Callable[[Any, str | None], SummaryResult] | None,
+                   *, manual: bool = False) -> Compaction:
+        return self._records(self.guard.checkpoint(messages, note, summarize, manual=manual))
+
+    def _records(self, result: Compaction) -> Compaction:
         for record in result.records:
             self.record({**record, "message": lines.compaction_record(record)})
         return result

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from ..config import read_config_file
+from ..config import builtin_signals, read_config_file
 from ..errors import ConfigError
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
@@ -99,7 +99,7 @@ def add_parser(verbs: Any) -> None:
 
 def _config(args: argparse.Namespace) -> WatchdogConfig:
     file = read_config_file(args.config) if args.config else {}
-    config = WatchdogConfig.from_mapping({"signals": file.get("signals", {})})
+    config = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})  # built-ins only
     config.engine_settings()  # a bad value is a usage error before any file is read
     return config
 

@@ -186,13 +186,15 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
         LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
 
     file: dict[str, Any] = {}
+    signals: Any = {}
     if args.config:
-        from ..config import read_config_file
+        from ..config import builtin_signals, read_config_file
 
         file = read_config_file(args.config)
+        signals = builtin_signals(file)  # [signals] custom: GuardrailsConfig loads those
     # Hooks see no agent text between tool calls, so tools-without-text would fire on every
     # session; the context guard needs the conversation, which the harness compacts itself.
-    watchdog = WatchdogConfig(signals={**file.get("signals", {}),
+    watchdog = WatchdogConfig(signals={**signals,
                                        "tools-without-text": {"enabled": False}})
     config = GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
                               context=ContextConfig(enabled=False), file=file)
