@@ -304,14 +304,17 @@ def parse_event(value: Any) -> Event:
     if parser is None:
         raise InvalidEvent(f"unknown event type {kind!r} (known: {', '.join(EVENT_TYPES)})")
     event = parser(value)
-    if "ts" in value:  # any event may carry its time (SPEC §0): replay's clock
-        ts = value["ts"]
-        if ts is not None:
-            if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts != ts \
-                    or ts in (float("inf"), float("-inf")):
-                raise InvalidEvent(f"field 'ts' must be a number of seconds, not {ts!r}")
-            event = replace(event, ts=float(ts))
-    return event
+    return _timed(event, value["ts"]) if "ts" in value else event
+
+
+def _timed(event: Event, ts: Any) -> Event:
+    """The event with its ``ts`` (any event may carry its time, SPEC §0: replay's clock)."""
+    if ts is None:
+        return event
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts != ts \
+            or ts in (float("inf"), float("-inf")):
+        raise InvalidEvent(f"field 'ts' must be a number of seconds, not {ts!r}")
+    return replace(event, ts=float(ts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,7 +380,12 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
             try:
                 kind = value.get("type") if type(value) is dict else None
                 parser = parsers.get(kind) if type(kind) is str else None
-                event = parser(value) if parser is not None else parse_event(value)
+                if parser is None:
+                    event = parse_event(value)
+                else:
+                    event = parser(value)
+                    if "ts" in value:
+                        event = _timed(event, value["ts"])
             except InvalidEvent as exc:
                 yield index, number, None, type(exc)(exc.message, source=str(path),
                                                      line=number)
