@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import types
 
 import pytest
 
@@ -292,7 +293,8 @@ def test_a_failed_manual_checkpoint_writes_nothing(implementation, store) -> Non
 
 def test_context_stats_counts_boundaries_and_models_by_cost(implementation, monkeypatch) -> None:
     clock = iter([1000.0, 1100.0, 1200.0])
-    monkeypatch.setattr("tripwire.context.time.time", lambda: next(clock))
+    # the context guard's clock alone (patching time.time would feed the task's clock too)
+    monkeypatch.setattr("tripwire.context.time", types.SimpleNamespace(time=lambda: next(clock)))
     g = make(implementation, summarize=lambda m, f: SummaryResult("s" * 10))
     g.start_turn()
     g.on_usage(model="gemini-2.5-flash", input_tokens=16_000, output_tokens=200,
