@@ -323,7 +323,8 @@ def test_codex_spend_comes_from_the_rollout_priced(codex: Hook) -> None:
     assert expected and expected > 0
     status = subprocess.run([sys.executable, "-m", "tripwire", "status", str(codex.store)],
                             capture_output=True, text=True, env=codex.env, timeout=60)
-    (record,) = [json.loads(x) for x in status.stdout.splitlines() if x.startswith("{")]
+    (record,) = [r for r in (json.loads(x) for x in status.stdout.splitlines()
+                             if x.startswith("{")) if r["kind"] == "session"]
     assert record["spent_usd"] == pytest.approx(expected, abs=1e-9)
     assert record["cost_estimated"] is True
 

@@ -42,7 +42,7 @@ from .errors import (
     ResetRefused,
     TripwireError,
 )
-from .events import parse_event
+from .events import Retry, StopAttempt, TaskEnd, TaskStart, event_record, parse_event
 from .fleet import Fleet
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
@@ -141,6 +141,10 @@ def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
             "message": outcome.message}
 
 
+_TASK_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry)
+_SIDECAR_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset")
+
+
 def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
     items = body if isinstance(body, list) else [body]
     if not items:
@@ -150,11 +154,17 @@ def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
     events = []
     for i, item in enumerate(items):
         try:
-            events.append((session_id, parse_event(item)))
+            event = parse_event(item)
         except InvalidEvent as exc:
             raise _BadRequest(f"event {i}: {exc}") from None
+        if isinstance(event, _TASK_EVENTS):  # a task is the host's to run, not a batch row's
+            raise _BadRequest(f"event {i}: a {event_record(event)['type']!r} event is not taken "
+                              f"here (the sidecar takes {', '.join(_SIDECAR_TYPES)})")
+        events.append((session_id, event))
     try:
         outcomes = fleet.observe_many(events)
+    except InvalidEvent as exc:
+        raise _BadRequest(str(exc)) from None
     except BatchInterrupted as stopped:
         error = stopped.error
         status = 409 if isinstance(error, ResetRefused) else 400
