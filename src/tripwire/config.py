@@ -18,6 +18,10 @@ A config file is one table whose sections configure each part of tripwire:
     [session]
     unattended = true                # default: stdin is not a TTY
 
+    [budget]                         # SPEC §7.1 task counters; 0 turns one off
+    steps = 200
+    deadline_s = 1800
+
 Unknown sections, signals or knobs are errors that name the file: a typo that silently
 changed nothing would leave an operator believing in a threshold that is not in force.
 """
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .budget import Budget
 from .context import ContextConfig
 from .errors import ConfigError
 from .modes import Mode, detect_unattended, resolve_mode
@@ -40,7 +45,7 @@ from .signals import WatchdogConfig
 __all__ = ["read_config_file", "SECTIONS", "GuardrailsConfig", "ResolvedConfig"]
 
 #: Top-level sections a config file may hold.
-SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models")
+SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "budget")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -120,6 +125,7 @@ class ResolvedConfig:
     cost_escalate_after: int
     feedback_queue: int
     context: ContextConfig
+    budget: Budget = field(default_factory=lambda: Budget.defaults(False))
 
     def describe(self) -> str:
         """The startup line: the mode, its source and what it does."""
@@ -151,6 +157,7 @@ class GuardrailsConfig:
     cost_escalate_after: int | None = None
     feedback_queue: int | None = None
     context: ContextConfig | None = None
+    budget: Budget | None = None  # task caps (SPEC §7.1): set ones win over [budget]
     file: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -210,7 +217,17 @@ class GuardrailsConfig:
             feedback_queue=_count(_first(self.feedback_queue, wd_file.get("feedback_queue"),
                                          FEEDBACK_QUEUE), "feedback_queue"),
             context=self.context if self.context is not None else ContextConfig.from_mapping(f),
+            budget=self._budget(f, unattended),
         )
+
+    def _budget(self, f: Mapping[str, Any], unattended: bool) -> Budget:
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise ConfigError("GuardrailsConfig(budget=...) must be a Budget, "
+                              f"not {type(self.budget).__name__}")
+        section = f.get("budget", {})
+        from_file = Budget.from_mapping(section, "config section [budget]") if section \
+            else Budget()
+        return (self.budget or Budget()).over(from_file).over(Budget.defaults(unattended))
 
 
 def _first(*values: Any) -> Any:

@@ -10,34 +10,44 @@ from dataclasses import dataclass
 
 from .signals import Alert
 
-__all__ = ["Decision", "Turn", "CONTINUE", "CUT_TURN", "HALT_SESSION", "REFUSE_TURN"]
+__all__ = ["Decision", "Turn", "CONTINUE", "CUT_TURN", "HALT_SESSION", "REFUSE_TURN",
+           "CANCEL_TOOL"]
 
 PROCEED = "continue"
 CUT_TURN = "cut_turn"          # cancel the turn in flight; the session goes on
 HALT_SESSION = "halt_session"  # cancel the turn, and refuse every later turn until a reset
 REFUSE_TURN = "refuse_turn"    # the turn was refused before any model call (halted session)
+CANCEL_TOOL = "cancel_tool"    # cancel the tool calls ``call_ids`` (timed out); the turn goes on
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """``action`` is ``continue``, ``cut_turn``, ``halt_session`` or ``refuse_turn``;
-    ``guardrail`` (``watchdog``, ``cost_ceiling``, ``context``) and ``reason`` say who and why;
-    ``alerts`` are the watchdog alerts raised by this observation (also when it continues)."""
+    """``action`` is ``continue``, ``cut_turn``, ``halt_session``, ``refuse_turn`` or
+    ``cancel_tool``; ``guardrail`` (``watchdog``, ``cost_ceiling``, ``context``, ``budget``) and
+    ``reason`` say who and why; ``alerts`` are the watchdog alerts raised by this observation
+    (also when it continues); ``call_ids``, for ``cancel_tool``, the calls to cancel (they had
+    no result within the task's tool timeout; the turn goes on)."""
 
     action: str = PROCEED
     guardrail: str | None = None
     reason: str = ""
     alerts: tuple[Alert, ...] = ()
+    call_ids: tuple[str, ...] = ()
 
     @property
     def proceed(self) -> bool:
-        """The harness may go on with the turn."""
-        return self.action == PROCEED
+        """The harness may go on with the turn (after cancelling ``call_ids``, if any)."""
+        return self.action == PROCEED or self.action == CANCEL_TOOL
 
     @property
     def cut_turn(self) -> bool:
         """The harness must cancel the turn in flight (a cut, or a halt)."""
-        return self.action != PROCEED
+        return self.action != PROCEED and self.action != CANCEL_TOOL
+
+    @property
+    def cancel_tool(self) -> bool:
+        """The harness must cancel the tool calls ``call_ids`` (the turn goes on)."""
+        return self.action == CANCEL_TOOL
 
     @property
     def halt_session(self) -> bool:
@@ -45,7 +55,11 @@ class Decision:
         return self.action in (HALT_SESSION, REFUSE_TURN)
 
     def to_dict(self) -> dict[str, object]:
-        return {"action": self.action, "guardrail": self.guardrail, "reason": self.reason}
+        out: dict[str, object] = {"action": self.action, "guardrail": self.guardrail,
+                                  "reason": self.reason}
+        if self.call_ids:
+            out["call_ids"] = list(self.call_ids)
+        return out
 
 
 CONTINUE = Decision()

@@ -26,6 +26,10 @@ from .guardrail import Guardrail
 
 __all__ = ["Folded", "fold_history", "RESTORED_SIGNAL"]
 
+#: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome; folded
+#: by ``budget.Task`` (``Folded.task_rows``).
+TASK_KINDS = frozenset({"task", "budget", "outcome"})
+
 #: The synthetic alert a restored watchdog halt feeds back to the model.
 RESTORED_SIGNAL = "restored-watchdog-halt"
 
@@ -43,6 +47,7 @@ class Folded:
     tampered: str | None = None  # why the history cannot be trusted to show no halt
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
+    task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
 
     @property
     def halted_by(self) -> tuple[str, ...]:
@@ -73,6 +78,8 @@ def fold_history(history: Any) -> Folded:
             _fold_trip(folded, data)
         elif row.kind == "reset":
             _fold_reset(folded, data)
+        elif row.kind in TASK_KINDS:
+            folded.task_rows.append(data)
         elif row.kind == "spend":
             folded.watchdog_cut_signal = data.get("watchdog_cut_signal")
             folded.watchdog_in_a_row = int(data.get("watchdog_in_a_row", 0))

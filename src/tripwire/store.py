@@ -110,7 +110,7 @@ __all__ = [
 ]
 
 #: Row kinds a store accepts.
-KINDS = frozenset({"trip", "reset", "spend", "context"})
+KINDS = frozenset({"trip", "reset", "spend", "context", "task", "budget", "outcome"})
 #: Environment variable holding the store key.
 KEY_ENV = "TRIPWIRE_STORE_KEY"
 #: Environment variable naming the anchor file (see SQLiteStore).

@@ -1,0 +1,247 @@
+"""``BudgetPolicy``: what a task's budget does to one session running it (SPEC §7.1).
+
+One job: charge the session's observations to its ``Task`` (usage: steps, tokens, usd; calls:
+tool calls) and turn what the task says into the session's decisions — under ``enforce`` an
+exhausted task cuts the turn in flight and refuses later turns (guardrail ``budget``); below
+``enforce`` the exhaustion is reported and recorded, nothing is cut. A call without its result
+past ``tool_timeout_s`` yields a ``cancel_tool`` decision for its id (in every mode: it is the
+harness's call, not a punishment) and counts as a failed result for the watchdog. Budget notes
+(50%, 80%) join the ``[watchdog]`` block at the next turn start (``feedback``, ``enforce``).
+
+``Guardrails`` holds the session's lock and dispatches; the tool-call fast path
+(``Guardrails.on_call``) increments the task's counter inline while the count is below the
+task's ``call_mark`` and calls ``on_call`` here only past it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from . import lines
+from ._common import MAX_CALL_IDS
+from .budget import Task
+from .decision import CANCEL_TOOL, CUT_TURN, Decision
+from .modes import Mode
+from .outcomes import UncertainCall
+from .signals import Alert
+
+if TYPE_CHECKING:
+    from .guardrails import Guardrails
+    from .reporting import OperatorChannel
+
+__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR"]
+
+#: The guardrail name of budget cuts and refusals.
+BUDGET = "budget"
+#: The signal name budget notes carry in the feedback block.
+NOTE_SIGNAL = "task-budget"
+#: The error text of a timed-out call's synthesized failed result.
+TIMEOUT_ERROR = "the tool call timed out and was cancelled"
+
+
+class BudgetPolicy:
+    __slots__ = ("_channel", "_g", "_reported", "cancelled", "last_text", "mode", "open",
+                 "started", "task", "unnamed")
+
+    def __init__(self, task: Task, guardrails: Guardrails, mode: Mode,
+                 channel: OperatorChannel):
+        self.task = task
+        self.mode = mode
+        self.open: dict[str, str] = {}      # call id -> tool name: calls without a result yet
+        self.unnamed = 0                     # calls without an id and without a result yet
+        self.started: dict[str, tuple[str, float]] = {}  # timed calls: id -> (name, start)
+        self.cancelled: set[str] = set()     # ids of calls cancelled for a timeout
+        self.last_text: str | None = None    # the agent's last words (the attempted answer)
+        self._channel = channel
+        self._g = guardrails
+        self._reported = False
+        with task._lock:
+            task.sessions.append(self)
+            task._remark()
+
+    # -- observations --------------------------------------------------------------------------
+
+    def on_call(self, name: str, id: str | None) -> Decision | None:
+        """A tool call past the fast path's gate: charge it along the chain, start its
+        timeout; a cut (exhausted) or a cancel for calls timed out meanwhile, or None."""
+        task = self.task
+        if id is not None:
+            self.open[id] = name
+        else:
+            self.unnamed += 1
+        expired = self.poll_time()
+        task.charge("tool_calls")
+        if id is not None and self._timeout() is not None:
+            now = task._clock()
+            if now is not None:
+                self.started[id] = (name, now)
+        cut = self.exhaustion()
+        return cut if cut is not None else expired
+
+    def on_result(self, id: str | None) -> bool:
+        """A tool's result: the call has answered. False for the late result of a call
+        already cancelled for its timeout (counted as failed then; not observed again)."""
+        if id is not None:
+            if self.cancelled and id in self.cancelled:
+                self.cancelled.discard(id)
+                return False
+            self.open.pop(id, None)
+            if self.started:
+                self.started.pop(id, None)
+        elif self.unnamed:
+            self.unnamed -= 1
+        return True
+
+    def on_usage(self, input_tokens: int | None, output_tokens: int | None,
+                 nano: int) -> Decision | None:
+        self.task._charge_usage((input_tokens or 0) + (output_tokens or 0), nano)
+        return self.exhaustion()
+
+    def on_text(self, text: str) -> None:
+        self.last_text = text
+
+    def poll_time(self) -> Decision | None:
+        """Clock-based limits now: calls past ``tool_timeout_s`` (a ``cancel_tool``
+        decision), the deadline (a cut under enforce)."""
+        task = self.task
+        cancel = None
+        if self.started:
+            timeout = self._timeout()
+            now = task._clock()
+            if timeout is not None and now is not None:
+                expired = [(i, n) for i, (n, t0) in self.started.items() if now - t0 >= timeout]
+                if expired:
+                    cancel = self._cancel(expired, timeout)
+        if any(t.caps["deadline_s"] for t in task.chain):
+            task.check_time()
+            cut = self.exhaustion()
+            if cut is not None:
+                return cut
+        return cancel
+
+    def _timeout(self) -> float | None:
+        caps = [t.caps["tool_timeout_s"] for t in self.task.chain if t.caps["tool_timeout_s"]]
+        return min(caps) if caps else None
+
+    def _cancel(self, expired: list[tuple[str, str]], timeout: float) -> Decision:
+        task = self.task
+        alerts: tuple[Alert, ...] = ()
+        for ident, name in expired:
+            del self.started[ident]
+            self.open.pop(ident, None)
+            self.cancelled.add(ident)
+            if len(self.cancelled) > MAX_CALL_IDS:
+                self.cancelled.clear()
+            with task._lock:
+                for t in task.chain:
+                    t.tool_timeouts += 1
+            decision = self._g._timed_out(name)  # a failed result, for the watchdog
+            alerts += decision.alerts
+            if not decision.proceed:
+                return decision
+        task.persist()
+        ids = tuple(i for i, _ in expired)
+        reason = (f"tool call{'s' if len(ids) > 1 else ''} {', '.join(ids)} had no result "
+                  f"within {timeout:g} s: cancel {'them' if len(ids) > 1 else 'it'} "
+                  "(its side effects are uncertain)")
+        decision = Decision(CANCEL_TOOL, BUDGET, reason, alerts, ids)
+        self._channel.emit("cancel_tool", reason, level=logging.WARNING, guardrail=BUDGET,
+                           decision=decision)
+        return decision
+
+    # -- exhaustion ----------------------------------------------------------------------------
+
+    def exhaustion(self) -> Decision | None:
+        """The task is exhausted: a cut under ``enforce`` (None below it, after reporting it
+        once to the operator)."""
+        ex = self.task.exhausted_by()
+        if ex is None:
+            return None
+        first = not self._reported
+        self._reported = True
+        if self.mode >= Mode.ENFORCE:
+            decision = Decision(CUT_TURN, BUDGET, ex.reason)
+            if first:
+                self._channel.counters.count_trip(BUDGET)
+                self._channel.emit("cut", lines.cut_in_flight("budget guardrail") + ex.reason
+                                   + ". The task's later turns are refused.",
+                                   level=logging.WARNING, guardrail=BUDGET, decision=decision)
+                self.record(decision)
+            return decision
+        if first:
+            self._channel.emit("trip", f"budget guardrail tripped: {ex.reason} (reported "
+                               f"only: {self.mode} mode cuts nothing)", level=logging.WARNING,
+                               guardrail=BUDGET)
+        return None
+
+    def refusal(self) -> str | None:
+        """Why a turn is refused before any model call (enforce: an exhausted task, a task
+        whose durable history was tampered with), or None."""
+        if self.mode < Mode.ENFORCE:
+            return None
+        task = self.task
+        if any(t.caps["deadline_s"] for t in task.chain):
+            task.check_time()
+        ex = task.exhausted_by()
+        if ex is not None:
+            return ex.reason
+        if task.tampered is not None:
+            return task.tampered
+        return None
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def notes(self) -> list[Alert]:
+        """Budget notes for the next turn's feedback block (taken: delivered once)."""
+        task = self.task
+        if not task.notes:
+            return []
+        with task._lock:
+            notes, task.notes = task.notes, []
+        if self.mode < Mode.FEEDBACK:
+            return []  # nothing reaches the model below feedback: no stale backlog either
+        return [Alert(NOTE_SIGNAL, "info", None, n, n, -1) for n in notes]
+
+    def end_turn(self) -> None:
+        self.task.persist()
+        if len(self.open) > MAX_CALL_IDS:  # results that came by name only: keep the newest
+            keep = list(self.open.items())[-MAX_CALL_IDS:]
+            self.open = dict(keep)
+
+    def stop_attempt(self, accepted: bool, answer: Any) -> Decision | None:
+        if answer is None:
+            answer = self.last_text
+        self.task.on_stop_attempt(accepted, answer)
+        return self.exhaustion()
+
+    def retry(self, reason: str) -> Decision | None:
+        self.task.on_retry(reason)
+        return self.exhaustion()
+
+    # -- reports -------------------------------------------------------------------------------
+
+    def record(self, decision: Decision) -> None:
+        """A cut or halt of this session, for the task's report."""
+        with self.task._lock:
+            self.task.history.append({"session": self._g.session_id, "action": decision.action,
+                                      "guardrail": decision.guardrail,
+                                      "reason": decision.reason})
+
+    def uncertain(self) -> list[UncertainCall]:
+        sid = self._g.session_id
+        calls = [UncertainCall(sid, i, n) for i, n in self.open.items()]
+        calls += [UncertainCall(sid, None, "(a call without an id)")] * self.unnamed
+        return calls
+
+    def halted_by(self) -> str | None:
+        g = self._g
+        return g._halted_by()[0] if g.halted else None
+
+    @property
+    def armed(self) -> bool:
+        """Some counter a batch row could advance has a cap along the chain (batch ingest
+        then hands this session's rows to Python, which charges them one by one)."""
+        return any(t.caps[c] for t in self.task.chain
+                   for c in ("steps", "tool_calls", "tokens", "usd", "deadline_s",
+                             "tool_timeout_s"))
