@@ -599,7 +599,7 @@ class Supervision:
         self.reviews = 0             # reviews asked for (each charged one `reviews` unit)
         #: (review number, what became of it): continue, redirect, stop_complete,
         #: stop_blocked, failed, stale — what an evaluation counts
-        self.log: list[tuple[int, str]] = []
+        self.decisions: list[tuple[int, str]] = []
 
     def __repr__(self) -> str:
         return (f"<Supervision session={self.session_id!r} reviews={self.reviews} "
@@ -943,7 +943,7 @@ class Supervision:
         with self._lock:
             self._failures += 1
             n = self._failures
-            self.log.append((review.number, "failed"))
+            self.decisions.append((review.number, "failed"))
             unavailable = n >= self.config.max_failures
         self._emit("supervisor_failed", f"supervisor_failed: review {review.number} {what} "
                    f"({n} in a row)", logging.WARNING)
@@ -959,14 +959,14 @@ class Supervision:
             if decision.usage is not None:
                 _charge_usage(task, decision.usage)
             if task.outcome is not None:  # its own usage exhausted the task
-                self.log.append((review.number, "exhausted"))
+                self.decisions.append((review.number, "exhausted"))
                 return
             if task.revision != review.revision:
-                self.log.append((review.number, "stale"))
+                self.decisions.append((review.number, "stale"))
                 stale = True
             else:
                 stale = False
-                self.log.append((review.number, decision.decision))
+                self.decisions.append((review.number, decision.decision))
                 self._apply(review, decision)
         if stale:
             self._emit("supervisor_stale", f"supervisor review {review.number} was about "
