@@ -44,7 +44,7 @@ from typing import Any, Protocol, Union
 import xxhash
 
 from . import _engine
-from ._common import error_failed, json_text, payload_bytes
+from ._common import error_failed, json_text, name_str, payload_bytes
 from ._supervisor_schema import (
     CHECK_OUTCOMES,
     DECISION_SCHEMA,
@@ -123,19 +123,20 @@ class Check:
         return call.tool == self.tool and (
             self.args_contains is None or self.args_contains in call.args_text)
 
-    def held_by(self, call: _Call) -> bool:
-        """The call, with its result so far, shows the condition."""
+    def held_by(self, call: _Call, result: str | None = None) -> bool:
+        """The call, with its result (``result``: its full payload or error text; None while
+        it has none), shows the condition."""
         if not self.followed_by(call):
             return False
         if self.outcome == "called":
             return True
-        if call.status == "pending":
+        if result is None or call.status == "pending":
             return False
         if self.outcome == "succeeds" and call.status == "error":
             return False
         if self.outcome == "fails" and call.status != "error":
             return False
-        return self.result_contains is None or self.result_contains in (call.result_full or "")
+        return self.result_contains is None or self.result_contains in result
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,8 @@ class SupervisorDecision:
 
     def __post_init__(self) -> None:
         validate_decision(self.to_dict())
+        if isinstance(self.check, Mapping):  # a check given as its JSON object
+            object.__setattr__(self, "check", Check(**self.check))
         if self.usage is not None and not isinstance(self.usage, ReviewUsage):
             raise MalformedDecision("usage must be a ReviewUsage", "usage")
 
@@ -435,8 +438,8 @@ class SupervisedTask(Protocol):
 
 
 class _Call:
-    __slots__ = ("args_text", "event", "id", "key", "result_bytes", "result_full", "status",
-                 "tool")
+    __slots__ = ("args_text", "event", "id", "key", "result", "result_bytes", "status", "tool",
+                 "truncated")
 
     def __init__(self, event: int, tool: str, key: int, args_text: str, id: str | None):
         self.event = event
@@ -445,8 +448,9 @@ class _Call:
         self.args_text = args_text
         self.id = id
         self.status = "pending"
-        self.result_full: str | None = None
+        self.result: str | None = None  # cut to the review's payload limit
         self.result_bytes = 0
+        self.truncated = False  # args or result cut
 
 
 class _KeyStats:
@@ -522,8 +526,6 @@ def _acceptance(value: Any) -> tuple[str, ...]:
     raise ConfigError("acceptance must be a string or a list of strings")
 
 
-#: A result's text kept for the check's ``result_contains`` (the review shows less).
-_RESULT_KEPT = 65536
 #: Results by name are paired with the oldest call of that name still waiting (at most this
 #: many waiting per name, and this many by id: a host that never sends results stays bounded).
 _PENDING = 256
@@ -609,11 +611,13 @@ class Supervision:
 
     def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
         decision: Decision = self.guardrails.on_call(name, args, id=id)
-        raw = args if isinstance(args, str) else _text_of(args) if args is not None else ""
-        args_text = raw if isinstance(raw, str) else str(raw)
+        name = name_str(name)
+        args_text = args if isinstance(args, str) else _text_of(args)
+        args_text, cut = _cut(args_text, self.config.payload_limit)
         key = self._key(name, args)
         with self._lock:
             call = _Call(self._event(), name, key, args_text, id)
+            call.truncated = cut
             self._recent.append(call)
             if id is not None:
                 self._by_id[id] = call
@@ -661,12 +665,13 @@ class Supervision:
                     call.status = "no_op" if no_op is True else "ok"
                     text = _text_of(payload)
                 call.result_bytes = len(text.encode("utf-8", "surrogatepass"))
-                call.result_full = _cut(text, _RESULT_KEPT)[0]
+                call.result, cut = _cut(text, self.config.payload_limit)
+                call.truncated = call.truncated or cut
                 stats = self._keys.get(call.key)
                 if stats is not None:
                     stats.last_error = error_signature(error) if failed else None
                 redirect = self._redirect
-                if redirect is not None and redirect.check.held_by(call):
+                if redirect is not None and redirect.check.held_by(call, text):
                     redirect.held = True
             self._note(decision)
         return decision
@@ -759,6 +764,13 @@ class Supervision:
         """The triggers the next turn start reviews (empty: no review is due)."""
         with self._lock:
             return tuple(self._triggers)
+
+    @property
+    def redirects_held(self) -> int:
+        """Redirects whose check held (judged or not yet)."""
+        with self._lock:
+            judged = [*self._guidance, *([self._redirect] if self._redirect else [])]
+            return sum(1 for r in judged if r.held)
 
     @property
     def revision(self) -> int:
@@ -915,14 +927,10 @@ class Supervision:
 
     def _review(self, number: int) -> Review:
         cfg, task = self.config, self.task
-        limit = cfg.payload_limit
         recent = []
         for c in self._recent:
-            args, cut_args = _cut(c.args_text, limit)
-            result, cut_result = (None, False) if c.result_full is None else \
-                _cut(c.result_full, limit)
-            recent.append(ReviewedCall(c.event, c.tool, f"{c.key:016x}", args, c.status, result,
-                                       c.result_bytes, cut_args or cut_result))
+            recent.append(ReviewedCall(c.event, c.tool, f"{c.key:016x}", c.args_text, c.status,
+                                       c.result, c.result_bytes, c.truncated))
         ranked = sorted(self._keys.items(), key=lambda kv: (-kv[1].count, -kv[1].last))
         record = tuple(KeyRecord(f"{k:016x}", s.tool, s.count, s.first, s.last, s.last_error)
                        for k, s in ranked[:cfg.record_limit])
