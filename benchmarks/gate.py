@@ -108,7 +108,23 @@ def checks() -> list[Check]:
     ]
     out += _policy_checks(calls)
     out.append(_batch_check())
+    out.append(_budget_check(calls))
     return out
+
+
+def _budget_check(calls: list[tuple[str, str]]) -> Check:
+    """Task accounting on the hot path (issue 9: <= 0.05 us per on_call): on_call against the
+    same method with the accounting block cut out of its source (test_bench_budget.py)."""
+    from test_bench_budget import pair
+
+    bare, accounted = pair()
+    return Check(
+        "Guardrails.on_call task accounting over none",
+        lambda: workload.run_turn(bare, calls),
+        lambda: workload.run_turn(accounted, calls),
+        len(calls), 0.0, "the tool-call counter's fast path; the ns columns give the cost",
+        at_most=1.2, stat=min,
+    )
 
 
 def _batch_check() -> Check:

@@ -78,14 +78,15 @@ class CostState(NamedTuple):
 
 class BatchState(NamedTuple):
     """One session, as ``Guardrails.batch_state()`` hands it to the batch core. ``engine`` is
-    None when the batch must hand every row of the session to Python."""
+    None when the batch must hand every row of the session to Python; ``cost`` is None when
+    its usage rows must go to Python (its task charges each one)."""
 
     engine: Any
     blocked: bool
     context: ContextState | None
     ids: dict[Any, str]
     words_matter: bool
-    cost: CostState
+    cost: CostState | None
 
 
 class BatchChange(NamedTuple):

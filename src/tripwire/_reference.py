@@ -437,8 +437,8 @@ class _BatchSlot:
             self.measured, self.carried = c.measured, c.carried
             self.compact_at, self.cut_tokens = c.compact_at, c.cut_tokens
             self.pending, self.cut, self.model = c.pending, c.cut, c.model
-        self.cost = state.cost
-        self.spent = state.cost.spent
+        self.cost = state.cost  # None: every usage row goes to Python (a task charges it)
+        self.spent = state.cost.spent if state.cost is not None else 0
         self.added = self.taken = 0
         self.measured_reset = self.spent_changed = False
 
@@ -453,6 +453,8 @@ class _BatchSlot:
         """A usage row, as the native batch core handles it: charged here unless Python must
         see it (a bound that trips, a new model, a context limit crossed); False then."""
         c = self.cost
+        if c is None:
+            return False
         spent = self.spent + cost
         if not c.frozen and cost_trips(spent, c.baseline, c.max_turn, c.ceiling):
             return False

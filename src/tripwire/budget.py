@@ -50,6 +50,7 @@ a child, or a task with a clock-based counter takes the tree's lock on every cha
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -87,8 +88,14 @@ SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
 CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
 #: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
 TASK_PREFIX = "task:"
+#: The signal name budget notes carry in the feedback block.
+NOTE_SIGNAL = "task-budget"
 #: The note levels: a counter passing 50% and then 80% of its cap.
 NOTE_LEVELS = (0.5, 0.8)
+#: Counters a budget row is written for when they move (and are capped).
+_WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
+#: The note levels of a task that has had no note (shared; copied on the first).
+_NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 #: The fast path's "nothing to check until this count" for a counter without a cap.
 _NEVER = 1 << 62
 
@@ -122,6 +129,10 @@ class WallClock:
             return self._last
         self._last = now
         return now
+
+
+#: The default clock, shared (its only state is the latest reading).
+WALL_CLOCK = WallClock()
 
 
 class ReplayClock:
@@ -195,12 +206,25 @@ class Budget:
 
     def over(self, base: Budget) -> Budget:
         """These caps where set, ``base``'s elsewhere."""
+        if all(getattr(self, f.name) is not None for f in fields(self)):
+            return self  # complete already (a resolved config's): shared, not copied
         return Budget(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
                          else getattr(self, f.name) for f in fields(self)})
 
     def caps(self) -> dict[str, float | int | None]:
         """Every counter's cap, None for off (0 and unset alike)."""
         return {f.name: getattr(self, f.name) or None for f in fields(self)}
+
+    def internal_caps(self) -> dict[str, Any]:
+        """``caps()`` with ``usd`` in nano-dollars: what a task counts in. Computed once per
+        budget and shared (read-only) by every task made from it."""
+        cached: dict[str, Any] | None = self.__dict__.get("_internal")
+        if cached is None:
+            cached = self.caps()
+            if cached["usd"] is not None:
+                cached["usd"] = round(cached["usd"] * NANO)
+            object.__setattr__(self, "_internal", cached)
+        return cached
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
@@ -267,18 +291,48 @@ class Task:
     """
 
     # counters first: the fast path reads tool_calls and call_mark
-    __slots__ = ("tool_calls", "call_mark", "steps", "tokens", "usd", "stop_rejections",
-                 "retries", "reviews", "tool_timeouts", "task_id", "objective", "acceptance",
-                 "parent", "children", "chain", "caps", "budget", "_noted", "notes",
-                 "exhausted", "outcome", "tampered", "started_at", "_clock", "_lock", "_log",
-                 "sessions", "history", "revision", "last_answer", "_written", "_ended_at",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_clock",
+        "_ended_at",
+        "_lock",
+        "_log",
+        "_noted",
+        "_written",
+        "acceptance",
+        "budget",
+        "call_mark",
+        "caps",
+        "chain",
+        "children",
+        "exhausted",
+        "history",
+        "last_answer",
+        "notes",
+        "objective",
+        "outcome",
+        "parent",
+        "retries",
+        "reviews",
+        "revision",
+        "sessions",
+        "started_at",
+        "steps",
+        "stop_rejections",
+        "tampered",
+        "task_id",
+        "tokens",
+        "tool_calls",
+        "tool_timeouts",
+        "usd",
+    )
 
     def __init__(self, objective: str = "", budget: Budget | Mapping[str, Any] | None = None, *,
                  task_id: str | None = None, acceptance: Any = None,
                  clock: Callable[[], float | None] | None = None, store: Any = None,
                  unattended: bool = False, _parent: Task | None = None,
-                 _log: SessionLog | None = None, _history: Any = None):
+                 _log: SessionLog | None = None, _history: Any = None,
+                 _lock: threading.RLock | None = None):
         if task_id is not None and (type(task_id) is not str or not task_id):
             raise ConfigError(f"task_id must be a non-empty str, not {task_id!r}")
         if not isinstance(objective, str):
@@ -292,29 +346,28 @@ class Task:
         self.objective = objective
         self.acceptance = acceptance
         self.parent = _parent
-        self.children: list[Task] = []
+        self.children: tuple[Task, ...] = ()
         self.chain: tuple[Task, ...] = (self,) if _parent is None else (self, *_parent.chain)
         if _parent is None:
             self.budget = (budget or Budget()).over(Budget.defaults(unattended))
         else:  # a child's unset caps are off: the parent's own caps bound it anyway
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
-        caps = self.budget.caps()
-        if caps["usd"] is not None:
-            caps["usd"] = round(caps["usd"] * NANO)  # counted in nano-dollars
-        self.caps = caps
+        self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
         self.tool_calls = self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
-        self._noted = dict.fromkeys(COUNTERS, 0)
-        self.notes: list[str] = []          # model-facing notes not delivered yet
+        self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
+        # model-facing notes not delivered yet: (signal, text)
+        self.notes: tuple[tuple[str, str], ...] = ()
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
-        self._clock = clock if clock is not None else (
-            _parent._clock if _parent is not None else WallClock())
-        self._lock: threading.RLock = _parent._lock if _parent is not None else threading.RLock()
+        self._clock: Callable[[], float | None] = clock if clock is not None else (
+            _parent._clock if _parent is not None else WALL_CLOCK)
+        self._lock: threading.RLock = _parent._lock if _parent is not None else (
+            _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
-        self.history: list[dict[str, Any]] = []  # cuts and halts of its sessions
+        self.history: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
@@ -329,16 +382,16 @@ class Task:
         if self._log is not None:
             self._restore(_history)
         if _parent is not None:
-            _parent.children.append(self)
+            _parent.children = (*_parent.children, self)
         self._remark()
         if self._log is not None and self._written is None:
             self._persist("task", {"task": self.task_id, "objective": objective,
                                    "parent": _parent.task_id if _parent else None,
                                    "budget": self.budget.to_dict(),
                                    "started_at": self.started_at})
-            self._written = ()
             if _parent is not None:
                 _parent._persist_budget()
+        self._written = self._state()  # what the store holds (nothing to write yet)
 
     def __repr__(self) -> str:
         state = str(self.outcome) if self.outcome else (
@@ -398,7 +451,7 @@ class Task:
             self.call_mark = _NEVER
         else:
             level = self._noted["tool_calls"]
-            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [cap + 1]
+            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap) + 1]
             self.call_mark = max(1, min(marks))
 
     def charge(self, counter: str, units: float = 1) -> Exhaustion | None:
@@ -428,6 +481,33 @@ class Task:
             found = self._check(("steps", "tokens", "usd", "deadline_s"))
             self._persist_chain()
             return found
+
+    def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
+                     cost_usd: float | None = None) -> Exhaustion | None:
+        """One model request tripwire did not observe (the progress supervisor's, say): a
+        step, its tokens and its cost, charged along the chain."""
+        tokens = 0
+        for v in (input_tokens, output_tokens):
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ConfigError(f"token counts are non-negative integers, not {v!r}")
+                tokens += v
+        nano = 0
+        if cost_usd is not None:
+            if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or \
+                    not math.isfinite(cost_usd) or cost_usd < 0:
+                raise ConfigError(f"cost_usd is a non-negative number, not {cost_usd!r}")
+            nano = round(cost_usd * NANO)
+        return self._charge_usage(tokens, nano)
+
+    def tell(self, text: str, signal: str = "progress-supervisor") -> None:
+        """Queue a model-facing note (e.g. a supervisor's redirect): it joins the
+        ``[watchdog]`` block at the next turn start of a session running this task, as
+        ``- <signal>: <text>`` (``feedback`` and ``enforce`` modes)."""
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("a note is a non-empty str")
+        with self._lock:
+            self.notes += ((signal, text),)
 
     def step(self, n: int = 1) -> Exhaustion | None:
         """Charge ``n`` model steps (for a host that reports no usage)."""
@@ -467,11 +547,12 @@ class Task:
                 level = t._noted[c]
                 while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
                     level += 1
+                if level != t._noted[c]:  # one note, however many levels one charge passed
+                    t._set_noted(c, level)
                     if not t._over(c, used, cap):
                         shown = used / NANO if c == "usd" else used
-                        t.notes.append(note_text(c, shown, cap / NANO if c == "usd" else cap))
-                if level != t._noted[c]:
-                    t._noted[c] = level
+                        t.notes += ((NOTE_SIGNAL, note_text(c, shown, cap / NANO if c == "usd"
+                                                            else cap)),)
                 if t._over(c, used, cap):
                     if first is None:
                         first = (t, c)
@@ -499,6 +580,11 @@ class Task:
         self._end(Outcome(EXHAUSTED, self.task_id, self.report(), counter=counter,
                           by_task=by.task_id, reason=reason, answer=self.last_answer,
                           verified=False))
+
+    def _set_noted(self, counter: str, level: int) -> None:
+        if self._noted is _NOT_NOTED:
+            self._noted = dict(_NOT_NOTED)
+        self._noted[counter] = level
 
     def exhausted_by(self) -> Exhaustion | None:
         """This task's exhaustion, or one of an ancestor's that reaches it (an ancestor whose
@@ -649,12 +735,19 @@ class Task:
         """A budget row, if the store does not hold this consumption yet."""
         if self._log is None:
             return
-        state = (self.tool_calls, self.steps, self.tokens, self.usd, self.stop_rejections,
-                 self.retries, self.reviews, self.tool_timeouts, len(self.children),
-                 self.exhausted is not None, tuple(self._noted.values()), self.started_at)
+        state = self._state()
         if state != self._written:
             self._written = state
             self._persist("budget", self._snapshot())
+
+    def _state(self) -> tuple[Any, ...]:
+        """What a budget row must keep: the capped counters (a row carries every counter,
+        but only a capped one moving is worth a write: nothing else can be exhausted), the
+        children, notes, exhaustion, and the start time when a deadline counts from it."""
+        caps = self.caps
+        return (tuple(getattr(self, c) if caps[c] else 0 for c in _WRITTEN),
+                len(self.children), self.exhausted is not None, tuple(self._noted.values()),
+                self.started_at if caps["deadline_s"] else None)
 
     def _persist_chain(self) -> None:
         for t in self.chain:
@@ -700,14 +793,12 @@ class Task:
             noted = data.get("noted")
             if isinstance(noted, Mapping):
                 for c, n in noted.items():
-                    if c in self._noted and isinstance(n, int):
-                        self._noted[c] = max(self._noted[c], n)
+                    if c in self._noted and isinstance(n, int) and n > self._noted[c]:
+                        self._set_noted(c, n)
             ex = data.get("exhausted")
             if isinstance(ex, Mapping):
-                try:
+                with contextlib.suppress(KeyError, TypeError, ValueError):
                     self.exhausted = Exhaustion.from_dict(ex)
-                except (KeyError, TypeError, ValueError):
-                    pass
             if "outcome" in data and isinstance(data.get("outcome"), str):
                 self.outcome = _restored_outcome(data, self.report())
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import lines
 from ._common import MAX_CALL_IDS
-from .budget import Task
+from .budget import NOTE_SIGNAL, Task
 from .decision import CANCEL_TOOL, CUT_TURN, Decision
 from .modes import Mode
 from .outcomes import UncertainCall
@@ -34,24 +34,23 @@ __all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR"]
 
 #: The guardrail name of budget cuts and refusals.
 BUDGET = "budget"
-#: The signal name budget notes carry in the feedback block.
-NOTE_SIGNAL = "task-budget"
 #: The error text of a timed-out call's synthesized failed result.
 TIMEOUT_ERROR = "the tool call timed out and was cancelled"
 
 
 class BudgetPolicy:
     __slots__ = ("_channel", "_g", "_reported", "cancelled", "last_text", "mode", "open",
-                 "started", "task", "unnamed")
+                 "started", "task")
 
     def __init__(self, task: Task, guardrails: Guardrails, mode: Mode,
                  channel: OperatorChannel):
         self.task = task
         self.mode = mode
         self.open: dict[str, str] = {}      # call id -> tool name: calls without a result yet
-        self.unnamed = 0                     # calls without an id and without a result yet
-        self.started: dict[str, tuple[str, float]] = {}  # timed calls: id -> (name, start)
-        self.cancelled: set[str] = set()     # ids of calls cancelled for a timeout
+        # timed calls: id -> (name, start); ids of calls cancelled for a timeout (made when
+        # first needed: most sessions never time a call)
+        self.started: dict[str, tuple[str, float]] | None = None
+        self.cancelled: set[str] | None = None
         self.last_text: str | None = None    # the agent's last words (the attempted answer)
         self._channel = channel
         self._g = guardrails
@@ -68,13 +67,13 @@ class BudgetPolicy:
         task = self.task
         if id is not None:
             self.open[id] = name
-        else:
-            self.unnamed += 1
         expired = self.poll_time()
         task.charge("tool_calls")
         if id is not None and self._timeout() is not None:
             now = task._clock()
             if now is not None:
+                if self.started is None:
+                    self.started = {}
                 self.started[id] = (name, now)
         cut = self.exhaustion()
         return cut if cut is not None else expired
@@ -89,8 +88,6 @@ class BudgetPolicy:
             self.open.pop(id, None)
             if self.started:
                 self.started.pop(id, None)
-        elif self.unnamed:
-            self.unnamed -= 1
         return True
 
     def on_usage(self, input_tokens: int | None, output_tokens: int | None,
@@ -127,6 +124,9 @@ class BudgetPolicy:
     def _cancel(self, expired: list[tuple[str, str]], timeout: float) -> Decision:
         task = self.task
         alerts: tuple[Alert, ...] = ()
+        assert self.started is not None
+        if self.cancelled is None:
+            self.cancelled = set()
         for ident, name in expired:
             del self.started[ident]
             self.open.pop(ident, None)
@@ -193,15 +193,16 @@ class BudgetPolicy:
     # -- turns ---------------------------------------------------------------------------------
 
     def notes(self) -> list[Alert]:
-        """Budget notes for the next turn's feedback block (taken: delivered once)."""
+        """The task's notes (budget notes, ``Task.tell``) for the next turn's feedback block
+        (taken: delivered once)."""
         task = self.task
         if not task.notes:
             return []
         with task._lock:
-            notes, task.notes = task.notes, []
+            notes, task.notes = task.notes, ()
         if self.mode < Mode.FEEDBACK:
             return []  # nothing reaches the model below feedback: no stale backlog either
-        return [Alert(NOTE_SIGNAL, "info", None, n, n, -1) for n in notes]
+        return [Alert(signal, "info", None, text, text, -1) for signal, text in notes]
 
     def end_turn(self) -> None:
         self.task.persist()
@@ -224,24 +225,21 @@ class BudgetPolicy:
     def record(self, decision: Decision) -> None:
         """A cut or halt of this session, for the task's report."""
         with self.task._lock:
-            self.task.history.append({"session": self._g.session_id, "action": decision.action,
-                                      "guardrail": decision.guardrail,
-                                      "reason": decision.reason})
+            self.task.history += ({"session": self._g.session_id, "action": decision.action,
+                                   "guardrail": decision.guardrail, "reason": decision.reason},)
 
     def uncertain(self) -> list[UncertainCall]:
         sid = self._g.session_id
-        calls = [UncertainCall(sid, i, n) for i, n in self.open.items()]
-        calls += [UncertainCall(sid, None, "(a call without an id)")] * self.unnamed
-        return calls
+        return [UncertainCall(sid, i, n) for i, n in self.open.items()]
 
     def halted_by(self) -> str | None:
         g = self._g
         return g._halted_by()[0] if g.halted else None
 
     @property
-    def armed(self) -> bool:
-        """Some counter a batch row could advance has a cap along the chain (batch ingest
-        then hands this session's rows to Python, which charges them one by one)."""
+    def calls_armed(self) -> bool:
+        """The chain caps tool calls or time: batch ingest then hands every row of this
+        session to Python, which charges and times them one by one (usage rows always go to
+        Python: each is a step)."""
         return any(t.caps[c] for t in self.task.chain
-                   for c in ("steps", "tool_calls", "tokens", "usd", "deadline_s",
-                             "tool_timeout_s"))
+                   for c in ("tool_calls", "deadline_s", "tool_timeout_s"))

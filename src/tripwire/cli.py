@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .adapters import FORMAT_NAMES
+from .budget import TASK_PREFIX, ReplayClock
 from .config import read_config_file
 from .cost import NANO
 from .errors import (
@@ -143,8 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="per-turn cost ceiling (0: none; negative is refused)")
     policy.add_argument("--max-session-cost-usd", type=_dollars, metavar="USD",
                         help="per-session cost ceiling (0: none; negative is refused)")
-    policy.add_argument("--fail-on", choices=("critical", "halt"),
-                        help="exit 3 if a critical alert (or a session halt) happened")
+    policy.add_argument("--fail-on", choices=("critical", "halt", "exhausted"),
+                        help="exit 3 if a critical alert (or a session halt, or a task "
+                             "exhausted) happened")
+    budget = replay.add_argument_group(
+        "task budget", "caps of each session's task (0: off); an outcome line is printed "
+                       "for every task a cap bounds")
+    for flag, counter, kind, what in _BUDGET_FLAGS:
+        budget.add_argument(flag, dest=f"budget_{counter}", type=kind, metavar="N",
+                            help=what)
     durable = replay.add_argument_group("durability")
     durable.add_argument("--store", metavar="STORE",
                          help="restore the session from this SQLite store before the first "
@@ -203,6 +211,41 @@ def _format_argument(parser: argparse.ArgumentParser) -> None:
                         help="transcript format (default: auto, detected from the content)")
 
 
+def _count_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+#: (flag, Budget counter, type, help) of replay's task-budget flags (SPEC §7.1)
+_BUDGET_FLAGS = (
+    ("--max-steps", "steps", _count_arg, "model requests (usage events) per task"),
+    ("--max-tool-calls", "tool_calls", _count_arg, "tool calls per task"),
+    ("--max-tokens", "tokens", _count_arg, "input + output tokens per task"),
+    ("--max-task-usd", "usd", _dollars, "US dollars per task, across its sessions"),
+    ("--deadline-s", "deadline_s", _seconds_arg,
+     "seconds since the task started, by the events' ts"),
+    ("--tool-timeout-s", "tool_timeout_s", _seconds_arg,
+     "seconds a tool call may stay without its result, by the events' ts"),
+    ("--max-stop-rejections", "stop_rejections", _count_arg,
+     "refused attempts to finish (default 8)"),
+)
+
+
 def _mode(text: str) -> str:
     try:
         return str(parse_mode(text))
@@ -220,10 +263,14 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     unattended = args.unattended
     if unattended is None:
         unattended = file.get("session", {}).get("unattended", False)
+    from .budget import Budget
+
+    caps = {counter: getattr(args, f"budget_{counter}", None)
+            for _, counter, _, _ in _BUDGET_FLAGS}
     config = GuardrailsConfig(
         watchdog=watchdog, mode=args.mode, unattended=unattended,
         max_turn_cost_usd=args.max_turn_cost_usd, max_session_cost_usd=args.max_session_cost_usd,
-        file=file,
+        budget=Budget(**caps), file=file,
     )
     config.resolve()  # a bad value is a usage error before any file is read
     return config
@@ -242,8 +289,10 @@ def _halt_cannot_fire(args: argparse.Namespace, config: GuardrailsConfig) -> str
 
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     config = replay_config(args)
+    bounded = any(getattr(args, f"budget_{c}", None) for _, c, _, _ in _BUDGET_FLAGS) or \
+        "budget" in (config.file or {})
     options = ReplayOptions(guardrails=config, skip_invalid=args.skip_invalid,
-                            implementation=args.implementation)
+                            implementation=args.implementation, report_outcomes=bounded)
     files = event_files(args.paths, args.format)
     if args.session and len(files) > 1:
         raise InvalidEvent("--session names one session: give one event file")
@@ -277,7 +326,8 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
 
         def factory(name: str) -> Guardrails:
             return Guardrails(options.resolved(), session_id=name,
-                              implementation=args.implementation, store=store)
+                              implementation=args.implementation, store=store,
+                              clock=ReplayClock())
     stats = ReplayStats()
     per_file = []
     many = len(files) > 1
@@ -305,6 +355,8 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
         return EXIT_GATED
     halted = stats.decisions["halt_session"] or stats.decisions["refuse_turn"]
     if args.fail_on == "halt" and halted:
+        return EXIT_GATED
+    if args.fail_on == "exhausted" and stats.outcomes["exhausted"]:
         return EXIT_GATED
     return EXIT_OK
 
@@ -373,6 +425,9 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
+        if sid.startswith(TASK_PREFIX):  # a task's own chain: its task line only
+            _print_tasks(sid, None, folded.task_rows, report, out)
+            continue
         _print({**_price_notes(history.rows),
             "kind": "session", "session": sid, "halted": bool(folded.halted_by),
             "halted_by": list(folded.halted_by), "reason": folded.reason or None,
@@ -380,8 +435,37 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
             "rows": report.rows, "chain": "intact" if report.intact else "broken",
             "problem": report.problem,
         }, out)
+        _print_tasks(sid, sid, folded.task_rows, report, out)
     store.close()
     return EXIT_OK
+
+
+def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
+                 out: TextIO) -> None:
+    """One line per task whose rows a chain holds: its consumption, caps and outcome."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for data in rows:
+        tid = str(data.get("task", chain.removeprefix(TASK_PREFIX)))
+        line = tasks.setdefault(tid, {"kind": "task", "task": tid, "session": session,
+                                      "objective": None, "parent": None, "budget": None,
+                                      "used": {}, "exhausted": None, "outcome": None})
+        for key in ("objective", "parent", "budget", "exhausted"):
+            if data.get(key) is not None:
+                line[key] = data[key]
+        if isinstance(data.get("used"), dict):
+            line["used"] = data["used"]
+        if isinstance(data.get("outcome"), str):
+            line["outcome"] = data["outcome"]
+            for key in ("counter", "by_task", "guardrail", "reason"):
+                if key in data:
+                    line[key] = data[key]
+            if isinstance(data.get("report"), dict):
+                line["used"] = {c: v.get("used") for c, v in
+                                data["report"].get("counters", {}).items()
+                                if isinstance(v, dict)}
+    for line in tasks.values():
+        _print({**line, "chain": "intact" if report.intact else "broken",
+                "problem": report.problem}, out)
 
 
 def _price_notes(rows: Any) -> dict[str, Any]:

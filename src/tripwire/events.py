@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Union
 
@@ -27,6 +27,10 @@ __all__ = [
     "TurnStart",
     "TurnEnd",
     "Reset",
+    "TaskStart",
+    "TaskEnd",
+    "StopAttempt",
+    "Retry",
     "Event",
     "parse_event",
     "event_record",
@@ -42,6 +46,7 @@ class Call:
     name: str
     args: Any = None
     id: str | None = None
+    ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,7 @@ class Result:
     error: Any = None
     no_op: bool = False
     payload: Any = None
+    ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,7 @@ class Text:
     """The agent's own words (not tool output, injected messages or private reasoning)."""
 
     text: str
+    ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +85,17 @@ class Usage:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     provider: str | None = None
+    ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
 @dataclass(frozen=True, slots=True)
 class TurnStart:
-    pass
+    ts: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class TurnEnd:
-    pass
+    ts: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +104,49 @@ class Reset:
 
     guardrail: str = "all"
     additional_budget_usd: float = 0.0
+    ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
-Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset]  # noqa: UP007 (py3.10 alias)
+@dataclass(frozen=True, slots=True)
+class TaskStart:
+    """A task begins (SPEC §7): its objective and caps (``budget``: counters as in
+    ``tripwire.budget.Budget``; unset ones take the run's configured budget)."""
+
+    objective: str = ""
+    budget: dict[str, Any] | None = None
+    ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEnd:
+    """The host finished the task: its answer, the evidence that it holds, a note of work
+    left unfinished."""
+
+    answer: Any = None
+    evidence: Any = None
+    unfinished: str | None = None
+    ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopAttempt:
+    """The agent tried to finish; a stop hook accepted or refused (``accepted``)."""
+
+    accepted: bool = True
+    answer: Any = None
+    ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A transport/provider retry of a failed model request (not a tool failure)."""
+
+    reason: str = ""
+    ts: float | None = None
+
+
+Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset,  # noqa: UP007 (py3.10)
+              TaskStart, TaskEnd, StopAttempt, Retry]
 
 
 def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
@@ -172,6 +220,31 @@ def _reset(o: dict[str, Any]) -> Reset:
     return Reset(scope.value, budget)
 
 
+def _task_start(o: dict[str, Any]) -> TaskStart:
+    from .budget import Budget  # checked here: a bad counter is a bad line, not a bad run
+    from .errors import ConfigError
+
+    budget = _field(o, "budget", (dict,))
+    if budget is not None:
+        try:
+            Budget.from_mapping(budget, "field 'budget'")
+        except ConfigError as exc:
+            raise InvalidEvent(str(exc)) from None
+    return TaskStart(_field(o, "objective", (str,)) or "", budget)
+
+
+def _task_end(o: dict[str, Any]) -> TaskEnd:
+    return TaskEnd(o.get("answer"), o.get("evidence"), _field(o, "unfinished", (str,)))
+
+
+def _stop_attempt(o: dict[str, Any]) -> StopAttempt:
+    return StopAttempt(_field(o, "accepted", (bool,), required=True), o.get("answer"))
+
+
+def _retry(o: dict[str, Any]) -> Retry:
+    return Retry(_field(o, "reason", (str,)) or "")
+
+
 _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "call": _call,
     "result": _result,
@@ -180,10 +253,16 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "turn_start": lambda o: TurnStart(),
     "turn_end": lambda o: TurnEnd(),
     "reset": _reset,
+    "task_start": _task_start,
+    "task_end": _task_end,
+    "stop_attempt": _stop_attempt,
+    "retry": _retry,
 }
 EVENT_TYPES = tuple(_PARSERS)
 _TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
-            TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset"}
+            TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset",
+            TaskStart: "task_start", TaskEnd: "task_end", StopAttempt: "stop_attempt",
+            Retry: "retry"}
 
 
 def event_record(event: Event) -> dict[str, Any]:
@@ -207,7 +286,15 @@ def parse_event(value: Any) -> Event:
     parser = _PARSERS.get(kind)
     if parser is None:
         raise InvalidEvent(f"unknown event type {kind!r} (known: {', '.join(EVENT_TYPES)})")
-    return parser(value)
+    event = parser(value)
+    if "ts" in value:  # any event may carry its time (SPEC §0): replay's clock
+        ts = value["ts"]
+        if ts is not None:
+            if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts != ts \
+                    or ts in (float("inf"), float("-inf")):
+                raise InvalidEvent(f"field 'ts' must be a number of seconds, not {ts!r}")
+            event = replace(event, ts=float(ts))
+    return event
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from . import _engine
 from ._common import BATCH_KINDS, BatchState, StopReason, remember_call_id
+from .budget import TASK_PREFIX, Budget, Task
 from .decision import CONTINUE, Decision, Turn
 from .errors import (
     BatchInterrupted,
@@ -59,18 +60,48 @@ class Fleet:
         self._on_event = on_event
         self._summarize = summarize
         self._sessions: dict[str, Guardrails] = {}
+        self._tasks: dict[str, Task] = {}
+        self._session_task: dict[str, Task] = {}  # sessions bound to a task (kept over evictions)
         self._lock = threading.Lock()
         self._engine = _engine.load(self.implementation)
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def session(self, session_id: str) -> Guardrails:
-        """The session's guardrails, created (and restored from the store) on first use."""
+    def task(self, task_id: str, objective: str = "",
+             budget: Budget | Mapping[str, Any] | None = None, *,
+             acceptance: Any = None) -> Task:
+        """The fleet's task ``task_id``, created on first use (restored from the store when it
+        has one): its unset caps are the fleet's configured budget. Sessions run under it with
+        ``session(id, task=...)``; ``task.child(...)`` makes its sub-tasks."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                if isinstance(budget, Mapping):
+                    budget = Budget.from_mapping(budget)
+                task = self._tasks[task_id] = Task(
+                    objective, (budget or Budget()).over(self.settings.budget),
+                    task_id=task_id, acceptance=acceptance, store=self.store)
+            return task
+
+    @property
+    def tasks(self) -> dict[str, Task]:
+        """The fleet's tasks by id (those made with ``task()``)."""
+        return dict(self._tasks)
+
+    def session(self, session_id: str, task: Task | None = None) -> Guardrails:
+        """The session's guardrails, created (and restored from the store) on first use;
+        ``task``: the task it runs under (when it is created; a session without one runs
+        under its own implicit task)."""
         g = self._sessions.get(session_id)
+        if g is not None and task is not None and g.task is not task:
+            raise InvalidEvent(f"session {session_id!r} already runs under task "
+                               f"{g.task.task_id!r}")
         if g is None:
             if type(session_id) is not str or not session_id:
                 raise InvalidEvent(f"a session id is a non-empty str, not {session_id!r}")
             with self._lock:
+                if task is not None:
+                    self._session_task[session_id] = task
                 g = self._sessions.get(session_id)
                 if g is None:
                     g = self._sessions[session_id] = self._new_session(session_id)
@@ -84,7 +115,8 @@ class Fleet:
     def _new_session(self, session_id: str, history: Any = None) -> Guardrails:
         return Guardrails(self.settings, session_id=session_id, on_event=self._on_event,
                           counters=self.counters, implementation=self.implementation,
-                          summarize=self._summarize, store=self.store, history=history)
+                          summarize=self._summarize, store=self.store, history=history,
+                          task=self._session_task.get(session_id))
 
     def restore_all(self) -> int:
         """Bring every session the store knows into memory (a daemon's start): one read of the
@@ -102,8 +134,8 @@ class Fleet:
         restored = 0
         for sid, history in histories.items():
             with self._lock:
-                if sid in self._sessions or sid == "*":
-                    continue
+                if sid in self._sessions or sid == "*" or sid.startswith(TASK_PREFIX):
+                    continue  # a task's chain is not a session
                 self._sessions[sid] = self._new_session(sid, history)
                 restored += 1
         return restored
@@ -160,7 +192,7 @@ class Fleet:
             from .restore import fold_history
 
             for sid, history in self.store.histories().items():
-                if sid in self._sessions:
+                if sid in self._sessions or sid.startswith(TASK_PREFIX):
                     continue
                 folded = fold_history(history)
                 if folded.halted_by:

@@ -32,10 +32,11 @@ from ._common import (
     BatchChange,
     BatchState,
     ContextState,
-    CostState,
     payload_bytes,
     text_has_words,
 )
+from .budget import Task
+from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy
 from .config import GuardrailsConfig, ResolvedConfig
 from .context import Compaction, ContextGuard, SummaryResult, Utilization
 from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
@@ -52,6 +53,14 @@ from .watchdog import Watchdog
 from .watchdog_policy import WatchdogPolicy
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
+
+
+def _with_cancel(decision: Decision, cancel: Decision) -> Decision:
+    """An observation's decision, carrying the calls a timeout cancels (a cut cancels all)."""
+    if not decision.proceed:
+        return decision
+    return Decision(cancel.action, cancel.guardrail, cancel.reason,
+                    decision.alerts + cancel.alerts, cancel.call_ids)
 
 
 
@@ -98,6 +107,7 @@ class Guardrails:
     __slots__ = (  # noqa: RUF023 - ordered for the cache, not the alphabet
         "_lock",
         "_blocked",
+        "_task",
         "_watchdog",
         "_context",
         "_ids",
@@ -106,6 +116,7 @@ class Guardrails:
         "__weakref__",
         "_channel",
         "_cost",
+        "_budget",
         "_cost_estimated",
         "_in_turn",
         "_policy",
@@ -124,7 +135,8 @@ class Guardrails:
                  on_event: Callable[[OperatorEvent], object] | None = None,
                  counters: Counters | None = None, implementation: str | None = None,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
-                 store: Any = None, history: Any = None):
+                 store: Any = None, history: Any = None, task: Task | None = None,
+                 clock: Callable[[], float | None] | None = None):
         if config is not None and not isinstance(config, (GuardrailsConfig, ResolvedConfig)):
             hint = (f" (for a mode alone: GuardrailsConfig(mode={config!r}))"
                     if isinstance(config, (str, Mode)) else "")
@@ -164,6 +176,18 @@ class Guardrails:
         # the durable log: rows on their way to the store, the history read back
         self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
             else None
+        # the task this session runs under (SPEC §7.1): the host's, or its own implicit one,
+        # whose rows go into the session's own chain
+        if task is not None and not isinstance(task, Task):
+            raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+        if task is None:
+            task = Task(budget=resolved.budget, task_id=session_id, clock=clock,
+                        _lock=self._lock)
+            task._log = self._log
+            if task.caps["deadline_s"]:
+                task._written = None  # its start time is written at the first decision point
+        self._budget = BudgetPolicy(task, self, resolved.mode, self._channel)
+        self._task = task  # the hot path's: the budget policy's task
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
 
@@ -199,6 +223,13 @@ class Guardrails:
                 self._channel.emit("refused_turn", lines.refused_turn(reason),
                                    guardrail=self._halted_by()[0])
                 raise GuardrailHalted(reason, self._halted_by())
+            refused = self._budget.refusal()
+            if refused is not None:  # the task is exhausted (enforce): no more turns
+                self._channel.counters.count_refused()
+                self._channel.emit("refused_turn", lines.refused_turn(refused),
+                                   guardrail=BUDGET)
+                self._blocked = Decision(REFUSE_TURN, BUDGET, refused)
+                raise GuardrailHalted(refused, (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost.start_turn()
@@ -206,6 +237,9 @@ class Guardrails:
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
             queue = self._policy.feedback
+            if self._budget.task.notes:
+                for note in self._budget.notes():  # 50% / 80% of a counter (SPEC §7.1)
+                    queue.push(note)
             feedback = queue.drain() if len(queue) else ""
             return Turn(feedback, compact) if feedback or compact else Turn()
 
@@ -219,6 +253,7 @@ class Guardrails:
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=False)
             self._close_turn()
+            self._budget.end_turn()
             if self._log is not None:
                 self._persist_turn_end()
             return decision
@@ -243,9 +278,25 @@ class Guardrails:
                 id = check_id(id)  # raises, in every mode: an id is a str
             if self._blocked is not None:
                 return self._blocked
+            pending = None
+            # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
+            # the task's tool-call counter (SPEC §7.1): integer work while below the task's
+            # mark; past it (a note, the cap, a child, a clock) the budget policy decides
+            task = self._task
+            n = task.tool_calls + 1
+            if n < task.call_mark:
+                task.tool_calls = n
+                if id is not None:
+                    self._budget.open[id] = name  # without a result yet
+            else:
+                pending = self._budget.on_call(name, id)
+                if pending is not None and not pending.proceed:
+                    self._blocked = pending
+                    return pending
+            # task accounting: end
             watchdog = self._watchdog
             if watchdog is None:
-                return CONTINUE
+                return CONTINUE if pending is None else pending
             if id is not None:
                 ids = self._ids
                 if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
@@ -253,8 +304,9 @@ class Guardrails:
                 ids[id] = name
             alerts = watchdog.observe_call(name, args)
             if alerts:
-                return self._on_alerts(alerts)
-            return CONTINUE
+                decision = self._on_alerts(alerts)
+                return decision if pending is None else _with_cancel(decision, pending)
+            return CONTINUE if pending is None else pending
         finally:
             lock.release()
 
@@ -270,6 +322,17 @@ class Guardrails:
                 check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
             if self._blocked is not None:
                 return self._blocked
+            budget = self._budget
+            pending = None
+            if budget.started:  # calls timed out by now are cancelled first
+                pending = budget.poll_time()
+                if pending is not None and not pending.proceed:
+                    self._blocked = pending
+                    return pending
+                if not budget.on_result(id):
+                    return CONTINUE if pending is None else pending  # a cancelled call's
+            elif not budget.on_result(id):
+                return CONTINUE  # the late result of a call cancelled for its timeout
             watchdog = self._watchdog
             decision = CONTINUE
             if watchdog is not None:
@@ -285,8 +348,8 @@ class Guardrails:
                 elif payload is not None:
                     context.observe_bytes(payload if isinstance(
                         payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
-                return self._context_check(decision)
-            return decision
+                decision = self._context_check(decision)
+            return decision if pending is None else _with_cancel(decision, pending)
         finally:
             lock.release()
 
@@ -311,13 +374,19 @@ class Guardrails:
         with self._lock:
             if self._blocked is not None:
                 return self._blocked
+            budget = self._budget
+            budget.last_text = text
+            pending = budget.poll_time() if budget.started else None
+            if pending is not None and not pending.proceed:
+                self._blocked = pending
+                return pending
             watchdog = self._watchdog
             if watchdog is None:
-                return CONTINUE
+                return CONTINUE if pending is None else pending
             watchdog.observe_text(text)
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
                 self._policy.withdraw_answered()
-            return CONTINUE
+            return CONTINUE if pending is None else pending
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None,
@@ -345,6 +414,11 @@ class Guardrails:
             log = self._log
             if log is not None and not log.holds(self._cost.spent):
                 self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
+            spent = self._budget.on_usage(input_tokens, output_tokens, nano)  # the task's too
+            if spent is not None and decision is CONTINUE:
+                decision = spent
+                if not spent.proceed and self._in_turn:
+                    self._blocked = spent
             policy = self._context_policy
             if policy is not None:
                 for record in policy.guard.observe_usage(model, input_tokens):
@@ -356,6 +430,67 @@ class Guardrails:
 
     def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
         decision = self._policy.on_alerts(alerts)
+        if not decision.proceed:
+            self._blocked = decision
+            self._budget.record(decision)
+        return decision
+
+    def _timed_out(self, name: str) -> Decision:
+        """A call cancelled for its timeout counts as a failed result for the watchdog."""
+        watchdog = self._watchdog
+        if watchdog is None:
+            return CONTINUE
+        alerts = watchdog.observe_result(name, error=TIMEOUT_ERROR)
+        return self._on_alerts(alerts) if alerts else CONTINUE
+
+    # -- the task (SPEC §7) ------------------------------------------------------------------
+
+    @property
+    def task(self) -> Task:
+        """The task this session runs under (its own implicit one when none was given)."""
+        return self._budget.task
+
+    def run_task(self, task: Task) -> None:
+        """Run the session's next work under ``task`` (a ``task_start``): its observations
+        charge it from now on. The previous task is no longer charged."""
+        if not isinstance(task, Task):
+            raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+        with self._lock:
+            old = self._budget
+            with old.task._lock:
+                if old in old.task.sessions:
+                    old.task.sessions.remove(old)
+                old.task._remark()
+            self._budget = BudgetPolicy(task, self, self.mode, self._channel)
+            self._task = task
+            if self._blocked is not None and self._blocked.guardrail == BUDGET:
+                self._blocked = None  # the old task's exhaustion does not bind the new one
+
+    def on_stop_attempt(self, accepted: bool, answer: Any = None) -> Decision:
+        """The agent tried to finish; a stop hook accepted or refused it (SPEC §7.1). Past
+        the task's ``stop_rejections`` cap a refusal exhausts the task (its last answer
+        attached, unverified): under ``enforce``, a cut. ``answer`` defaults to the agent's
+        last words."""
+        with self._lock:
+            decision = self._budget.stop_attempt(accepted, answer)
+            return self._budget_decision(decision)
+
+    def on_retry(self, reason: str = "") -> Decision:
+        """A transport/provider retry of a failed model request (not a tool failure)."""
+        with self._lock:
+            return self._budget_decision(self._budget.retry(reason))
+
+    def poll(self) -> Decision:
+        """Judge the clock now (a host waiting on a tool calls it): ``cancel_tool`` for calls
+        past the task's tool timeout, a cut when the deadline passed (``enforce``)."""
+        with self._lock:
+            if self._blocked is not None:
+                return self._blocked
+            return self._budget_decision(self._budget.poll_time())
+
+    def _budget_decision(self, decision: Decision | None) -> Decision:
+        if decision is None:
+            return self._blocked if self._blocked is not None else CONTINUE
         if not decision.proceed:
             self._blocked = decision
         return decision
@@ -385,15 +520,16 @@ class Guardrails:
         """What batch ingest needs of this session. The engine is None when the batch must
         hand every row to this object: off mode, or a result streaming in chunk by chunk (its
         final result skips the bytes already counted, which only on_result knows)."""
-        c, cost = self._context, self._cost
+        c = self._context
         context = None if c is None else ContextState(
             c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens, c.pending,
             c.cut_this_turn, c.model)
         engine = None if c is not None and c.streamed else self._watchdog
+        if self._budget.calls_armed:
+            engine = None  # its task bounds calls or time: each row is charged in Python
+        # usage rows always go to Python: each one is a step the task is charged
         return BatchState(engine, self._blocked is not None, context, self._ids,
-                          self._words_matter(),
-                          CostState(cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
-                                    cost.halted or cost.turn_tripped))
+                          self._words_matter(), None)
 
     def take_batch_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
@@ -449,6 +585,7 @@ class Guardrails:
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
         if in_turn or trip.halts:
             self._blocked = decision
+            self._budget.record(decision)
         return decision
 
     def _context_check(self, decision: Decision) -> Decision:
@@ -458,6 +595,7 @@ class Guardrails:
         checked = policy.check(decision)
         if checked is not decision:
             self._blocked = checked
+            self._budget.record(checked)
         return checked
 
     def compact(self, messages: Any, focus: str | None = None) -> Compaction:
@@ -492,7 +630,12 @@ class Guardrails:
         return " ".join(r for r in (self._policy.halt_reason, self._cost.reason) if r)
 
     def refusal(self) -> Decision:
-        """The decision for a turn refused at its start (``refuse_turn``), while halted."""
+        """The decision for a turn refused at its start (``refuse_turn``), while halted (or
+        while the task is exhausted, under ``enforce``: guardrail ``budget``)."""
+        if not self.halted:
+            refused = self._budget.refusal()
+            if refused is not None:
+                return Decision(REFUSE_TURN, BUDGET, refused)
         return Decision(REFUSE_TURN, self._halted_by()[0] if self.halted else None,
                         self._halt_reason())
 
@@ -628,6 +771,11 @@ class Guardrails:
         folded = log.read(history)
         if folded is None or (not folded.rows and folded.tampered is None):
             return
+        task = self._budget.task
+        if task._log is log and folded.task_rows:  # the implicit task shares the chain
+            task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
+            task._remark()
+            task._written = task._state()
         cost = self._cost
         cost.apply(folded)
         if self._watchdog is not None:

@@ -14,6 +14,11 @@ format is a public contract), with ``event`` the 0-based index of the event bein
 - ``{"kind": "skipped", "event", "count", "reason"}``: events a harness would never have sent,
   because tripwire cut (or refused) their turn; replay resumes at the next ``turn_start``;
 - ``{"kind": "reset" | "reset_refused" | "reset_invalid", "event", ...}``: operator resets;
+- ``{"kind": "outcome", "event", "outcome", "task", "counter", "by_task", ..., "report"}``: a
+  task ended (SPEC §7.2): at its ``task_end``, at the event that exhausted it, or at the end of
+  the recording (``interrupted``) for a task begun by ``task_start`` or bounded by a budget
+  flag; printed once per task. Events may carry ``ts`` (seconds): the recording's clock for
+  deadlines and tool timeouts (a ``cancel_tool`` decision names the timed-out ``call_ids``);
 - ``{"kind": "context", "event", "utilization", "estimated", "action"}``: ``compact`` when
   compaction becomes pending, ``turn_cut`` when the context reaches 95% of the window; a
   ``turn_cut`` carries ``"enforced"``: true when the turn was cut (``enforce`` mode: the rest
@@ -39,11 +44,25 @@ from typing import Any
 
 from .adapters import Item, Transcript, detect_or_fail, transcripts
 from .adapters import read as read_transcript
+from .budget import Budget, ReplayClock, Task
 from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
-from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
+from .events import (
+    Call,
+    Reset,
+    Result,
+    Retry,
+    StopAttempt,
+    TaskEnd,
+    TaskStart,
+    Text,
+    TurnEnd,
+    TurnStart,
+    Usage,
+)
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from .modes import Mode
+from .outcomes import Outcome
 from .prices import estimate
 from .reporting import OperatorEvent
 from .signals import Alert
@@ -65,6 +84,8 @@ class ReplayOptions:
     )
     skip_invalid: bool = False
     implementation: str | None = None
+    #: print an outcome for the session's implicit task too (a budget flag bounds it)
+    report_outcomes: bool = False
     _resolved: ResolvedConfig | None = field(default=None, init=False, repr=False,
                                              compare=False)
 
@@ -91,6 +112,7 @@ class ReplayStats:
     halted_sessions: int = 0
     estimated_costs: int = 0  # usages priced from token prices, not reported
     unpriced_models: set[str] = field(default_factory=set)  # models of usages with no price
+    outcomes: Counter[str] = field(default_factory=Counter)  # task outcomes by kind
 
     def merge(self, other: ReplayStats) -> None:
         """Add another run's counts (one file's, for ``--per-file``)."""
@@ -101,6 +123,7 @@ class ReplayStats:
         self.alerts.update(other.alerts)
         self.decisions.update(other.decisions)
         self.unpriced_models |= other.unpriced_models
+        self.outcomes.update(other.outcomes)
 
     def summary(self, *, per_file: bool = False) -> dict[str, Any]:
         """The summary line (``per_file``: one file's entry, without kind, v and files)."""
@@ -119,6 +142,7 @@ class ReplayStats:
             "halted_sessions": self.halted_sessions,
             "estimated_costs": self.estimated_costs,
             "unpriced_models": sorted(self.unpriced_models),
+            **({"outcomes": dict(sorted(self.outcomes.items()))} if self.outcomes else {}),
         }
 
 
@@ -191,17 +215,27 @@ class _Session:
         self.name = name
         self.notes: list[OperatorEvent] = []
         self.index = 0  # the next event's 0-based index in this session
+        self.clock = ReplayClock()  # the recording's own time (events' ts)
+        self.budget = options.resolved().budget
         self.guardrails = guardrails or Guardrails(
             options.resolved(), session_id=name, on_event=self.notes.append,
-            implementation=options.implementation)
+            implementation=options.implementation, clock=self.clock)
+        given = self.guardrails.task._clock
+        if isinstance(given, ReplayClock):  # guardrails made for replay (--store): its clock
+            self.clock = given
+        self.task: Task = self.guardrails.task
+        self.tasks = 0  # tasks begun by task_start
+        # the task's outcome is printed (a task_start began it, or a budget flag bounds it)
+        self.reporting = options.report_outcomes
+        self.reported: Outcome | None = None
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
         self.skip_from = 0
 
     def records(self, index: int, event: Any) -> Iterator[dict[str, Any]]:
         if self.skipping is not None:
-            if isinstance(event, Reset):
-                # an operator reset is not part of the cancelled turn: it always applies
+            if isinstance(event, (Reset, TaskStart, TaskEnd)):
+                # an operator reset (a task's boundary) is not part of the cancelled turn
                 reason = self.skipping
                 yield from self.end_skip()
                 yield from self.records(index, event)
@@ -228,9 +262,12 @@ class _Session:
             if not decision.proceed:
                 self.stats.decisions[decision.action] += 1
                 out.append(decision_record(decision, index))
-                if not isinstance(event, (TurnEnd, TurnStart)):
+                if not isinstance(event, (TurnEnd, TurnStart, TaskEnd)):
                     self.start_skip("turn cut" if decision.action != HALT_SESSION
                                     else "session halted", index)
+            elif decision.cancel_tool:
+                self.stats.decisions[decision.action] += 1
+                out.append(decision_record(decision, index))
         for note in self.notes:
             if note.kind == "feedback_withdrawn" and note.alert is not None:
                 out.append({"kind": "feedback_withdrawn", "event": index,
@@ -246,7 +283,15 @@ class _Session:
                             "action": "turn_cut",
                             "enforced": note.record.get("enforced", True)})
         self.notes.clear()
+        outcome = self.task.outcome
+        if outcome is not None and self.reported is None:
+            out.append(self.outcome_record(outcome, index))
         yield from out
+
+    def outcome_record(self, outcome: Outcome, index: int) -> dict[str, Any]:
+        self.reported = outcome
+        self.stats.outcomes[outcome.kind] += 1
+        return {"kind": "outcome", "event": index, **outcome.to_dict()}
 
     def start_skip(self, reason: str, index: int) -> None:
         self.skipping, self.skipped, self.skip_from = reason, 0, index + 1
@@ -259,6 +304,8 @@ class _Session:
 
     def observe(self, index: int, event: Any) -> Decision | dict[str, Any] | None:
         g = self.guardrails
+        if event.ts is not None:
+            self.clock.advance(event.ts)
         if isinstance(event, Call):
             return g.on_call(event.name, event.args, id=event.id)
         if isinstance(event, Result):
@@ -302,11 +349,48 @@ class _Session:
                     "cleared": list(outcome.cleared),
                     "still_halted_by": list(outcome.still_halted_by),
                     "max_session_cost_usd": outcome.max_session_cost_usd}
+        if isinstance(event, StopAttempt):
+            return g.on_stop_attempt(event.accepted, event.answer)
+        if isinstance(event, Retry):
+            return g.on_retry(event.reason)
+        if isinstance(event, TaskStart):
+            return self.start_task(index, event)
+        if isinstance(event, TaskEnd):
+            if self.reported is not None and self.reported.task_id == self.task.task_id:
+                self.task.finish(event.answer, evidence=event.evidence,
+                                 unfinished=event.unfinished)
+                return None  # its outcome was printed when it was exhausted
+            self.reporting = True
+            ended = self.task.finish(event.answer, evidence=event.evidence,
+                                     unfinished=event.unfinished)
+            return self.outcome_record(ended, index)
         raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
+
+    def start_task(self, index: int, event: TaskStart) -> dict[str, Any] | None:
+        """A new task: the one before it, if unfinished, ends interrupted."""
+        # the task before it ends interrupted (the session's implicit one is just replaced)
+        record = self.end_task(index, "a new task started before this one ended") \
+            if self.tasks else None
+        self.tasks += 1
+        budget = Budget.from_mapping(event.budget or {}).over(self.budget)
+        log = self.guardrails._log
+        task = Task(event.objective, budget, task_id=f"{self.name}#{self.tasks}",
+                    clock=self.clock, store=log.store if log is not None else None)
+        self.guardrails.run_task(task)
+        self.task, self.reported, self.reporting = task, None, True
+        return record
+
+    def end_task(self, index: int, why: str) -> dict[str, Any] | None:
+        if not self.reporting or self.reported is not None:
+            return None
+        return self.outcome_record(self.task.interrupt(why), index)
 
     def finish(self) -> Iterator[dict[str, Any]]:
         if self.skipping is not None:
             yield from self.end_skip()
+        record = self.end_task(max(0, self.index - 1), "the recording ended before the task did")
+        if record is not None:
+            yield record
         self.stats.halted_sessions += self.guardrails.halted
 
 
@@ -346,7 +430,8 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
         if item.error is None and session.skipping is None:  # the common case, inline
             stats.events += 1
             decision = session.observe(index, item.event)
-            if decision is CONTINUE and not session.notes:
+            if decision is CONTINUE and not session.notes and (
+                    session.task.outcome is None or session.reported is not None):
                 continue
             records = session.report(index, item.event, decision)
         else:

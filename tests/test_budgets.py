@@ -1,0 +1,580 @@
+"""Task budgets and terminal outcomes (SPEC §7.1, §7.2): exact outcomes at exact events, on both
+engines, the seed's regression traces (``seeds/runaway-agents.md``: a repeating tool, an
+alternating two-step cycle, a permanently blocking stop hook, a child exhausting its
+allocation, a restart near the limit) and the twenty-step example."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tripwire import Guardrails, GuardrailsConfig
+from tripwire.budget import Budget, Task
+from tripwire.cli import main
+from tripwire.decision import CONTINUE
+from tripwire.errors import ConfigError, GuardrailHalted
+from tripwire.fleet import Fleet
+from tripwire.store import SQLiteStore
+
+
+class Clock:
+    """A host clock the test moves by hand."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def guard(implementation: str, mode: str = "enforce", *, task: Task | None = None,
+          clock: Clock | None = None, store: Any = None, session_id: str = "s1",
+          **config: Any) -> Guardrails:
+    return Guardrails(GuardrailsConfig(mode=mode, unattended=False, **config),
+                      implementation=implementation, task=task, clock=clock, store=store,
+                      session_id=session_id)
+
+
+# -- counters, defaults, notes ------------------------------------------------------------------
+
+
+def test_defaults_follow_the_table() -> None:
+    assert Budget.defaults(False).caps() == {
+        "steps": None, "tool_calls": None, "tokens": None, "usd": None, "deadline_s": None,
+        "tool_timeout_s": None, "stop_rejections": 8, "retries": None, "reviews": 10}
+    assert Budget.defaults(True).caps()["steps"] == 1000
+    interactive = GuardrailsConfig(unattended=False).resolve().budget
+    unattended = GuardrailsConfig(unattended=True, budget=Budget(steps=0)).resolve().budget
+    assert interactive.caps()["steps"] is None and unattended.caps()["steps"] is None
+    with pytest.raises(ConfigError, match="unknown budget counter"):
+        Budget.from_mapping({"step": 3})
+    with pytest.raises(ConfigError, match="non-negative"):
+        Budget(steps=-1)
+
+
+def test_each_counter_is_separate(implementation: str) -> None:
+    task = Task(budget=Budget(steps=3, tool_calls=100, tokens=1000, usd=1.0))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    for i in range(2):
+        assert g.on_usage(input_tokens=100, output_tokens=20, cost_usd=0.25) is CONTINUE
+        assert not g.on_call("read_file", {"path": f"f{i}"}).cut_turn
+    assert (task.steps, task.tool_calls, task.tokens, task.used("usd")) == (2, 2, 240, 0.5)
+    assert task.retries == task.stop_rejections == 0
+    cut = g.on_usage(input_tokens=100, output_tokens=20, cost_usd=0.25)
+    assert cut.cut_turn and cut.guardrail == "budget"
+    assert task.outcome is not None and str(task.outcome) == "exhausted(steps)"
+    report = task.outcome.report
+    assert report.counter("tokens").used == 360 and report.counter("tokens").cap == 1000
+    assert report.counter("usd").used == pytest.approx(0.75)
+
+
+def test_notes_at_50_and_80_percent_join_the_feedback_block(implementation: str) -> None:
+    task = Task(budget=Budget(tool_calls=10))
+    g = guard(implementation, mode="feedback", task=task)
+    seen = []
+    for i in range(9):
+        seen.append(g.start_turn().feedback)
+        g.on_call("read_file", {"path": f"f{i}"})
+        g.end_turn()
+    notes = [(i, f.splitlines()[1]) for i, f in enumerate(seen) if f]
+    assert notes == [(5, "- task-budget: You have used 5 of 10 tool calls for this task."),
+                     (8, "- task-budget: You have used 8 of 10 tool calls for this task.")]
+    assert seen[5].startswith("[watchdog]")
+    # warn: nothing reaches the model
+    quiet = guard(implementation, mode="warn", task=Task(budget=Budget(tool_calls=4)))
+    feedback = []
+    for i in range(4):
+        feedback.append(quiet.start_turn().feedback)
+        quiet.on_call("read_file", {"path": f"f{i}"})
+    assert feedback == ["", "", "", ""]
+
+
+def test_tool_call_cap_counts_the_call_that_would_pass_it(implementation: str) -> None:
+    task = Task(budget=Budget(tool_calls=3))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    decisions = [g.on_call("read_file", {"path": f"f{i}"}) for i in range(4)]
+    assert [d.cut_turn for d in decisions] == [False, False, False, True]
+    assert decisions[3].guardrail == "budget"
+    assert str(task.outcome) == "exhausted(tool_calls)"
+    g.end_turn()
+    with pytest.raises(GuardrailHalted) as refused:
+        g.start_turn()
+    assert refused.value.guardrails == ("budget",)
+
+
+def test_warn_reports_the_exhaustion_and_cuts_nothing(implementation: str) -> None:
+    task = Task(budget=Budget(steps=2))
+    g = guard(implementation, mode="warn", task=task)
+    g.start_turn()
+    assert g.on_usage(input_tokens=1) is CONTINUE
+    assert g.on_usage(input_tokens=1) is CONTINUE
+    assert task.outcome is not None and task.outcome.kind == "exhausted"
+    g.end_turn()
+    g.start_turn()  # not refused
+    assert task.finish("done").kind == "exhausted"
+
+
+# -- stop hooks -------------------------------------------------------------------------------
+
+
+def test_a_permanently_blocking_stop_hook_exhausts_at_the_9th_rejection(
+        implementation: str) -> None:
+    g = guard(implementation)
+    g.start_turn()
+    g.on_text("The parser is fixed; all tests pass.")
+    decisions = [g.on_stop_attempt(False) for _ in range(9)]
+    assert [d.cut_turn for d in decisions] == [False] * 8 + [True]
+    outcome = g.task.outcome
+    assert outcome is not None and outcome.kind == "exhausted"
+    assert outcome.counter == "stop_rejections"
+    assert outcome.answer == "The parser is fixed; all tests pass." and not outcome.verified
+    assert outcome.report.counter("stop_rejections").used == 9
+    # a cap does not make the rejected answer acceptable
+    final = g.task.finish("The parser is fixed; all tests pass.")
+    assert final.kind == "exhausted" and not final.verified and not final.answered
+
+
+def test_an_accepted_stop_then_finish_is_answered(implementation: str) -> None:
+    g = guard(implementation)
+    g.start_turn()
+    for _ in range(8):
+        g.on_stop_attempt(False)
+    assert g.on_stop_attempt(True) is CONTINUE
+    outcome = g.task.finish("done", evidence="tests pass")
+    assert outcome.kind == "answered" and outcome.verified and outcome.evidence == "tests pass"
+
+
+# -- children ---------------------------------------------------------------------------------
+
+
+def test_a_child_exhausting_its_allocation_while_the_parent_continues(
+        implementation: str) -> None:
+    parent = Task("fix the test", Budget(steps=10))
+    child = parent.child({"steps": 3}, objective="look at the parser")
+    worker = guard(implementation, task=child, session_id="worker")
+    lead = guard(implementation, task=parent, session_id="lead")
+    worker.start_turn()
+    decisions = [worker.on_usage(input_tokens=10) for _ in range(3)]
+    assert [d.cut_turn for d in decisions] == [False, False, True]
+    assert child.outcome is not None and child.outcome.counter == "steps"
+    assert child.outcome.by_task == child.task_id
+    assert parent.steps == 3 and parent.outcome is None  # charged at once, not exhausted
+    lead.start_turn()
+    assert [lead.on_usage(input_tokens=10).cut_turn for _ in range(6)] == [False] * 6
+    outcome = parent.finish("fixed")
+    assert outcome.kind == "answered"
+    assert outcome.report.counter("steps").used == 9
+    (child_report,) = outcome.report.children
+    assert child_report.counter("steps").used == 3 and child_report.counter("steps").cap == 3
+
+
+def test_a_child_exhausting_the_parents_remaining_allowance(implementation: str) -> None:
+    parent = Task("fix the test", Budget(steps=5))
+    lead = guard(implementation, task=parent, session_id="lead")
+    lead.start_turn()
+    for _ in range(3):
+        lead.on_usage(input_tokens=10)
+    child = parent.child({"steps": 10})
+    worker = guard(implementation, task=child, session_id="worker")
+    worker.start_turn()
+    decisions = [worker.on_usage(input_tokens=10) for _ in range(2)]
+    assert [d.cut_turn for d in decisions] == [False, True]
+    ex = child.exhausted
+    assert ex is not None and (ex.counter, ex.by_task, ex.remaining) == (
+        "steps", parent.task_id, 0.0)
+    assert child.outcome is not None and child.outcome.by_task == parent.task_id
+    assert child.steps == 2 and parent.steps == 5
+    assert parent.outcome is not None and str(parent.outcome) == "exhausted(steps)"
+    cut = lead.on_call("read_file", {"path": "a"})  # the lead's turn in flight is cut too
+    assert cut.cut_turn and cut.guardrail == "budget"
+
+
+def test_an_allowance_is_a_cap_not_a_reservation() -> None:
+    parent = Task(budget=Budget(steps=10))
+    parent.child({"steps": 8})
+    for _ in range(9):
+        assert parent.step() is None
+    assert parent.remaining()["steps"] == 1
+
+
+# -- time -------------------------------------------------------------------------------------
+
+
+def test_a_tool_timeout_cancels_the_call_and_counts_as_a_failure(implementation: str) -> None:
+    clock = Clock()
+    task = Task(budget=Budget(tool_timeout_s=30), clock=clock)
+    g = guard(implementation, task=task, clock=clock)
+    g.start_turn()
+    assert not g.on_call("bash", {"command": "make test"}, id="c1").cut_turn
+    clock.now += 29
+    assert g.poll() is CONTINUE
+    clock.now += 1
+    cancel = g.poll()
+    assert cancel.cancel_tool and cancel.call_ids == ("c1",) and cancel.proceed
+    assert not cancel.cut_turn and cancel.guardrail == "budget"
+    assert task.tool_timeouts == 1 and task.exhausted is None  # not an exhaustion
+    assert g.on_result(id="c1", payload="late") is CONTINUE  # the late result is not observed
+    # three timeouts in a row are three failed results for the watchdog
+    for i in (2, 3):
+        g.on_call("bash", {"command": f"make test{i}"}, id=f"c{i}")
+        clock.now += 30
+        decision = g.poll()
+        assert decision.call_ids == (f"c{i}",)
+    assert [a.signal for a in decision.alerts] == ["tool-failure-streak"]
+    assert task.finish("gave up").report.tool_timeouts == 3
+
+
+def test_calls_without_a_result_are_uncertain_side_effects(implementation: str) -> None:
+    g = guard(implementation)
+    g.start_turn()
+    g.on_call("write_file", {"path": "a"}, id="w1")
+    g.on_call("read_file", {"path": "a"}, id="r1")
+    g.on_result(id="r1", payload="x")
+    outcome = g.task.interrupt("operator stop", unfinished="the parser fix is not applied")
+    assert outcome.kind == "interrupted" and outcome.reason == "operator stop"
+    assert [(u.call_id, u.name) for u in outcome.report.uncertain] == [("w1", "write_file")]
+    assert outcome.report.unfinished == "the parser fix is not applied"
+
+
+def test_a_halted_session_ends_its_task_halted(implementation: str) -> None:
+    """The seed's repeating tool under a budget: the watchdog halts it long before the budget
+    ends it, and the task's outcome says which guardrail."""
+    task = Task(budget=Budget(steps=20))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    for i in range(5):
+        g.on_usage(input_tokens=10)
+        d = g.on_call("bash", {"command": "pytest tests/test_parser.py"}, id=f"c{i}")
+    assert d.halt_session and [a.signal for a in d.alerts] == ["repeated-tool-call"]
+    outcome = task.finish("tried")
+    assert (outcome.kind, outcome.guardrail) == ("halted", "watchdog")
+    assert outcome.report.counter("steps").used == 5
+    assert outcome.report.guardrails[0]["action"] == "halt_session"
+
+
+def test_an_alternating_cycle_under_a_budget(implementation: str) -> None:
+    task = Task(budget=Budget(steps=20, tool_calls=50))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    block = [("edit_file", {"path": "parser.py", "patch": "a"}),
+             ("bash", {"command": "pytest tests/test_parser.py"})]
+    decisions = []
+    for i in range(6):
+        g.on_usage(input_tokens=10)
+        decisions.append(g.on_call(*block[i % 2]))
+    assert [d.halt_session for d in decisions] == [False] * 5 + [True]
+    assert [a.signal for a in decisions[5].alerts] == ["alternating-tool-cycle"]
+    assert task.tool_calls == 6 and task.steps == 6
+    assert str(task.finish()) == "halted(watchdog)"
+
+
+# -- fleets -----------------------------------------------------------------------------------
+
+
+def test_a_fleet_hosts_a_task_whose_sessions_charge_it_together(implementation: str) -> None:
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+                  implementation=implementation)
+    task = fleet.task("t1", "fix the test", {"tool_calls": 4})
+    a, b = fleet.session("a", task=task), fleet.session("b", task=task)
+    assert fleet.task("t1") is task and a.task is task and b.task is task
+    a.start_turn()
+    b.start_turn()
+    cuts = [g.on_call("read_file", {"path": f"f{i}"}).cut_turn
+            for i, g in enumerate([a, b, a, b, a])]
+    assert cuts == [False, False, False, False, True]
+    assert task.tool_calls == 5
+    assert b.on_call("read_file", {"path": "z"}).cut_turn  # the other session's turn too
+
+
+def test_batch_ingest_charges_a_bounded_task_row_by_row(implementation: str) -> None:
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+                  implementation=implementation)
+    task = fleet.task("t", budget={"tool_calls": 2})
+    fleet.session("s", task=task)
+    rows = [("s", "turn_start")] + [("s", "call", "read_file", json.dumps({"path": str(i)}))
+                                    for i in range(4)] + [("s", "usage", "m", 10, 5, 0.01)]
+    out = fleet.observe_many(rows)
+    assert [(i, d.action) for i, _, d in out] == [(3, "cut_turn"), (4, "cut_turn"),
+                                                  (5, "cut_turn")]
+    assert task.tool_calls == 3 and task.steps == 1 and task.tokens == 15
+
+
+# -- replay -----------------------------------------------------------------------------------
+
+SPELLINGS = ["pytest tests/test_parser.py", "python -m pytest tests/test_parser.py",
+             "python3 -m pytest tests/test_parser.py -q", "py.test tests/test_parser.py",
+             "cd . && pytest -x tests/test_parser.py"]
+
+
+def twenty_steps(path: Path) -> Path:
+    """The seed's example: the same missing dependency each time, the command respelled on
+    each attempt (no two calls alike), one attempt per turn."""
+    events: list[dict[str, Any]] = [{"type": "task_start", "objective": "fix the parser test",
+                                     "budget": {"steps": 20}}]
+    for i in range(25):
+        events += [
+            {"type": "turn_start"},
+            {"type": "usage", "model": "m", "input_tokens": 100, "output_tokens": 10,
+             "cost_usd": 0.01},
+            {"type": "text", "text": "Running the test again."},
+            {"type": "call", "name": "bash", "id": f"c{i}",
+             "args": {"command": f"{SPELLINGS[i % 5]}{' ' * (i // 5)} # attempt {i}"}},
+            {"type": "result", "id": f"c{i}",
+             "payload": f"E   ModuleNotFoundError: No module named 'yaml' (run {i})"},
+            {"type": "turn_end"},
+        ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def replay(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
+    code = main(["replay", *argv])
+    return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_twenty_steps_no_detector_fires_the_budget_ends_it(
+        tmp_path: Path, implementation: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = twenty_steps(tmp_path / "twenty.jsonl")
+    code, records = replay(capsys, str(path), "--mode", "enforce", "--implementation",
+                           implementation, "--fail-on", "exhausted")
+    assert code == 3
+    assert [r for r in records if r["kind"] == "alert"] == []
+    cut = [r for r in records if r["kind"] == "decision" and r["action"] == "cut_turn"]
+    (outcome,) = [r for r in records if r["kind"] == "outcome"]
+    usage_20 = 1 + 19 * 6 + 1  # the 20th turn's usage event
+    assert [c["event"] for c in cut] == [usage_20] and cut[0]["guardrail"] == "budget"
+    assert (outcome["event"], outcome["outcome"], outcome["counter"]) == (
+        usage_20, "exhausted", "steps")
+    assert outcome["report"]["counters"]["steps"] == {"used": 20, "cap": 20, "remaining": 0}
+    refused = [r["event"] for r in records if r.get("action") == "refuse_turn"]
+    assert refused == [1 + 6 * t for t in range(20, 25)]
+    feedback = [(r["event"], r["text"].splitlines()[1]) for r in records
+                if r["kind"] == "feedback"]
+    assert feedback == [(61, "- task-budget: You have used 10 of 20 model steps for this task."),
+                        (97, "- task-budget: You have used 16 of 20 model steps for this task.")]
+
+
+def test_replay_flags_bound_the_implicit_task(
+        tmp_path: Path, implementation: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [{"type": "turn_start"}]
+    lines += [{"type": "call", "name": "read_file", "args": {"path": f"f{i}"}, "ts": 10.0 + i}
+              for i in range(5)]
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    code, records = replay(capsys, str(path), "--implementation", implementation,
+                           "--max-tool-calls", "3")
+    assert code == 0
+    (outcome,) = [r for r in records if r["kind"] == "outcome"]
+    assert (outcome["event"], outcome["counter"]) == (4, "tool_calls")  # warn: nothing cut
+    assert records[-1]["outcomes"] == {"exhausted": 1}
+    code, records = replay(capsys, str(path), "--implementation", implementation,
+                           "--deadline-s", "2.5", "--mode", "enforce")
+    (outcome,) = [r for r in records if r["kind"] == "outcome"]
+    # the task's time starts at the first ts (10.0, event 1): event 4 (ts 13.0) is past 2.5 s
+    assert (outcome["event"], outcome["counter"]) == (4, "deadline_s")
+    assert [r["event"] for r in records if r["kind"] == "decision"] == [4]
+
+
+def test_replay_a_blocking_stop_hook_and_a_tool_timeout(
+        tmp_path: Path, implementation: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "stop.jsonl"
+    events: list[dict[str, Any]] = [{"type": "task_start", "objective": "o"},
+                                    {"type": "turn_start", "ts": 0},
+                                    {"type": "text", "text": "Done: the parser is fixed."}]
+    events += [{"type": "stop_attempt", "accepted": False}] * 9
+    events += [{"type": "task_end", "answer": "Done: the parser is fixed."}]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, records = replay(capsys, str(path), "--mode", "enforce", "--implementation",
+                           implementation)
+    assert code == 0
+    (outcome,) = [r for r in records if r["kind"] == "outcome"]
+    assert (outcome["event"], outcome["outcome"], outcome["counter"]) == (
+        11, "exhausted", "stop_rejections")
+    assert outcome["answer"] == "Done: the parser is fixed." and outcome["verified"] is False
+    timeout = tmp_path / "timeout.jsonl"
+    timeout.write_text("".join(json.dumps(e) + "\n" for e in [
+        {"type": "turn_start", "ts": 100},
+        {"type": "call", "name": "bash", "id": "c1", "args": {"command": "sleep 999"},
+         "ts": 100},
+        {"type": "text", "text": "waiting", "ts": 125},
+        {"type": "text", "text": "still waiting", "ts": 131},
+        {"type": "result", "id": "c1", "payload": "late", "ts": 200}]))
+    code, records = replay(capsys, str(timeout), "--implementation", implementation,
+                           "--tool-timeout-s", "30")
+    assert code == 0
+    (cancel,) = [r for r in records if r["kind"] == "decision"]
+    assert (cancel["event"], cancel["action"], cancel["call_ids"]) == (3, "cancel_tool", ["c1"])
+    (outcome,) = [r for r in records if r["kind"] == "outcome"]
+    assert outcome["outcome"] == "interrupted" and outcome["report"]["tool_timeouts"] == 1
+
+
+def test_a_bad_task_event_is_a_typed_error(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"type": "task_start", "budget": {"stepz": 3}}) + "\n")
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown field 'budget' counter(s) 'stepz'" in err and len(err.splitlines()) == 1
+
+
+# -- durability -------------------------------------------------------------------------------
+
+NEAR_THE_LIMIT = """
+    import sys
+    from tripwire import Guardrails, GuardrailsConfig
+    from tripwire.store import SQLiteStore
+    db, implementation, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    g = Guardrails(GuardrailsConfig(mode="enforce", unattended=True), session_id="s",
+                   implementation=implementation, store=SQLiteStore(db))
+    g.start_turn()
+    out = []
+    for _ in range(steps):
+        d = g.on_usage(model="m", input_tokens=10, output_tokens=1)
+        out.append(d.action)
+    print(" ".join(out), flush=True)
+    print("ready", flush=True)
+    sys.stdin.readline()  # wait to be killed
+"""
+
+
+def run_until_ready(script: str, *args: str) -> str:
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.readline()
+    assert proc.stdout.readline() == "ready\n"
+    os.kill(proc.pid, signal.SIGKILL)  # no exit handler, no flush: what is stored is stored
+    proc.wait(timeout=60)
+    return out.strip()
+
+
+def test_a_restart_near_the_limit_resumes_the_consumption(tmp_path: Path,
+                                                          implementation: str) -> None:
+    """Real processes: killed after 995 of 1,000 steps (the unattended default), restarted,
+    exhausted at the 5th step more."""
+    db = str(tmp_path / "g.sqlite")
+    first = run_until_ready(NEAR_THE_LIMIT, db, implementation, "995").split()
+    assert first == ["continue"] * 995
+    second = run_until_ready(NEAR_THE_LIMIT, db, implementation, "5").split()
+    assert second == ["continue"] * 4 + ["cut_turn"]
+    store = SQLiteStore(db)
+    assert all(r.intact for r in store.verify())
+    g = Guardrails(GuardrailsConfig(mode="enforce", unattended=True), session_id="s",
+                   implementation=implementation, store=store)
+    assert g.task.steps == 1000 and g.task.exhausted is not None
+    with pytest.raises(GuardrailHalted):
+        g.start_turn()
+
+
+DEADLINE = """
+    import sys, time
+    from tripwire.budget import Task
+    from tripwire.store import SQLiteStore
+    db, offset = sys.argv[1], float(sys.argv[2])
+    task = Task("o", {"deadline_s": 30}, task_id="t", store=SQLiteStore(db),
+                clock=lambda: time.time() + offset)
+    ex = task.check_time()
+    print(ex.counter if ex else "running", round(task.elapsed()), flush=True)
+    print("ready", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_deadline_holds_across_a_restart(tmp_path: Path) -> None:
+    db = str(tmp_path / "g.sqlite")
+    assert run_until_ready(DEADLINE, db, "0") == "running 0"
+    # a restart does not move the start: 31 s later by the host's clock it is past
+    assert run_until_ready(DEADLINE, db, "0").split()[0] == "running"
+    assert run_until_ready(DEADLINE, db, "31").split()[0] == "deadline_s"
+    task = Task("o", {"deadline_s": 30}, task_id="t", store=SQLiteStore(db))
+    assert task.exhausted is not None and task.finish("late").kind == "exhausted"
+
+
+def test_a_deleted_budget_row_is_caught_by_the_chain(tmp_path: Path, implementation: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "g.sqlite"
+    task = Task("o", {"steps": 10}, task_id="t", store=SQLiteStore(db))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    for _ in range(6):
+        g.on_usage(input_tokens=1)
+    assert task.steps == 6
+    with sqlite3.connect(db) as raw:  # hide the last 3 steps' rows but one
+        raw.execute("DELETE FROM rows WHERE session = 'task:t' AND kind = 'budget' AND seq = "
+                    "(SELECT max(seq) - 1 FROM rows WHERE session = 'task:t')")
+    assert main(["verify", str(db)]) == 1
+    assert "task:t: BROKEN" in capsys.readouterr().out
+    restored = Task("o", {"steps": 10}, task_id="t", store=SQLiteStore(db))
+    assert restored.tampered is not None
+    g2 = guard(implementation, task=restored, session_id="s2")
+    with pytest.raises(GuardrailHalted) as refused:
+        g2.start_turn()
+    assert refused.value.guardrails == ("budget",)
+    # a session on the same store is halted too: the store as a whole is short of a row
+    g3 = guard(implementation, store=SQLiteStore(db), session_id="s3")
+    assert g3.halted and g3.status().halted_by == ("watchdog",)
+    assert (restored.finish("x").kind, restored.outcome.reason) == (
+        "blocked", "history_tampered")
+
+
+def test_status_shows_tasks_and_outcomes(tmp_path: Path, implementation: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "g.sqlite"
+    task = Task("fix the test", {"steps": 2}, task_id="t", store=SQLiteStore(db))
+    g = guard(implementation, task=task, store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(input_tokens=1, cost_usd=0.01)
+    g.on_usage(input_tokens=1, cost_usd=0.01)
+    assert main(["status", str(db)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    (line,) = [x for x in lines if x["kind"] == "task"]
+    assert (line["task"], line["objective"], line["outcome"], line["counter"]) == (
+        "t", "fix the test", "exhausted", "steps")
+    assert line["used"]["steps"] == 2 and line["chain"] == "intact"
+    assert [x["session"] for x in lines if x["kind"] == "session"] == ["s1"]
+
+
+def test_the_supervisor_charges_the_task_it_serves_and_is_heard_next_turn(
+        implementation: str) -> None:
+    task = Task(budget=Budget(steps=3, reviews=4))
+    g = guard(implementation, mode="feedback", task=task)
+    g.start_turn()
+    g.on_usage(input_tokens=10)
+    assert task.charge("reviews") is None
+    assert task.charge_usage(input_tokens=500, output_tokens=50, cost_usd=0.02) is None
+    task.tell("The last three test runs failed before any test ran: inspect the install.")
+    g.end_turn()
+    block = g.start_turn().feedback.splitlines()
+    assert block[1:3] == [
+        "- task-budget: You have used 2 of 3 model steps for this task.",
+        "- progress-supervisor: The last three test runs failed before any test ran: "
+        "inspect the install."]
+    assert (task.steps, task.tokens, task.used("usd")) == (2, 560, 0.02)
+    assert [task.charge("reviews") is None for _ in range(4)] == [True] * 3 + [False]
+    assert str(task.outcome) == "exhausted(reviews)"  # the 5th review passes the cap of 4
+    assert [n for _, n in task.notes] == ["You have used 2 of 4 progress reviews for this task.",
+                                          "You have used 4 of 4 progress reviews for this task."]
+
+
+def test_a_child_of_a_stored_task_restores_with_its_consumption(tmp_path: Path) -> None:
+    db = tmp_path / "g.sqlite"
+    parent = Task("o", {"steps": 100}, task_id="p", store=SQLiteStore(db))
+    child = parent.child({"steps": 5}, task_id="c")
+    for _ in range(3):
+        child.step()
+    parent2 = Task("o", {"steps": 100}, task_id="p", store=SQLiteStore(db))
+    child2 = parent2.child({"steps": 5}, task_id="c")
+    assert (parent2.steps, child2.steps) == (3, 3)
+    child2.step()
+    assert child2.step() is not None and parent2.steps == 5
