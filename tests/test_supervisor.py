@@ -268,6 +268,20 @@ def test_redirect_reaches_the_right_run(implementation: str) -> None:
     assert turn_b.feedback == ""
     assert (task_a.used("reviews"), task_b.used("reviews")) == (1, 0)
 
+    # in one fleet, each session under its own (implicit) task
+    from tripwire.fleet import Fleet
+    fleet = Fleet(GuardrailsConfig(mode="feedback"), implementation=implementation)
+    seen.clear()
+    fa = Supervision(supervisor, fleet.session("a"))
+    fb = Supervision(supervisor, fleet.session("b"))
+    for s in (fa, fb):
+        s.start_turn()
+    fail_tests(fb, 3)
+    assert fa.start_turn().feedback == "" and seen == []
+    assert "- supervisor: Guidance for b." in fb.start_turn().feedback and seen == ["b"]
+    assert (fleet.session("a").task.used("reviews"), fleet.session("b").task.used("reviews")) \
+        == (0, 1)
+
     # both in flight at once, answered in the other order: each decision to its own run
     released = {"a": asyncio.Event(), "b": asyncio.Event()}
 
@@ -516,6 +530,26 @@ def test_stale_guidance_after_user_input_is_reviewed_again(implementation: str) 
         "applied, reviewing the new revision"]
 
 
+def test_a_compaction_is_a_new_revision(implementation: str) -> None:
+    from tripwire.context import SummaryResult
+    task = Task("t", {"reviews": 10})
+    summaries = ["the work so far"]
+
+    def summarize(messages: Any, focus: str | None) -> SummaryResult:
+        if not summaries:
+            raise RuntimeError("summarizer down")
+        return SummaryResult(summaries.pop(), "stop")
+
+    g = Guardrails(session_id="s", task=task, implementation=implementation,
+                   summarize=summarize)
+    s = Supervision(Scripted(CONTINUE), g)
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}] + [
+        {"role": "assistant", "content": "x" * 100}, {"role": "user", "content": "y" * 100}] * 40
+    assert s.compact(history).kind == "summary" and s.revision == task.revision == 1
+    # the summarizer fails and there is nothing to truncate: nothing changed, same revision
+    assert s.compact(history[:2]).kind == "failed" and s.revision == 1
+
+
 def test_stale_async_decision(implementation: str) -> None:
     async def run() -> tuple[Supervision, Any, list[int]]:
         thinking = asyncio.Event()
@@ -602,6 +636,8 @@ def test_bad_configuration_is_a_config_error(implementation: str) -> None:
     g = Guardrails(implementation=implementation)
     with pytest.raises(ConfigError, match="supervisor must be a callable"):
         Supervision(None, g)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="supervises a Guardrails"):
+        Supervision(lambda r: CONTINUE, Task("t"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="review_every_steps"):
         SupervisorConfig(review_every_steps=0)
     with pytest.raises(ConfigError, match="review_timeout_s"):

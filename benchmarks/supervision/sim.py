@@ -34,7 +34,7 @@ supervisor's own model calls included: they are charged to the same task), mean 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -571,5 +571,3 @@ def table(rows: list[Row]) -> str:
             f"{useful} | {r.steps:.1f} | {r.cost:.4f} | {r.reviews:.1f} | {outcomes} |")
     return "\n".join(lines)
 
-
-Evaluate = Callable[[int, Settings], list[Row]]

@@ -39,12 +39,11 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union
-
-import xxhash
+from typing import Any, Union
 
 from . import _engine
-from ._common import error_failed, json_text, name_str, payload_bytes
+from ._canonical import xxh3_64
+from ._common import args_bytes, error_failed, json_text, name_str, payload_bytes
 from ._supervisor_schema import (
     CHECK_OUTCOMES,
     DECISION_SCHEMA,
@@ -52,7 +51,10 @@ from ._supervisor_schema import (
     decision_schema_json,
     validate_decision,
 )
+from .budget import Exhaustion, Task
+from .context import Compaction
 from .decision import Decision, Turn
+from .guardrails import Guardrails
 from .errors import ConfigError, InvalidEvent, MalformedDecision, TaskEnded
 from .feedback import CLOSING, HEADER
 from .modes import Mode
@@ -244,13 +246,14 @@ def parse_decision(value: Any, usage: ReviewUsage | None = None) -> SupervisorDe
 
 # SPEC §7.3: an error's signature is its text with volatile parts removed, hashed. Longest
 # first: a timestamp before its numbers, a temp path before its hex names.
+# The repeated-failure signal (SPEC §7.3, built beside this module) owns this rule: when the two
+# meet, this function becomes its signature_key as 16 hex digits, so a review and an alert name
+# one signature for one error.
 _VOLATILE = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"  # ISO time
     r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"                                              # clock
     r"|(?:/private)?/(?:tmp|var/tmp|var/folders|dev/shm)/\S*"                            # temp path
-    r"|[A-Za-z]:\\(?:[^\\\s]+\\)*Temp\\\S*"                                              # Windows
     r"|\b0x[0-9a-fA-F]+\b"                                                               # hex
-    r"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # uuid
     r"|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"                 # hex id
     r"|\d+(?:\.\d+)?"                                                                    # number
 )
@@ -264,7 +267,7 @@ def error_signature(error: Any) -> str | None:
         return None
     text = error if isinstance(error, str) else ("" if error is True else json_text(error))
     normal = " ".join(_VOLATILE.sub("#", text).split())
-    return f"{xxhash.xxh3_64_intdigest(normal.encode('utf-8', 'surrogatepass')):016x}"
+    return f"{xxh3_64(normal.encode('utf-8', 'surrogatepass')):016x}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -366,7 +369,7 @@ class Review:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        return json.dumps(self.to_dict(), ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,32 +408,6 @@ class SupervisorConfig:
         for name in ("on_critical", "on_failure", "on_stop_attempt"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false")
-
-
-# --------------------------------------------------------------------------------------------
-# The task it serves
-
-class SupervisedTask(Protocol):
-    """What ``Supervision`` needs of the task it serves (``tripwire.budget.Task`` is one)."""
-
-    @property
-    def task_id(self) -> str: ...
-
-    @property
-    def objective(self) -> str: ...
-
-    @property
-    def outcome(self) -> Any: ...  # None while the task runs
-
-    def charge_review(self) -> Any: ...  # one `reviews` unit: the outcome if it exhausted
-
-    def charge_usage(self, usage: ReviewUsage) -> Any: ...  # the outcome if it exhausted
-
-    def counters(self) -> Iterable[tuple[str, float, float | None]]: ...  # name, used, cap
-
-    def finish(self, answer: Any = None, *, evidence: Any = None) -> Any: ...
-
-    def block(self, reason: str) -> Any: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -484,6 +461,8 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
     data = payload_bytes(value)
     return "" if data is None else data.decode("utf-8", "replace")
 
@@ -540,7 +519,7 @@ class Supervision:
     Observe through it (it forwards every call to the guardrails and returns their
     ``Decision``), and start turns through it::
 
-        supervision = Supervision(my_supervisor, guardrails, task)
+        supervision = Supervision(my_supervisor, Guardrails(config, task=task))
         turn = supervision.start_turn()      # TaskEnded if the supervisor ended the task
         prompt = turn.prepend(user_prompt)   # a redirect's guidance is in turn.feedback
         decision = supervision.on_call(name, args, id=call_id)
@@ -554,7 +533,7 @@ class Supervision:
     awaitable of one.
     """
 
-    def __init__(self, supervisor: Supervisor, guardrails: Any, task: Any = None, *,
+    def __init__(self, supervisor: Supervisor, guardrails: Guardrails, *,
                  config: SupervisorConfig | None = None, acceptance: Any = None,
                  implementation: str | None = None,
                  on_event: Callable[[OperatorEvent], object] | None = None):
@@ -562,19 +541,18 @@ class Supervision:
             raise ConfigError("supervisor must be a callable taking a Review, not "
                               f"{type(supervisor).__name__}")
         check_hook(on_event, "on_event")
-        if task is None:
-            task = getattr(guardrails, "task", None)
-        if task is None:
-            raise ConfigError("Supervision needs the Task it serves (task=...)")
+        if not isinstance(guardrails, Guardrails):
+            raise ConfigError("Supervision supervises a Guardrails (one session), not "
+                              f"{type(guardrails).__name__}")
+        task: Task = guardrails.task  # the task the session runs under: the one charged
         if config is not None and not isinstance(config, SupervisorConfig):
             raise ConfigError("config must be a SupervisorConfig")
         self.supervisor = supervisor
         self.guardrails = guardrails
         self.task = task
         self.config = config or SupervisorConfig()
-        self.acceptance = _acceptance(acceptance if acceptance is not None
-                                      else getattr(task, "acceptance", None))
-        watchdog = getattr(guardrails, "watchdog", None)
+        self.acceptance = _acceptance(acceptance if acceptance is not None else task.acceptance)
+        watchdog = guardrails.watchdog
         if implementation is None and watchdog is not None:
             implementation = watchdog.implementation  # the session's engine's keys
         self._key: Callable[[str, Any], int] = _engine.load(
@@ -612,9 +590,11 @@ class Supervision:
     def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
         decision: Decision = self.guardrails.on_call(name, args, id=id)
         name = name_str(name)
-        args_text = args if isinstance(args, str) else _text_of(args)
-        args_text, cut = _cut(args_text, self.config.payload_limit)
-        key = self._key(name, args)
+        raw = args_bytes(args)  # serialized once: the key reads the same bytes
+        key = self._key(name, raw)
+        limit = self.config.payload_limit
+        cut = len(raw) > limit
+        args_text = (raw[:limit] if cut else raw).decode("utf-8", "ignore" if cut else "replace")
         with self._lock:
             call = _Call(self._event(), name, key, args_text, id)
             call.truncated = cut
@@ -694,19 +674,18 @@ class Supervision:
             self._stepped(1)
         return decision
 
-    def step(self, n: int = 1) -> Any:
-        """``n`` model steps of a host that reports no usage (charged to the task)."""
+    def step(self, n: int = 1) -> Exhaustion | None:
+        """``n`` model steps of a host that reports no usage (charged to the task): the
+        exhaustion they caused, if any."""
         result = self.task.step(n)
         with self._lock:
             self._stepped(n)
         return result
 
-    def on_stop_attempt(self, accepted: bool, answer: Any = None) -> Any:
-        """The agent tried to finish and a stop hook accepted or refused it: a trigger (the
-        review runs at the next turn start)."""
-        hook = getattr(self.guardrails, "on_stop_attempt", None)
-        result = hook(accepted, answer) if hook is not None else \
-            self.task.on_stop_attempt(accepted, answer)
+    def on_stop_attempt(self, accepted: bool, answer: Any = None) -> Decision:
+        """The agent tried to finish and a stop hook accepted or refused it (the guardrails'
+        ``on_stop_attempt``): a trigger (the review runs at the next turn start)."""
+        result = self.guardrails.on_stop_attempt(accepted, answer)
         with self._lock:
             self._event()
             self._stop_attempts += 1
@@ -724,6 +703,14 @@ class Supervision:
     def end_turn(self) -> Decision:
         decision: Decision = self.guardrails.end_turn()
         return decision
+
+    def compact(self, messages: Any, focus: str | None = None) -> Compaction:
+        """The guardrails' ``compact``; a compaction that reduced the context is a new
+        revision (a decision about the old context is stale)."""
+        compaction = self.guardrails.compact(messages, focus)
+        if compaction.ok:
+            self.new_revision()
+        return compaction
 
     def _event(self) -> int:
         event = self._events
@@ -1007,13 +994,9 @@ class Supervision:
 
 
 def _charge_usage(task: Any, usage: ReviewUsage) -> None:
-    """The supervisor's usage, as one model request of the task: a step, its tokens, its cost."""
-    task.charge("steps")
-    tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
-    if tokens:
-        task.charge("tokens", tokens)
-    if usage.cost_usd:
-        task.charge("usd", usage.cost_usd)
+    """The supervisor's usage, as one model request of the task: a step, its tokens, its cost,
+    charged along the chain at once."""
+    task.charge_usage(usage.input_tokens, usage.output_tokens, usage.cost_usd)
 
 
 def _describe(decision: SupervisorDecision) -> str:
