@@ -578,3 +578,38 @@ def test_a_child_of_a_stored_task_restores_with_its_consumption(tmp_path: Path) 
     assert (parent2.steps, child2.steps) == (3, 3)
     child2.step()
     assert child2.step() is not None and parent2.steps == 5
+
+
+def test_a_session_restored_later_resumes_its_implicit_task(tmp_path: Path,
+                                                           implementation: str) -> None:
+    db = tmp_path / "g.sqlite"
+    config = GuardrailsConfig(mode="enforce", unattended=False, budget=Budget(steps=3))
+    g = Guardrails(config, implementation=implementation, store=SQLiteStore(db))
+    g.start_turn()
+    g.on_usage(input_tokens=1)
+    g.on_usage(input_tokens=1)
+    later = Guardrails(config, implementation=implementation)
+    later.restore(SQLiteStore(db))
+    assert later.task.steps == 2
+    later.start_turn()
+    assert later.on_usage(input_tokens=1).cut_turn
+    again = Guardrails(config, implementation=implementation, store=SQLiteStore(db))
+    assert again.task.steps == 3 and str(again.task.outcome) == "exhausted(steps)"
+
+
+def test_batch_ingest_charges_usage_rows_of_a_step_bounded_task(implementation: str) -> None:
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+                  implementation=implementation)
+    bounded = fleet.session("bounded", task=fleet.task("t", budget={"steps": 2}))
+    free = fleet.session("free")  # its implicit task caps nothing a row advances
+    rows: list[tuple[Any, ...]] = [("bounded", "turn_start"), ("free", "turn_start")]
+    for i in range(3):
+        rows += [("bounded", "usage", "m", 10, 5, 0.01), ("free", "usage", "m", 10, 5, 0.01),
+                 ("bounded", "call", "read_file", json.dumps({"path": str(i)})),
+                 ("free", "call", "read_file", json.dumps({"path": str(i)}))]
+    out = fleet.observe_many(rows)
+    assert [(i, s, d.action) for i, s, d in out] == [
+        (6, "bounded", "cut_turn"), (8, "bounded", "cut_turn"), (10, "bounded", "cut_turn"),
+        (12, "bounded", "cut_turn")]
+    assert str(bounded.task.outcome) == "exhausted(steps)" and bounded.task.steps == 3
+    assert free.task.used("usd") == pytest.approx(0.03) and free.task.outcome is None

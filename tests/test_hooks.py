@@ -408,6 +408,7 @@ def test_claude_code_spend_comes_from_the_transcript_priced(tmp_path: Path,
     assert expected and expected > 0
     status = subprocess.run([sys.executable, "-m", "tripwire", "status", str(hook.store)],
                             capture_output=True, text=True, env=hook.env, timeout=60)
-    (record,) = [json.loads(x) for x in status.stdout.splitlines() if x.startswith("{")]
+    (record,) = [r for r in (json.loads(x) for x in status.stdout.splitlines()
+                             if x.startswith("{")) if r["kind"] == "session"]
     assert record["spent_usd"] == pytest.approx(expected, abs=1e-9)
     assert record["cost_estimated"] is True

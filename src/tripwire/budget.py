@@ -280,9 +280,11 @@ class Task:
     """The unit a budget is charged to. ``task.child(allowance)`` makes a sub-task; a
     ``Guardrails`` (``task=``) or ``Fleet.session(id, task=)`` runs a session under it, and its
     observations charge it (usage: steps, tokens, usd; calls: tool_calls). A host charges what
-    tripwire cannot see: ``step()`` (no usage events), ``on_stop_attempt``, ``on_retry``,
-    ``charge("reviews")`` (the supervisor). It ends with ``finish``, ``interrupt`` or ``block``
-    (or on its own when a counter is exhausted); ``outcome`` is then its ``Outcome``.
+    tripwire cannot see: ``step()`` (no usage events), ``on_stop_attempt``, ``on_retry``; a
+    progress supervisor ``charge("reviews")`` and ``charge_usage(...)`` for its own model
+    call, ``tell(text)`` for its guidance, and reads ``remaining()``, ``objective``,
+    ``acceptance`` and ``revision``. It ends with ``finish``, ``interrupt`` or ``block`` (or on
+    its own when a counter is exhausted); ``outcome`` is then its ``Outcome``.
 
     ``budget``: caps (unset counters take the defaults of ``unattended``: a bare task is off
     but for stop rejections and reviews). ``acceptance``: the acceptance criteria, for the

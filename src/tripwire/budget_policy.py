@@ -237,9 +237,14 @@ class BudgetPolicy:
         return g._halted_by()[0] if g.halted else None
 
     @property
+    def usage_armed(self) -> bool:
+        """The chain caps steps, tokens or dollars: batch ingest hands this session's usage
+        rows to Python, which charges them one by one."""
+        return any(t.caps[c] for t in self.task.chain for c in ("steps", "tokens", "usd"))
+
+    @property
     def calls_armed(self) -> bool:
         """The chain caps tool calls or time: batch ingest then hands every row of this
-        session to Python, which charges and times them one by one (usage rows always go to
-        Python: each is a step)."""
+        session to Python, which charges and times them one by one."""
         return any(t.caps[c] for t in self.task.chain
                    for c in ("tool_calls", "deadline_s", "tool_timeout_s"))

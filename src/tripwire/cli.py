@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
         "task budget", "caps of each session's task (0: off); an outcome line is printed "
                        "for every task a cap bounds")
     for flag, counter, kind, what in _BUDGET_FLAGS:
-        budget.add_argument(flag, dest=f"budget_{counter}", type=kind, metavar="N",
+        metavar = {"usd": "USD", "deadline_s": "S", "tool_timeout_s": "S"}.get(counter, "N")
+        budget.add_argument(flag, dest=f"budget_{counter}", type=kind, metavar=metavar,
                             help=what)
     durable = replay.add_argument_group("durability")
     durable.add_argument("--store", metavar="STORE",

@@ -32,6 +32,7 @@ from ._common import (
     BatchChange,
     BatchState,
     ContextState,
+    CostState,
     payload_bytes,
     text_has_words,
 )
@@ -527,16 +528,23 @@ class Guardrails:
         engine = None if c is not None and c.streamed else self._watchdog
         if self._budget.calls_armed:
             engine = None  # its task bounds calls or time: each row is charged in Python
-        # usage rows always go to Python: each one is a step the task is charged
+        cost = self._cost
+        # a task bounding steps, tokens or dollars is charged each usage row in Python
         return BatchState(engine, self._blocked is not None, context, self._ids,
-                          self._words_matter(), None)
+                          self._words_matter(),
+                          None if self._budget.usage_armed else
+                          CostState(cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
+                                    cost.halted or cost.turn_tripped))
 
     def take_batch_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
         charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
         if change.spent is not None:
-            trip = self._cost.add(change.spent - self._cost.spent)
+            added = change.spent - self._cost.spent
+            trip = self._cost.add(added)
             assert trip is None, "the batch core charges only spend that trips no bound"
+            for task in self._task.chain:  # its task's dollars (no cap along the chain)
+                task.usd += added
         context = self._context
         if context is not None:
             if change.measured is not None:
@@ -761,6 +769,9 @@ class Guardrails:
         with self._lock:
             if self._log is None:
                 self._log = SessionLog(store, self.session_id, self._channel.line)
+                task = self._task
+                if task._log is None and task.task_id == self.session_id and not task.sessions[1:]:
+                    task._log = self._log  # the implicit task writes into the session's chain
             else:
                 self._log.store = store
             self._restore()
