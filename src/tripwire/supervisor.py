@@ -46,6 +46,7 @@ from ._canonical import xxh3_64
 from ._common import args_bytes, error_failed, json_text, name_str, payload_bytes
 from ._supervisor_schema import (
     CHECK_OUTCOMES,
+    CHECK_SCHEMA,
     DECISION_SCHEMA,
     DECISIONS,
     decision_schema_json,
@@ -54,9 +55,9 @@ from ._supervisor_schema import (
 from .budget import Exhaustion, Task
 from .context import Compaction
 from .decision import Decision, Turn
-from .guardrails import Guardrails
 from .errors import ConfigError, InvalidEvent, MalformedDecision, TaskEnded
 from .feedback import CLOSING, HEADER
+from .guardrails import Guardrails
 from .modes import Mode
 from .money import parse_dollars
 from .reporting import OperatorChannel, OperatorEvent
@@ -65,11 +66,9 @@ from .validate import check_hook, check_usage
 __all__ = [
     "Check", "SupervisorDecision", "ReviewUsage", "Review", "ReviewedCall", "KeyRecord",
     "PriorGuidance", "SupervisorConfig", "Supervision", "ModelSupervisor", "Completion",
-    "DECISION_SCHEMA", "DECISIONS", "decision_schema_json", "parse_decision",
-    "error_signature", "TRIGGERS",
+    "DECISION_SCHEMA", "CHECK_SCHEMA", "DECISIONS", "CHECK_OUTCOMES", "decision_schema_json",
+    "parse_decision", "error_signature", "TRIGGERS", "TaskEnded", "MalformedDecision",
 ]
-
-LOGGER = logging.getLogger("tripwire")
 
 #: Why a review was asked for (``Review.triggers``).
 TRIGGERS = ("steps", "critical", "failure", "stop_attempt")
