@@ -18,6 +18,8 @@ __all__ = [
     "NativeUnavailable",
     "SmallTierParentRefused",
     "StoreError",
+    "MalformedDecision",
+    "TaskEnded",
 ]
 
 
@@ -130,3 +132,25 @@ class BatchInterrupted(TripwireError):
         self.session_id = session_id
         self.error = error
         self.outcomes = outcomes
+
+
+class MalformedDecision(TripwireError, ValueError):
+    """A progress supervisor's decision that does not match its schema (SPEC §7.4): not JSON,
+    an unknown decision, a missing or unexpected field. ``field`` names the first wrong one
+    (``"decision"``, ``"check.tool"``; ``""`` for the whole value). A malformed decision is a
+    failed review, never permission to continue."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class TaskEnded(TripwireError):
+    """The task a session runs has ended (the progress supervisor stopped it, or it was
+    finished, blocked or exhausted): no turn is started. ``outcome`` is the task's
+    ``Outcome``."""
+
+    def __init__(self, outcome: Any):
+        super().__init__(f"the task has ended: {outcome}")
+        self.outcome = outcome
