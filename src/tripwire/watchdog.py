@@ -1,4 +1,4 @@
-"""``Watchdog``: one session's eight signals, turning the engine's fired codes into ``Alert``s.
+"""``Watchdog``: one session's nine signals, turning the engine's fired codes into ``Alert``s.
 
 The engine (native or reference, see ``_engine``) counts and compares; it calls back into
 ``Watchdog._fired`` only when a signal trips, which is rare, so the texts (each signal module's
@@ -37,7 +37,8 @@ else:
 
 
 class Watchdog(_EngineAPI):
-    """One session's watchdog. ``Watchdog()`` runs SPEC §1's eight signals with their defaults.
+    """One session's watchdog. ``Watchdog()`` runs the nine signals (SPEC §1's eight and
+    §7.3's repeated-failure) with their defaults.
 
     ``Watchdog(config, implementation="python")`` picks an engine explicitly; by default it is
     ``TRIPWIRE_IMPLEMENTATION``'s. The instance is a ``NativeWatchdog`` or a ``PythonWatchdog``.
@@ -71,8 +72,9 @@ class Watchdog(_EngineAPI):
         for spec in SIGNALS:
             if mask & spec.bit:
                 reason, guidance, count = spec.texts(self, name, detail)
+                severity, scope = spec.graded(self.config)
                 alerts.append(
-                    Alert(spec.id, spec.severity, spec.scope, reason, guidance, event, name, count)
+                    Alert(spec.id, severity, scope, reason, guidance, event, name, count)
                 )
         return tuple(alerts)
 
