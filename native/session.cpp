@@ -116,6 +116,15 @@ void Session::reset() noexcept {
     if (stats) stats->after_reset();
 }
 
+void Session::retract_calls(uint32_t calls) noexcept {
+    if (calls == 0) return;
+    history.pop(calls);
+    repeat.retract(calls);
+    name.retract(calls);
+    silence.retract(calls);
+    if (stats) stats->after_reset();  // the history changed under its per-period counts
+}
+
 size_t Session::state_bytes() const noexcept {
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
            repeat.longest.capacity() + repeat.ends.capacity() * sizeof(uint32_t);

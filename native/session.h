@@ -78,6 +78,9 @@ public:
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
+    // The last `calls` calls were refused by the host's gate and the turn ended: they come off
+    // the call ring, the repeat run, the name run and the run without text (issue 15 §7).
+    void retract_calls(uint32_t calls) noexcept;
 
     // Bytes this session holds: the object itself plus its fixed-size rings.
     size_t state_bytes() const noexcept;

@@ -360,6 +360,17 @@ cdef class Engine:
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
 
+    def _retract_calls(self, Py_ssize_t calls):
+        """The last `calls` calls were refused by the host's gate and the turn ended (see
+        ``tripwire._reference.Engine._retract_calls``)."""
+        cdef Py_ssize_t pos
+        if calls <= 0:
+            return
+        self._session().retract_calls(<uint32_t>min(calls, 0xFFFFFFFF))
+        # the text ring follows the call ring (cdivision: keep the modulo non-negative)
+        pos = self._pos - calls % self._ring
+        self._pos = pos + self._ring if pos < 0 else pos
+
     def _fired(self, mask, name, detail):  # supplied by tripwire.watchdog.Watchdog
         raise NotImplementedError
 

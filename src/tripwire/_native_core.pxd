@@ -110,6 +110,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()
+        void retract_calls(uint32_t calls)
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()

@@ -303,6 +303,20 @@ class Engine:
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
 
+    def _retract_calls(self, calls: int) -> None:
+        """The last `calls` calls were refused by the host's gate and the turn ended: they come
+        off the call-pattern state (``Watchdog.retract_calls`` states what, and what not)."""
+        if calls <= 0:
+            return
+        for ring in (self._keys, self._joins, self._calls):
+            for _ in range(min(calls, len(ring))):
+                ring.pop()
+        self._repeat.retract(calls)
+        self._name.retract(calls)
+        self._silence.retract(calls)
+        if self._stats is not None:
+            self._stats.after_reset()  # the history changed under its per-period counts
+
     def enable_stats(self) -> None:
         """Keep, from now on, the peak of each signal's compared quantity (``stats``)."""
         if self._stats is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _engine, _reference
+from .errors import InvalidEvent
 from .signals import SIGNALS, Alert, WatchdogConfig
 
 __all__ = [  # noqa: F822 (IMPLEMENTATION: module __getattr__)
@@ -66,6 +67,20 @@ class Watchdog(_EngineAPI):
     def __repr__(self) -> str:
         return f"<Watchdog {self.implementation} events={self.events}>"
 
+    def retract_calls(self, calls: int) -> None:
+        """The last ``calls`` calls observed were refused by the host's permission gate and the
+        turn ended: take them off the call-pattern state, so the next turn's first identical
+        call is not counted as the next one in a row.
+
+        Rewound: the repeat run, the name run and the run of calls without text lose those
+        calls (a run made only of them is forgotten, and re-armed); they leave the call history
+        that the cycle and density detectors read. Untouched: every alert already raised (a
+        halt stays until an operator reset; a detector that reported a pattern still partly
+        standing does not report it again), the result detectors (a refusal the host reported
+        as a failed result stays a failure), the turn (the host ends it), the event index.
+        """
+        self._retract_calls(retracted_count(calls))
+
     def _fired(self, mask: int, name: str, detail: Any) -> tuple[Alert, ...]:
         event = self.events - 1
         alerts = []
@@ -96,6 +111,13 @@ if _NativeEngine is not None:
         """A ``Watchdog`` on the C++ core."""
 
         __slots__ = ()
+
+
+def retracted_count(calls: Any) -> int:
+    """``retract_calls``'s argument checked: a count of calls, an int >= 0."""
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+        raise InvalidEvent(f"retract_calls takes a count of calls (an int >= 0), not {calls!r}")
+    return int(calls)
 
 
 def watchdog_class(implementation: str | None = None) -> type[Watchdog]:
