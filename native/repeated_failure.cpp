@@ -118,9 +118,10 @@ uint64_t error_signature_key(const char* data, size_t length, std::string& scrat
 
 bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
     ++clock;
+    const uint64_t key = signature ^ ((tool | 1) * 0x9E3779B97F4A7C15ull);
     uint32_t at = size;
     for (uint32_t k = 0; k < size; ++k) {
-        if (entries[k].signature == signature && entries[k].tool == tool) {
+        if (entries[k].key == key) {
             at = k;
             break;
         }
@@ -133,14 +134,15 @@ bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
         } else {
             ++size;
         }
-        entries[at] = Entry{tool, signature, 0, 0};
-        reported[at] = 0;
+        entries[at] = Entry{key, 0, 0};
+        reported = static_cast<uint8_t>(reported & ~(1u << at));
     }
     Entry& e = entries[at];
     e.stamp = clock;
-    last = ++e.count;
-    if (e.count >= threshold && !reported[at]) {
-        reported[at] = 1;
+    if (e.count < UINT32_MAX) ++e.count;
+    last = e.count;
+    if (e.count >= threshold && !(reported & (1u << at))) {
+        reported = static_cast<uint8_t>(reported | (1u << at));
         return true;
     }
     return false;

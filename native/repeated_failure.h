@@ -19,12 +19,13 @@ uint64_t error_signature_key(const char* data, size_t length, std::string& scrat
 
 // Per (tool, signature), the failures since the last productive success: one alert per pair
 // until a productive success clears the memory. kMemory pairs, the least recently failed
-// forgotten when a new pair arrives (the reference's OrderedDict, in a fixed array).
+// forgotten when a new pair arrives (the reference's OrderedDict, in a fixed array). A pair is
+// one 64-bit key mixing the tool's hash into the signature's (a collision among the 8 pairs of
+// a session is as negligible as one among its canonical keys), so the memory is 128 bytes.
 struct RepeatedFailureDetector {
     static constexpr uint32_t kMemory = 8;
     struct Entry {
-        uint64_t tool;
-        uint64_t signature;
+        uint64_t key;
         uint32_t count;
         uint32_t stamp;  // when it last failed (larger: more recent)
     };
@@ -32,16 +33,16 @@ struct RepeatedFailureDetector {
     uint32_t threshold;
     uint32_t size = 0;
     uint32_t clock = 0;
-    uint32_t last = 0;  // the count of the pair that failed last
+    uint32_t last = 0;     // the count of the pair that failed last
+    uint8_t reported = 0;  // bit k: entries[k] has alerted
     Entry entries[kMemory];
-    uint8_t reported[kMemory];
 
     explicit RepeatedFailureDetector(uint32_t threshold_) : threshold(threshold_) {}
     // one failed result; true when its pair reaches the threshold for the first time
     bool fail(uint64_t tool, uint64_t signature) noexcept;
     // a productive success: anything may have changed
-    void succeed() noexcept { size = 0; clock = 0; }
-    void reset() noexcept { size = 0; clock = 0; last = 0; }
+    void succeed() noexcept { size = 0; clock = 0; reported = 0; }
+    void reset() noexcept { size = 0; clock = 0; last = 0; reported = 0; }
 };
 
 }  // namespace tw
