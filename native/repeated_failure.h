@@ -41,7 +41,9 @@ struct RepeatedFailureDetector {
     // one failed result; true when its pair reaches the threshold for the first time
     bool fail(uint64_t tool, uint64_t signature) noexcept;
     // a productive success: anything may have changed
-    void succeed() noexcept { size = 0; clock = 0; reported = 0; }
+    void succeed() noexcept {
+        if (size) { size = 0; clock = 0; reported = 0; }  // most successes find it empty
+    }
     void reset() noexcept { size = 0; clock = 0; last = 0; reported = 0; }
 };
 
