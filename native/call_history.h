@@ -21,6 +21,12 @@ public:
         if (size_ < capacity_) ++size_;
     }
     void clear() noexcept { size_ = 0; }
+    // Take back the last n entries (at most size()): the ones before them are still in place.
+    void pop(uint32_t n) noexcept {
+        if (n > size_) n = size_;
+        head_ = (head_ + capacity_ - n % capacity_) % capacity_;
+        size_ -= n;
+    }
     uint32_t size() const noexcept { return size_; }
     // The last n <= size() keys, oldest first.
     const uint64_t* keys(uint32_t n) const noexcept { return keys_.get() + head_ + capacity_ - n; }

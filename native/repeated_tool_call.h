@@ -54,6 +54,11 @@ struct RepeatDetector {
     }
     // A result `awaits` said is the run's; `digest` null when it has no payload.
     void observe_result(bool failed, bool no_op, const Hash128* digest) noexcept;
+    // The last `calls` calls are taken back: the run loses them; a run made only of them is
+    // forgotten (reference: RepeatDetector.retract).
+    void retract(uint32_t calls) noexcept {
+        if (run > calls) run -= calls; else reset();
+    }
     void reset() noexcept {
         run = 0;
         rest = 0;

@@ -17,6 +17,7 @@ struct NameRunDetector {
     NameRunDetector(uint32_t threshold_, uint32_t stand_down) : threshold(threshold_), stand_down_run(stand_down) {}
     bool observe(uint64_t name_hash, uint32_t repeat_run) noexcept;
     void reset() noexcept { name = 0; run = 0; reported = false; }
+    void retract(uint32_t calls) noexcept { if (run > calls) run -= calls; else reset(); }
 };
 
 }  // namespace tw

@@ -1,6 +1,8 @@
 #include "session.h"
 
 #include <algorithm>
+#include <new>
+#include <string>
 
 #include "hash.h"
 
@@ -18,7 +20,8 @@ Session::Session(const Settings& s)
       failures(s.failure_threshold),
       no_ops(s.no_op_threshold),
       stale(s.no_new_state_threshold),
-      digests(s.digest_memory) {}
+      digests(s.digest_memory),
+      repeated_failure(s.repeated_failure_threshold) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity) {
@@ -36,17 +39,34 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
 }
 
 uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
-                                 const void* payload, size_t payload_len, bool has_payload) {
-    const uint32_t mask =
-        result_mask(name_hash, failed, no_op, exempt, payload, payload_len, has_payload);
+                                 const void* payload, size_t payload_len, bool has_payload,
+                                 const char* error, size_t error_len) {
+    const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
+                                      has_payload, error, error_len);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
 uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
-                              const void* payload, size_t payload_len, bool has_payload) {
+                              const void* payload, size_t payload_len, bool has_payload,
+                              const char* error, size_t error_len) {
     const uint32_t on = settings.enabled;
     uint32_t mask = 0;
+    if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
+        if (failed) {
+            static thread_local std::string scratch;
+            uint64_t signature;
+            try {
+                signature = error_signature_key(error ? error : "", error ? error_len : 0,
+                                                scratch);
+            } catch (const std::bad_alloc&) {  // no memory for the scratch: the raw text
+                signature = xxh3_64(error, error ? error_len : 0);
+            }
+            if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
+        } else if (!no_op) {
+            repeated_failure.succeed();  // a productive success may have changed it
+        }
+    }
     // one digest for both readers: the repeat run (SPEC §10.24) and the seen-set
     const bool for_run = repeat.awaits(name_hash);
     const bool digested = has_payload && !failed && !no_op && (for_run || !exempt);
@@ -92,7 +112,17 @@ void Session::reset() noexcept {
     no_ops.reset();
     stale.reset();
     digests.clear();
+    repeated_failure.reset();
     if (stats) stats->after_reset();
+}
+
+void Session::retract_calls(uint32_t calls) noexcept {
+    if (calls == 0) return;
+    history.pop(calls);
+    repeat.retract(calls);
+    name.retract(calls);
+    silence.retract(calls);
+    if (stats) stats->after_reset();  // the history changed under its per-period counts
 }
 
 size_t Session::state_bytes() const noexcept {

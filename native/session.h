@@ -25,6 +25,7 @@ enum SignalBit : uint32_t {
     kNoOp = 1u << 5,
     kNoNewState = 1u << 6,
     kSilence = 1u << 7,
+    kRepeatedFailure = 1u << 8,
 };
 
 struct SignalBitName {
@@ -36,6 +37,7 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"dominant-tool-call", kDensity},    {"repeated-tool-name", kName},
     {"tool-failure-streak", kFailure},   {"no-op-streak", kNoOp},
     {"no-new-state", kNoNewState},       {"tools-without-text", kSilence},
+    {"repeated-failure", kRepeatedFailure},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -56,6 +58,7 @@ struct Settings {
     uint32_t no_new_state_threshold;
     uint32_t silence_threshold;
     uint32_t digest_memory;
+    uint32_t repeated_failure_threshold;
 };
 
 class Session {
@@ -67,12 +70,17 @@ public:
     // hash of tool:program, SPEC §11.2)
     uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity);
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
-    // its tool's); exempt: no-new-state skips it (its payload still reaches the repeat run)
+    // its tool's); exempt: no-new-state and repeated-failure skip it (its payload still
+    // reaches the repeat run); error: a failure's error text (repeated-failure's signature)
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
-                            const void* payload, size_t payload_len, bool has_payload);
+                            const void* payload, size_t payload_len, bool has_payload,
+                            const char* error = nullptr, size_t error_len = 0);
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
+    // The last `calls` calls were refused by the host's gate and the turn ended: they come off
+    // the call ring, the repeat run, the name run and the run without text (issue 15 §7).
+    void retract_calls(uint32_t calls) noexcept;
 
     // Bytes this session holds: the object itself plus its fixed-size rings.
     size_t state_bytes() const noexcept;
@@ -93,10 +101,12 @@ public:
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;
+    RepeatedFailureDetector repeated_failure;
 
 private:
     uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
-                         const void* payload, size_t payload_len, bool has_payload);
+                         const void* payload, size_t payload_len, bool has_payload,
+                         const char* error, size_t error_len);
 };
 
 }  // namespace tw

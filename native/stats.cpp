@@ -44,6 +44,8 @@ void SessionStats::after_result(const Session& s) noexcept {
     raise_to(peak[4], s.failures.run);
     raise_to(peak[5], s.no_ops.run);
     raise_to(peak[6], s.stale.run);
+    // only the pair that just failed rose: the peak is the highest count it reached
+    raise_to(peak[8], s.repeated_failure.last);
 }
 
 void SessionStats::after_reset() noexcept {

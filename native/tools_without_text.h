@@ -13,6 +13,7 @@ struct SilenceDetector : StreakDetector {
     explicit SilenceDetector(uint32_t threshold_) : StreakDetector(threshold_) {}
     bool observe_call() noexcept { return extend(); }
     void observe_text(bool has_words) noexcept { if (has_words) reset(); }
+    void retract(uint32_t calls) noexcept { if (run > calls) run -= calls; else reset(); }
 };
 
 }  // namespace tw

@@ -21,9 +21,14 @@ need_shared("conformance")
 VECTORS = read_jsonl(CONFORMANCE / "reference-vectors.jsonl")
 PAIRS = read_jsonl(CONFORMANCE / "canonical-pairs.jsonl")
 
+#: The data's "default" is tripwire's eight signals of SPEC §1 with their defaults (its
+#: README); SPEC §7.3's repeated-failure came later and is tested in test_repeated_failure.py.
+SPEC1_SIGNALS = frozenset(SIGNAL_IDS) - {"repeated-failure"}
+
+
 def config_for(signals: Any) -> WatchdogConfig:
     if signals == "default":
-        return WatchdogConfig()
+        return WatchdogConfig(only=SPEC1_SIGNALS)
     knobs: dict[str, dict[str, Any]] = {}
     for entry in signals:
         entry = dict(entry)
@@ -108,4 +113,4 @@ def test_canonical_pair(pair: dict[str, Any], implementation: str) -> None:
 def test_every_signal_is_exercised() -> None:
     """The vectors reach every one of the eight signals (guards against a silently empty run)."""
     seen = {e["signal"] for v in VECTORS for e in expectation(v)}
-    assert seen == set(SIGNAL_IDS)
+    assert seen == SPEC1_SIGNALS

@@ -350,7 +350,10 @@ def events(draw: st.DrawFn) -> list[tuple]:
         elif kind == "poll":
             out.extend(draw(poll_run()))
         elif kind == "result":
-            error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied"]))
+            error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied",
+                                          # repeated-failure: one signature, spelled three ways
+                                          "boom at 12:00:01 (pid 41)", "boom at 13:05:59 (pid 7)",
+                                          "missing /tmp/a1/x.py", {"code": 7}]))
             out.append(
                 (
                     "result",
@@ -387,6 +390,7 @@ def configs(draw: st.DrawFn) -> WatchdogConfig:
         "no-op-streak": {"threshold": draw(st.integers(1, 4))},
         "no-new-state": {"threshold": draw(st.integers(1, 6)), "memory": draw(st.integers(1, 6))},
         "tools-without-text": {"threshold": draw(st.integers(1, 10))},
+        "repeated-failure": {"threshold": draw(st.integers(1, 4))},
     }
     only = draw(st.none() | st.sets(st.sampled_from(list(knobs)), min_size=1))
     return WatchdogConfig(signals=knobs, only=frozenset(only) if only else None)

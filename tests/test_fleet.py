@@ -346,7 +346,8 @@ def test_columns_and_event_objects(implementation: str) -> None:
     out = g.observe_many([("y", TurnStart())] + [("y", Call("grep", {"q": 1}, id=f"c{i}"))
                                                  for i in range(2)]
                          + [("y", Result(id="c1", error="denied"))] * 3)
-    assert [(i, a.signal) for i, _, d in out for a in d.alerts] == [(5, "tool-failure-streak")]
+    assert [(i, a.signal) for i, _, d in out for a in d.alerts] == [
+        (5, "tool-failure-streak"), (5, "repeated-failure")]  # one error three times
     assert "grep" in out[0][2].alerts[0].reason  # the name came from the call id
 
 

@@ -104,7 +104,7 @@ def test_warn_alerts_never_cut_under_enforce(implementation: str) -> None:
     g.start_turn()
     decisions = [g.on_result("kubectl_get", error="Forbidden") for _ in range(3)]
     assert [d.action for d in decisions] == ["continue"] * 3
-    assert [a.signal for a in decisions[2].alerts] == ["tool-failure-streak"]
+    assert [a.signal for a in decisions[2].alerts] == ["tool-failure-streak", "repeated-failure"]
 
 
 # -- turn scope and escalation ---------------------------------------------------------------

@@ -161,7 +161,13 @@ def test_feedback_reaches_the_model_in_post_tool_use_additional_context(claude: 
                 "Your last 3 tool calls all failed (Bash) and none succeeded, so nothing has "
                 "been verified. Last error: Exit code 2\nmake: *** No rule. Do not describe anything as healthy, "
                 "fixed or resolved on this evidence. Find a call that works, or tell the user "
-                "what you could not check and why, and stop.")),
+                "what you could not check and why, and stop."), (
+                "repeated-failure",
+                "Bash has now failed 3 times with the same error, and nothing changed in "
+                "between: Exit code 2\nmake: *** No rule. Running it again, even spelled "
+                "differently, will fail the same way. Find out why it fails (the environment, "
+                "a missing dependency, the input) and change that before you run it again, or "
+                "say what is blocking you.")),
         },
     }
     # delivered once

@@ -15,7 +15,7 @@ from test_differential import _replay, configs, events
 from tripwire import Watchdog, WatchdogConfig
 from tripwire.signals import SIGNAL_IDS
 
-REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, STALE, SILENCE = range(8)
+REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, STALE, SILENCE, SAME_ERROR = range(9)
 
 
 def _stats(implementation: str, trace: list[tuple], config: WatchdogConfig | None = None):
@@ -38,7 +38,7 @@ def test_stats_are_off_until_enabled(implementation: str) -> None:
     wd.observe_call("a", "{}")
     assert wd.stats is None
     wd.enable_stats()
-    assert wd.stats == (0,) * 8  # only what comes after enabling is measured
+    assert wd.stats == (0,) * 9  # only what comes after enabling is measured
 
 
 def test_repeat_run_and_path_respellings(implementation: str) -> None:
@@ -100,7 +100,9 @@ def test_result_streaks(implementation: str) -> None:
     assert stats[FAILURE] == 3  # calls between failures do not break the streak
     assert stats[NO_OP] == 3  # a failure neither counts nor resets it
     assert stats[STALE] == 2  # P seen twice more in the first turn; the turn end forgets it
-    assert [(a[0], a[5]) for a in alerts] == [("tool-failure-streak", 3), ("no-op-streak", 8)]
+    assert stats[SAME_ERROR] == 3  # the same "boom" three times before the success
+    assert [(a[0], a[5]) for a in alerts] == [
+        ("tool-failure-streak", 3), ("repeated-failure", 3), ("no-op-streak", 8)]
 
 
 def test_silence_run_is_cleared_by_words_only(implementation: str) -> None:
@@ -128,7 +130,7 @@ def test_native_and_reference_stats_agree(trace: list[tuple], config: WatchdogCo
 #: quantity. (repeated-tool-call is exempt while its run polls changing output, SPEC §10.24:
 #: its peak bounds its trips from above, tested with the stand-downs below.)
 EXACT = {"tool-failure-streak": FAILURE, "no-op-streak": NO_OP,
-         "no-new-state": STALE, "tools-without-text": SILENCE}
+         "no-new-state": STALE, "tools-without-text": SILENCE, "repeated-failure": SAME_ERROR}
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -165,10 +167,24 @@ def test_signals_with_stand_downs_trip_only_at_or_past_their_peak(
         assert stats[CYCLE] >= min(threshold, 4)
 
 
+def test_same_error_peak_is_the_most_failures_of_one_signature(implementation: str) -> None:
+    # A (twice, then again after B, respelled by a timestamp) and B: A reaches 3; a no-op does
+    # not clear the count, a productive success does; another tool's same error is its own pair
+    trace = [result("E at 10:00:01"), result("F"), result("E at 11:12:13"), result(no_op=True),
+             result("E at 09:59:59"), result("E at 01:02:03", name="u"), result(),
+             result("E at 10:00:01"), result("E at 10:00:02")]
+    stats, alerts = _stats(implementation, trace)
+    assert stats[SAME_ERROR] == 3
+    assert stats[FAILURE] == 3  # the no-op broke the failure streak after the third failure
+    assert [(a[0], a[5]) for a in alerts if a[0] == "repeated-failure"] == [
+        ("repeated-failure", 4)]
+
+
 def test_signal_ids_follow_the_stats_order() -> None:
     assert SIGNAL_IDS[CYCLE] == "alternating-tool-cycle"
     assert SIGNAL_IDS[SILENCE] == "tools-without-text"
-    assert len(SIGNAL_IDS) == 8
+    assert SIGNAL_IDS[SAME_ERROR] == "repeated-failure"
+    assert len(SIGNAL_IDS) == 9
 
 
 @pytest.mark.parametrize("laps", [2, 3, 5])

@@ -201,7 +201,8 @@ def test_default_config_is_spec_section_1() -> None:
         s.digest_memory,
     ) == (15, 3, 3, 6, 12, 64)
     assert s.exempt_tools == frozenset({"wait_and_verify"})
-    assert s.enabled == 0xFF
+    assert s.repeated_failure_threshold == 3  # SPEC §7.3's signal, on by default
+    assert s.enabled == 0x1FF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:

@@ -16,6 +16,8 @@ cdef struct _Item:
     Py_ssize_t name_len
     const char* data     # call args, or result payload
     Py_ssize_t data_len
+    const char* error    # a failed result's error bytes (repeated-failure's signature)
+    Py_ssize_t error_len
     int64_t context_bytes  # a result payload's bytes, for the context estimate
     uint64_t name_hash
     uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
@@ -250,6 +252,13 @@ cdef class Batch:
         cdef object payload = row[3] if size > 3 else None
         cdef object obj
         it.failed = _failed(row[4] if size > 4 else None)
+        it.error = NULL
+        it.error_len = 0
+        if it.failed:
+            obj = _error_view(row[4], &v)
+            if obj is not None:
+                self.keep.append(obj)
+            it.error, it.error_len = v.data, v.size
         it.noop = False  # checked last, in the reference's order
         it.exempt = False
         it.has_payload = False
@@ -386,7 +395,7 @@ cdef class Batch:
                 it.name_hash = <uint64_t>hash(name)
             if slp.session == NULL:
                 it.kind = b'p'
-            elif it.kind == b'r' and slp.has_exempt and not it.failed and not it.noop:
+            elif it.kind == b'r' and slp.has_exempt and not it.noop:
                 if self._name(i) in (<Engine>slp.engine)._exempt:
                     it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
         self.bound = True
@@ -517,7 +526,7 @@ cdef class Batch:
                         sl.streaks = True
                     mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
                                                      it.exempt, it.data, it.data_len,
-                                                     it.has_payload)
+                                                     it.has_payload, it.error, it.error_len)
                     if sl.has_context and it.context_bytes:
                         sl.added += it.context_bytes
                         self._mark_dirty(sl, it.slot)

@@ -116,6 +116,7 @@ class EngineSettings(NamedTuple):
     no_new_state_threshold: int
     silence_threshold: int
     digest_memory: int
+    repeated_failure_threshold: int
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
 

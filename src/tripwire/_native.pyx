@@ -22,7 +22,7 @@ from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
     CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
-    kSignalCount, clean_path_string, is_path_key as c_is_path_key,
+    kSignalCount, clean_path_string, is_path_key as c_is_path_key, normalize_error,
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
@@ -34,6 +34,7 @@ from tripwire._common import (
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.cost import usage_cost_nano
+from tripwire.signals.repeated_failure import error_bytes as _error_bytes
 from tripwire.errors import InvalidEvent
 from tripwire.validate import check_id, check_no_op
 
@@ -43,7 +44,7 @@ IMPLEMENTATION = "native"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses",
+    "cost_trips", "context_crosses", "error_signature",
 ]
 
 def _signal_bits():
@@ -118,6 +119,18 @@ cdef inline object _view(object value, _View* v, bint as_payload):
     return keep
 
 
+cdef inline object _error_view(object error, _View* v):
+    """Point `v` at the bytes a failure's signature is read from (``error_bytes``), without
+    copying a str or bytes error; returns an object to keep alive, or None."""
+    cdef object keep
+    if type(error) is str or type(error) is bytes:
+        return _view(error, v, False)
+    keep = _error_bytes(error)
+    v.data = PyBytes_AS_STRING(keep)
+    v.size = PyBytes_GET_SIZE(keep)
+    return keep
+
+
 cdef inline bint _failed(object error) except -1:
     if error is None or error is False:
         return False
@@ -142,6 +155,7 @@ cdef Settings _settings(object s) except *:
     c.no_new_state_threshold = s.no_new_state_threshold
     c.silence_threshold = s.silence_threshold
     c.digest_memory = s.digest_memory
+    c.repeated_failure_threshold = s.repeated_failure_threshold
     return c
 
 
@@ -294,23 +308,25 @@ cdef class Engine:
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
-        if failed:
-            mask = s.observe_result(h, True, False, False, NULL, 0, False)
+        if failed:  # repeated-failure reads the error's text (SPEC §7.3)
+            keep = _error_view(error, &p)
+            mask = s.observe_result(h, True, False, name in self._exempt, NULL, 0, False,
+                                    p.data, p.size)
         elif noop:
-            mask = s.observe_result(h, False, True, False, NULL, 0, False)
+            mask = s.observe_result(h, False, True, False, NULL, 0, False, NULL, 0)
         else:
             exempt = name in self._exempt
             if payload is None or (exempt and not s.repeat.awaits(h)):
-                mask = s.observe_result(h, False, False, exempt, NULL, 0, False)
+                mask = s.observe_result(h, False, False, exempt, NULL, 0, False, NULL, 0)
             elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
                 PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
                 try:
-                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True)
+                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True, NULL, 0)
                 finally:
                     PyBuffer_Release(&buf)
             else:
                 keep = _view(payload, &p, True)
-                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True)
+                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True, NULL, 0)
         if mask:
             return self._fired(mask, name, error)
         return ()
@@ -343,6 +359,17 @@ cdef class Engine:
     def count_event(self):
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
+
+    def _retract_calls(self, Py_ssize_t calls):
+        """The last `calls` calls were refused by the host's gate and the turn ended (see
+        ``tripwire._reference.Engine._retract_calls``)."""
+        cdef Py_ssize_t pos
+        if calls <= 0:
+            return
+        self._session().retract_calls(<uint32_t>min(calls, 0xFFFFFFFF))
+        # the text ring follows the call ring (cdivision: keep the modulo non-negative)
+        pos = self._pos - calls % self._ring
+        self._pos = pos + self._ring if pos < 0 else pos
 
     def _fired(self, mask, name, detail):  # supplied by tripwire.watchdog.Watchdog
         raise NotImplementedError
@@ -402,6 +429,11 @@ cdef class Engine:
     def stale_results(self):
         return self._session().stale.run
 
+    @property
+    def same_error_failures(self):
+        """Failures of the last failed result's (tool, error signature) since a success."""
+        return self._session().repeated_failure.last
+
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 
     def enable_stats(self):
@@ -415,7 +447,7 @@ cdef class Engine:
         cdef SessionStats* st = self._session().stats()
         if st == NULL:
             return None
-        return tuple(st.peak[i] for i in range(8))
+        return tuple(st.peak[i] for i in range(9))
 
     @property
     def state_bytes(self):
@@ -432,6 +464,19 @@ include "_batch.pxi"
 
 # ------------------------------------------------------------------------------------------
 # Canonical keys and hashes
+
+
+def error_signature(data):
+    """A failure's error bytes with their volatile parts replaced (native ``normalize_error``,
+    the twin of ``tripwire.signals.repeated_failure.error_signature``)."""
+    cdef Py_buffer buf
+    cdef string out
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        normalize_error(<const char*>buf.buf, buf.len, out)
+    finally:
+        PyBuffer_Release(&buf)
+    return PyBytes_FromStringAndSize(out.data(), out.size())
 
 
 def canonical_key(name, args=None):

@@ -66,11 +66,14 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass StreakDetector:
         uint32_t run
+    cdef cppclass RepeatedFailureDetector:
+        uint32_t last
+    void normalize_error(const char* data, size_t length, string& out) except +
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
-        uint32_t peak[8]
+        uint32_t peak[9]
 
 
 cdef extern from "session.h" namespace "tw" nogil:
@@ -95,16 +98,19 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t no_new_state_threshold
         uint32_t silence_threshold
         uint32_t digest_memory
+        uint32_t repeated_failure_threshold
 
     cdef cppclass Session:
         Session(const Settings& s) except +
         uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
                               uint64_t identity) except +
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
-                                const void* payload, size_t payload_len, cbool has_payload)
+                                const void* payload, size_t payload_len, cbool has_payload,
+                                const char* error, size_t error_len)
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()
+        void retract_calls(uint32_t calls)
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()
@@ -116,3 +122,4 @@ cdef extern from "session.h" namespace "tw" nogil:
         StreakDetector failures
         StreakDetector no_ops
         StreakDetector stale
+        RepeatedFailureDetector repeated_failure

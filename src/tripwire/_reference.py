@@ -8,7 +8,7 @@ side is the one that reads like SPEC.md, so read it first.
 Where each part lives:
 
 1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
-2. the eight detectors (SPEC §1): each in its signal's module (``signals/<signal>.py``);
+2. the nine detectors (SPEC §1, §7.3): each in its signal's module (``signals/<signal>.py``);
 3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
    bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
 4. ``TokenEstimator`` (here): streaming bytes -> tokens at 3 bytes per token (SPEC §6);
@@ -61,6 +61,7 @@ from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from .signals.no_new_state import DigestMemory
+from .signals.repeated_failure import RepeatedFailureDetector, error_bytes, error_signature
 from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
 from .signals.tools_without_text import SilenceDetector
@@ -73,7 +74,7 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses",
+    "cost_trips", "context_crosses", "error_signature",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -89,16 +90,17 @@ FAILURE = BY_ID["tool-failure-streak"].bit
 NO_OP = BY_ID["no-op-streak"].bit
 NO_NEW_STATE = BY_ID["no-new-state"].bit
 SILENCE = BY_ID["tools-without-text"].bit
+REPEATED_FAILURE = BY_ID["repeated-failure"].bit
 
 
 class SessionStats:
-    """Statistics mode (``tripwire corpus stats``): per signal, in SPEC §1 order, the largest
+    """Statistics mode (``tripwire corpus stats``): per signal, in catalogue order, the largest
     value the session reached of the quantity its threshold is compared with, read from the
     detectors' state after each call and result. Stand-downs and one alert per pattern are not
     applied (they decide whether an alert is raised, not how far a pattern went)."""
 
     def __init__(self) -> None:
-        self.peak = [0] * 8
+        self.peak = [0] * len(BY_ID)
         self._matches: dict[int, int] = {}  # period p -> calls in a row equal to the p-th before
 
     def after_call(self, engine: Engine) -> None:
@@ -123,6 +125,8 @@ class SessionStats:
         peak[4] = max(peak[4], engine._failures.run)
         peak[5] = max(peak[5], engine._no_ops.run)
         peak[6] = max(peak[6], engine._stale.run)
+        # only the pair that just failed rose: the peak is the highest count it reached
+        peak[8] = max(peak[8], engine._repeated_failure.last)
 
     def after_reset(self) -> None:
         self._matches.clear()  # the history was cleared
@@ -165,6 +169,7 @@ class Engine:
         self._no_ops = StreakDetector(settings.no_op_threshold)
         self._stale = StreakDetector(settings.no_new_state_threshold)
         self._digests = DigestMemory(settings.digest_memory)
+        self._repeated_failure = RepeatedFailureDetector(settings.repeated_failure_threshold)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
@@ -219,6 +224,13 @@ class Engine:
             digest = payload_digest(payload)
         if for_run:
             repeat.observe_result(failed, bool(no_op), digest)  # SPEC §10.24
+        if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
+            if failed:
+                signature = xxh3_64(error_signature(error_bytes(error)))
+                if self._repeated_failure.fail(name, signature):
+                    mask |= REPEATED_FAILURE
+            elif not no_op:
+                self._repeated_failure.succeed()  # a productive success may have changed it
         if failed:
             if self._failures.extend() and on & FAILURE:
                 mask |= FAILURE
@@ -275,7 +287,7 @@ class Engine:
     def _clear(self) -> None:
         for detector in (
             self._repeat, self._cycle, self._density, self._name, self._silence,
-            self._failures, self._no_ops, self._stale,
+            self._failures, self._no_ops, self._stale, self._repeated_failure,
         ):
             detector.reset()
         self._digests.clear()
@@ -290,6 +302,20 @@ class Engine:
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
         self.events += 1
+
+    def _retract_calls(self, calls: int) -> None:
+        """The last `calls` calls were refused by the host's gate and the turn ended: they come
+        off the call-pattern state (``Watchdog.retract_calls`` states what, and what not)."""
+        if calls <= 0:
+            return
+        for ring in (self._keys, self._joins, self._calls):
+            for _ in range(min(calls, len(ring))):
+                ring.pop()
+        self._repeat.retract(calls)
+        self._name.retract(calls)
+        self._silence.retract(calls)
+        if self._stats is not None:
+            self._stats.after_reset()  # the history changed under its per-period counts
 
     def enable_stats(self) -> None:
         """Keep, from now on, the peak of each signal's compared quantity (``stats``)."""
@@ -358,6 +384,11 @@ class Engine:
     @property
     def stale_results(self) -> int:
         return self._stale.run
+
+    @property
+    def same_error_failures(self) -> int:
+        """Failures of the last failed result's (tool, error signature) since a success."""
+        return self._repeated_failure.last
 
 
 # --------------------------------------------------------------------------------------------

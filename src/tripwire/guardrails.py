@@ -58,7 +58,7 @@ from .policies import ContextPolicy, CostPolicy
 from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
 from .signals import Alert
 from .validate import check_hook, check_id, check_no_op, check_text
-from .watchdog import Watchdog
+from .watchdog import Watchdog, retracted_count
 from .watchdog_policy import WatchdogPolicy
 
 __all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
@@ -731,6 +731,16 @@ class Guardrails:
             self._channel.emit("reset", message,
                                guardrail=None if scope is Guardrail.ALL else scope.value)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
+
+    def retract_calls(self, calls: int) -> None:
+        """The last ``calls`` tool calls were refused by the host's permission gate and the
+        turn ended: they come off the watchdog's run state (``Watchdog.retract_calls``), so
+        the next turn's first identical call is not the next one in a row. A halt, a cut and
+        every alert already raised stay as they are (docs/guardrails.md)."""
+        with self._lock:
+            count = retracted_count(calls)  # checked in every mode
+            if self._watchdog is not None:
+                self._watchdog.retract_calls(count)
 
     def status(self) -> Status:
         with self._lock:

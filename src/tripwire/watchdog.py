@@ -1,4 +1,4 @@
-"""``Watchdog``: one session's eight signals, turning the engine's fired codes into ``Alert``s.
+"""``Watchdog``: one session's nine signals, turning the engine's fired codes into ``Alert``s.
 
 The engine (native or reference, see ``_engine``) counts and compares; it calls back into
 ``Watchdog._fired`` only when a signal trips, which is rare, so the texts (each signal module's
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import _engine, _reference
+from .errors import InvalidEvent
 from .signals import SIGNALS, Alert, WatchdogConfig
 
 __all__ = [  # noqa: F822 (IMPLEMENTATION: module __getattr__)
@@ -37,7 +38,8 @@ else:
 
 
 class Watchdog(_EngineAPI):
-    """One session's watchdog. ``Watchdog()`` runs SPEC §1's eight signals with their defaults.
+    """One session's watchdog. ``Watchdog()`` runs the nine signals (SPEC §1's eight and
+    §7.3's repeated-failure) with their defaults.
 
     ``Watchdog(config, implementation="python")`` picks an engine explicitly; by default it is
     ``TRIPWIRE_IMPLEMENTATION``'s. The instance is a ``NativeWatchdog`` or a ``PythonWatchdog``.
@@ -65,14 +67,29 @@ class Watchdog(_EngineAPI):
     def __repr__(self) -> str:
         return f"<Watchdog {self.implementation} events={self.events}>"
 
+    def retract_calls(self, calls: int) -> None:
+        """The last ``calls`` calls observed were refused by the host's permission gate and the
+        turn ended: take them off the call-pattern state, so the next turn's first identical
+        call is not counted as the next one in a row.
+
+        Rewound: the repeat run, the name run and the run of calls without text lose those
+        calls (a run made only of them is forgotten, and re-armed); they leave the call history
+        that the cycle and density detectors read. Untouched: every alert already raised (a
+        halt stays until an operator reset; a detector that reported a pattern still partly
+        standing does not report it again), the result detectors (a refusal the host reported
+        as a failed result stays a failure), the turn (the host ends it), the event index.
+        """
+        self._retract_calls(retracted_count(calls))
+
     def _fired(self, mask: int, name: str, detail: Any) -> tuple[Alert, ...]:
         event = self.events - 1
         alerts = []
         for spec in SIGNALS:
             if mask & spec.bit:
                 reason, guidance, count = spec.texts(self, name, detail)
+                severity, scope = spec.graded(self.config)
                 alerts.append(
-                    Alert(spec.id, spec.severity, spec.scope, reason, guidance, event, name, count)
+                    Alert(spec.id, severity, scope, reason, guidance, event, name, count)
                 )
         return tuple(alerts)
 
@@ -94,6 +111,13 @@ if _NativeEngine is not None:
         """A ``Watchdog`` on the C++ core."""
 
         __slots__ = ()
+
+
+def retracted_count(calls: Any) -> int:
+    """``retract_calls``'s argument checked: a count of calls, an int >= 0."""
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+        raise InvalidEvent(f"retract_calls takes a count of calls (an int >= 0), not {calls!r}")
+    return int(calls)
 
 
 def watchdog_class(implementation: str | None = None) -> type[Watchdog]:

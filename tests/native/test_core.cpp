@@ -192,6 +192,44 @@ void test_tokens() {
 
 }  // namespace
 
+void test_repeated_failure_and_retraction() {
+    tw::Settings st = defaults();
+    st.enabled = 0x1FF;
+    st.repeated_failure_threshold = 3;
+    tw::Canonicalizer c;
+    tw::Session s(st);
+    const std::string e1 = "ModuleNotFoundError at 2026-12-03T14:11:20Z in /tmp/x1/a.py:12";
+    const std::string e2 = "ModuleNotFoundError at 2026-12-04T09:00:01Z in /tmp/y22/b.py:7";
+    uint32_t mask = 0;
+    mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e1.data(), e1.size());
+    mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e2.data(), e2.size());
+    CHECK((mask & tw::kRepeatedFailure) == 0);
+    mask = s.observe_result(1, true, false, false, nullptr, 0, false, e1.data(), e1.size());
+    CHECK(mask & tw::kRepeatedFailure);
+    CHECK(s.repeated_failure.last == 3);
+    // nine pairs: the memory stays at eight entries, a null error is no text
+    for (int k = 0; k < 20; ++k) {
+        const std::string e = "error " + std::string(1, static_cast<char>('a' + k));
+        s.observe_result(2, true, false, false, nullptr, 0, false, e.data(), e.size());
+    }
+    CHECK(s.repeated_failure.size == tw::RepeatedFailureDetector::kMemory);
+    s.observe_result(3, true, false, false, nullptr, 0, false, nullptr, 0);
+    std::string out;
+    tw::normalize_error("\0/tmp/x", 7, out);
+    CHECK(out == std::string("\0<tmp>", 6));
+    tw::normalize_error("", 0, out);
+    CHECK(out.empty());
+    // retraction: more than the ring holds, then an empty session
+    s.reset();
+    for (int i = 0; i < 30; ++i) call(s, c, "read_file", R"({"path": "a.py"})");
+    s.retract_calls(100);
+    CHECK(s.repeat.run == 0 && s.history.size() == 0 && s.silence.run == 0);
+    s.retract_calls(3);
+    for (int i = 0; i < 4; ++i) call(s, c, "read_file", R"({"path": "a.py"})");
+    s.retract_calls(1);
+    CHECK(s.repeat.run == 3 && s.history.size() == 3 && s.name.run == 3);
+}
+
 int main() {
     test_hash();
     test_canonicalizer();
@@ -200,6 +238,7 @@ int main() {
     test_density_and_rings_at_their_limits();
     test_digest_lru();
     test_tokens();
+    test_repeated_failure_and_retraction();
     if (failures) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;

@@ -28,9 +28,10 @@ def signal_table(results: Sequence[SessionResult], config: WatchdogConfig) -> di
     """Per signal: threshold, the statistic's median/p90/p99/max across sessions, the margin
     (threshold minus the observed maximum: > 0 means no session reached it) and how many
     sessions trip it (and which fraction: its warn rate)."""
-    stats = np.array([r.stats for r in results], dtype=np.int64).reshape(len(results), 8)
+    n = len(SIGNAL_IDS)
+    stats = np.array([r.stats for r in results], dtype=np.int64).reshape(len(results), n)
     trips = np.array([[t is not None for t in r.first_trip] for r in results],
-                     dtype=bool).reshape(len(results), 8)
+                     dtype=bool).reshape(len(results), n)
     table = {}
     for i, (signal, limit) in enumerate(zip(SIGNAL_IDS, thresholds(config), strict=True)):
         q = _quantiles(stats[:, i])

@@ -1,4 +1,5 @@
-"""The signal catalogue: the eight watchdog signals of SPEC §1, one module each.
+"""The signal catalogue: the nine watchdog signals (SPEC §1's eight and §7.3's
+repeated-failure), one module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -22,6 +23,7 @@ from . import (
     dominant_tool_call,
     no_new_state,
     no_op_streak,
+    repeated_failure,
     repeated_tool_call,
     repeated_tool_name,
     tool_failure_streak,
@@ -61,7 +63,8 @@ __all__ = [
     "error_text",
 ]
 
-#: The catalogue, in SPEC §1 table order: the only place the bit order is written.
+#: The catalogue, in SPEC §1 table order and then SPEC §7.3's signal: the only place the bit
+#: order is written (and the order of alerts within one event, SPEC §10.12).
 CATALOGUE = (
     repeated_tool_call,
     alternating_tool_cycle,
@@ -71,6 +74,7 @@ CATALOGUE = (
     no_op_streak,
     no_new_state,
     tools_without_text,
+    repeated_failure,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))

@@ -60,6 +60,8 @@ class Knob:
     kind: type = int
     why: str = ""
     clamps: bool = True
+    #: a ``kind=str`` knob: the values it takes (case- and space-insensitive)
+    choices: tuple[str, ...] = ()
 
     def range_text(self) -> str:
         if not self.clamps:
@@ -75,6 +77,11 @@ class Knob:
                 raise ConfigError(f"{owner}.{self.name} must be a list of tool names, "
                                   f"not {value!r}")
             return tuple(value)
+        if self.kind is str:
+            if isinstance(value, str) and value.strip().lower() in self.choices:
+                return value.strip().lower()
+            raise ConfigError(f"{owner}.{self.name} must be one of "
+                              f"{', '.join(self.choices)}, not {value!r}")
         if value is None and self.default is None:
             return None
         if isinstance(value, float) and value.is_integer():
@@ -86,8 +93,9 @@ class Knob:
         return value
 
     def effective(self, value: Any) -> Any:
-        """A checked value with SPEC §1's clamp applied (lists and an unset None pass)."""
-        if self.kind is tuple or value is None or self.minimum is None or not self.clamps:
+        """A checked value with SPEC §1's clamp applied (lists, choices and an unset None
+        pass)."""
+        if self.kind is not int or value is None or self.minimum is None or not self.clamps:
             return value
         return max(self.minimum, value)
 
@@ -115,6 +123,15 @@ class SignalSpec:
     @property
     def critical(self) -> bool:
         return self.severity == CRITICAL
+
+    def graded(self, config: Any) -> tuple[str, str | None]:
+        """(severity, scope) of its alerts under a ``WatchdogConfig``: a warn signal with a
+        ``severity`` knob set to critical alerts as a turn-scoped critical (it cuts the turn
+        under enforce, and escalates like any turn-scoped cut)."""
+        if self.severity == WARN and any(k.name == "severity" for k in self.knobs) \
+                and config.value(self.id, "severity") == CRITICAL:
+            return CRITICAL, TURN
+        return self.severity, self.scope
 
     def knob(self, name: str) -> Knob:
         for k in self.knobs:

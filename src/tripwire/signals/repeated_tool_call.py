@@ -114,6 +114,14 @@ class RepeatDetector:
         self.poll = Poll.AWAITING
         self.last: bytes | None = None  # the previous payload digest of the run
 
+    def retract(self, calls: int) -> None:
+        """The last `calls` calls are taken back (``Watchdog.retract_calls``): the run loses
+        them; a run made only of them is forgotten (the run before it cannot be resumed)."""
+        if self.run > calls:
+            self.run -= calls
+        else:
+            self.reset()
+
     def continues(self, call: CanonicalCall) -> bool:
         return (
             self.run > 0

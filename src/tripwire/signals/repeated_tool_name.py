@@ -60,6 +60,13 @@ class NameRunDetector:
         self.run = 0
         self.reported = False
 
+    def retract(self, calls: int) -> None:
+        """The last `calls` calls are taken back: as ``RepeatDetector.retract``."""
+        if self.run > calls:
+            self.run -= calls
+        else:
+            self.reset()
+
     def observe(self, name: str, repeat_run: int) -> bool:
         if self.run and name == self.name:
             self.run += 1

@@ -49,3 +49,10 @@ class SilenceDetector(StreakDetector):
     def observe_text(self, has_words: bool) -> None:
         if has_words:
             self.reset()
+
+    def retract(self, calls: int) -> None:
+        """The last `calls` calls are taken back: the run since the last words loses them."""
+        if self.run > calls:
+            self.run -= calls
+        else:
+            self.reset()

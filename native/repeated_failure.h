@@ -1,0 +1,50 @@
+// repeated-failure (SPEC §7.3): failed results of one tool carrying one error signature, with
+// no productive result between them. Reference: tripwire/signals/repeated_failure.py (its
+// docstring states the signature's rules and the decisions this struct implements).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tw {
+
+// The error text with its volatile parts replaced (temporary paths, numbers and hex ids,
+// joined timestamps/versions/line:column, whitespace runs), written to `out` (cleared first).
+// The twin of tripwire.signals.repeated_failure.error_signature, byte for byte.
+void normalize_error(const char* data, size_t length, std::string& out);
+
+// XXH3-64 of the normalized error; `scratch` is reused across calls.
+uint64_t error_signature_key(const char* data, size_t length, std::string& scratch);
+
+// Per (tool, signature), the failures since the last productive success: one alert per pair
+// until a productive success clears the memory. kMemory pairs, the least recently failed
+// forgotten when a new pair arrives (the reference's OrderedDict, in a fixed array). A pair is
+// one 64-bit key mixing the tool's hash into the signature's (a collision among the 8 pairs of
+// a session is as negligible as one among its canonical keys), so the memory is 128 bytes.
+struct RepeatedFailureDetector {
+    static constexpr uint32_t kMemory = 8;
+    struct Entry {
+        uint64_t key;
+        uint32_t count;
+        uint32_t stamp;  // when it last failed (larger: more recent)
+    };
+
+    uint32_t threshold;
+    uint32_t size = 0;
+    uint32_t clock = 0;
+    uint32_t last = 0;     // the count of the pair that failed last
+    uint8_t reported = 0;  // bit k: entries[k] has alerted
+    Entry entries[kMemory];
+
+    explicit RepeatedFailureDetector(uint32_t threshold_) : threshold(threshold_) {}
+    // one failed result; true when its pair reaches the threshold for the first time
+    bool fail(uint64_t tool, uint64_t signature) noexcept;
+    // a productive success: anything may have changed
+    void succeed() noexcept {
+        if (size) { size = 0; clock = 0; reported = 0; }  // most successes find it empty
+    }
+    void reset() noexcept { size = 0; clock = 0; last = 0; reported = 0; }
+};
+
+}  // namespace tw

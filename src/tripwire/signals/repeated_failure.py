@@ -1,0 +1,225 @@
+"""repeated-failure: failed results of one tool carrying one error signature, with no
+successful result between them (SPEC §7.3). Native twin: ``native/repeated_failure.*``.
+
+The signature is the error text with its volatile parts replaced, hashed (XXH3-64), so the same
+failure reported at another time, under another temporary directory or by another process is one
+signature, and the call's spelling does not matter (results carry no args):
+
+1. *temporary paths* — a path that starts a token with ``/tmp/``, ``/var/tmp/``,
+   ``/var/folders/``, ``/private/tmp/``, ``/private/var/folders/`` or ``/dev/shm/`` becomes
+   ``<tmp>`` up to the next whitespace or one of ``"'`()[]{}<>,;:`` (a token starts at the text's
+   start or after a byte that is not a letter, digit or one of ``_.~-/``);
+2. *numbers and hex ids* — every word (a run of ASCII letters and digits) made only of hex digits
+   and holding a decimal digit (``42``, ``7f3a9c``, a UUID's groups), or ``0x`` and hex digits,
+   becomes ``#``; in any other word each run of digits becomes ``#`` (``py3`` -> ``py#``);
+3. *timestamps, versions, line:column* — a number directly after ``#`` and one of ``.:-/``
+   joins it (``2026-12-03`` -> ``#``, ``14:11:20.123`` -> ``#``, ``a.py:12:5`` -> ``a.py:#``);
+4. *layout* — every run of ASCII whitespace becomes one space; leading and trailing whitespace
+   goes.
+
+Bytes outside ASCII are kept as they are. The error's bytes are its text as UTF-8 (a structured
+error: its compact JSON; ``error=True``: no text, one signature for all such failures of a tool).
+
+Decisions (SPEC §7.3 leaves them open):
+
+- *No successful mutation between* is read as: no productive result (a success that is not a
+  no-op) of any non-exempt tool since. tripwire cannot tell a read from a write, so any
+  productive success may have changed something and clears the memory (and re-arms); a no-op is
+  the tool saying nothing changed, so it neither counts nor clears; results of exempt tools
+  (``wait_and_verify``) neither count nor clear.
+- *Alternating errors*: the count is per (tool, signature), not a run, since SPEC's condition is
+  "3 failed results of the same tool with the same signature, no success between". Errors A, B,
+  A, B, A of one tool trip at the fifth result (A's third); B's third, the sixth, trips once more
+  (another error, another pattern). Each (tool, signature) alerts once until a productive success
+  re-arms it. The memory holds the 8 most recently failed pairs (the least recently failed is
+  forgotten), a fixed 8 * 24 native bytes.
+- It fires alongside ``tool-failure-streak`` when both trip at one result: the streak says
+  nothing has been verified, this says the same error came back with nothing changed; the
+  supervisor (SPEC §7.4) takes either as a trigger.
+- Promotion: ``severity = "critical"`` makes it a turn-scoped critical alert (under ``enforce`` it
+  cuts the turn; three turns in a row cut by it halt the session, as for any turn-scoped cut).
+- The memory is session-lived (a turn boundary does not clear it, like the failure streak);
+  a reset clears it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._canonical import xxh3_64
+from .._common import json_text
+from ._spec import WARN, Knob, SignalSpec, error_text, threshold, tool_label
+
+if TYPE_CHECKING:
+    from ..watchdog import Watchdog
+
+__all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key",
+           "RepeatedFailureDetector"]
+
+#: (tool, signature) pairs remembered since the last productive success (native: kMemory).
+MEMORY = 8
+
+_TMP_PREFIXES = (b"/tmp/", b"/var/tmp/", b"/var/folders/", b"/private/tmp/",
+                 b"/private/var/folders/", b"/dev/shm/")
+_PATH_END = frozenset(b" \t\n\r\v\f\"'`()[]{}<>,;:")
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~-/")
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_DIGITS = frozenset(b"0123456789")
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_JOINERS = frozenset(b".:-/")
+_SPACE = frozenset(b" \t\n\r\v\f")
+
+
+def error_bytes(error: Any) -> bytes:
+    """The bytes an error's signature is read from: its text as UTF-8, a structured error's
+    compact JSON, nothing for ``True``."""
+    if error is True:
+        return b""
+    if isinstance(error, str):
+        return error.encode("utf-8", "surrogatepass")
+    if isinstance(error, (bytes, bytearray, memoryview)):
+        return bytes(error)
+    return json_text(error).encode("utf-8", "surrogatepass")
+
+
+def _is_number(word: bytes) -> bool:
+    if len(word) > 2 and word[0] == 0x30 and word[1] in b"xX":
+        return all(c in _HEX for c in word[2:])
+    return all(c in _HEX for c in word) and any(c in _DIGITS for c in word)
+
+
+def error_signature(data: bytes) -> bytes:
+    """The error text with its volatile parts replaced (the module docstring's rules 1-4);
+    ``signature_key`` hashes it. The twin of native ``normalize_error``, byte for byte."""
+    out = bytearray()
+    number_end = -1  # len(out) just after the last number written (rule 3)
+    pending_space = False
+    n = len(data)
+    i = 0
+    while i < n:
+        c = data[i]
+        if c in _SPACE:
+            pending_space = bool(out)
+            i += 1
+            continue
+        if pending_space:
+            out.append(0x20)
+            pending_space = False
+        if c == 0x2F and (i == 0 or data[i - 1] not in _NAME_CHARS) \
+                and any(data.startswith(p, i) for p in _TMP_PREFIXES):
+            while i < n and data[i] not in _PATH_END:
+                i += 1
+            out += b"<tmp>"
+            continue
+        if c in _ALNUM:
+            j = i
+            while j < n and data[j] in _ALNUM:
+                j += 1
+            word = data[i:j]
+            if _is_number(word):
+                if number_end >= 0 and len(out) == number_end + 1 and out[-1] in _JOINERS:
+                    del out[-1]  # rule 3: joins the number before
+                else:
+                    out.append(0x23)
+                number_end = len(out)
+            else:
+                k = 0
+                while k < len(word):
+                    if word[k] in _DIGITS:
+                        while k < len(word) and word[k] in _DIGITS:
+                            k += 1
+                        out.append(0x23)
+                    else:
+                        out.append(word[k])
+                        k += 1
+            i = j
+            continue
+        out.append(c)
+        i += 1
+    return bytes(out)
+
+
+def signature_key(error: Any) -> int:
+    """The 64-bit signature of a failed result's error (XXH3-64 of ``error_signature``)."""
+    return xxh3_64(error_signature(error_bytes(error)))
+
+
+def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
+    n = wd.same_error_failures
+    tool = tool_label(name)
+    quoted = error_text(error)
+    reason = (
+        f"{tool} failed {n} times with the same error and no successful result in between, "
+        f"however the calls were spelled: the agent is retrying an unchanged failure. "
+        f"Error: {quoted}"
+    )
+    guidance = (
+        f"{tool} has now failed {n} times with the same error, and nothing changed in between: "
+        f"{quoted}. Running it again, even spelled differently, will fail the same way. Find "
+        "out why it fails (the environment, a missing dependency, the input) and change that "
+        "before you run it again, or say what is blocking you."
+    )
+    return reason, guidance, n
+
+
+def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
+    return {"repeated_failure_threshold": value("threshold")}
+
+
+SPEC = SignalSpec(
+    "repeated-failure", WARN, None,
+    "failed results of one tool with one error signature, no success between",
+    (
+        threshold(3, "failures of one tool with one error signature",
+                  "the seed's case: the same test run three times, the same missing-dependency "
+                  "error, nothing changed; three matches tool-failure-streak's count"),
+        Knob("severity", WARN, "warn, or critical to cut the turn (a turn-scoped critical)",
+             maximum=None, kind=str, choices=("warn", "critical"),
+             why="warn by default: an unchanged error is strong evidence of a stuck agent but "
+                 "a retry can be legitimate (a flaky service); promote where it cannot"),
+    ),
+    texts, resolve,
+)
+
+
+class RepeatedFailureDetector:
+    """Per (tool, signature), the failures since the last productive success; one alert each
+    until a productive success clears them (the module docstring's decisions)."""
+
+    def __init__(self, threshold: int):
+        self.threshold = threshold
+        self.counts: OrderedDict[tuple[str, int], list[int]] = OrderedDict()
+        self.last = 0  # the count of the pair that failed last
+
+    def reset(self) -> None:
+        self.counts.clear()
+        self.last = 0
+
+    def fail(self, name: str, signature: int) -> bool:
+        """One failed result; True when its pair reaches the threshold for the first time."""
+        key = (name, signature)
+        entry = self.counts.get(key)
+        if entry is None:
+            if len(self.counts) >= MEMORY:
+                self.counts.popitem(last=False)  # the least recently failed
+            entry = self.counts[key] = [0, 0]  # [count, reported]
+        else:
+            self.counts.move_to_end(key)
+        entry[0] += 1
+        self.last = entry[0]
+        if entry[0] >= self.threshold and not entry[1]:
+            entry[1] = 1
+            return True
+        return False
+
+    def succeed(self) -> None:
+        """A productive success: anything may have changed."""
+        if self.counts:
+            self.counts.clear()
+
+    @property
+    def peak(self) -> int:
+        """The highest same-signature count in memory (the statistics mode's quantity)."""
+        return max((e[0] for e in self.counts.values()), default=0)
