@@ -82,7 +82,7 @@ def test_a_failure_streak_asks_for_a_review_at_the_next_turn_start(implementatio
     s.start_turn()
     fail_tests(s, 2)
     assert s.pending_triggers == ()
-    fail_tests(s, 1, first=2)  # the third failure: tool-failure-streak
+    fail_tests(s, 1, first=2)  # the third failure: tool-failure-streak and repeated-failure
     assert s.pending_triggers == ("failure",)
     fail_tests(s, 1, first=3)
     s.end_turn()
@@ -90,7 +90,7 @@ def test_a_failure_streak_asks_for_a_review_at_the_next_turn_start(implementatio
     s.start_turn()
     assert len(sup.reviews) == 1
     review = sup.reviews[0]
-    assert review.triggers == ("failure",) and review.alerts == ("tool-failure-streak",)
+    assert review.triggers == ("failure",) and review.alerts == ("tool-failure-streak", "repeated-failure")
     assert (review.number, review.run, review.task, review.revision) == (1, "s", task.task_id, 0)
     assert task.used("reviews") == 1 and s.pending_triggers == ()
     s.start_turn()  # answered: no new trigger, no review

@@ -61,6 +61,7 @@ from .guardrails import Guardrails
 from .modes import Mode
 from .money import parse_dollars
 from .reporting import OperatorChannel, OperatorEvent
+from .signals.repeated_failure import signature_key
 from .validate import check_hook, check_usage
 
 __all__ = [
@@ -243,30 +244,16 @@ def parse_decision(value: Any, usage: ReviewUsage | None = None) -> SupervisorDe
 # --------------------------------------------------------------------------------------------
 # Error signatures
 
-# SPEC §7.3: an error's signature is its text with volatile parts removed, hashed. Longest
-# first: a timestamp before its numbers, a temp path before its hex names.
-# The repeated-failure signal (SPEC §7.3, built beside this module) owns this rule: when the two
-# meet, this function becomes its signature_key as 16 hex digits, so a review and an alert name
-# one signature for one error.
-_VOLATILE = re.compile(
-    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"  # ISO time
-    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"                                              # clock
-    r"|(?:/private)?/(?:tmp|var/tmp|var/folders|dev/shm)/\S*"                            # temp path
-    r"|\b0x[0-9a-fA-F]+\b"                                                               # hex
-    r"|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"                 # hex id
-    r"|\d+(?:\.\d+)?"                                                                    # number
-)
+# SPEC §7.3: the repeated-failure signal owns the error-signature rule (volatile parts removed,
+# in C++ and its Python twin); a review names the same signature as the alert for one error.
 
 
 def error_signature(error: Any) -> str | None:
-    """A failed result's error signature (16 hex digits), or None for a success: the error
-    text with numbers, hex ids, timestamps and temporary paths replaced, whitespace folded,
-    hashed (XXH3-64). An error given as ``True`` has the empty text's signature."""
+    """A failed result's error signature as 16 hex digits (the repeated-failure signal's
+    ``signature_key``), or None for a success."""
     if not error_failed(error):
         return None
-    text = error if isinstance(error, str) else ("" if error is True else json_text(error))
-    normal = " ".join(_VOLATILE.sub("#", text).split())
-    return f"{xxh3_64(normal.encode('utf-8', 'surrogatepass')):016x}"
+    return f"{signature_key(error):016x}"
 
 
 # --------------------------------------------------------------------------------------------
