@@ -145,6 +145,37 @@ cdef Settings _settings(object s) except *:
     return c
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+
+
+cdef extern from *:
+    void _prefetch "__builtin_prefetch"(const void* address) nogil
+
+
+cdef struct _Hot:
+    # Where one session's state lives, for a prefetch the moment a fleet finds the session
+    # (each part is otherwise reached through the one before it, one cold access after another)
+    const char* engine      # the Engine object
+    const char* session     # its native Session
+    const char* keys        # the call ring (CallHistory's storage)
+    const char* joins
+    const char* items       # the text ring's items
+    uint16_t engine_bytes
+    uint16_t session_bytes
+    uint16_t key_bytes
+    uint16_t join_bytes
+    uint16_t item_bytes
+
+
+cdef inline void _prefetch_range(const char* p, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t off = 0
+    while off < n:
+        _prefetch(p + off)
+        off += 64
+
+
 cdef class Engine:
     """One session's detector state in the C++ core. See ``tripwire._reference.Engine``."""
 
@@ -191,6 +222,21 @@ cdef class Engine:
         self._no_op_threshold = settings.no_op_threshold
         self._clear_texts()
 
+    cdef void _hot(self, _Hot* h):
+        """Where this session's state lives (stable for the engine's life: the rings are
+        allocated once, reset() clears the text ring in place)."""
+        cdef Session* s = self._s
+        h.engine = <const char*><PyObject*>self
+        h.engine_bytes = <uint16_t>min(type(self).__basicsize__, 4096)
+        h.session = <const char*>s
+        h.session_bytes = <uint16_t>sizeof(Session)
+        h.keys = <const char*>s.history.key_storage()
+        h.key_bytes = <uint16_t>(2 * s.history.capacity() * sizeof(uint64_t))
+        h.joins = <const char*>s.history.join_storage()
+        h.join_bytes = <uint16_t>(2 * s.history.capacity())
+        h.items = <const char*>(<PyListObject*>self._texts).ob_item
+        h.item_bytes = <uint16_t>(len(self._texts) * sizeof(PyObject*))
+
     cdef inline Session* _session(self) except NULL:
         if self._s == NULL:
             raise RuntimeError("Engine.__init__ was not called")
@@ -212,6 +258,10 @@ cdef class Engine:
         cdef Session* s = self._session()
         cdef _View n, a
         cdef object keep_name, keep_args
+        # the ring entry this call replaces is released at its end: start fetching its object
+        # now (cold when the session is), while the call is canonicalized
+        if self._texts is not None:
+            _prefetch((<PyListObject*>self._texts).ob_item[2 * self._pos + 1])
         if type(name) is not str:
             name = name_str(name)
         keep_name = _view(name, &n, False)
@@ -340,9 +390,11 @@ cdef class Engine:
 
     def reset(self):
         """SPEC §10.8: clear every detector's state, the seen-set included."""
+        cdef Py_ssize_t i
         self._session().reset()
         self.events += 1
-        self._texts = [None] * (2 * self._ring)
+        for i in range(2 * self._ring):  # in place: the ring's storage stays where it is
+            self._texts[i] = None
         self._pos = 0
         self._clear_texts()
         return ()

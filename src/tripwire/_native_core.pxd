@@ -68,6 +68,13 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
 
 
+cdef extern from "call_history.h" namespace "tw" nogil:
+    cdef cppclass CallHistory:
+        const uint64_t* key_storage()
+        const uint8_t* join_storage()
+        uint32_t capacity()
+
+
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
         uint32_t peak[8]
@@ -108,6 +115,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()
+        CallHistory history
         RepeatDetector repeat
         CycleDetector cycle
         DensityDetector density
