@@ -66,6 +66,9 @@ cdef class GuardrailsCore:
         self._wd = value
         self._engine = value if isinstance(value, Engine) else None
         memset(&self._state, 0, sizeof(_Hot))
+        self._note_state()
+
+    cdef inline void _note_state(self):
         if self._engine is not None and self._engine._s != NULL:
             self._engine._hot(&self._state)
 
@@ -80,6 +83,8 @@ cdef class GuardrailsCore:
         _prefetch_range(h.keys, h.key_bytes)
         _prefetch_range(h.joins, h.join_bytes)
         _prefetch_range(h.items, h.item_bytes)
+        _prefetch(h.longest)
+        _prefetch(h.ends)
 
     @property
     def _lock(self):
@@ -268,7 +273,9 @@ cdef class SessionIndex:
         else:
             (<GuardrailsCore>g)._prefetch_state()
             (<GuardrailsCore>g)._used_at = _monotonic()
-        return (<GuardrailsCore>g)._on_call(name, args, id)
+        decision = (<GuardrailsCore>g)._on_call(name, args, id)
+        (<GuardrailsCore>g)._note_state()  # in cache now: where its state is, for next time
+        return decision
 
 
 # tripwire.guardrails.NativeGuardrails, registered when that module defines it (SessionIndex's

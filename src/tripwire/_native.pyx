@@ -10,7 +10,7 @@ other types go through the shared normalization of ``tripwire._common``.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -162,6 +162,8 @@ cdef struct _Hot:
     const char* keys        # the call ring (CallHistory's storage)
     const char* joins
     const char* items       # the text ring's items
+    const char* longest     # the repeat run's path spellings (a stale pointer is harmless:
+    const char* ends        # a prefetch never faults, and these move only when they grow)
     uint16_t engine_bytes
     uint16_t session_bytes
     uint16_t key_bytes
@@ -227,7 +229,7 @@ cdef class Engine:
         allocated once, reset() clears the text ring in place)."""
         cdef Session* s = self._s
         h.engine = <const char*><PyObject*>self
-        h.engine_bytes = <uint16_t>min(type(self).__basicsize__, 4096)
+        h.engine_bytes = <uint16_t>min(Py_TYPE(self).tp_basicsize, 512)
         h.session = <const char*>s
         h.session_bytes = <uint16_t>sizeof(Session)
         h.keys = <const char*>s.history.key_storage()
@@ -236,6 +238,8 @@ cdef class Engine:
         h.join_bytes = <uint16_t>(2 * s.history.capacity())
         h.items = <const char*>(<PyListObject*>self._texts).ob_item
         h.item_bytes = <uint16_t>(len(self._texts) * sizeof(PyObject*))
+        h.longest = s.repeat.longest.data()
+        h.ends = <const char*>s.repeat.ends.data()
 
     cdef inline Session* _session(self) except NULL:
         if self._s == NULL:

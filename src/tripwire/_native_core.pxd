@@ -53,6 +53,8 @@ cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass RepeatDetector:
         uint32_t run
         uint8_t poll
+        string longest
+        vector[uint32_t] ends
         cbool awaits(uint64_t name_hash)
     cdef cppclass CycleDetector:
         uint32_t period
