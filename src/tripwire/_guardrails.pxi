@@ -82,6 +82,7 @@ cdef class GuardrailsCore:
         _prefetch_range(h.session, h.session_bytes)
         _prefetch_range(h.keys, h.key_bytes)
         _prefetch_range(h.joins, h.join_bytes)
+        _prefetch(h.texts)
         _prefetch_range(h.items, h.item_bytes)
         _prefetch(h.longest)
         _prefetch(h.ends)

@@ -161,7 +161,8 @@ cdef struct _Hot:
     const char* session     # its native Session
     const char* keys        # the call ring (CallHistory's storage)
     const char* joins
-    const char* items       # the text ring's items
+    const char* texts       # the text ring (a list)...
+    const char* items       # ...and its items
     const char* longest     # the repeat run's path spellings (a stale pointer is harmless:
     const char* ends        # a prefetch never faults, and these move only when they grow)
     uint16_t engine_bytes
@@ -236,6 +237,7 @@ cdef class Engine:
         h.key_bytes = <uint16_t>(2 * s.history.capacity() * sizeof(uint64_t))
         h.joins = <const char*>s.history.join_storage()
         h.join_bytes = <uint16_t>(2 * s.history.capacity())
+        h.texts = <const char*><PyObject*>self._texts
         h.items = <const char*>(<PyListObject*>self._texts).ob_item
         h.item_bytes = <uint16_t>(len(self._texts) * sizeof(PyObject*))
         h.longest = s.repeat.longest.data()
