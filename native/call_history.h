@@ -27,11 +27,6 @@ public:
     // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
     const uint8_t* joins(uint32_t n) const noexcept { return joins_.get() + head_ + capacity_ - n; }
     size_t heap_bytes() const noexcept { return 2 * capacity_ * (sizeof(uint64_t) + 1); }
-    // The rings' storage, for a prefetch of a session cold in cache (the bindings' fleet
-    // path): 2 * capacity() keys, then as many join flags. Stable for the object's life.
-    const uint64_t* key_storage() const noexcept { return keys_.get(); }
-    const uint8_t* join_storage() const noexcept { return joins_.get(); }
-    uint32_t capacity() const noexcept { return capacity_; }
 
 private:
     std::unique_ptr<uint64_t[]> keys_;

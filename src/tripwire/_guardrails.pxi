@@ -43,7 +43,6 @@ cdef class GuardrailsCore:
     cdef public dict _ids         # call id -> tool name, for results by id
     cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
     cdef public object _context   # the context guard (None when disabled)
-    cdef _Hot _state              # where the engine's state lives (SessionIndex prefetches it)
     cdef object __weakref__
 
     def __cinit__(self, *args, **kwargs):
@@ -55,7 +54,6 @@ cdef class GuardrailsCore:
         self._ids = {}
         self._used_at = 0.0
         self._context = None
-        memset(&self._state, 0, sizeof(_Hot))
 
     @property
     def _watchdog(self):
@@ -65,27 +63,6 @@ cdef class GuardrailsCore:
     def _watchdog(self, value):
         self._wd = value
         self._engine = value if isinstance(value, Engine) else None
-        memset(&self._state, 0, sizeof(_Hot))
-        self._note_state()
-
-    cdef inline void _note_state(self):
-        if self._engine is not None and self._engine._s != NULL:
-            self._engine._hot(&self._state)
-
-    cdef inline void _prefetch_state(self) noexcept:
-        """Start fetching every part of the session's state a call reads, at once: a fleet's
-        session is cold in cache, and these are otherwise reached one after another."""
-        cdef _Hot* h = &self._state
-        if h.engine == NULL:
-            return
-        _prefetch_range(h.engine, h.engine_bytes)
-        _prefetch_range(h.session, h.session_bytes)
-        _prefetch_range(h.keys, h.key_bytes)
-        _prefetch_range(h.joins, h.join_bytes)
-        _prefetch(h.texts)
-        _prefetch_range(h.items, h.item_bytes)
-        _prefetch(h.longest)
-        _prefetch(h.ends)
 
     @property
     def _lock(self):
@@ -272,11 +249,8 @@ cdef class SessionIndex:
             if not isinstance(g, GuardrailsCore):
                 return g.on_call(name, args, id)
         else:
-            (<GuardrailsCore>g)._prefetch_state()
             (<GuardrailsCore>g)._used_at = _monotonic()
-        decision = (<GuardrailsCore>g)._on_call(name, args, id)
-        (<GuardrailsCore>g)._note_state()  # in cache now: where its state is, for next time
-        return decision
+        return (<GuardrailsCore>g)._on_call(name, args, id)
 
 
 # tripwire.guardrails.NativeGuardrails, registered when that module defines it (SessionIndex's

@@ -10,7 +10,7 @@ other types go through the shared normalization of ``tripwire._common``.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -145,40 +145,6 @@ cdef Settings _settings(object s) except *:
     return c
 
 
-cdef extern from "Python.h":
-    ctypedef struct PyListObject:
-        PyObject** ob_item
-
-
-cdef extern from *:
-    void _prefetch "__builtin_prefetch"(const void* address) nogil
-
-
-cdef struct _Hot:
-    # Where one session's state lives, for a prefetch the moment a fleet finds the session
-    # (each part is otherwise reached through the one before it, one cold access after another)
-    const char* engine      # the Engine object
-    const char* session     # its native Session
-    const char* keys        # the call ring (CallHistory's storage)
-    const char* joins
-    const char* texts       # the text ring (a list)...
-    const char* items       # ...and its items
-    const char* longest     # the repeat run's path spellings (a stale pointer is harmless:
-    const char* ends        # a prefetch never faults, and these move only when they grow)
-    uint16_t engine_bytes
-    uint16_t session_bytes
-    uint16_t key_bytes
-    uint16_t join_bytes
-    uint16_t item_bytes
-
-
-cdef inline void _prefetch_range(const char* p, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t off = 0
-    while off < n:
-        _prefetch(p + off)
-        off += 64
-
-
 cdef class Engine:
     """One session's detector state in the C++ core. See ``tripwire._reference.Engine``."""
 
@@ -225,24 +191,6 @@ cdef class Engine:
         self._no_op_threshold = settings.no_op_threshold
         self._clear_texts()
 
-    cdef void _hot(self, _Hot* h):
-        """Where this session's state lives (stable for the engine's life: the rings are
-        allocated once, reset() clears the text ring in place)."""
-        cdef Session* s = self._s
-        h.engine = <const char*><PyObject*>self
-        h.engine_bytes = <uint16_t>min(Py_TYPE(self).tp_basicsize, 512)
-        h.session = <const char*>s
-        h.session_bytes = <uint16_t>sizeof(Session)
-        h.keys = <const char*>s.history.key_storage()
-        h.key_bytes = <uint16_t>(2 * s.history.capacity() * sizeof(uint64_t))
-        h.joins = <const char*>s.history.join_storage()
-        h.join_bytes = <uint16_t>(2 * s.history.capacity())
-        h.texts = <const char*><PyObject*>self._texts
-        h.items = <const char*>(<PyListObject*>self._texts).ob_item
-        h.item_bytes = <uint16_t>(len(self._texts) * sizeof(PyObject*))
-        h.longest = s.repeat.longest.data()
-        h.ends = <const char*>s.repeat.ends.data()
-
     cdef inline Session* _session(self) except NULL:
         if self._s == NULL:
             raise RuntimeError("Engine.__init__ was not called")
@@ -264,10 +212,6 @@ cdef class Engine:
         cdef Session* s = self._session()
         cdef _View n, a
         cdef object keep_name, keep_args
-        # the ring entry this call replaces is released at its end: start fetching its object
-        # now (cold when the session is), while the call is canonicalized
-        if self._texts is not None:
-            _prefetch((<PyListObject*>self._texts).ob_item[2 * self._pos + 1])
         if type(name) is not str:
             name = name_str(name)
         keep_name = _view(name, &n, False)
@@ -396,11 +340,9 @@ cdef class Engine:
 
     def reset(self):
         """SPEC §10.8: clear every detector's state, the seen-set included."""
-        cdef Py_ssize_t i
         self._session().reset()
         self.events += 1
-        for i in range(2 * self._ring):  # in place: the ring's storage stays where it is
-            self._texts[i] = None
+        self._texts = [None] * (2 * self._ring)
         self._pos = 0
         self._clear_texts()
         return ()

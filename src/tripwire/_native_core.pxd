@@ -53,8 +53,6 @@ cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass RepeatDetector:
         uint32_t run
         uint8_t poll
-        string longest
-        vector[uint32_t] ends
         cbool awaits(uint64_t name_hash)
     cdef cppclass CycleDetector:
         uint32_t period
@@ -68,13 +66,6 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass StreakDetector:
         uint32_t run
-
-
-cdef extern from "call_history.h" namespace "tw" nogil:
-    cdef cppclass CallHistory:
-        const uint64_t* key_storage()
-        const uint8_t* join_storage()
-        uint32_t capacity()
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
@@ -117,7 +108,6 @@ cdef extern from "session.h" namespace "tw" nogil:
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()
-        CallHistory history
         RepeatDetector repeat
         CycleDetector cycle
         DensityDetector density
