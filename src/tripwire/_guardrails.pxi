@@ -29,7 +29,9 @@ cdef object _FEEDBACK = _Mode.FEEDBACK
 cdef class GuardrailsCore:
     """The fields every observation of a native ``Guardrails`` reads, and its hot entry points.
 
-    Holds the session's lock in place (a thread id and a depth, changed only under the GIL):
+    Holds the session's lock in place (a thread id and a depth, changed only under the GIL,
+    which this module always runs under: it does not declare free-threading support, so a
+    free-threaded interpreter turns the GIL back on when it imports it):
     re-entrant as ``threading.RLock``; a thread that finds it held by another sleeps in short,
     growing steps (GIL released) until it is free. ``_lock`` hands out a ``SessionLock`` view.
     """
