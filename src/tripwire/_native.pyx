@@ -166,7 +166,6 @@ cdef class Engine:
     cdef public object settings
     cdef public object config  # the WatchdogConfig the settings came from
     cdef public Py_ssize_t events
-    cdef public double last_used  # Fleet: when the session was last fetched (monotonic)
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
     # [name, args, name, args, ...]: one list, so a call touches one object (a fleet's
     # sessions are cold in cache; every object a call reaches is a memory access)
@@ -197,7 +196,6 @@ cdef class Engine:
         self._s = new Session(c)
         self.settings = settings
         self.events = 0
-        self.last_used = 0.0
         self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
         self._texts = [None] * (2 * self._ring)
         self._pos = 0
@@ -220,6 +218,11 @@ cdef class Engine:
     # -- observations ----------------------------------------------------------------------
 
     def observe_call(self, name, args=None):
+        return self._call(name, args)
+
+    cdef object _call(self, object name, object args):
+        """observe_call, callable from C (GuardrailsCore.on_call calls it without a second
+        Python-level call)."""
         cdef Session* s = self._session()
         cdef _View n, a
         cdef object keep_name, keep_args
@@ -290,6 +293,10 @@ cdef class Engine:
             self._no_op_names = None
 
     def observe_result(self, name="", error=None, no_op=False, payload=None):
+        return self._result(name, error, no_op, payload)
+
+    cdef object _result(self, object name, object error, object no_op, object payload):
+        """observe_result, callable from C (as _call)."""
         cdef Session* s = self._session()
         cdef bint failed, noop, exempt
         cdef uint32_t mask
@@ -460,6 +467,13 @@ cdef class Engine:
 
 
 include "_batch.pxi"
+
+
+# ------------------------------------------------------------------------------------------
+# The Guardrails hot path: the dispatcher's common case, and the fleet's per-call lookup
+
+
+include "_guardrails.pxi"
 
 
 # ------------------------------------------------------------------------------------------

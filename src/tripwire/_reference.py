@@ -174,7 +174,6 @@ class Engine:
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
         self.events = 0
-        self.last_used = 0.0  # Fleet: when the session was last fetched (monotonic)
         self._stats: SessionStats | None = None
         self._clear()
 

@@ -24,7 +24,8 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _engine, lines
 from ._common import (
@@ -61,7 +62,8 @@ from .validate import check_hook, check_id, check_no_op, check_text
 from .watchdog import Watchdog, retracted_count
 from .watchdog_policy import WatchdogPolicy
 
-__all__ = ["Guardrails", "GuardrailsConfig", "ResolvedConfig", "Status", "ResetOutcome"]
+__all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
+           "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
 
 
 def _with_cancel(decision: Decision, cancel: Decision) -> Decision:
@@ -110,35 +112,67 @@ class ResetOutcome:
 # The guardrails
 
 
+class SessionLock(Protocol):
+    """A session's lock: re-entrant, as ``threading.RLock`` (which the reference engine's
+    Guardrails uses; the native one holds its lock in the session's own object)."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None,
+                 tb: TracebackType | None, /) -> bool | None: ...
+
+
+# What the native core (_native.GuardrailsCore) holds in place, the fields every observation
+# reads; the reference Guardrails holds them in slots of its own (first: the object's first
+# cache lines).
+_CORE_SLOTS = ("_lock", "_blocked", "_task", "_budget", "_watchdog", "_ids", "_used_at",
+               "_context", "__weakref__")
+_SLOTS = ("mode", "_policy", "_channel", "_cost", "_cost_estimated", "_in_turn", "_log",
+          "_summarize", "_cost_policy", "_context_policy", "_unpriced", "_unpriced_changed",
+          "session_id", "settings", "_usage")
+
+
 class Guardrails:
-    # The slots every observation reads come first: they share the object's first cache lines
-    # (a fleet's sessions are cold in cache, and each line a call touches costs a memory access)
-    __slots__ = (  # noqa: RUF023 - ordered for the cache, not the alphabet
-        "_lock",
-        "_blocked",
-        "_task",
-        "_watchdog",
-        "_context",
-        "_ids",
-        "mode",
-        "_used_at",
-        "__weakref__",
-        "_channel",
-        "_cost",
-        "_budget",
-        "_cost_estimated",
-        "_in_turn",
-        "_policy",
-        "_log",
-        "_summarize",
-        "_cost_policy",
-        "_context_policy",
-        "_unpriced",
-        "_unpriced_changed",
-        "session_id",
-        "settings",
-        "_usage",
-    )
+    """One session's guardrails. ``Guardrails(...)`` returns a ``NativeGuardrails`` (the C++
+    core, with its observations' common path in Cython) or a ``PythonGuardrails`` (the
+    reference engine), as ``Watchdog(...)`` does; both are ``Guardrails``."""
+
+    if not TYPE_CHECKING:
+        __slots__ = ()  # the fields are the concrete classes' (the native core's come first)
+    _lock: SessionLock
+    _blocked: Decision | None
+    _watchdog: Watchdog | None
+    _ids: dict[str, str]
+    _used_at: float
+    _context: ContextGuard | None
+    _task: Task
+    _budget: BudgetPolicy
+    _usage: UsageByModel
+    mode: Mode
+    _policy: WatchdogPolicy
+    _channel: OperatorChannel
+    _cost: CostCeiling
+    _cost_estimated: bool
+    _in_turn: bool
+    _log: SessionLog | None
+    _summarize: Callable[[Any, str | None], SummaryResult] | None
+    _cost_policy: CostPolicy
+    _context_policy: ContextPolicy | None
+    _unpriced: set[str]
+    _unpriced_changed: bool
+    session_id: str
+    settings: ResolvedConfig
+
+    def __new__(cls, config: GuardrailsConfig | ResolvedConfig | None = None, *,
+                implementation: str | None = None, **_: Any) -> Guardrails:
+        target = guardrails_class(implementation) if cls is Guardrails else cls
+        if _Core is not None and issubclass(target, _Core):
+            instance: Guardrails = _Core.__new__(target)  # the core's fields, its lock
+        else:
+            instance = object.__new__(target)
+            instance._lock = threading.RLock()
+        return instance
 
     def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
                  session_id: str = "default",
@@ -175,11 +209,10 @@ class Guardrails:
         self._channel = OperatorChannel(session_id, on_event, counters)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
                                       resolved.feedback_queue, self._channel, self._persist_trip)
-        self._lock = threading.RLock()
-        self._blocked: Decision | None = None   # the halt, or this turn's cut: later events get it
+        self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
-        self._ids: dict[str, str] = {}          # call id -> tool name, for results by id
-        self._used_at = 0.0                     # Fleet: last fetched, when there is no watchdog
+        self._ids = {}        # call id -> tool name, for results by id
+        self._used_at = 0.0   # Fleet: when the session was last fetched (monotonic)
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
@@ -188,7 +221,7 @@ class Guardrails:
         self._context_policy = (None if self._context is None else ContextPolicy(
             self._context, resolved.context.cut_at, self._channel, self._persist))
         self._cost_estimated = False  # some spend was estimated from token prices (SPEC §11.3)
-        self._unpriced: set[str] = set()  # models whose usage had no price, so no cost
+        self._unpriced = set()  # models whose usage had no price, so no cost
         self._unpriced_changed = False
         self._usage = UsageByModel()  # per-model turns, tokens and cost (context_stats)
         # the durable log: rows on their way to the store, the history read back
@@ -288,6 +321,9 @@ class Guardrails:
             self._blocked = None
 
     # -- observations (the hot path) -----------------------------------------------------------
+    # on_call, on_result and on_text: the reference engine's Guardrails runs these; the native
+    # one runs their twins in _native.GuardrailsCore (_guardrails.pxi), the same steps in the
+    # same order. Change both together (the suite runs each on its engine).
 
     def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
         """A tool call the model asked for."""
@@ -328,6 +364,8 @@ class Guardrails:
             if alerts:
                 decision = self._on_alerts(alerts)
                 return decision if pending is None else _with_cancel(decision, pending)
+            # per-call policies other than the watchdog's and the task's go here (and in the
+            # twin), each turning CONTINUE into its own decision
             return CONTINUE if pending is None else pending
         finally:
             lock.release()
@@ -523,21 +561,16 @@ class Guardrails:
     # -- batch ingest (Fleet.observe_many, which holds the lock) ----------------------------
 
     def touch(self, now: float) -> None:
-        """Note when the session was last fetched (Fleet's idle eviction): in its engine, whose
-        object the next call reads anyway (a separate float would be one more cold access)."""
-        w = self._watchdog
-        if w is not None:
-            w.last_used = now
-        else:
-            self._used_at = now
+        """Note when the session was last fetched (Fleet's idle eviction): in the object the
+        next call reads anyway (a float elsewhere would be one more cold access)."""
+        self._used_at = now
 
     @property
     def last_used(self) -> float:
-        w = self._watchdog
-        return w.last_used if w is not None else self._used_at
+        return self._used_at
 
     @property
-    def lock(self) -> threading.RLock:
+    def lock(self) -> SessionLock:
         """The session's lock (a batch holds every session's lock while it runs)."""
         return self._lock
 
@@ -732,6 +765,8 @@ class Guardrails:
                                guardrail=None if scope is Guardrail.ALL else scope.value)
             return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
 
+    _with_cancel = staticmethod(_with_cancel)  # for the native core's slow path
+
     def retract_calls(self, calls: int) -> None:
         """The last ``calls`` tool calls were refused by the host's permission gate and the
         turn ended: they come off the watchdog's run state (``Watchdog.retract_calls``), so
@@ -911,3 +946,36 @@ class Guardrails:
         """The session's watchdog (None in ``off`` mode)."""
         return self._watchdog
 
+
+class PythonGuardrails(Guardrails):
+    """A ``Guardrails`` on the pure-Python reference engine (its observations are the methods
+    above)."""
+
+    __slots__ = (*_CORE_SLOTS, *_SLOTS)
+
+
+try:
+    from ._native import GuardrailsCore, register_guardrails
+except ImportError:  # not built: guardrails_class("native") raises the clear error when asked
+    GuardrailsCore = None  # type: ignore[assignment,misc]
+
+_Core = GuardrailsCore
+
+if GuardrailsCore is not None:
+
+    class NativeGuardrails(GuardrailsCore, Guardrails):
+        """A ``Guardrails`` on the C++ core: ``on_call``, ``on_result`` and ``on_text`` are
+        the core's (Cython), the rest is ``Guardrails``'."""
+
+        __slots__ = _SLOTS
+
+    register_guardrails(NativeGuardrails)
+
+
+def guardrails_class(implementation: str | None = None) -> type[Guardrails]:
+    """The concrete ``Guardrails`` class of an implementation ("native" or "python")."""
+    name = _engine.resolve(implementation)
+    if name == "python":
+        return PythonGuardrails
+    _engine.load(name)  # a clear ConfigError or ImportError when it is not "native" or not built
+    return NativeGuardrails

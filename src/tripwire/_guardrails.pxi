@@ -1,0 +1,308 @@
+# The Guardrails hot path (included by _native.pyx): the common case of on_call, on_result and
+# on_text of a native Guardrails (tripwire.guardrails.NativeGuardrails), and the per-call lookup
+# of a native Fleet. Everything else a Guardrails does (turns, cost, context, resets, policy on
+# alerts) is the Python class's; this core only holds the fields every observation reads and
+# calls the engine at C level.
+#
+# Twins: tripwire.guardrails.Guardrails.on_call / on_result / on_text are the same dispatch in
+# Python (the reference engine's Guardrails runs them); the suite runs both. Change them together.
+#
+# Why a core at all: on_call through a Python method cost 1.9x the engine call (a Python frame,
+# an RLock acquired and released through two method calls, attribute lookups, the engine's own
+# argument parsing); and each object a call reaches is a memory access when a fleet's session
+# is cold in cache, so the lock and the last-used time live in this object, not beside it.
+
+from cpython.pythread cimport PyThread_get_thread_ident
+
+import time as _time
+
+from tripwire.decision import CONTINUE as _CONTINUE
+from tripwire.modes import Mode as _Mode
+from tripwire.validate import check_text as _check_text
+
+cdef object _sleep = _time.sleep
+cdef object _monotonic = _time.monotonic
+cdef object _CONTINUE_ = _CONTINUE
+cdef object _FEEDBACK = _Mode.FEEDBACK
+
+
+cdef class GuardrailsCore:
+    """The fields every observation of a native ``Guardrails`` reads, and its hot entry points.
+
+    Holds the session's lock in place (a thread id and a depth, changed only under the GIL,
+    which this module always runs under: it does not declare free-threading support, so a
+    free-threaded interpreter turns the GIL back on when it imports it):
+    re-entrant as ``threading.RLock``; a thread that finds it held by another sleeps in short,
+    growing steps (GIL released) until it is free. ``_lock`` hands out a ``SessionLock`` view.
+    """
+
+    # first: the lock and what on_call reads (the object's first cache lines)
+    cdef unsigned long _owner     # the lock: the holding thread's id...
+    cdef Py_ssize_t _depth        # ...and how many times it holds it (0: free)
+    cdef public object _blocked   # the halt, or this turn's cut: later events get it
+    cdef public object _task      # the task the session runs under (its counters)...
+    cdef public object _budget    # ...and the session's budget policy (the slow path)
+    cdef object _wd               # the watchdog (None in off mode)...
+    cdef Engine _engine           # ...typed, for the C-level call (None unless native)
+    cdef public dict _ids         # call id -> tool name, for results by id
+    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
+    cdef public object _context   # the context guard (None when disabled)
+    cdef object __weakref__
+
+    def __cinit__(self, *args, **kwargs):
+        self._owner = 0
+        self._depth = 0
+        self._blocked = None
+        self._task = None
+        self._budget = None
+        self._wd = None
+        self._engine = None
+        self._ids = {}
+        self._used_at = 0.0
+        self._context = None
+
+    @property
+    def _watchdog(self):
+        return self._wd
+
+    @_watchdog.setter
+    def _watchdog(self, value):
+        self._wd = value
+        # the C-level call only for an engine whose class keeps the engine's own observe_call
+        # and observe_result (a custom-signal watchdog overrides them in Python)
+        cls = type(value)
+        self._engine = value if isinstance(value, Engine) and \
+            cls.observe_call is Engine.observe_call and \
+            cls.observe_result is Engine.observe_result else None
+
+    @property
+    def _lock(self):
+        """The session's lock (a view of the one held in this object)."""
+        return SessionLock(self)
+
+    # -- the lock --------------------------------------------------------------------------
+
+    cdef inline int _take(self) except -1:
+        """Acquire, blocking (the hot path: free, or held by this thread already)."""
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self._depth == 0:
+            self._owner = me
+        elif self._owner != me:
+            return self._wait(me, -1.0)
+        self._depth += 1
+        return 1
+
+    cdef int _wait(self, unsigned long me, double timeout) except -1:
+        """Held by another thread: sleep (the GIL released, so the holder runs on) and look
+        again, the pause doubling from 20 µs to 1 ms. 1 when taken, 0 at the timeout."""
+        cdef double deadline = -1.0
+        cdef double pause = 2e-5
+        if timeout == 0.0:
+            return 0
+        if timeout > 0.0:
+            deadline = _monotonic() + timeout
+        while True:
+            _sleep(pause)
+            if self._depth == 0:
+                self._owner = me
+                self._depth = 1
+                return 1
+            if deadline >= 0.0 and _monotonic() >= deadline:
+                return 0
+            if pause < 1e-3:
+                pause *= 2
+
+    cdef inline int _give(self) except -1:
+        if self._depth == 0 or self._owner != PyThread_get_thread_ident():
+            raise RuntimeError("cannot release un-acquired lock")
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = 0
+        return 0
+
+    # -- observations (twins: Guardrails.on_call / on_result / on_text) ---------------------
+
+    def on_call(self, name, args=None, id=None):
+        """A tool call the model asked for."""
+        return self._on_call(name, args, id)
+
+    cdef object _on_call(self, object name, object args, object id):
+        cdef object alerts, task, decision
+        cdef object pending = None
+        self._take()
+        try:
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises, in every mode: an id is a str
+            if self._blocked is not None:
+                return self._blocked
+            # the task's tool-call counter (SPEC §7.1), as the twin: integer work below the
+            # task's mark; past it (a note, the cap, a child, a clock) the budget policy decides
+            task = self._task
+            n = task.tool_calls + 1
+            if n < task.call_mark:
+                task.tool_calls = n
+                if id is not None:
+                    self._budget.open[id] = name  # without a result yet
+            else:
+                pending = self._budget.on_call(name, id)
+                if pending is not None and not pending.proceed:
+                    self._blocked = pending
+                    return pending
+            if self._wd is None:
+                return _CONTINUE_ if pending is None else pending
+            if id is not None:
+                if len(self._ids) >= _MAX_CALL_IDS:
+                    self._ids.clear()
+                self._ids[id] = name
+            if self._engine is not None:
+                alerts = self._engine._call(name, args)
+            else:
+                alerts = self._wd.observe_call(name, args)
+            if alerts:
+                decision = self._on_alerts(alerts)
+                return decision if pending is None else self._with_cancel(decision, pending)
+            # per-call policies other than the watchdog's and the task's go here (and in the
+            # twin), each turning CONTINUE into its own decision
+            return _CONTINUE_ if pending is None else pending
+        finally:
+            self._give()
+
+    def on_result(self, name=None, *, id=None, error=None, no_op=False, payload=None):
+        """A tool's answer, by ``name`` or by the ``id`` of its call."""
+        cdef object decision, alerts, context, budget
+        cdef object pending = None
+        self._take()
+        try:
+            if id is not None and type(id) is not str:
+                id = check_id(id)  # raises: an id is a str
+            if no_op is not False and no_op is not True:
+                check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
+            if self._blocked is not None:
+                return self._blocked
+            budget = self._budget
+            if budget.started:  # calls timed out by now are cancelled first
+                pending = budget.poll_time()
+                if pending is not None and not pending.proceed:
+                    self._blocked = pending
+                    return pending
+                if not budget.on_result(id):
+                    return _CONTINUE_ if pending is None else pending  # a cancelled call's
+            elif not budget.on_result(id):
+                return _CONTINUE_  # the late result of a call cancelled for its timeout
+            decision = _CONTINUE_
+            if self._wd is not None:
+                if name is None:
+                    name = self._ids.get(id, "") if id is not None else ""
+                if self._engine is not None:
+                    alerts = self._engine._result(name, error, no_op, payload)
+                else:
+                    alerts = self._wd.observe_result(name, error=error, no_op=no_op,
+                                                     payload=payload)
+                if alerts:
+                    decision = self._on_alerts(alerts)
+            context = self._context
+            if context is not None:
+                if context.streamed:
+                    context.streamed = False  # its bytes were counted chunk by chunk
+                elif payload is not None:
+                    context.observe_bytes(payload if isinstance(
+                        payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
+                decision = self._context_check(decision)
+            return decision if pending is None else self._with_cancel(decision, pending)
+        finally:
+            self._give()
+
+    def on_text(self, text):
+        """The agent's own words (not tool output, injected messages or private reasoning)."""
+        if type(text) is not str:
+            text = _check_text(text)  # raises: agent text is a str, in every mode
+        self._take()
+        try:
+            if self._blocked is not None:
+                return self._blocked
+            budget = self._budget
+            budget.last_text = text
+            pending = budget.poll_time() if budget.started else None
+            if pending is not None and not pending.proceed:
+                self._blocked = pending
+                return pending
+            if self._wd is None:
+                return _CONTINUE_ if pending is None else pending
+            alerts = self._wd.observe_text(text)  # () but from a custom signal
+            if self.mode >= _FEEDBACK and text_has_words(text):
+                self._policy.withdraw_answered()
+            if alerts:
+                return self._on_alerts(alerts)
+            return _CONTINUE_ if pending is None else pending
+        finally:
+            self._give()
+
+
+cdef class SessionLock:
+    """A native Guardrails' lock: a view of the one its ``GuardrailsCore`` holds in place.
+    Re-entrant, with ``threading.RLock``'s ``acquire``/``release`` and ``with``."""
+
+    cdef GuardrailsCore _core
+
+    def __cinit__(self, GuardrailsCore core):
+        self._core = core
+
+    def acquire(self, bint blocking=True, double timeout=-1):
+        cdef GuardrailsCore c = self._core
+        cdef unsigned long me
+        if not blocking and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        if timeout < 0 and timeout != -1:
+            raise ValueError("timeout value must be a non-negative number")
+        me = PyThread_get_thread_ident()
+        if c._depth == 0:
+            c._owner = me
+        elif c._owner != me:
+            if not c._wait(me, timeout if blocking else 0.0):
+                return False
+            return True
+        c._depth += 1
+        return True
+
+    def release(self):
+        self._core._give()
+
+    def __enter__(self):
+        self._core._take()
+        return True
+
+    def __exit__(self, *exc):
+        self._core._give()
+        return False
+
+
+cdef class SessionIndex:
+    """A native Fleet's ``on_call``: the session by id, its last-used time, its ``on_call``, in
+    one C call (no Python frame between the fleet and the session's core)."""
+
+    cdef dict _sessions
+    cdef object _session  # Fleet.session: creates (and restores) a session on first use
+
+    def __cinit__(self, dict sessions, session):
+        self._sessions = sessions
+        self._session = session
+
+    def on_call(self, session_id, name, args=None, id=None):
+        cdef object g = self._sessions.get(session_id)
+        if g is None or type(g) is not _native_guardrails:
+            g = self._session(session_id)  # validates the id, creates, restores, touches
+            if not isinstance(g, GuardrailsCore):
+                return g.on_call(name, args, id)
+        else:
+            (<GuardrailsCore>g)._used_at = _monotonic()
+        return (<GuardrailsCore>g)._on_call(name, args, id)
+
+
+# tripwire.guardrails.NativeGuardrails, registered when that module defines it (SessionIndex's
+# exact type check: a subclass of it takes the generic path)
+cdef object _native_guardrails = None
+
+
+def register_guardrails(cls):
+    global _native_guardrails
+    _native_guardrails = cls
