@@ -334,7 +334,7 @@ class Task:
                  clock: Callable[[], float | None] | None = None, store: Any = None,
                  unattended: bool = False, _parent: Task | None = None,
                  _log: SessionLog | None = None, _history: Any = None,
-                 _lock: threading.RLock | None = None):
+                 _lock: Any = None):  # re-entrant: an RLock or a session's own lock
         if task_id is not None and (type(task_id) is not str or not task_id):
             raise ConfigError(f"task_id must be a non-empty str, not {task_id!r}")
         if not isinstance(objective, str):
@@ -366,7 +366,7 @@ class Task:
         self.tampered: str | None = None
         self._clock: Callable[[], float | None] = clock if clock is not None else (
             _parent._clock if _parent is not None else WALL_CLOCK)
-        self._lock: threading.RLock = _parent._lock if _parent is not None else (
+        self._lock: Any = _parent._lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
         self.history: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions
