@@ -161,8 +161,10 @@ def _policy_checks(calls: list[tuple[str, str]]) -> list[Check]:
         "Guardrails.on_call over Watchdog.observe_call",
         lambda: workload.run_calls(engine.observe_call, calls),
         lambda: workload.run_turn(layered, calls),
-        len(calls), 0.0, "the policy layer's overhead on the engine call (1.04-1.07x measured)",
-        at_most=1.3, stat=min,
+        # 1.04-1.07x before the task's per-call accounting joined the native core; 1.39-1.40x
+        # with it (its Python attribute reads on the Task); the ceiling leaves CI's noise room
+        len(calls), 0.0, "the policy layer's overhead on the engine call (1.39-1.40x measured)",
+        at_most=1.55, stat=min,
     )]
 
 

@@ -6,6 +6,11 @@ marked block (``# task accounting: begin`` .. ``end``) cut out of its source, bu
 the current source each run, so the two never drift apart: one run, two sides, a ratio.
 ``gate.py`` bounds it.
 
+The source cut works on the Python twin (``PythonGuardrails``), so that is what this pair times.
+The native ``Guardrails`` runs the same block in its Cython core (``_guardrails.pxi``), where it
+is bounded by the gate's "Guardrails.on_call over Watchdog.observe_call" check: the whole policy
+layer, the task's accounting included, over the bare engine call.
+
     python -m pytest benchmarks/test_bench_budget.py --benchmark-only
 """
 
@@ -33,14 +38,14 @@ def unaccounted_class() -> type[Guardrails]:
     namespace: dict[str, Any] = dict(vars(guardrails))
     exec("".join(lines[:begin] + lines[end + 1:]), namespace)  # our own source, cut
 
-    class Unaccounted(Guardrails):
+    class Unaccounted(guardrails.PythonGuardrails):
         __slots__ = ()
         on_call = namespace["on_call"]
 
     return Unaccounted
 
 
-def pair(impl: str = "native") -> tuple[Guardrails, Guardrails]:
+def pair(impl: str = "python") -> tuple[Guardrails, Guardrails]:
     """(without accounting, with it): warn mode, a task bounding steps and tool calls far
     above the workload (the fast path: no mark is reached)."""
     config = GuardrailsConfig(mode="warn", unattended=False)
