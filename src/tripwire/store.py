@@ -517,6 +517,30 @@ class _ChainedStore:
     #: session's history back at each turn start: halts, spend and resets written elsewhere)
     shared: bool = False
 
+    def _init_store(self, key: bytes | str | None, anchor: str | os.PathLike[str] | None, *,
+                    timeout: float, read_only: bool, shared: bool) -> None:
+        """The settings every backend takes, checked once (a backend then opens its connection
+        with ``_open_or_defer``)."""
+        if not timeout >= 0:
+            raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self.read_only = read_only
+        self.shared = shared
+        self._init_chain(key, anchor)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _open_or_defer(self) -> Any:
+        """The backend's connection, or None when the store cannot be used yet: construction
+        never raises for that, the guardrails keep deciding in memory and retry the store at
+        each decision (logged once here)."""
+        try:
+            return self._open()  # type: ignore[attr-defined]
+        except StoreError as exc:
+            LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
+                         "and retry the store at each decision", exc)
+            return None
+
     def _init_chain(self, key: bytes | str | None, anchor: str | os.PathLike[str] | None) -> None:
         self._key, self.key_source = _resolve_key(key)
         if anchor is None:
@@ -784,21 +808,10 @@ class SQLiteStore(_ChainedStore):
         shared: bool = False,
     ) -> None:
         self.path = os.fspath(path)
-        self.shared = shared
-        if not timeout >= 0:
-            raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
-        self.timeout = float(timeout)
-        self.read_only = read_only
-        self._init_chain(key, anchor)
-        self._lock = threading.Lock()
+        self._init_store(key, anchor, timeout=timeout, read_only=read_only, shared=shared)
         self._db: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
-        self._pid = os.getpid()
-        try:
-            self._db = self._open()
-        except StoreError as exc:
-            LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
-                         "and retry the store at each decision", exc)
+        self._db = self._open_or_defer()
 
     def check(self) -> SQLiteStore:
         """Open the store now (if it is not open yet); StoreError when it cannot be."""

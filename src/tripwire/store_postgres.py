@@ -126,26 +126,13 @@ class PostgresStore(_ChainedStore):
             raise StoreError("a PostgreSQL store needs psycopg 3: pip install 'tripwire[postgres]'")
         if not isinstance(url, str) or not is_postgres_url(url):
             raise StoreError(f"not a PostgreSQL URL (postgresql://...): {url!r}")
-        if not timeout >= 0:
-            raise ValueError(f"timeout must be >= 0 seconds, got {timeout!r}")
         self._url, self.schema, self.path = _split(url, schema)
-        self.timeout = float(timeout)
-        self.read_only = read_only
-        self.shared = shared
-        self._init_chain(key, anchor)
+        self._init_store(key, anchor, timeout=timeout, read_only=read_only, shared=shared)
         ident = blake3.blake3(self.schema.encode()).digest()
         self._lock_key = int.from_bytes(ident[:4], "big", signed=True)
         self.channel = f"tripwire.{self.schema}"
-        self._lock = threading.Lock()
         self._conn: Any = None
-        self._pid = os.getpid()
-        try:
-            self._conn = self._open()
-        except StoreError as exc:
-            from .store import LOGGER
-
-            LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
-                         "and retry the store at each decision", exc)
+        self._conn = self._open_or_defer()
 
     def check(self) -> PostgresStore:
         """Connect now (if not connected yet); StoreError when the store cannot be used."""
