@@ -13,12 +13,17 @@ import importlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from types import ModuleType
+from typing import TypeVar
 
 from .errors import ConfigError, NativeUnavailable
 
 IMPLEMENTATIONS = ("native", "python")
 _MODULES = {"native": "tripwire._native", "python": "tripwire._reference"}
+
+
+T = TypeVar("T")
 
 
 def _requested() -> str:
@@ -76,3 +81,14 @@ def default() -> str:
 
 def resolve(implementation: str | None) -> str:
     return default() if implementation is None else implementation
+
+
+def concrete(implementation: str | None, python: type[T], native: Callable[[], type[T]]) -> type[T]:
+    """The concrete class of an implementation: ``python``, or the native class ``native()``
+    names once the core is known to load (a clear ConfigError or ImportError when it is not
+    "native" or not built). Watchdog and Guardrails pick their classes through this."""
+    name = resolve(implementation)
+    if name == "python":
+        return python
+    load(name)
+    return native()

@@ -974,8 +974,4 @@ if GuardrailsCore is not None:
 
 def guardrails_class(implementation: str | None = None) -> type[Guardrails]:
     """The concrete ``Guardrails`` class of an implementation ("native" or "python")."""
-    name = _engine.resolve(implementation)
-    if name == "python":
-        return PythonGuardrails
-    _engine.load(name)  # a clear ConfigError or ImportError when it is not "native" or not built
-    return NativeGuardrails
+    return _engine.concrete(implementation, PythonGuardrails, lambda: NativeGuardrails)

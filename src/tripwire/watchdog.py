@@ -122,8 +122,4 @@ def retracted_count(calls: Any) -> int:
 
 def watchdog_class(implementation: str | None = None) -> type[Watchdog]:
     """The concrete ``Watchdog`` class of an implementation ("native" or "python")."""
-    name = _engine.resolve(implementation)
-    if name == "python":
-        return PythonWatchdog
-    _engine.load(name)  # a clear ConfigError or ImportError when it is not "native" or not built
-    return NativeWatchdog
+    return _engine.concrete(implementation, PythonWatchdog, lambda: NativeWatchdog)
