@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from store_backends import postgres_url  # noqa: E402
+from store_backends import postgres_url
 
-from tripwire import GuardrailsConfig  # noqa: E402
-from tripwire.errors import GuardrailHalted  # noqa: E402
-from tripwire.fleet import Fleet  # noqa: E402
-from tripwire.store import open_store  # noqa: E402
+from tripwire import GuardrailsConfig
+from tripwire.errors import GuardrailHalted
+from tripwire.fleet import Fleet
+from tripwire.store import open_store
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1000.0)
 TRIALS = 40

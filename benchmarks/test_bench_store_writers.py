@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from store_backends import postgres_url  # noqa: E402
+from store_backends import postgres_url
 
-from tripwire.store import open_store  # noqa: E402
+from tripwire.store import open_store
 
 ROWS = 100  # per writer per round
 

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the OpenTelemetry tests need opentelemetry-sdk")
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from tripwire import Guardrails, GuardrailsConfig  # noqa: E402
-from tripwire.errors import GuardrailHalted, ResetRefused  # noqa: E402
-from tripwire.otel import OtelExporter  # noqa: E402
+from tripwire import Guardrails, GuardrailsConfig
+from tripwire.errors import GuardrailHalted, ResetRefused
+from tripwire.otel import OtelExporter
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1.0)
 CALL = ("read_file", '{"path": "src/a.py"}')

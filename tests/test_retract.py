@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_differential import configs, events
 
-from tripwire import Guardrails, GuardrailHalted, GuardrailsConfig, Watchdog, WatchdogConfig
+from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig
 from tripwire.errors import InvalidEvent
 
 READ = ("read_file", '{"path": "src/a.py"}')

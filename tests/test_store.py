@@ -10,8 +10,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import blake3

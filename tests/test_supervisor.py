@@ -24,9 +24,9 @@ from tripwire.supervisor import (
     Completion,
     ModelSupervisor,
     Review,
+    Supervision,
     SupervisorConfig,
     SupervisorDecision,
-    Supervision,
     error_signature,
 )
 

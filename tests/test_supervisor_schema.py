@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tripwire._supervisor_schema import validate_decision
 from tripwire.errors import MalformedDecision
 from tripwire.supervisor import (
     DECISION_SCHEMA,
@@ -19,7 +20,6 @@ from tripwire.supervisor import (
     decision_schema_json,
     parse_decision,
 )
-from tripwire._supervisor_schema import validate_decision
 
 VALIDATOR = jsonschema.Draft202012Validator(DECISION_SCHEMA)
 CHECK = {"tool": "bash", "outcome": "succeeds", "args_contains": "pip install"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sim  # noqa: E402
+import sim
 
 
 def main(argv: list[str] | None = None) -> int:

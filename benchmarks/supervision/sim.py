@@ -45,9 +45,9 @@ from tripwire.supervisor import (
     Check,
     Review,
     ReviewUsage,
+    Supervision,
     SupervisorConfig,
     SupervisorDecision,
-    Supervision,
 )
 
 POLICIES = ("loop", "alternate", "poll", "slow", "false_claim")

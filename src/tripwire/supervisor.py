@@ -39,10 +39,9 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from . import _engine
-from ._canonical import xxh3_64
 from ._common import args_bytes, error_failed, json_text, name_str, payload_bytes
 from ._supervisor_schema import (
     CHECK_OUTCOMES,
@@ -453,8 +452,7 @@ def _text_of(value: Any) -> str:
     return "" if data is None else data.decode("utf-8", "replace")
 
 
-Supervisor = Callable[[Review], Union[SupervisorDecision, Mapping[str, Any], str, bytes,
-                                      Awaitable[Any]]]
+Supervisor = Callable[[Review], SupervisorDecision | Mapping[str, Any] | str | bytes | Awaitable[Any]]
 
 
 class _Failure(Exception):
@@ -828,7 +826,7 @@ class Supervision:
                 if inspect.isawaitable(result):
                     result = asyncio.run(_awaited(result))
                 box["value"] = result
-            except BaseException as exc:  # noqa: BLE001 - reported as the review's failure
+            except BaseException as exc:
                 box["error"] = exc
             finally:
                 done.set()
@@ -1027,7 +1025,7 @@ class Completion:
 
 Messages = list[dict[str, str]]
 CompleteFn = Callable[[Messages, Mapping[str, Any]],
-                      Union[Completion, str, Awaitable[Union[Completion, str]]]]
+                      Completion | str | Awaitable[Completion | str]]
 
 INSTRUCTIONS = """\
 You are the progress supervisor of an AI agent working on a task. You do not do the task; you \

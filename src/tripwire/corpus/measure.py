@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters import Transcript
+from ..context import ContextConfig
 from ..decision import Decision
 from ..errors import ConfigError
 from ..events import Event
 from ..fleet import Fleet
-from ..context import ContextConfig
 from ..guardrails import GuardrailsConfig, ResolvedConfig
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
