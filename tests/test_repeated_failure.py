@@ -71,7 +71,7 @@ def test_respelled_commands_with_one_error_trip_at_the_third_failure(implementat
     a = alerts[0]
     assert a.tool == "bash" and a.count == 3
     assert a.reason == (
-        "bash failed 3 times with the same error and no successful result in between, however "
+        "bash failed 3 times with the same error and no successful change in between, however "
         "the calls were spelled: the agent is retrying an unchanged failure. Error: "
         f"{MISSING}")
     assert a.guidance == (
@@ -316,3 +316,12 @@ def test_spec_entry() -> None:
     assert WatchdogConfig().engine_settings().repeated_failure_threshold == 3
     assert WatchdogConfig(signals={"repeated-failure": {"threshold": 1}}) \
         .engine_settings().repeated_failure_threshold == 2  # counts below 2 become 2
+
+
+def test_promotion_from_a_config_file_table() -> None:
+    resolved = GuardrailsConfig(file={"signals": {"repeated-failure": {
+        "severity": "critical", "threshold": 4}}}).resolve()
+    assert resolved.watchdog.value("repeated-failure", "severity") == "critical"
+    assert BY_ID["repeated-failure"].graded(resolved.watchdog) == ("critical", "turn")
+    assert resolved.watchdog.engine_settings().repeated_failure_threshold == 4
+    assert BY_ID["repeated-failure"].graded(WatchdogConfig()) == ("warn", None)

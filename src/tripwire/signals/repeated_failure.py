@@ -151,7 +151,7 @@ def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
     tool = tool_label(name)
     quoted = error_text(error)
     reason = (
-        f"{tool} failed {n} times with the same error and no successful result in between, "
+        f"{tool} failed {n} times with the same error and no successful change in between, "
         f"however the calls were spelled: the agent is retrying an unchanged failure. "
         f"Error: {quoted}"
     )
