@@ -246,3 +246,47 @@ def test_a_cost_halt_on_concurrent_spend_is_refused_on_both(backend: Backend,
     finally:
         a.quit()
         b.quit()
+
+
+def test_sigkill_in_the_middle_of_simultaneous_charges(backend: Backend,
+                                                       implementation: str) -> None:
+    """Both daemons charge one session at the same moment, one cent at a time; A is SIGKILLed
+    in the middle of its run. Every charge A answered is in the store, its rows count one cent
+    each with no gap and no repeat, and the store's sum (restored by a new daemon) is B's
+    charges plus exactly the charges of A that are durable."""
+    loc = backend.location
+    a, b = Daemon(loc, implementation), Daemon(loc, implementation)
+    try:
+        assert a.ask(op="start", session="m") == {"refused": False}
+        assert b.ask(op="start", session="m") == {"refused": False}
+        a.send(op="charge", session="m", usage=[0.01] * 400, acks=True)
+        b.send(op="charge", session="m", usage=[0.02] * 100)
+        acked = 0
+        while acked < 60:
+            acked = a.ask_raw()["ack"]
+        a.kill()
+        assert b.reply() == {"actions": ["continue"] * 100}
+        with backend.open() as store:
+            rows = [r.data for r in store.history("m").rows if "spend_writer" in r.data]
+        writers = list(dict.fromkeys(d["spend_writer"] for d in rows))
+        assert len(writers) == 2
+        own = {w: [d["spend_nano"] for d in rows if d["spend_writer"] == w] for w in writers}
+        by_a = next(w for w in writers if own[w][0] == 10_000_000)
+        by_b = next(w for w in writers if w != by_a)
+        durable = len(own[by_a])
+        assert acked <= durable <= 400
+        assert own[by_a] == [10_000_000 * n for n in range(1, durable + 1)]
+        assert own[by_b] == [20_000_000 * n for n in range(1, 101)]
+        expected = (durable * 10_000_000 + 2_000_000_000) / 1e9
+        assert stored(loc, "m")["spent_usd"] == expected
+        a = Daemon(loc, implementation)
+        assert a.ask(op="status", session="m")["spent_usd"] == expected
+        assert b.ask(op="end", session="m") == {"action": "continue"}
+        assert b.ask(op="start", session="m") == {"refused": False}
+        assert b.ask(op="status", session="m")["spent_usd"] == expected
+    finally:
+        for d in (a, b):
+            if d.proc.poll() is None:
+                d.quit()
+    with backend.open() as store:
+        assert all(r.intact for r in store.verify())
