@@ -3,7 +3,8 @@
 The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
 them forward into what a restarted process needs: which halts stand, the spend, the budget
 granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
-it; granted budget accumulates. ``Guardrails`` then applies the fold *subject to its live
+it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
+running total (``cost.SpendTally``: exact when several processes charge the session at once). ``Guardrails`` then applies the fold *subject to its live
 configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
 not applied to a per-session ceiling that is no longer configured).
 
