@@ -269,6 +269,8 @@ class Guardrails:
                 # ours is in the store: a halt the store never saw must not read as reset)
                 if log.shared:
                     self._sync_shared()  # other daemons' halts and spend, too
+                    if (trip := self._cost.check()) is not None:  # on the summed spend
+                        self._cost_decision(trip, in_turn=False)
                 elif self.halted:
                     self._sync_resets()
             if self.halted:
