@@ -25,7 +25,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import _engine, lines
+from . import _engine
 from ._common import MAX_CALL_IDS, BatchChange, BatchState, payload_bytes, text_has_words
 from .budget import Task
 from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
@@ -39,7 +39,7 @@ from .context import (
     usage_stats,
 )
 from .cost import CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
+from .decision import CONTINUE, Decision, Turn
 from .errors import ConfigError, GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
@@ -80,7 +80,7 @@ class SessionLock(Protocol):
 _CORE_SLOTS = ("_lock", "_blocked", "_task", "_budget", "_watchdog", "_ids", "_used_at",
                "_context", "__weakref__")
 _SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
-          "_summarize", "_cost_policy", "_context_policy", "session_id", "settings")
+          "_cost_policy", "_context_policy", "session_id", "settings")
 
 
 class Guardrails:
@@ -105,7 +105,6 @@ class Guardrails:
     _in_turn: bool
     _durable: Durability
     _halts: Halts
-    _summarize: Callable[[Any, str | None], SummaryResult] | None
     _cost_policy: CostPolicy
     _context_policy: ContextPolicy | None
     session_id: str
@@ -154,9 +153,8 @@ class Guardrails:
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
-        self._summarize = summarize
         self._context_policy = (None if self._context is None else ContextPolicy(
-            self._context, resolved.context.cut_at, channel, durable.put))
+            self._context, resolved.context.cut_at, channel, durable.put, summarize))
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
@@ -195,18 +193,11 @@ class Guardrails:
                     self._durable.sync_resets()
                     if not self.halted:
                         self._blocked = None
-            if self.halted:
-                self._channel.counters.count_refused()
-                reason, by = self._halts.reason(), self._halts.by()
-                self._channel.emit("refused_turn", lines.refused_turn(reason), guardrail=by[0])
-                raise GuardrailHalted(reason, by)
-            refused = self._budget.refusal()
-            if refused is not None:  # the task is exhausted (enforce): no more turns
-                self._channel.counters.count_refused()
-                self._channel.emit("refused_turn", lines.refused_turn(refused),
-                                   guardrail=BUDGET)
-                self._blocked = Decision(REFUSE_TURN, BUDGET, refused)
-                raise GuardrailHalted(refused, (BUDGET,))
+            refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
+            if refused is not None:
+                if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
+                    self._blocked = refused
+                raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost.start_turn()
@@ -400,19 +391,21 @@ class Guardrails:
                     self._blocked = spent
             policy = self._context_policy
             if policy is not None:
-                for record in policy.guard.observe_usage(model, input_tokens):
-                    policy.record(record)
+                policy.observe_usage(model, input_tokens)
                 return self._context_check(decision)
             return decision
 
     # -- policy hand-offs (batch ingest calls these too) -------------------------------------
 
+    def _block(self, decision: Decision) -> Decision:
+        """A cut or halt: every later event of the turn gets it; the task's report records it."""
+        self._blocked = decision
+        self._budget.record(decision)
+        return decision
+
     def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
         decision = self._policy.on_alerts(alerts)
-        if not decision.proceed:
-            self._blocked = decision
-            self._budget.record(decision)
-        return decision
+        return decision if decision.proceed else self._block(decision)
 
     def _timed_out(self, name: str) -> Decision:
         """A call cancelled for its timeout counts as a failed result for the watchdog."""
@@ -541,20 +534,14 @@ class Guardrails:
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
-        if in_turn or trip.halts:
-            self._blocked = decision
-            self._budget.record(decision)
-        return decision
+        return self._block(decision) if in_turn or trip.halts else decision
 
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
         policy = self._context_policy
         assert policy is not None  # called only with a context guard
         checked = policy.check(decision)
-        if checked is not decision:
-            self._blocked = checked
-            self._budget.record(checked)
-        return checked
+        return checked if checked is decision else self._block(checked)
 
     def compact(self, messages: Any, focus: str | None = None, *,
                 manual: bool = False) -> Compaction:
@@ -568,7 +555,7 @@ class Guardrails:
             if self._context_policy is None:
                 return Compaction("skipped", reason="the context guard is disabled",
                                   manual=manual)
-            return self._context_policy.compact(messages, focus, self._summarize, manual=manual)
+            return self._context_policy.compact(messages, focus, manual=manual)
 
     def checkpoint(self, messages: Any, note: str | None = None, *,
                    manual: bool = False) -> Compaction:
@@ -580,8 +567,7 @@ class Guardrails:
             if self._context_policy is None:
                 return Compaction("skipped", reason="the context guard is disabled",
                                   operation="checkpoint", manual=manual)
-            return self._context_policy.checkpoint(messages, note, self._summarize,
-                                                   manual=manual)
+            return self._context_policy.checkpoint(messages, note, manual=manual)
 
     def context_stats(self) -> ContextStats:
         """The ``/context`` view: compactions (count, last time, last focus), checkpoints

@@ -108,11 +108,13 @@ class ContextPolicy:
     """After an observation that moved the context estimate: compaction pending (reported), or
     the hard cut of the turn; the records of compaction, kept in the durable log."""
 
-    __slots__ = ("_channel", "_persist", "cut_at", "guard")
+    __slots__ = ("_channel", "_persist", "cut_at", "guard", "summarize")
 
     def __init__(self, guard: ContextGuard, cut_at: float, channel: OperatorChannel,
-                 persist: Persist):
+                 persist: Persist,
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None):
         self.guard = guard
+        self.summarize = summarize  # the host's summarizer (None: mechanical truncation)
         self.cut_at = cut_at
         self._channel = channel
         self._persist = persist
@@ -168,6 +170,11 @@ class ContextPolicy:
         if added:
             guard.estimator.add_bytes(added)
 
+    def observe_usage(self, model: str | None, input_tokens: int | None) -> None:
+        """A usage's measured context (and a model change): the guard's records kept."""
+        for record in self.guard.observe_usage(model, input_tokens):
+            self.record(record)
+
     def record(self, record: dict[str, Any]) -> None:
         message = record.pop("message", None) or record["event"]
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
@@ -175,17 +182,15 @@ class ContextPolicy:
             self._persist("context", record)
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
-    def compact(self, messages: Any, focus: str | None,
-                summarize: Callable[[Any, str | None], SummaryResult] | None,
-                *, manual: bool = False) -> Compaction:
+    def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:
         """Automatic (its failures are durable rows) or manual (a failure is the caller's
         alone: ``Compaction.reason``, no row)."""
-        return self._records(self.guard.compact(messages, focus, summarize, manual=manual))
+        return self._records(self.guard.compact(messages, focus, self.summarize,
+                                                manual=manual))
 
-    def checkpoint(self, messages: Any, note: str | None,
-                   summarize: Callable[[Any, str | None], SummaryResult] | None,
-                   *, manual: bool = False) -> Compaction:
-        return self._records(self.guard.checkpoint(messages, note, summarize, manual=manual))
+    def checkpoint(self, messages: Any, note: str | None, *, manual: bool = False) -> Compaction:
+        return self._records(self.guard.checkpoint(messages, note, self.summarize,
+                                                   manual=manual))
 
     def _records(self, result: Compaction) -> Compaction:
         for record in result.records:

@@ -99,6 +99,17 @@ class Halts:
                 return Decision(REFUSE_TURN, BUDGET, refused)
         return Decision(REFUSE_TURN, self.by()[0] if halted else None, self.reason())
 
+    def refuse_turn(self, budget: BudgetPolicy) -> Decision | None:
+        """A turn start: the refusal (counted and reported) while halted or while the task is
+        exhausted under ``enforce``, else None."""
+        decision = self.refusal(budget)
+        if decision.guardrail is None:
+            return None
+        self._channel.counters.count_refused()
+        self._channel.emit("refused_turn", lines.refused_turn(decision.reason),
+                           guardrail=decision.guardrail)
+        return decision
+
     def reset(self, guardrail: str, additional_budget_usd: float,
               unblock: Callable[[], None]) -> ResetOutcome:
         """An operator reset of ``guardrail``: ``ResetRefused`` (nothing changed) while the
