@@ -301,8 +301,7 @@ class Durability:
         if log is None:
             return
         cost = self.cost
-        if not log.holds(cost.ceiling.spent, self.counts()) or cost.unpriced_changed:
-            cost.unpriced_changed = False
+        if cost.take_unpriced_news() or not log.holds(cost.ceiling.spent, self.counts()):
             self.spend()
         elif len(log):
             log.drain(DECISION_WAIT)

@@ -92,6 +92,11 @@ class CostPolicy:
         """An operator reset written to the store elsewhere (``CostCeiling.sync``)."""
         self.ceiling.sync(folded)
 
+    def take_unpriced_news(self) -> bool:
+        """Whether a model went unpriced since the last spend row (cleared: it is written)."""
+        news, self.unpriced_changed = self.unpriced_changed, False
+        return news
+
     def batch_state(self) -> CostState:
         c = self.ceiling
         return CostState(c.spent, c.baseline, c.max_turn, c.ceiling, c.halted or c.turn_tripped)
