@@ -1,9 +1,13 @@
 """``Guardrails``: the one object a harness wires into its loop (one per session).
 
-It composes the watchdog (``Watchdog``: signals and alerts), its mode and halt policy (SPEC §3),
-the cost ceiling (§4, ``CostCeiling``) and the operator channel (``reporting``). Each
-observation returns a ``Decision``; ``start_turn()`` returns the ``Turn`` (the feedback block to
-prepend) or raises ``GuardrailHalted`` before any model call when the session is halted.
+A dispatcher: it holds the session's lock and its blocked decision (a cut turn or a halted
+session: later events get it), runs the turn lifecycle and hands each observation to the
+policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
+(§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
+Halts, the refused turn, resets and ``Status`` are ``status.Halts``'; rows, restore and the
+store sync are ``persistence.Durability``'s; the constructor's checks are ``config``'s.
+``start_turn()`` returns the ``Turn`` (the feedback block to prepend) or raises
+``GuardrailHalted`` before any model call when the session is halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
     turn = guardrails.start_turn()                 # GuardrailHalted if halted
