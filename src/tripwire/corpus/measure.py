@@ -496,19 +496,17 @@ def _measure_ids(watchdog: WatchdogConfig, implementation: str | None,
 def _start_pool(jobs: int, files: list[Transcript]) -> Any:
     """A pool of ``jobs`` processes. Fork where the platform has it and this process runs no
     other thread (forking a threaded process can deadlock on a lock another thread held):
-    the workers then start with every module imported and the file list in memory; else a
-    fork server, else the platform's default (spawn)."""
+    the workers then start with every module imported and the file list in memory. Else the
+    platform's default start method."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     import numpy  # noqa: F401  # every worker builds columns: imported once, here, not in each
 
-    methods = multiprocessing.get_all_start_methods()
     context: Any = None
-    if "fork" in methods and sys.platform != "darwin" and threading.active_count() == 1:
+    if ("fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
+            and threading.active_count() == 1):
         context = multiprocessing.get_context("fork")
-    elif "forkserver" in methods:
-        context = multiprocessing.get_context("forkserver")
     return ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                initializer=_init_worker, initargs=(files,))
 
