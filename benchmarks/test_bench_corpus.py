@@ -105,9 +105,9 @@ class Ceiling:
     """What two processes of pure CPU work gain over one on this machine now: 2.0 on two idle
     cores, less while other jobs run (the most ``-j 2`` could show). The two processes are
     forked and wait for a go outside the timing; no thread is left running in this process (a
-    threaded parent would make ``-j 2`` fall back to the default start method). The CPU time of each run is kept
-    too: two at once cost more CPU per unit of work than one alone when the cores share caches
-    or a host core."""
+    threaded parent would make ``-j 2`` fall back to the default start method). The CPU time
+    of each run is kept too: two at once cost more CPU per unit of work than one alone when
+    the cores share caches or a host core."""
 
     def __init__(self, n: int = 5_000_000) -> None:
         self.n = n
