@@ -185,15 +185,16 @@ cdef class Engine:
         self._s = NULL
 
     def __dealloc__(self):
-        del self._s
+        Session.destroy(self._s)
 
     def __init__(self, settings):
         self._engine_init(settings)
 
     def _engine_init(self, settings):
         cdef Settings c = _settings(settings)
-        del self._s
-        self._s = new Session(c)
+        Session.destroy(self._s)
+        self._s = NULL
+        self._s = Session.create(c)
         self.settings = settings
         self.events = 0
         self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
