@@ -11,7 +11,15 @@ namespace tw {
 // repeat run (the stand-downs measure runs with the repeat detector's own relation).
 class CallHistory {
 public:
-    explicit CallHistory(uint32_t capacity);
+    // The bytes of a ring of `capacity` calls: the keys, then the join flags.
+    static size_t storage_bytes(uint32_t capacity) noexcept {
+        return 2 * static_cast<size_t>(capacity) * (sizeof(uint64_t) + 1);
+    }
+    // storage: storage_bytes(capacity) bytes, 8-aligned, that outlive the ring (a Session's
+    // own block, so that a call finds the ring beside the session); null: the ring allocates.
+    explicit CallHistory(uint32_t capacity, void* storage = nullptr);
+    CallHistory(const CallHistory&) = delete;
+    CallHistory& operator=(const CallHistory&) = delete;
     void push(uint64_t key, bool joined) noexcept {
         // Each entry is written twice, at i and i + capacity, so the last `n` entries are
         // always contiguous: detectors index them directly, with no modulo on the hot path.
@@ -29,14 +37,15 @@ public:
     }
     uint32_t size() const noexcept { return size_; }
     // The last n <= size() keys, oldest first.
-    const uint64_t* keys(uint32_t n) const noexcept { return keys_.get() + head_ + capacity_ - n; }
+    const uint64_t* keys(uint32_t n) const noexcept { return keys_ + head_ + capacity_ - n; }
     // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
-    const uint8_t* joins(uint32_t n) const noexcept { return joins_.get() + head_ + capacity_ - n; }
-    size_t heap_bytes() const noexcept { return 2 * capacity_ * (sizeof(uint64_t) + 1); }
+    const uint8_t* joins(uint32_t n) const noexcept { return joins_ + head_ + capacity_ - n; }
+    size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
 
 private:
-    std::unique_ptr<uint64_t[]> keys_;
-    std::unique_ptr<uint8_t[]> joins_;
+    std::unique_ptr<uint64_t[]> owned_;  // the storage when none was given
+    uint64_t* keys_;
+    uint8_t* joins_;
     uint32_t capacity_;
     uint32_t head_ = 0;  // next slot to write
     uint32_t size_ = 0;

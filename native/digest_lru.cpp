@@ -1,13 +1,21 @@
 #include "digest_lru.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
 namespace tw {
 
-DigestLRU::DigestLRU(uint32_t capacity)
-    : digests_(new Hash128[capacity]), stamps_(new uint16_t[capacity]), capacity_(capacity) {}
+DigestLRU::DigestLRU(uint32_t capacity, void* storage) : capacity_(capacity) {
+    if (storage == nullptr) {  // the digests' slots hold the stamps too (rounded up)
+        owned_.reset(new Hash128[(storage_bytes(capacity) + sizeof(Hash128) - 1) / sizeof(Hash128)]);
+        storage = owned_.get();
+    }
+    std::memset(storage, 0, storage_bytes(capacity));
+    digests_ = static_cast<Hash128*>(storage);
+    stamps_ = reinterpret_cast<uint16_t*>(digests_ + capacity);
+}
 
 bool DigestLRU::seen_before(const Hash128& d) noexcept {
     if (tick_ == UINT16_MAX) renumber();

@@ -8,9 +8,40 @@
 
 namespace tw {
 
-Session::Session(const Settings& s)
+uint32_t Session::ring_capacity(const Settings& s) noexcept {
+    return std::max(s.density_window, s.cycle_max_period * s.cycle_cycles);
+}
+
+size_t Session::history_bytes(const Settings& s) noexcept {
+    return (CallHistory::storage_bytes(ring_capacity(s)) + 15) & ~size_t{15};
+}
+
+size_t Session::block_bytes(const Settings& s) noexcept {
+    return history_bytes(s) + DigestLRU::storage_bytes(s.digest_memory);
+}
+
+Session* Session::create(const Settings& s) {
+    constexpr std::align_val_t align{64};  // the object starts a cache line
+    char* block = static_cast<char*>(::operator new(head_bytes() + block_bytes(s), align));
+    try {
+        return new (block) Session(s, block + head_bytes());
+    } catch (...) {
+        ::operator delete(block, align);
+        throw;
+    }
+}
+
+void Session::destroy(Session* session) noexcept {
+    if (session == nullptr) return;
+    session->~Session();
+    ::operator delete(static_cast<void*>(session), std::align_val_t{64});
+}
+
+// Members are built in declaration order: the call ring first, in the block's first bytes
+// after the object, the digests after it (both null storage for a self-allocating session).
+Session::Session(const Settings& s, void* storage)
     : settings(s),
-      history(std::max(s.density_window, s.cycle_max_period * s.cycle_cycles)),
+      history(ring_capacity(s), storage),
       repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
       cycle(s.cycle_max_period, s.cycle_cycles),
       density(s.density_window, s.density_threshold, s.density_defer_run,
@@ -20,7 +51,8 @@ Session::Session(const Settings& s)
       failures(s.failure_threshold),
       no_ops(s.no_op_threshold),
       stale(s.no_new_state_threshold),
-      digests(s.digest_memory),
+      digests(s.digest_memory,
+              storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
       repeated_failure(s.repeated_failure_threshold) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,

@@ -63,7 +63,14 @@ struct Settings {
 
 class Session {
 public:
-    explicit Session(const Settings& s);
+    // A session whose rings (the call ring, the digests) allocate their own storage.
+    explicit Session(const Settings& s) : Session(s, nullptr) {}
+
+    // The session and its rings in one block, the rings right after the object: a call on a
+    // session cold in cache then fetches neighbouring lines, none found through a pointer
+    // read first. Freed by destroy().
+    static Session* create(const Settings& s);
+    static void destroy(Session* session) noexcept;
 
     // name_hash: any 64-bit hash of the tool name (the repeat run's tool, matched by results);
     // identity: what the name-run detector compares (the name's hash, or for a shell tool the
@@ -104,6 +111,13 @@ public:
     RepeatedFailureDetector repeated_failure;
 
 private:
+    // storage: block_bytes(s) bytes (64-aligned) for the rings, or null
+    Session(const Settings& s, void* storage);
+    static size_t head_bytes() noexcept { return (sizeof(Session) + 63) & ~size_t{63}; }
+    static uint32_t ring_capacity(const Settings& s) noexcept;
+    static size_t history_bytes(const Settings& s) noexcept;  // rounded up to 16
+    static size_t block_bytes(const Settings& s) noexcept;
+
     uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                          const void* payload, size_t payload_len, bool has_payload,
                          const char* error, size_t error_len);

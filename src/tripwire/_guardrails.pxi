@@ -39,13 +39,13 @@ cdef class GuardrailsCore:
     # first: the lock and what on_call reads (the object's first cache lines)
     cdef unsigned long _owner     # the lock: the holding thread's id...
     cdef Py_ssize_t _depth        # ...and how many times it holds it (0: free)
+    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
     cdef public object _blocked   # the halt, or this turn's cut: later events get it
     cdef public object _task      # the task the session runs under (its counters)...
     cdef public object _budget    # ...and the session's budget policy (the slow path)
     cdef object _wd               # the watchdog (None in off mode)...
     cdef Engine _engine           # ...typed, for the C-level call (None unless native)
     cdef public dict _ids         # call id -> tool name, for results by id
-    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
     cdef public object _context   # the context guard (None when disabled)
     cdef object __weakref__
 

@@ -139,6 +139,29 @@ cdef inline bint _failed(object error) except -1:
     return error_failed(error)
 
 
+cdef extern from *:
+    """
+    // An engine's text ring: a tuple only its engine holds, its slots replaced in place. The
+    // new item is in place before the old one is released (whose finalizer may run code).
+    // A collection untracks a tuple that holds only untracked objects (str, None): it is
+    // tracked again before it holds one that can be in a cycle.
+    static inline void tw_ring_set(PyObject* ring, Py_ssize_t i, PyObject* item) {
+        PyObject* old = PyTuple_GET_ITEM(ring, i);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(ring, i, item);
+        if (PyObject_IS_GC(item) && !PyObject_GC_IsTracked(ring)) PyObject_GC_Track(ring);
+        Py_DECREF(old);
+    }
+    """
+    void _ring_set "tw_ring_set"(tuple ring, Py_ssize_t i, object item)
+
+
+cdef tuple _new_ring(Py_ssize_t size):
+    """A new text ring of ``size`` slots, all None (a fresh tuple: never a shared one)."""
+    cdef list slots = [None] * size
+    return tuple(slots)
+
+
 cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
@@ -167,9 +190,11 @@ cdef class Engine:
     cdef public object config  # the WatchdogConfig the settings came from
     cdef public Py_ssize_t events
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
-    # [name, args, name, args, ...]: one list, so a call touches one object (a fleet's
-    # sessions are cold in cache; every object a call reaches is a memory access)
-    cdef list _texts
+    # (name, args, name, args, ...): one tuple that only this engine sees, its slots written
+    # in place (_ring_set), so a call reaches the slots in the tuple's own block, not through
+    # a list's separate item array (a fleet's sessions are cold in cache; every object a call
+    # reaches is a memory access). A tuple keeps the items visible to the GC.
+    cdef tuple _texts
     cdef Py_ssize_t _ring
     cdef Py_ssize_t _pos
     cdef frozenset _exempt
@@ -185,19 +210,22 @@ cdef class Engine:
         self._s = NULL
 
     def __dealloc__(self):
-        del self._s
+        Session.destroy(self._s)
 
     def __init__(self, settings):
         self._engine_init(settings)
 
     def _engine_init(self, settings):
         cdef Settings c = _settings(settings)
-        del self._s
-        self._s = new Session(c)
+        if max(c.density_window, c.cycle_max_period * c.cycle_cycles) < 1:
+            raise ValueError("the call ring needs at least one slot (density_window >= 1)")
+        Session.destroy(self._s)
+        self._s = NULL
+        self._s = Session.create(c)
         self.settings = settings
         self.events = 0
         self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
-        self._texts = [None] * (2 * self._ring)
+        self._texts = _new_ring(2 * self._ring)
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
         self._shell = frozenset(settings.shell_tools)
@@ -256,8 +284,8 @@ cdef class Engine:
     cdef inline void _note_call(self, object name, object args):
         """The Python side of an observed call: the event count and the text ring."""
         self.events += 1
-        self._texts[2 * self._pos] = name
-        self._texts[2 * self._pos + 1] = args
+        _ring_set(self._texts, 2 * self._pos, name)
+        _ring_set(self._texts, 2 * self._pos + 1, args)
         self._pos += 1
         if self._pos == self._ring:
             self._pos = 0
@@ -266,8 +294,8 @@ cdef class Engine:
         """Batch ingest: the text ring entry of the call ``offset`` places after the current
         position (the batch writes only the calls the ring will still hold)."""
         cdef Py_ssize_t at = (self._pos + offset) % self._ring
-        self._texts[2 * at] = name
-        self._texts[2 * at + 1] = args
+        _ring_set(self._texts, 2 * at, name)
+        _ring_set(self._texts, 2 * at + 1, args)
 
     cdef inline void _ring_advance(self, Py_ssize_t calls):
         self.events += calls
@@ -358,7 +386,7 @@ cdef class Engine:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
         self._session().reset()
         self.events += 1
-        self._texts = [None] * (2 * self._ring)
+        self._texts = _new_ring(2 * self._ring)
         self._pos = 0
         self._clear_texts()
         return ()

@@ -101,7 +101,11 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t repeated_failure_threshold
 
     cdef cppclass Session:
-        Session(const Settings& s) except +
+        # one block: the session and its rings (Session::create / Session::destroy)
+        @staticmethod
+        Session* create(const Settings& s) except +
+        @staticmethod
+        void destroy(Session* session)
         uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
                               uint64_t identity) except +
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,

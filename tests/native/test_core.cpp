@@ -230,6 +230,41 @@ void test_repeated_failure_and_retraction() {
     CHECK(s.repeat.run == 3 && s.history.size() == 3 && s.name.run == 3);
 }
 
+void test_session_in_one_block() {
+    // Session::create lays the rings out after the object in one block: it must see exactly
+    // what a self-allocating session sees, past the rings' wrap, and free cleanly (ASan).
+    tw::Canonicalizer c;
+    tw::Settings st = defaults();
+    st.digest_memory = 4;
+    tw::Session own(st);
+    tw::Session* block = tw::Session::create(st);
+    const char* tools[] = {"read_file", "grep", "read_file", "bash", "read_file", "read_file"};
+    for (int i = 0; i < 200; ++i) {
+        const std::string name = tools[(i * 7 + i / 13) % 6];
+        const std::string args = "{\"path\": \"f" + std::to_string(i % 5) + ".py\"}";
+        CHECK(call(*block, c, name, args) == call(own, c, name, args));
+        const std::string payload = "out " + std::to_string(i % 6);
+        CHECK(block->observe_result(0, i % 11 == 0, i % 17 == 0, false, payload.data(),
+                                    payload.size(), true) ==
+              own.observe_result(0, i % 11 == 0, i % 17 == 0, false, payload.data(),
+                                 payload.size(), true));
+        if (i % 50 == 49) {
+            block->turn_boundary();
+            own.turn_boundary();
+        }
+        if (i == 120) {
+            block->retract_calls(3);
+            own.retract_calls(3);
+        }
+    }
+    CHECK(block->repeat.run == own.repeat.run && block->stale.run == own.stale.run);
+    CHECK(block->state_bytes() == own.state_bytes());
+    CHECK(reinterpret_cast<uintptr_t>(block) % 64 == 0);
+    block->reset();
+    tw::Session::destroy(block);
+    tw::Session::destroy(nullptr);
+}
+
 int main() {
     test_hash();
     test_canonicalizer();
@@ -239,6 +274,7 @@ int main() {
     test_digest_lru();
     test_tokens();
     test_repeated_failure_and_retraction();
+    test_session_in_one_block();
     if (failures) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
