@@ -92,6 +92,11 @@ def context_crosses(tokens: int, compact_at: int, pending: bool, cut_tokens: int
 
 # The Guardrails hot path (_guardrails.pxi): native-only, not part of the engine API.
 
+class CallCounter:
+    tool_calls: int
+    call_mark: int
+    def __init__(self, tool_calls: int = 0, call_mark: int = 0) -> None: ...
+
 class GuardrailsCore:
     def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision: ...
     def on_result(
