@@ -614,6 +614,8 @@ def test_batch_ingest_charges_usage_rows_of_a_step_bounded_task(implementation: 
         (12, "bounded", "cut_turn")]
     assert str(bounded.task.outcome) == "exhausted(steps)" and bounded.task.steps == 3
     assert free.task.used("usd") == pytest.approx(0.03) and free.task.outcome is None
+    # the rows the batch core observed charge the free session's task too, once per batch
+    assert (free.task.steps, free.task.tokens, free.task.tool_calls) == (3, 45, 3)
 
 
 # -- the tool-call counter's fast path (native: C integers the core holds a typed reference to)
@@ -693,3 +695,44 @@ def test_a_child_charges_its_ancestors_with_each_call(implementation: str) -> No
 def test_a_charge_past_the_native_counters_range_is_a_typed_error() -> None:
     with pytest.raises(ConfigError, match="below 2\\*\\*62"):
         Task().charge("tool_calls", 1 << 62)
+
+
+def test_batch_ingest_charges_an_uncapped_task_what_one_at_a_time_does(
+        implementation: str) -> None:
+    """Two sessions of a task that caps nothing the rows advance, and one of its own: the
+    batch core observes every row and hands each task the totals; the counts equal the
+    one-at-a-time path's, including at a row Python acts on and when the batch is cut short
+    by a refused reset."""
+    from tripwire.errors import BatchInterrupted
+
+    rows: list[tuple[Any, ...]] = [("a", "turn_start"), ("b", "turn_start"), ("c", "turn_start")]
+    for i in range(4):
+        rows += [("a", "usage", "m", 100 + i, 7, 0.01), ("b", "call", "grep", f'{{"q": {i}}}'),
+                 ("a", "call", "read_file", f'{{"path": "{i}"}}'), ("c", "usage", None, 5, 1),
+                 ("c", "call", "bash", f'{{"command": "ls {i}"}}')]
+    rows += [("a", "turn_end"), ("c", "reset", "nonsense"), ("b", "call", "grep", "{}")]
+    fleets = [Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+                    implementation=implementation) for _ in range(2)]
+    counts = []
+    for k, f in enumerate(fleets):
+        shared = f.task("t", budget={"stop_rejections": 3})  # nothing a row advances
+        f.session("a", task=shared), f.session("b", task=shared), f.session("c")
+        if k == 0:
+            with pytest.raises(BatchInterrupted) as info:
+                f.observe_many(rows)
+            assert info.value.index == len(rows) - 2
+        else:
+            for sid, kind, *x in rows[:-2]:
+                g = f.session(sid)
+                if kind == "call":
+                    g.on_call(*x)
+                elif kind == "usage":
+                    g.on_usage(model=x[0], input_tokens=x[1], output_tokens=x[2],
+                               cost_usd=x[3] if len(x) > 3 else None)
+                elif kind == "turn_start":
+                    g.start_turn()
+                else:
+                    g.end_turn()
+        counts.append([(t.steps, t.tokens, t.usd, t.tool_calls)
+                       for t in (shared, f.session("c").task)])
+    assert counts[0] == counts[1] == [(4, 434, 40_000_000, 8), (4, 24, 0, 4)]

@@ -521,6 +521,19 @@ class Task:
             self._persist_chain()
             return found
 
+    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int) -> None:
+        """Batch ingest's totals for the rows of one session it observed since its last
+        hand-back (``Fleet.observe_many``): model steps, their tokens and cost (nano-dollars),
+        tool calls, charged along the chain at once. Only for a chain that caps none of
+        these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
+        store row (a bounded chain's rows are charged one by one)."""
+        with self._lock:
+            for t in self.chain:
+                t.steps += steps
+                t.tokens += tokens
+                t.usd += nano
+                t.tool_calls += calls
+
     def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
                      cost_usd: float | None = None) -> Exhaustion | None:
         """One model request tripwire did not observe (the progress supervisor's, say): a

@@ -601,8 +601,7 @@ class Guardrails:
             added = change.spent - self._cost.spent
             trip = self._cost.add(added)
             assert trip is None, "the batch core charges only spend that trips no bound"
-            for task in self._task.chain:  # its task's dollars (no cap along the chain)
-                task.usd += added
+            self._task.charge_batch(0, 0, added, 0)  # its task's dollars (no cap on them)
         context = self._context
         if context is not None:
             if change.measured is not None:
