@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import IMPLEMENTATIONS
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.budget import Budget, Task
@@ -613,3 +614,125 @@ def test_batch_ingest_charges_usage_rows_of_a_step_bounded_task(implementation: 
         (12, "bounded", "cut_turn")]
     assert str(bounded.task.outcome) == "exhausted(steps)" and bounded.task.steps == 3
     assert free.task.used("usd") == pytest.approx(0.03) and free.task.outcome is None
+    # the rows the batch core observed charge the free session's task too, once per batch
+    assert (free.task.steps, free.task.tokens, free.task.tool_calls) == (3, 45, 3)
+
+
+# -- the tool-call counter's fast path (native: C integers the core holds a typed reference to)
+
+
+def test_every_reader_sees_the_fast_paths_tool_call_count(tmp_path: Path,
+                                                          implementation: str) -> None:
+    """Calls below the task's mark are charged on the fast path (on the native engine through
+    the task's native counter); the count, notes, cap, report and store see each one."""
+    db = tmp_path / "g.sqlite"
+    task = Task("o", {"tool_calls": 10}, task_id="t", store=SQLiteStore(db))
+    g = guard(implementation, task=task)
+    expected = "tripwire._native" if implementation == "native" else "tripwire.budget"
+    assert type(task._calls).__module__ == expected  # the engine's own counter
+    g.start_turn()
+    for i in range(4):
+        assert g.on_call("read_file", {"path": f"f{i}"}, id=f"c{i}") is CONTINUE
+    assert (task.tool_calls, task.call_mark) == (4, 5)  # the next call reaches the 50% note
+    assert task.remaining()["tool_calls"] == 6 and task.notes == ()
+    assert g.on_call("read_file", {"path": "f4"}) is CONTINUE
+    assert [n for _, n in task.notes] == ["You have used 5 of 10 tool calls for this task."]
+    g.end_turn()  # written at the turn end
+    restored = Task("o", {"tool_calls": 10}, task_id="t", store=SQLiteStore(db))
+    assert restored.tool_calls == 5 and restored.call_mark == 8
+    report = task.report()
+    assert report.counter("tool_calls").used == 5 and report.counter("tool_calls").cap == 10
+    assert [u.call_id for u in report.uncertain] == ["c0", "c1", "c2", "c3"]
+    g.start_turn()
+    decisions = [g.on_call("read_file", {"path": f"g{i}"}) for i in range(6)]
+    assert [d.cut_turn for d in decisions] == [False] * 5 + [True]
+    assert str(task.outcome) == "exhausted(tool_calls)" and task.tool_calls == 11
+
+
+def other(implementation: str) -> str:
+    name = "python" if implementation == "native" else "native"
+    if name not in IMPLEMENTATIONS:
+        pytest.skip(f"needs both engines (TRIPWIRE_TEST_IMPLEMENTATIONS has no {name})")
+    return name
+
+
+def test_a_task_shared_across_engines_counts_every_call_once(implementation: str) -> None:
+    """A task one session runs, then two (of different engines), then one again: one count.
+    The second session keeps the counter the first holds (never a copy of it); a shared task
+    takes the locked path on every call, and the fast path again when one session is left."""
+    task = Task(budget=Budget(tool_calls=9))
+    first = guard(implementation, task=task, session_id="first")
+    kind = type(task._calls)
+    first.start_turn()
+    assert [first.on_call("grep", {"q": i}).cut_turn for i in range(3)] == [False] * 3
+    second = guard(other(implementation), task=task, session_id="second")
+    assert type(task._calls) is kind and task.call_mark == 0  # shared: the locked path
+    second.start_turn()
+    calls = [g.on_call("grep", {"q": 10 + i}).cut_turn for i, g in
+             enumerate([second, first, second])]
+    assert calls == [False] * 3 and task.tool_calls == 6
+    second.run_task(Task())  # the second session leaves the task
+    assert task.call_mark == 8  # the 80% note's call (ceil(7.2)); the 50% one came at 5
+    assert [n for _, n in task.notes] == ["You have used 5 of 9 tool calls for this task."]
+    assert [first.on_call("grep", {"q": 20 + i}).cut_turn for i in range(4)] == [
+        False, False, False, True]
+    assert str(task.outcome) == "exhausted(tool_calls)" and task.tool_calls == 10
+    assert second.task.tool_calls == 0
+
+
+def test_a_child_charges_its_ancestors_with_each_call(implementation: str) -> None:
+    parent = Task(budget=Budget(tool_calls=5))
+    child = parent.child({"tool_calls": 100})
+    g = guard(implementation, task=child, session_id="worker")
+    g.start_turn()
+    decisions = [g.on_call("grep", {"q": i}) for i in range(6)]
+    assert [d.cut_turn for d in decisions] == [False] * 5 + [True]
+    assert (child.tool_calls, parent.tool_calls) == (6, 6)
+    ex = child.exhausted
+    assert ex is not None and (ex.counter, ex.by_task) == ("tool_calls", parent.task_id)
+
+
+def test_a_charge_past_the_native_counters_range_is_a_typed_error() -> None:
+    with pytest.raises(ConfigError, match="below 2\\*\\*62"):
+        Task().charge("tool_calls", 1 << 62)
+
+
+def test_batch_ingest_charges_an_uncapped_task_what_one_at_a_time_does(
+        implementation: str) -> None:
+    """Two sessions of a task that caps nothing the rows advance, and one of its own: the
+    batch core observes every row and hands each task the totals; the counts equal the
+    one-at-a-time path's, including at a row Python acts on and when the batch is cut short
+    by a refused reset."""
+    from tripwire.errors import BatchInterrupted
+
+    rows: list[tuple[Any, ...]] = [("a", "turn_start"), ("b", "turn_start"), ("c", "turn_start")]
+    for i in range(4):
+        rows += [("a", "usage", "m", 100 + i, 7, 0.01), ("b", "call", "grep", f'{{"q": {i}}}'),
+                 ("a", "call", "read_file", f'{{"path": "{i}"}}'), ("c", "usage", None, 5, 1),
+                 ("c", "call", "bash", f'{{"command": "ls {i}"}}')]
+    rows += [("a", "turn_end"), ("c", "reset", "nonsense"), ("b", "call", "grep", "{}")]
+    fleets = [Fleet(GuardrailsConfig(mode="enforce", unattended=False),
+                    implementation=implementation) for _ in range(2)]
+    counts = []
+    for k, f in enumerate(fleets):
+        shared = f.task("t", budget={"stop_rejections": 3})  # nothing a row advances
+        f.session("a", task=shared), f.session("b", task=shared), f.session("c")
+        if k == 0:
+            with pytest.raises(BatchInterrupted) as info:
+                f.observe_many(rows)
+            assert info.value.index == len(rows) - 2
+        else:
+            for sid, kind, *x in rows[:-2]:
+                g = f.session(sid)
+                if kind == "call":
+                    g.on_call(*x)
+                elif kind == "usage":
+                    g.on_usage(model=x[0], input_tokens=x[1], output_tokens=x[2],
+                               cost_usd=x[3] if len(x) > 3 else None)
+                elif kind == "turn_start":
+                    g.start_turn()
+                else:
+                    g.end_turn()
+        counts.append([(t.steps, t.tokens, t.usd, t.tool_calls)
+                       for t in (shared, f.session("c").task)])
+    assert counts[0] == counts[1] == [(4, 434, 40_000_000, 8), (4, 24, 0, 4)]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import in_threads
 
-from tripwire import Decision, GuardrailHalted, GuardrailsConfig, Turn
+from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
+from tripwire.budget import CONSUMED
 from tripwire.events import Call, Result, TurnStart
 from tripwire.fleet import Fleet
 from tripwire.store import SQLiteStore
@@ -197,6 +198,11 @@ def one_by_one(f: Fleet, events: list[tuple]) -> list[tuple]:
     return out
 
 
+def task_counts(g: Guardrails) -> dict[str, float]:
+    """What a session's task consumed (every counter but the wall-clock deadline)."""
+    return {c: g.task.used(c) for c in CONSUMED if c != "deadline_s"}
+
+
 def summary(outcomes: list[tuple]) -> list[tuple]:
     rows = []
     for i, sid, d in outcomes:
@@ -221,6 +227,7 @@ def test_a_batch_decides_exactly_what_one_event_at_a_time_decides(
     for sid in {e[0] for e in events}:
         a, b = batch_fleet.session(sid), single_fleet.session(sid)
         assert a.status() == b.status()
+        assert task_counts(a) == task_counts(b), sid  # its task charged the same
         for attr in ("events", "repeat_run", "name_run", "silent_calls", "stale_results",
                      "failure_streak", "no_op_run"):
             assert getattr(a.watchdog, attr) == getattr(b.watchdog, attr), (sid, attr)
@@ -254,6 +261,7 @@ def test_a_batch_decides_what_one_at_a_time_decides_at_every_limit(
     assert any(row[3] == guardrail for row in got if row[2] != "turn"), "the limit was reached"
     for sid in {e[0] for e in events}:
         assert batch_fleet.session(sid).status() == single_fleet.session(sid).status()
+        assert task_counts(batch_fleet.session(sid)) == task_counts(single_fleet.session(sid))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -194,20 +194,52 @@ def test_a_turn_cut_denies_the_rest_of_the_turn_only(claude: Hook) -> None:
     assert claude(pre(4, {"command": "ls"})) is None
 
 
-def test_the_stop_hook_cap_ends_a_stop_hook_loop_at_eight_rejections(claude: Hook) -> None:
-    assert claude(common("UserPromptSubmit", prompt="finish the task")) is None
+def test_the_stop_hook_cap_is_the_sessions_task_budget(claude: Hook) -> None:
+    """A permanently blocking stop hook: each Stop with stop_hook_active records one refusal
+    of the attempt before it on the session's task (its store rows: every invocation is a
+    new process); the 9th refusal exhausts the task and stops the agent, across turns (a
+    task's counters never refill), and the session refuses later prompts."""
+    assert claude(common("UserPromptSubmit", prompt="finish the task", prompt_id="p1")) is None
     assert claude(common("Stop", stop_hook_active=False, last_assistant_message="done")) is None
-    for _ in range(7):  # each later attempt comes after a stop hook refused the previous one
-        assert claude(common("Stop", stop_hook_active=True,
+    for _ in range(5):  # each later attempt comes after a stop hook refused the previous one
+        assert claude(common("Stop", stop_hook_active=True, prompt_id="p1",
                              last_assistant_message="done")) is None
-    assert claude(common("Stop", stop_hook_active=True, last_assistant_message="done")) == {
+    assert claude(common("UserPromptSubmit", prompt="really finish", prompt_id="p2")) is None
+    assert claude(common("Stop", stop_hook_active=False, prompt_id="p2",
+                         last_assistant_message="done")) is None
+    for _ in range(3):  # refusals 6-8: at the cap, not past it
+        assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
+                             last_assistant_message="done")) is None
+    assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
+                         last_assistant_message="done, all tests pass")) == {
         "continue": False,
-        "stopReason": "tripwire: stop-hook cap: the agent's attempt to finish was refused 8 "
-                      "times in a row, so it stops here; its last answer was not accepted by "
-                      "the stop hook and is unverified"}
-    # an accepted stop, then a new chain of refusals starts from zero
-    assert claude(common("Stop", stop_hook_active=False, last_assistant_message="done")) is None
-    assert claude(common("Stop", stop_hook_active=True, last_assistant_message="done")) is None
+        "stopReason": f"tripwire: budget guardrail: task {SESSION} exhausted this task's "
+                      "refused attempts to finish: 9 of 8, so the agent stops here; its last "
+                      "answer was not accepted by the stop hook and is unverified. The session "
+                      "refuses new turns."}
+    done = subprocess.run([sys.executable, "-m", "tripwire", "status", str(claude.store)],
+                          capture_output=True, text=True, timeout=60)
+    (task,) = [line for line in map(json.loads, done.stdout.splitlines())
+               if line["kind"] == "task"]
+    assert (task["task"], task["outcome"], task["counter"]) == (
+        SESSION, "exhausted", "stop_rejections")
+    assert task["used"]["stop_rejections"] == 9
+    assert claude(common("UserPromptSubmit", prompt="go on", prompt_id="p3")) == {
+        "decision": "block",
+        "reason": f"tripwire: task {SESSION} exhausted this task's refused attempts to "
+                  "finish: 9 of 8. The session's task is exhausted, so it refuses new turns; "
+                  "start a new session."}
+
+
+def test_below_enforce_the_stop_hook_cap_is_reported_only(tmp_path: Path,
+                                                          implementation: str) -> None:
+    hook = Hook("claude-code", tmp_path / "s.sqlite3", implementation)
+    for active in [False] + [True] * 9:
+        done = hook.raw(json.dumps(common("Stop", stop_hook_active=active,
+                                          last_assistant_message="done")), "--mode", "warn")
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert "budget guardrail tripped" in done.stderr
+    assert "9 of 8" in done.stderr
 
 
 @pytest.mark.parametrize("stdin", ["", "not json at all", "[1, 2]", '{"hook_event_name": 3}',

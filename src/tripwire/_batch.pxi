@@ -23,6 +23,7 @@ cdef struct _Item:
     uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
     int64_t cost         # a usage's cost, nano-dollars
     int64_t input_tokens  # a usage's measured context (-1: none)
+    int64_t tokens       # a usage's input + output tokens (its task's charge)
     bint failed
     bint noop
     bint exempt
@@ -58,6 +59,13 @@ cdef struct _Slot:
     int64_t ceiling
     bint cost_frozen     # halted or tripped this turn: no ceiling is checked
     bint spent_changed
+    # the task's charge for the rows observed since the last take (task_charges()): usage
+    # rows (model steps), their tokens, tool calls; a session whose task caps any of these,
+    # or time, has those rows charged in Python instead
+    int64_t task_steps
+    int64_t task_tokens
+    int64_t task_calls
+    bint charged         # listed in Batch.charged
     bint dirty           # listed in Batch.dirty: something to hand back to Python
     # counts of this run() segment, for _note(): calls observed and written back to the text
     # ring (which holds the last ``ring``), results, texts and usages, whether any result could
@@ -155,6 +163,7 @@ cdef class Batch:
     cdef vector[Py_ssize_t] blocked_rows
     cdef vector[int] touched     # slots with rows in the current run() segment
     cdef vector[int] dirty       # slots with changes to hand back
+    cdef vector[int] charged     # slots with task charges to hand back
     cdef vector[char] ids_copied  # the slot's call id map is the batch's own copy
     cdef list rows, engines, keep, ids
     cdef readonly list session_ids
@@ -318,6 +327,7 @@ cdef class Batch:
                 return 0
             it.cost = <int64_t>nano
         it.input_tokens = tokens if tokens is not None else -1
+        it.tokens = (tokens or 0) + (output or 0)  # each below 2**62: no overflow
         it.name = NULL
         it.name_len = 0
         if model is not None:
@@ -347,6 +357,7 @@ cdef class Batch:
         # run() appends to these without the GIL: room for every slot and row up front
         self.touched.reserve(len(states))
         self.dirty.reserve(len(states))
+        self.charged.reserve(len(states))
         self.blocked_rows.reserve(self.n)
         for k in range(len(states)):
             st = states[k]
@@ -360,6 +371,8 @@ cdef class Batch:
             slp.ring = (<Engine>engine)._ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
+            slp.task_steps = slp.task_tokens = slp.task_calls = 0
+            slp.charged = False
             self._set_state(slp, st)
         # call ids as the rows go: a turn_start forgets them, as start_turn() does
         for i in range(self.n):
@@ -493,6 +506,9 @@ cdef class Batch:
                             break
                     self._touch(sl, it.slot)
                     sl.counted += 1
+                    sl.task_steps += 1  # its task's step and tokens (task_charges())
+                    sl.task_tokens += it.tokens
+                    self._mark_charged(sl, it.slot)
                     if it.cost:
                         sl.spent = spent
                         sl.spent_changed = True
@@ -518,6 +534,8 @@ cdef class Batch:
                     continue
                 if it.kind == b'c':
                     sl.calls += 1
+                    sl.task_calls += 1  # its task's tool call (task_charges())
+                    self._mark_charged(sl, it.slot)
                     mask = sl.session.observe_call(canon.canonicalize(
                         it.name, it.name_len, it.data, it.data_len), it.name_hash, it.identity)
                 else:
@@ -561,6 +579,11 @@ cdef class Batch:
         if not sl.dirty:
             sl.dirty = True
             self.dirty.push_back(slot)
+
+    cdef inline void _mark_charged(self, _Slot* sl, int slot) noexcept nogil:
+        if not sl.charged:
+            sl.charged = True
+            self.charged.push_back(slot)
 
     cdef int _note(self, Py_ssize_t start, Py_ssize_t last) except -1:
         """The Python side of rows start..last, which run() observed (its counts are in the
@@ -653,6 +676,28 @@ cdef class Batch:
                                    sl.measured if sl.measured_reset else None, added))
             sl.spent_changed = sl.measured_reset = sl.dirty = False
         self.dirty.clear()
+        return out
+
+    def task_charges(self, int slot=-1):
+        """What the sessions' tasks are charged for the rows observed since the last take:
+        ``(slot, steps, tokens, calls)`` for each session with any; ``slot``: that one only
+        (before Python acts on it). Totals, not rows: Python charges each task once."""
+        cdef Py_ssize_t k
+        cdef _Slot* sl
+        out = []
+        if slot >= 0:
+            sl = &self.slots[slot]
+            if sl.task_steps or sl.task_calls:
+                out.append((slot, sl.task_steps, sl.task_tokens, sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+            return out
+        for k in range(<Py_ssize_t>self.charged.size()):
+            sl = &self.slots[self.charged[k]]
+            if sl.task_steps or sl.task_calls:
+                out.append((self.charged[k], sl.task_steps, sl.task_tokens, sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+            sl.charged = False
+        self.charged.clear()
         return out
 
     def call_ids(self):

@@ -26,6 +26,19 @@ cdef object _CONTINUE_ = _CONTINUE
 cdef object _FEEDBACK = _Mode.FEEDBACK
 
 
+cdef class CallCounter:
+    """A task's tool-call count and the fast path's mark as C integers: the native twin of
+    tripwire.budget.CallCounter (``Task._calls``). ``GuardrailsCore`` swaps it into the task
+    it runs (``_task``) and charges calls below the mark through a typed reference."""
+
+    cdef public long long tool_calls
+    cdef public long long call_mark
+
+    def __cinit__(self, long long tool_calls=0, long long call_mark=0):
+        self.tool_calls = tool_calls
+        self.call_mark = call_mark
+
+
 cdef class GuardrailsCore:
     """The fields every observation of a native ``Guardrails`` reads, and its hot entry points.
 
@@ -41,8 +54,10 @@ cdef class GuardrailsCore:
     cdef Py_ssize_t _depth        # ...and how many times it holds it (0: free)
     cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
     cdef public object _blocked   # the halt, or this turn's cut: later events get it
-    cdef public object _task      # the task the session runs under (its counters)...
-    cdef public object _budget    # ...and the session's budget policy (the slow path)
+    cdef object _run              # the task the session runs under (``_task``)...
+    cdef CallCounter _calls       # ...its tool-call counter, typed (None: the locked path)
+    cdef object _bp               # ...the session's budget policy (``_budget``: the slow
+    cdef dict _open               # path) and its calls without a result yet (``open``)
     cdef object _wd               # the watchdog (None in off mode)...
     cdef Engine _engine           # ...typed, for the C-level call (None unless native)
     cdef public dict _ids         # call id -> tool name, for results by id
@@ -53,8 +68,10 @@ cdef class GuardrailsCore:
         self._owner = 0
         self._depth = 0
         self._blocked = None
-        self._task = None
-        self._budget = None
+        self._run = None
+        self._calls = None
+        self._bp = None
+        self._open = None
         self._wd = None
         self._engine = None
         self._ids = {}
@@ -74,6 +91,38 @@ cdef class GuardrailsCore:
         self._engine = value if isinstance(value, Engine) and \
             cls.observe_call is Engine.observe_call and \
             cls.observe_result is Engine.observe_result else None
+
+    @property
+    def _budget(self):
+        return self._bp
+
+    @_budget.setter
+    def _budget(self, policy):
+        self._bp = policy
+        self._open = None if policy is None else policy.open  # a dict kept for its life
+
+    @property
+    def _task(self):
+        return self._run
+
+    @_task.setter
+    def _task(self, task):
+        """Run under ``task`` (set after this session's budget policy joined it): its
+        counter becomes the native twin while no other session holds the one it has; a task
+        another session holds a Python counter of keeps it, and this session charges it on
+        the locked path (the budget policy's ``on_call``), never on a stale copy."""
+        cdef object counter = None
+        if task is not None:
+            with task._lock:
+                counter = task._calls
+                if type(counter) is not CallCounter:
+                    if all(p is self._bp for p in task.sessions):
+                        counter = CallCounter(counter.tool_calls, counter.call_mark)
+                        task._calls = counter
+                    else:
+                        counter = None
+        self._run = task
+        self._calls = counter
 
     @property
     def _lock(self):
@@ -127,8 +176,9 @@ cdef class GuardrailsCore:
         return self._on_call(name, args, id)
 
     cdef object _on_call(self, object name, object args, object id):
-        cdef object alerts, task, decision
+        cdef object alerts, decision
         cdef object pending = None
+        cdef CallCounter calls
         self._take()
         try:
             if id is not None and type(id) is not str:
@@ -137,14 +187,13 @@ cdef class GuardrailsCore:
                 return self._blocked
             # the task's tool-call counter (SPEC §7.1), as the twin: integer work below the
             # task's mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            task = self._task
-            n = task.tool_calls + 1
-            if n < task.call_mark:
-                task.tool_calls = n
+            calls = self._calls
+            if calls is not None and calls.tool_calls + 1 < calls.call_mark:
+                calls.tool_calls += 1
                 if id is not None:
-                    self._budget.open[id] = name  # without a result yet
+                    self._open[id] = name  # the budget policy's open: without a result yet
             else:
-                pending = self._budget.on_call(name, id)
+                pending = self._bp.on_call(name, id)
                 if pending is not None and not pending.proceed:
                     self._blocked = pending
                     return pending
@@ -179,7 +228,7 @@ cdef class GuardrailsCore:
                 check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
             if self._blocked is not None:
                 return self._blocked
-            budget = self._budget
+            budget = self._bp
             if budget.started:  # calls timed out by now are cancelled first
                 pending = budget.poll_time()
                 if pending is not None and not pending.proceed:
@@ -220,7 +269,7 @@ cdef class GuardrailsCore:
         try:
             if self._blocked is not None:
                 return self._blocked
-            budget = self._budget
+            budget = self._bp
             budget.last_text = text
             pending = budget.poll_time() if budget.started else None
             if pending is not None and not pending.proceed:

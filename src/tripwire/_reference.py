@@ -523,6 +523,9 @@ class Batch:
         self.slot_of: dict[str, int] = {}
         self.session_ids: list[str] = []
         self.slots: list[int] = []
+        # per slot, the task's charge for the rows observed since the last take
+        # (task_charges()): [model steps, their tokens, tool calls]
+        self.charges: list[list[int]] = []
         self.bound = False
         i = 0
         try:
@@ -582,6 +585,7 @@ class Batch:
         self.states = [_BatchSlot(s) for s in states]
         self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
+        self.charges = [[0, 0, 0] for _ in states]
         self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
         self.pos = 0
@@ -607,7 +611,8 @@ class Batch:
             elif kind == "usage":
                 nano = usage_cost_nano(fields[1], fields[2], fields[3])
                 model = fields[0]
-                self.items.append(("u", slot, nano, model, fields[1]) if model is None
+                self.items.append(("u", slot, nano, model, fields[1],
+                                   (fields[1] or 0) + (fields[2] or 0)) if model is None
                                   or isinstance(model, str) else ("p", slot))
             elif kind == "text":
                 self.items.append(("t", slot, fields[0]))
@@ -634,6 +639,9 @@ class Batch:
                 if not st.take_usage(item[2], item[3], item[4]):
                     return i, (), StopReason.PYTHON  # Guardrails decides
                 engine.count_event()
+                charge = self.charges[slot]  # its task's step and tokens (task_charges())
+                charge[0] += 1
+                charge[1] += item[5]
                 if st.blocked:
                     self.blocked_rows.append(i)
                 continue
@@ -646,6 +654,7 @@ class Batch:
                     return i, (), StopReason.POLICY  # Guardrails withdraws the notes answered
                 continue
             if item[0] == "c":
+                self.charges[slot][2] += 1  # its task's tool call (task_charges())
                 alerts = engine.observe_call(item[2], item[3])
                 if alerts:
                     return i, alerts, StopReason.POLICY
@@ -679,6 +688,15 @@ class Batch:
 
     def changes(self) -> list[BatchChange]:
         return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
+
+    def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int]]:
+        out = []
+        for k in ((slot,) if slot >= 0 else range(len(self.charges))):
+            charge = self.charges[k]
+            if charge[0] or charge[2]:
+                out.append((k, charge[0], charge[1], charge[2]))
+                charge[:] = [0, 0, 0]
+        return out
 
     def call_ids(self) -> list[tuple[int, dict[Any, str]]]:
         return [(k, ids) for k, ids in enumerate(self.ids)

@@ -276,6 +276,21 @@ def note_text(counter: str, used: float, cap: float) -> str:
            f"{_NOUNS.get(counter, counter)} for this task."
 
 
+class CallCounter:
+    """A task's tool-call count and the fast path's mark, in an object of their own: the
+    native Guardrails core holds a typed reference to its native twin (``_native.CallCounter``,
+    C integers) and charges a call below the mark without a Python attribute access. A task
+    starts with this one; the first native session to run it swaps in the native twin (with
+    the same two numbers) while no other session holds it. ``Task.tool_calls`` and
+    ``Task.call_mark`` read and write through whichever it holds."""
+
+    __slots__ = ("call_mark", "tool_calls")
+
+    def __init__(self, tool_calls: int = 0, call_mark: int = 0):
+        self.tool_calls = tool_calls
+        self.call_mark = call_mark
+
+
 class Task:
     """The unit a budget is charged to. ``task.child(allowance)`` makes a sub-task; a
     ``Guardrails`` (``task=``) or ``Fleet.session(id, task=)`` runs a session under it, and its
@@ -292,9 +307,10 @@ class Task:
     durable (see the module's docstring; the ``task_id`` must then be stable across restarts).
     """
 
-    # counters first: the fast path reads tool_calls and call_mark
+    # the fast path reads _calls (tool_calls and call_mark)
     __slots__ = (
         "__weakref__",
+        "_calls",
         "_clock",
         "_ended_at",
         "_lock",
@@ -303,7 +319,6 @@ class Task:
         "_written",
         "acceptance",
         "budget",
-        "call_mark",
         "caps",
         "chain",
         "children",
@@ -324,7 +339,6 @@ class Task:
         "tampered",
         "task_id",
         "tokens",
-        "tool_calls",
         "tool_timeouts",
         "usd",
     )
@@ -356,7 +370,8 @@ class Task:
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
-        self.tool_calls = self.steps = self.tokens = self.usd = 0
+        self._calls: Any = CallCounter()     # tool_calls and call_mark (or the native twin)
+        self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
         self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
         # model-facing notes not delivered yet: (signal, text)
@@ -375,7 +390,6 @@ class Task:
         self._written: tuple[Any, ...] | None = None
         self._ended_at: float | None = None
         self.started_at: float | None = self._clock()
-        self.call_mark = 0
         self._log = _log
         if _log is None and store is not None:
             from .persistence import SessionLog
@@ -399,6 +413,27 @@ class Task:
         state = str(self.outcome) if self.outcome else (
             f"exhausted({self.exhausted.counter})" if self.exhausted else "running")
         return f"<Task {self.task_id!r} {state} steps={self.steps} tool_calls={self.tool_calls}>"
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls consumed."""
+        value: int = self._calls.tool_calls
+        return value
+
+    @tool_calls.setter
+    def tool_calls(self, value: int) -> None:
+        self._calls.tool_calls = value
+
+    @property
+    def call_mark(self) -> int:
+        """The fast path's gate: the tool-call count at which something may happen (a note,
+        the cap), or 0 when every call must take the locked path (see ``_remark``)."""
+        value: int = self._calls.call_mark
+        return value
+
+    @call_mark.setter
+    def call_mark(self, value: int) -> None:
+        self._calls.call_mark = value
 
     # -- children ------------------------------------------------------------------------------
 
@@ -465,6 +500,8 @@ class Task:
         amount = round(units * NANO) if counter == "usd" else int(units)
         if amount < 0:
             raise ConfigError(f"a charge is not negative: {units!r}")
+        if amount >= _NEVER:  # counters are 64-bit integers in the native core
+            raise ConfigError(f"a charge is below 2**62 units: {units!r}")
         with self._lock:
             for t in self.chain:
                 setattr(t, counter, getattr(t, counter) + amount)
@@ -483,6 +520,19 @@ class Task:
             found = self._check(("steps", "tokens", "usd", "deadline_s"))
             self._persist_chain()
             return found
+
+    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int) -> None:
+        """Batch ingest's totals for the rows of one session it observed since its last
+        hand-back (``Fleet.observe_many``): model steps, their tokens and cost (nano-dollars),
+        tool calls, charged along the chain at once. Only for a chain that caps none of
+        these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
+        store row (a bounded chain's rows are charged one by one)."""
+        with self._lock:
+            for t in self.chain:
+                t.steps += steps
+                t.tokens += tokens
+                t.usd += nano
+                t.tool_calls += calls
 
     def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
                      cost_usd: float | None = None) -> Exhaustion | None:
@@ -787,7 +837,7 @@ class Task:
             if isinstance(used, Mapping):
                 for c in CONSUMED:
                     v = used.get(c)
-                    if isinstance(v, int) and not isinstance(v, bool):
+                    if isinstance(v, int) and not isinstance(v, bool) and v < _NEVER:
                         setattr(self, c, max(getattr(self, c), v))
             v = data.get("tool_timeouts")
             if isinstance(v, int):

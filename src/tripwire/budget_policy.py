@@ -111,9 +111,9 @@ class BudgetPolicy:
             task._log = log
 
     def take_usd(self, added: int) -> None:
-        """Dollars the batch core charged (no cap along the chain: it checked)."""
-        for task in self.task.chain:
-            task.usd += added
+        """Dollars the batch core charged (no cap along the chain: it checked), under the
+        task tree's lock."""
+        self.task.charge_batch(0, 0, added, 0)
 
     # -- observations --------------------------------------------------------------------------
 
@@ -262,9 +262,10 @@ class BudgetPolicy:
 
     def end_turn(self) -> None:
         self.task.persist()
-        if len(self.open) > MAX_CALL_IDS:  # results that came by name only: keep the newest
-            keep = list(self.open.items())[-MAX_CALL_IDS:]
-            self.open = dict(keep)
+        open_ = self.open  # trimmed in place: the native core holds this dict
+        if len(open_) > MAX_CALL_IDS:  # results that came by name only: keep the newest
+            for ident in list(open_)[:-MAX_CALL_IDS]:
+                del open_[ident]
 
     def stop_attempt(self, accepted: bool, answer: Any) -> Decision | None:
         if answer is None:

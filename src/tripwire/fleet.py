@@ -250,6 +250,7 @@ class Fleet:
                 row = batch.row(i)
                 slot = batch.slot(i)
                 g = sessions[slot]
+                self._charge_tasks(batch, sessions, slot)  # its task's counts as of this row
                 if why is StopReason.PYTHON:
                     try:
                         self._single(row, i, g, out)
@@ -270,6 +271,7 @@ class Fleet:
             out.sort(key=_index)
             return out
         finally:
+            self._charge_tasks(batch, sessions)  # every task, for the rows observed
             self._persist_spend(sessions)
             for g in reversed(locked):
                 g.lock.release()
@@ -300,6 +302,14 @@ class Fleet:
             return
         for g in sessions:
             g.persist_spend()
+
+    @staticmethod
+    def _charge_tasks(batch: Any, sessions: list[Guardrails], slot: int = -1) -> None:
+        """Charge the tasks of sessions the batch core observed (all, or the one of ``slot``)
+        for those rows: totals since the last charge, once per task (such a task caps none
+        of the counters, so nothing can be noted or exhausted by them)."""
+        for k, steps, tokens, calls in batch.task_charges(slot):
+            sessions[k].task.charge_batch(steps, tokens, 0, calls)
 
     @staticmethod
     def _take_changes(batch: Any, sessions: list[Guardrails]) -> None:

@@ -259,10 +259,10 @@ class Guardrails:
             # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
             # the task's tool-call counter (SPEC §7.1): integer work while below the task's
             # mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            task = self._task
-            n = task.tool_calls + 1
-            if n < task.call_mark:
-                task.tool_calls = n
+            calls = self._task._calls
+            n = calls.tool_calls + 1
+            if n < calls.call_mark:
+                calls.tool_calls = n
                 if id is not None:
                     self._budget.open[id] = name  # without a result yet
             else:

@@ -23,6 +23,7 @@ class HookEvent:
     error: str | None = None
     payload: Any = None
     stop_hook_active: bool = False
+    answer: str | None = None    # a stop attempt's answer (the agent's last message)
     transcript_path: str | None = None
 
 

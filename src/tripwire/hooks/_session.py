@@ -13,8 +13,11 @@ Every hook invocation is a new process, so the session lives in the store:
   replaying the last 256 events decides the live event as the whole history would for every
   threshold up to 256; a long session costs each invocation the same.
 - **Hook-side turn state**: whether the current turn was cut (later calls of the turn are
-  denied with the same reason), the feedback not yet delivered, the stop-hook rejections in a
-  row, the resets already seen.
+  denied with the same reason), the feedback not yet delivered, the resets already seen.
+- **The stop-hook cap** is the session's task's ``stop_rejections`` counter (SPEC §7.1): a
+  Stop that says a stop hook refused the previous attempt (``stop_hook_active``) charges one
+  rejection through ``Guardrails.on_stop_attempt``; the count is the task's budget rows in the
+  store, so it holds across invocations, and the rejection past the cap exhausts the task.
 
 Stored arguments and payloads are compact: a top-level argument value longer than 256
 characters (a file's content) is replaced by its BLAKE3 digest, and a result payload is kept as
@@ -37,18 +40,17 @@ from typing import Any
 import blake3
 import msgpack
 
+from ..budget_policy import BUDGET
 from ..decision import Decision
 from ..feedback import render_feedback
 from ..guardrails import Guardrails, GuardrailsConfig
 from ..modes import Mode
 from ._model import HookEvent, Verdict
 
-__all__ = ["WINDOW", "STOP_REJECTIONS_CAP", "HookEvent", "Verdict", "HookSession"]
+__all__ = ["WINDOW", "HookEvent", "Verdict", "HookSession"]
 
 #: Observed events kept per session for replay (see the module docstring).
 WINDOW = 256
-#: SPEC §7.1: a stop hook may refuse the agent's attempt to finish this many times in a row.
-STOP_REJECTIONS_CAP = 8
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
 
@@ -66,7 +68,6 @@ class _State:
     cut: str | None = None       # the current turn's cut: model-facing reason
     halt_text: str | None = None  # the model-facing reason of this session's halt
     feedback: list[list[str]] = field(default_factory=list)  # [signal, guidance], undelivered
-    stops: int = 0               # stop-hook rejections in a row
     resets: int = 0              # reset rows of the store already applied here
     transcript: int = 0          # bytes of the transcript already read for usage
     transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
@@ -258,6 +259,9 @@ class HookSession:
         try:
             self.guardrails.start_turn()
         except GuardrailHalted as halted:
+            if halted.guardrails == (BUDGET,):  # an exhausted task: a reset does not refill it
+                return Verdict(block=f"tripwire: {halted.reason}. The session's task is "
+                               "exhausted, so it refuses new turns; start a new session.")
             return Verdict(block=self._for_user(halted.reason))
         self.state.in_turn = True
         return Verdict(context=self._drain())
@@ -267,18 +271,21 @@ class HookSession:
         return Verdict(context=None if self.guardrails.halted else self._drain())
 
     def _on_stop(self, event: HookEvent) -> Verdict:
-        g, state = self.guardrails, self.state
+        g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
-        # stop_hook_active: this attempt comes after a stop hook refused the previous one
-        state.stops = state.stops + 1 if event.stop_hook_active else 0
-        if state.stops >= STOP_REJECTIONS_CAP:
-            state.stops = 0
-            return Verdict(halt=(
-                f"tripwire: stop-hook cap: the agent's attempt to finish was refused "
-                f"{STOP_REJECTIONS_CAP} times in a row, so it stops here; its last answer "
-                "was not accepted by the stop hook and is unverified"))
-        return Verdict()
+        if not event.stop_hook_active:
+            return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
+        # stop_hook_active: this attempt comes after a stop hook refused the previous one, a
+        # rejection charged to the session's task (durable: its budget rows); the one past
+        # the stop_rejections cap exhausts it, and under enforce the agent stops here
+        decision = g.on_stop_attempt(False, event.answer)
+        if decision.proceed or decision.guardrail != BUDGET:
+            return Verdict()
+        return Verdict(halt=(
+            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here; its "
+            "last answer was not accepted by the stop hook and is unverified. The session "
+            "refuses new turns."))
 
     # -- policy ------------------------------------------------------------------------------
 
@@ -290,7 +297,6 @@ class HookSession:
             self.guardrails.end_turn()
         state.in_turn = False
         state.cut = None
-        state.stops = 0
         if self.guardrails.watchdog is not None:
             self.guardrails.watchdog.turn_boundary()
         self._record(["t"])

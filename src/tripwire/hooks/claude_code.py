@@ -8,8 +8,10 @@
 - UserPromptSubmit: a turn boundary; a halted session's prompt is blocked (the reason goes to
   the user); queued feedback as ``additionalContext``.
 - SessionStart: a turn boundary; queued feedback as ``additionalContext``.
-- Stop / SubagentStop: the stop-hook cap: after 8 refused attempts to finish in a row,
-  ``continue: false``.
+- Stop / SubagentStop: the stop-hook cap, the session's task's ``stop_rejections`` counter
+  (8 by default): a Stop with ``stop_hook_active`` records one refusal of the previous attempt
+  to finish; the refusal that passes the cap (the 9th) exhausts the task, and under enforce
+  answers ``continue: false`` (later prompts are refused).
 
 A sub-agent's events are their own session: ``<session_id>/<agent_id>``.
 """
@@ -66,6 +68,7 @@ def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
             "interrupted" if payload.get("is_interrupt") else "error")
     elif event.kind == "stop":
         event.stop_hook_active = payload.get("stop_hook_active") is True
+        event.answer = _str(payload.get("last_assistant_message"))
     return name, event
 
 
