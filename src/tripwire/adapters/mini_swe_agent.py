@@ -24,7 +24,6 @@ from ..events import Call, Result, Text, TurnEnd, TurnStart, Usage
 from ._base import Item, command_args, read_document, run_total
 
 NAME = "mini-swe-agent"
-SUFFIXES = (".traj.json", ".json")
 TOOL = "bash"
 _ACTION = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _RETURNCODE = re.compile(r"<returncode>(-?\d+)</returncode>")
@@ -49,8 +48,8 @@ def result_of(content: str, ident: str) -> Result:
     return Result(name=TOOL, id=ident, error=error, payload=content)
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    document = read_document(path)
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    document = read_document(path, document)
     if not sniff(document):
         raise InvalidEvent("not a mini-swe-agent trajectory (expected an object with "
                            "'messages' and trajectory_format mini-swe-agent-1)",
