@@ -62,10 +62,16 @@ HAND_OFF_BYTES = 64 << 20
 
 def format_module(fmt: str) -> ModuleType:
     """The reader module of format ``fmt`` (imported on first use)."""
-    module = _MODULE_OF.get(fmt)
+    module = _LOADED.get(fmt)
     if module is None:
-        raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
-    return importlib.import_module(f"{__name__}.{module}")
+        name = _MODULE_OF.get(fmt)
+        if name is None:
+            raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
+        module = _LOADED[fmt] = importlib.import_module(f"{__name__}.{name}")
+    return module
+
+
+_LOADED: dict[str, ModuleType] = {}
 
 
 def __getattr__(name: str) -> Any:
@@ -88,11 +94,12 @@ def _first_values(path: Path) -> Iterator[tuple[Any, bool]]:
     from ..events import UTF8_BOM
 
     decoded = False
+    data: bytes | None = None
     with path.open("rb") as handle:
-        for n in range(_SNIFF_LINES):
-            raw = handle.readline()
-            if not raw:
-                break
+        if _size(handle) <= _READ_WHOLE:  # one read, lines cut in memory (3x a readline)
+            data = handle.read()
+        lines = _lines(data) if data is not None else iter(handle.readline, b"")
+        for n, raw in zip(range(_SNIFF_LINES), lines):
             if n == 0:
                 raw = raw.removeprefix(UTF8_BOM)
             try:
@@ -100,12 +107,39 @@ def _first_values(path: Path) -> Iterator[tuple[Any, bool]]:
             except orjson.JSONDecodeError:
                 continue
             decoded = True
-            yield value, n == 0 and not handle.peek(1)
+            yield value, n == 0 and (_one_line(data) if data is not None
+                                     else not handle.peek(1))
     if not decoded:
         try:
-            yield orjson.loads(path.read_bytes().removeprefix(UTF8_BOM)), True
+            whole = data if data is not None else path.read_bytes()
+            yield orjson.loads(whole.removeprefix(UTF8_BOM)), True
         except orjson.JSONDecodeError:
             return
+
+
+#: files up to this size are read whole by detection (larger ones line by line)
+_READ_WHOLE = 16 << 20
+
+
+def _size(handle: Any) -> int:
+    import os
+
+    return os.fstat(handle.fileno()).st_size
+
+
+def _one_line(data: bytes) -> bool:
+    newline = data.find(b"\n")
+    return newline < 0 or newline == len(data) - 1
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` as ``readline`` gives them (each with its ``\n``)."""
+    start, end = 0, len(data)
+    while start < end:
+        stop = data.find(b"\n", start)
+        stop = end if stop < 0 else stop + 1
+        yield data if start == 0 and stop == end else data[start:stop]
+        start = stop
 
 
 def _sniff(path: Path) -> tuple[str | None, Any]:
