@@ -101,7 +101,8 @@ class _Version(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         from . import __version__
 
-        parser.exit(message=f"tripwire {__version__}\n")
+        sys.stdout.write(f"tripwire {__version__}\n")  # as argparse's own version action
+        parser.exit()
 
 
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:

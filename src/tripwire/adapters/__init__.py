@@ -99,7 +99,7 @@ def _first_values(path: Path) -> Iterator[tuple[Any, bool]]:
         if _size(handle) <= _READ_WHOLE:  # one read, lines cut in memory (3x a readline)
             data = handle.read()
         lines = _lines(data) if data is not None else iter(handle.readline, b"")
-        for n, raw in zip(range(_SNIFF_LINES), lines):
+        for n, raw in zip(range(_SNIFF_LINES), lines, strict=False):
             if n == 0:
                 raw = raw.removeprefix(UTF8_BOM)
             try:
