@@ -98,14 +98,14 @@ def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
         role, content = message.get("role"), message["content"]
         if role == "assistant":
             actions = actions_of(content)
-            thought = content[:content.find("```")] if actions else content
-            if thought.strip():
-                yield Item(name, number, Text(thought.strip()))
+            thought = (content[:content.find("```")] if actions else content).strip()
+            if thought:
+                yield Item(name, number, Text(thought))
             if len(actions) == 1:
                 calls += 1
                 pending = f"call-{calls}"
                 yield Item(name, number, Call(TOOL, command_args(actions[0]), pending))
-            elif not thought.strip():
+            elif not thought:
                 yield Item(name, number)
         elif role == "user" and pending is not None:
             yield Item(name, number, result_of(content, pending))
