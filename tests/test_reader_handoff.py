@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,17 @@ def test_the_handed_document_reads_exactly_as_the_file_does() -> None:
         again = list(read_transcript(transcript.path, transcript.format, transcript.name))
         assert handed == again, transcript.path
         assert list(read(transcript)) == again  # a second read decodes the file itself
+
+
+def test_a_transcript_sent_to_another_process_carries_no_document() -> None:
+    folder = corpus() / "mini-swe-agent-swebench"
+    (first, *_) = transcripts([str(folder)])
+    assert first.decoded is not None and first.decoded.value is not None
+    copy = pickle.loads(pickle.dumps(first))  # as corpus workers receive it
+    assert (copy.path, copy.format, copy.name) == (first.path, first.format, first.name)
+    assert copy.decoded is not None and copy.decoded.value is None
+    assert len(pickle.dumps(first)) < 1000  # a path and names, not a trajectory
+    assert list(read(copy)) == list(read(first))
 
 
 def test_the_listing_holds_at_most_the_hand_off_budget(monkeypatch) -> None:

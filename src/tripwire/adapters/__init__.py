@@ -204,6 +204,11 @@ class _Decoded:
         value, self.value = self.value, None
         return value
 
+    def __reduce__(self) -> tuple[type[_Decoded], tuple[None]]:
+        # a transcript sent to another process (corpus workers) carries its path, not the
+        # document: the worker decodes the file itself
+        return (_Decoded, (None,))
+
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
