@@ -4,7 +4,10 @@ shared store, driven by JSON commands on stdin, one JSON reply per line on stdou
     python fleet_daemon.py LOCATION IMPLEMENTATION
 
 Commands: {"op": "turn", "session": s, "usage": [usd, ...]} (start a turn, charge each usage,
-end it), {"op": "loop", "session": s} (start a turn and repeat one call until it halts),
+end it), {"op": "start"|"end", "session": s} (start, end a turn), {"op": "charge", "session": s,
+"usage": [usd, ...]} (charge each usage, no turn boundary; ``"acks": true``: a line
+``{"ack": n}`` once the n-th charge returned), {"op": "loop", "session": s} (start a turn and
+repeat one call until it halts),
 {"op": "status", "session": s}, {"op": "quit"}. Every reply carries ``ms``, the time the
 guardrails took (the turn start's read of the shared store included).
 """
@@ -45,6 +48,22 @@ def main() -> None:
                 actions = [g.on_usage(cost_usd=usd).action for usd in cmd.get("usage", [])]
                 g.end_turn()
                 reply = {"refused": False, "actions": actions}
+        elif cmd["op"] == "start":
+            try:
+                g.start_turn()
+            except GuardrailHalted as halted:
+                reply = {"refused": True, "halted_by": list(halted.guardrails)}
+            else:
+                reply = {"refused": False}
+        elif cmd["op"] == "charge":
+            actions = []
+            for n, usd in enumerate(cmd["usage"], 1):
+                actions.append(g.on_usage(cost_usd=usd).action)
+                if cmd.get("acks"):
+                    print(json.dumps({"ack": n}), flush=True)
+            reply = {"actions": actions}
+        elif cmd["op"] == "end":
+            reply = {"action": g.end_turn().action}
         elif cmd["op"] == "loop":
             g.start_turn()
             actions = [g.on_call("read_file", '{"path": "a.py"}').action for _ in range(5)]

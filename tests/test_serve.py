@@ -21,6 +21,7 @@ from tripwire import GuardrailsConfig  # noqa: E402
 from tripwire.errors import ResetRefused  # noqa: E402
 from tripwire.fleet import Fleet  # noqa: E402
 from tripwire.serve import create_app  # noqa: E402
+from tripwire.store import SQLiteStore  # noqa: E402
 
 TOKEN = "a token for the tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -167,6 +168,77 @@ def test_metrics_count_alerts_trips_and_requests(client: TestClient) -> None:
             "tripwire_http_events_total 7",
             'tripwire_http_requests_total{route="events",code="200"} 2',
             'tripwire_http_requests_total{route="metrics",code="401"} 1'} <= lines
+
+
+# --- usage without cost_usd: priced from the catalogue, as replay prices it ---------------
+
+ESTIMATED = " (estimated: the spend includes costs computed from token prices)"
+
+
+def catalogue_price(model: str, provider: str, input_tokens: int, output_tokens: int) -> float:
+    genai_prices = pytest.importorskip("genai_prices", reason="the prices extra is not installed")
+    return float(genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens), model,
+        provider_id=provider).total_price)
+
+
+def sonnet(input_tokens: int, output_tokens: int) -> dict[str, object]:
+    return {"type": "usage", "model": "claude-sonnet-4-5", "provider": "anthropic",
+            "input_tokens": input_tokens, "output_tokens": output_tokens}
+
+
+def test_usage_without_a_cost_is_priced_from_the_catalogue(tmp_path: Path,
+                                                           implementation: str) -> None:
+    # claude-sonnet-4-5 at $3 per million input tokens and $15 per million output tokens:
+    # 12,000 in and 3,000 out cost $0.036 + $0.045
+    assert catalogue_price("claude-sonnet-4-5", "anthropic", 12_000, 3_000) == 0.081
+    fleet = Fleet(CONFIG, implementation=implementation, store=SQLiteStore(tmp_path / "p.db"))
+    client = TestClient(create_app(fleet, TOKEN))
+    r = client.post("/sessions/p/events", headers=AUTH, json=[
+        {"type": "turn_start"}, sonnet(12_000, 3_000),
+        {"type": "usage", "cost_usd": 0.5},  # reported: taken as is
+        {"type": "usage", "model": "no-such-model-9", "input_tokens": 100},  # no price
+        {"type": "turn_end"}])
+    assert (r.status_code, r.json()["decisions"]) == (200, [])
+    assert client.get("/sessions/p/guardrails", headers=AUTH).json()["spent_usd"] == 0.581
+    fleet.session("p").flush()
+    # the store says so, as replay's rows do: the spend is partly estimated, a model unpriced
+    last = [r.data for r in fleet.store.history("p").rows if "spent_usd" in r.data][-1]
+    assert (last["spent_usd"], last["estimated"], last["unpriced_models"]) == (
+        0.581, True, ["no-such-model-9"])
+
+
+def test_a_trip_on_priced_usage_says_it_is_estimated(client: TestClient) -> None:
+    # 400,000 output tokens at $15 per million: $6, twice, past the $10 ceiling
+    assert catalogue_price("claude-sonnet-4-5", "anthropic", 0, 400_000) == 6.0
+    r = client.post("/sessions/e/events", headers=AUTH, json=[
+        {"type": "turn_start"}, sonnet(0, 400_000),
+        {"type": "call", "name": "read_file", "args": {"path": "a.py"}},
+        sonnet(0, 400_000), {"type": "call", "name": "read_file", "args": {"path": "b.py"}}])
+    assert r.status_code == 200
+    halt, blocked = r.json()["decisions"]  # by the request's own event indexes
+    assert (halt["event"], halt["action"], halt["guardrail"]) == (3, "halt_session",
+                                                                   "cost_ceiling")
+    assert halt["reason"] == (
+        "per-session cost ceiling exceeded: the session cost $12.0000, ceiling is $10.0000; "
+        "a reset must add budget (additional_budget_usd) because a bare reset would re-trip "
+        "at once" + ESTIMATED)
+    assert (blocked["event"], blocked["action"]) == (4, "halt_session")
+    got = client.get("/sessions/e/guardrails", headers=AUTH).json()
+    assert (got["spent_usd"], got["budget_needed_usd"]) == (12.0, 2.0)
+
+
+def test_priced_usage_keeps_the_batch_s_event_indexes(client: TestClient) -> None:
+    """A priced usage runs between batches: the decisions after it keep the request's
+    indexes, and a halted session's later priced usage gets the halt, as a batch row would."""
+    loop = list(LOOP)
+    loop.insert(2, sonnet(1_000, 100))
+    loop.append(sonnet(1_000, 100))
+    r = client.post("/sessions/i/events", json=loop, headers=AUTH)
+    assert [(d["event"], d["action"]) for d in r.json()["decisions"]] == [
+        (6, "halt_session"), (7, "halt_session")]
+    spent = client.get("/sessions/i/guardrails", headers=AUTH).json()["spent_usd"]
+    assert spent == round(2 * catalogue_price("claude-sonnet-4-5", "anthropic", 1_000, 100), 9)
 
 
 # --- a real server process -----------------------------------------------------------------

@@ -16,26 +16,46 @@ task's ``call_mark`` and calls ``on_call`` here only past it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import lines
 from ._common import MAX_CALL_IDS
 from .budget import NOTE_SIGNAL, Task
 from .decision import CANCEL_TOOL, CUT_TURN, Decision
+from .errors import ConfigError
 from .modes import Mode
 from .outcomes import UncertainCall
 from .signals import Alert
 
 if TYPE_CHECKING:
-    from .guardrails import Guardrails
+    from .config import ResolvedConfig
+    from .guardrails import Guardrails, SessionLock
+    from .persistence import SessionLog
     from .reporting import OperatorChannel
+    from .restore import Folded
 
-__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR"]
+__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR", "session_task"]
 
 #: The guardrail name of budget cuts and refusals.
 BUDGET = "budget"
 #: The error text of a timed-out call's synthesized failed result.
 TIMEOUT_ERROR = "the tool call timed out and was cancelled"
+
+
+def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
+                 clock: Callable[[], float | None] | None, lock: SessionLock,
+                 log: SessionLog | None) -> Task:
+    """The task a session runs under (SPEC §7.1): the host's, or its own implicit one, whose
+    rows go into the session's own chain."""
+    if task is not None and not isinstance(task, Task):
+        raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+    if task is None:
+        task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
+        task._log = log
+        if task.caps["deadline_s"]:
+            task._written = None  # its start time is written at the first decision point
+    return task
 
 
 class BudgetPolicy:
@@ -58,6 +78,42 @@ class BudgetPolicy:
         with task._lock:
             task.sessions.append(self)
             task._remark()
+
+    def detach(self) -> None:
+        """The session runs another task from now on: this one is no longer charged."""
+        task = self.task
+        with task._lock:
+            if self in task.sessions:
+                task.sessions.remove(self)
+            task._remark()
+
+    # -- persistence ---------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Nothing of the session's rows: the task writes its own (``budget`` rows)."""
+        return {}
+
+    def apply(self, folded: Folded) -> None:
+        """The implicit task shares the session's chain: its rows come back with the
+        session's history (a host's task restores from its own chain)."""
+        task = self.task
+        if task._log is None or task._log is not self._g._log or not folded.task_rows:
+            return
+        task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
+        task._remark()
+        task._written = task._state()
+
+    def share_log(self, log: SessionLog, session_id: str) -> None:
+        """A store given after construction: the implicit task writes into the session's
+        chain too."""
+        task = self.task
+        if task._log is None and task.task_id == session_id and not task.sessions[1:]:
+            task._log = log
+
+    def take_usd(self, added: int) -> None:
+        """Dollars the batch core charged (no cap along the chain: it checked)."""
+        for task in self.task.chain:
+            task.usd += added
 
     # -- observations --------------------------------------------------------------------------
 
@@ -233,8 +289,8 @@ class BudgetPolicy:
         return [UncertainCall(sid, i, n) for i, n in self.open.items()]
 
     def halted_by(self) -> str | None:
-        g = self._g
-        return g._halted_by()[0] if g.halted else None
+        halts = self._g._halts
+        return halts.by()[0] if halts.halted else None
 
     @property
     def usage_armed(self) -> bool:

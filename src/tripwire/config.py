@@ -49,9 +49,10 @@ from .modes import Mode, detect_unattended, resolve_mode
 from .money import parse_dollars
 from .signals import WatchdogConfig
 from .tasks import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
+from .validate import check_hook
 
 __all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
-           "ResolvedConfig"]
+           "ResolvedConfig", "resolve_session"]
 
 #: Top-level sections a config file may hold.
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
@@ -333,6 +334,23 @@ class GuardrailsConfig:
         from .custom_signals import factories_from_config
 
         return factories_from_config(f)
+
+
+def resolve_session(config: object, session_id: object,
+                    hooks: Mapping[str, object]) -> ResolvedConfig:
+    """What ``Guardrails(config, session_id=, on_event=, summarize=)`` is given, checked in
+    that order (a typed ``ConfigError``), and the configuration resolved."""
+    if config is not None and not isinstance(config, (GuardrailsConfig, ResolvedConfig)):
+        hint = (f" (for a mode alone: GuardrailsConfig(mode={config!r}))"
+                if isinstance(config, (str, Mode)) else "")
+        raise ConfigError("Guardrails(config) takes a GuardrailsConfig or None, not "
+                          f"{type(config).__name__}{hint}")
+    for what, hook in hooks.items():
+        check_hook(hook, what)
+    if not isinstance(session_id, str):
+        raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
+    return (config if isinstance(config, ResolvedConfig)
+            else (config or GuardrailsConfig()).resolve())
 
 
 def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -7,12 +7,24 @@ halt the session, because a driver that simply re-drives would otherwise turn a 
 an unbounded spend loop. A per-session trip halts the session, and a reset is refused while the
 spend is at least the ceiling plus the budget the operator adds: budget raises the ceiling and
 never zeroes or re-windows the spend.
+
+Spend in the durable store (SPEC §5). Several processes may charge one session at the same
+moment (fleet daemons on one database), so a row cannot carry "the session's total": two
+writers' totals each miss the other's charges. Each row carries its writer's own running total
+instead: ``spend_writer`` (a random id per ``CostCeiling``: one process's guardrails of the
+session) and ``spend_nano`` (what that writer charged, in nano-dollars, since it started), plus
+``spent_usd``, the session's spend as the writer saw it (informational). The session's spend is
+the sum over writers of each writer's latest total (``SpendTally``): exact under concurrent
+writers, and a row written twice (a retry after a commit whose answer was lost) counts once.
+Rows of the previous format carry ``spent_usd`` alone (the session's total, last row wins);
+their total is the base the writers' charges add to.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidEvent, InvalidReset, ResetRefused
@@ -24,7 +36,7 @@ from .validate import check_usage
 if TYPE_CHECKING:
     from .restore import Folded
 
-__all__ = ["CostCeiling", "CostTrip", "usd", "NANO", "reset_refusal"]
+__all__ = ["CostCeiling", "CostTrip", "SpendTally", "usd", "NANO", "reset_refusal"]
 
 
 def bound_nano(value: float | None, name: str) -> int:
@@ -67,6 +79,33 @@ class CostTrip:
         return self.kind != "turn"
 
 
+@dataclass(slots=True)
+class SpendTally:
+    """A session's spend from its stored rows, in row order (``restore.fold_history`` feeds
+    it every row): the last previous-format total, plus each writer's latest own total."""
+
+    legacy: int = 0  # nano-dollars: the last row of the previous format (no spend_writer)
+    writers: dict[str, int] = field(default_factory=dict)  # spend_writer -> its spend_nano
+
+    def add(self, data: Mapping[str, Any]) -> None:
+        writer = data.get("spend_writer")
+        if isinstance(writer, str):
+            own = data.get("spend_nano")
+            if type(own) is int and own > self.writers.get(writer, 0):
+                self.writers[writer] = own  # a writer's total only grows: its largest is latest
+        elif "spent_usd" in data:  # the previous format: the session's total as written
+            self.legacy = round(float(data["spent_usd"]) * NANO)
+
+    @property
+    def total(self) -> int:
+        """The session's spend in nano-dollars."""
+        return self.legacy + sum(self.writers.values())
+
+    def others(self, writer: str | None) -> int:
+        """The session's spend but what ``writer`` charged (as far as the rows say)."""
+        return self.total - (self.writers.get(writer, 0) if writer is not None else 0)
+
+
 class CostCeiling:
     __slots__ = (
         "baseline",
@@ -76,9 +115,11 @@ class CostCeiling:
         "in_a_row",
         "max_session",
         "max_turn",
+        "own",
         "session_reason",
         "spent",
         "turn_tripped",
+        "writer",
     )
 
     def __init__(self, max_turn_usd: float | None = None, max_session_usd: float | None = None,
@@ -86,7 +127,9 @@ class CostCeiling:
         self.max_turn = bound_nano(max_turn_usd, "max_turn_cost_usd")
         self.max_session = bound_nano(max_session_usd, "max_session_cost_usd")
         self.granted = 0          # budget added by operator resets (raises the session ceiling)
-        self.spent = 0            # nano-dollars, never zeroed
+        self.spent = 0            # nano-dollars, never zeroed: the session's, every writer's
+        self.own = 0              # nano-dollars this ceiling charged itself (its rows carry it)
+        self.writer: str | None = None  # its id in the store's rows (drawn at the first row)
         self.baseline: int | None = None  # spend at turn start; None until a turn starts
         self.escalate_after = max(1, escalate_after)
         self.turn_tripped = False
@@ -133,6 +176,7 @@ class CostCeiling:
     def add(self, cost_nano: int) -> CostTrip | None:
         """Spend (nano-dollars, checked by ``usage_cost_nano``), then the ceilings."""
         self.spent += cost_nano
+        self.own += cost_nano
         return self.check()
 
     def check(self) -> CostTrip | None:
@@ -167,14 +211,18 @@ class CostCeiling:
 
     def snapshot(self) -> dict[str, Any]:
         """The fields every trip, reset and spend row carries (``restore.fold_history`` reads
-        them back)."""
-        return {"spent_usd": self.spent / NANO, "max_session_usd": self.max_session / NANO,
+        them back; the spend fields are the module docstring's)."""
+        if self.writer is None:
+            self.writer = secrets.token_hex(8)
+        return {"spent_usd": self.spent / NANO, "spend_writer": self.writer,
+                "spend_nano": self.own, "max_session_usd": self.max_session / NANO,
                 "max_turn_usd": self.max_turn / NANO, "granted_usd": self.granted / NANO}
 
     def apply(self, folded: Folded) -> None:
         """Take a folded history forward under this ceiling's configuration: the spend stays
-        spent; budget and halts only for bounds still configured."""
-        self.spent = max(self.spent, round(folded.spent_usd * NANO))
+        spent: every other writer's charges as the rows say, plus this ceiling's own (whether
+        its rows are stored yet or not); budget and halts only for bounds still configured."""
+        self.spent = max(self.spent, folded.spend.others(self.writer) + self.own)
         if self.max_session:
             self.granted = round(folded.granted_usd * NANO)
             if folded.cost_session_halt is not None:

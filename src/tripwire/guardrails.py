@@ -1,9 +1,13 @@
 """``Guardrails``: the one object a harness wires into its loop (one per session).
 
-It composes the watchdog (``Watchdog``: signals and alerts), its mode and halt policy (SPEC §3),
-the cost ceiling (§4, ``CostCeiling``) and the operator channel (``reporting``). Each
-observation returns a ``Decision``; ``start_turn()`` returns the ``Turn`` (the feedback block to
-prepend) or raises ``GuardrailHalted`` before any model call when the session is halted.
+A dispatcher: it holds the session's lock and its blocked decision (a cut turn or a halted
+session: later events get it), runs the turn lifecycle and hands each observation to the
+policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
+(§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
+Halts, the refused turn, resets and ``Status`` are ``status.Halts``'; rows, restore and the
+store sync are ``persistence.Durability``'s; the constructor's checks are ``config``'s.
+``start_turn()`` returns the ``Turn`` (the feedback block to prepend) or raises
+``GuardrailHalted`` before any model call when the session is halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
     turn = guardrails.start_turn()                 # GuardrailHalted if halted
@@ -20,47 +24,36 @@ per session, not one global lock).
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import _engine, lines
-from ._common import (
-    MAX_CALL_IDS,
-    BatchChange,
-    BatchState,
-    ContextState,
-    CostState,
-    payload_bytes,
-    text_has_words,
-)
+from . import _engine
+from ._common import MAX_CALL_IDS, BatchChange, BatchState, payload_bytes, text_has_words
 from .budget import Task
-from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy
-from .config import GuardrailsConfig, ResolvedConfig
+from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
+from .config import GuardrailsConfig, ResolvedConfig, resolve_session
 from .context import (
     Compaction,
     ContextGuard,
     ContextStats,
     SummaryResult,
-    UsageByModel,
     Utilization,
     usage_stats,
 )
-from .cost import NANO, CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, REFUSE_TURN, Decision, Turn
-from .errors import ConfigError, GuardrailHalted, ResetRefused
-from .guardrail import Guardrail
+from .cost import CostCeiling, CostTrip, usage_cost_nano
+from .decision import CONTINUE, Decision, Turn
+from .errors import ConfigError, GuardrailHalted
 from .modes import Mode
-from .persistence import DECISION_WAIT, SessionLog
+from .persistence import DECISION_WAIT, Durability, SessionLog
 from .policies import ContextPolicy, CostPolicy
-from .reporting import LOGGER, Counters, OperatorChannel, OperatorEvent
+from .reporting import Counters, OperatorChannel, OperatorEvent
 from .signals import Alert
-from .validate import check_hook, check_id, check_no_op, check_text
+from .status import Halts, ResetOutcome, Status
+from .validate import check_id, check_no_op, check_text
 from .watchdog import Watchdog, retracted_count
-from .watchdog_policy import WatchdogPolicy
+from .watchdog_policy import WatchdogPolicy, session_watchdog
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
@@ -72,44 +65,6 @@ def _with_cancel(decision: Decision, cancel: Decision) -> Decision:
         return decision
     return Decision(cancel.action, cancel.guardrail, cancel.reason,
                     decision.alerts + cancel.alerts, cancel.call_ids)
-
-
-
-# --------------------------------------------------------------------------------------------
-# Read views
-
-
-@dataclass(frozen=True)
-class Status:
-    session_id: str
-    mode: str
-    halted: bool
-    halted_by: tuple[str, ...]
-    watchdog_reason: str | None
-    cost_reason: str | None
-    spent_usd: float
-    turn_spent_usd: float
-    max_turn_cost_usd: float
-    max_session_cost_usd: float  # the ceiling with granted budget (0: no per-session bound)
-    granted_budget_usd: float
-    would_retrip: bool
-    budget_needed_usd: float  # add more than this for a reset to be accepted (0: none needed)
-    queued_feedback: int
-    counters: dict[str, Any]
-    context: Utilization | None
-    compaction_pending: bool
-
-
-@dataclass(frozen=True)
-class ResetOutcome:
-    cleared: tuple[str, ...]
-    still_halted_by: tuple[str, ...]
-    max_session_cost_usd: float
-    message: str
-
-
-# --------------------------------------------------------------------------------------------
-# The guardrails
 
 
 class SessionLock(Protocol):
@@ -128,9 +83,8 @@ class SessionLock(Protocol):
 # cache lines).
 _CORE_SLOTS = ("_lock", "_blocked", "_task", "_budget", "_watchdog", "_ids", "_used_at",
                "_context", "__weakref__")
-_SLOTS = ("mode", "_policy", "_channel", "_cost", "_cost_estimated", "_in_turn", "_log",
-          "_summarize", "_cost_policy", "_context_policy", "_unpriced", "_unpriced_changed",
-          "session_id", "settings", "_usage")
+_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
+          "_cost_policy", "_context_policy", "session_id", "settings")
 
 
 class Guardrails:
@@ -148,19 +102,15 @@ class Guardrails:
     _context: ContextGuard | None
     _task: Task
     _budget: BudgetPolicy
-    _usage: UsageByModel
     mode: Mode
     _policy: WatchdogPolicy
     _channel: OperatorChannel
     _cost: CostCeiling
-    _cost_estimated: bool
     _in_turn: bool
-    _log: SessionLog | None
-    _summarize: Callable[[Any, str | None], SummaryResult] | None
+    _durable: Durability
+    _halts: Halts
     _cost_policy: CostPolicy
     _context_policy: ContextPolicy | None
-    _unpriced: set[str]
-    _unpriced_changed: bool
     session_id: str
     settings: ResolvedConfig
 
@@ -181,34 +131,25 @@ class Guardrails:
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  store: Any = None, history: Any = None, task: Task | None = None,
                  clock: Callable[[], float | None] | None = None):
-        if config is not None and not isinstance(config, (GuardrailsConfig, ResolvedConfig)):
-            hint = (f" (for a mode alone: GuardrailsConfig(mode={config!r}))"
-                    if isinstance(config, (str, Mode)) else "")
-            raise ConfigError("Guardrails(config) takes a GuardrailsConfig or None, not "
-                              f"{type(config).__name__}{hint}")
-        check_hook(on_event, "on_event")
-        check_hook(summarize, "summarize")
-        if not isinstance(session_id, str):
-            raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
-        resolved = (config if isinstance(config, ResolvedConfig)
-                    else (config or GuardrailsConfig()).resolve())
+        resolved = resolve_session(config, session_id,
+                                   {"on_event": on_event, "summarize": summarize})
         self.session_id = session_id
         self.settings = resolved
         self.mode = resolved.mode
         resolved.announce()  # the startup line, once per process per configuration
-        if resolved.mode > Mode.OFF and resolved.custom_signals:
-            from .custom_signals import custom_watchdog
-
-            self._watchdog: Watchdog | None = custom_watchdog(
-                resolved.watchdog, resolved.custom_signals, implementation=implementation)
-        else:
-            self._watchdog = (Watchdog(resolved.watchdog, implementation=implementation)
-                              if resolved.mode > Mode.OFF else None)
+        self._watchdog = session_watchdog(resolved, implementation)
         self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
                                  resolved.cost_escalate_after)
-        self._channel = OperatorChannel(session_id, on_event, counters)
+        self._channel = channel = OperatorChannel(session_id, on_event, counters)
+        # the durable log (rows on their way to the store, the history read back), and the
+        # policies that write it
+        self._durable = durable = Durability(store, session_id, channel.line)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
-                                      resolved.feedback_queue, self._channel, self._persist_trip)
+                                      resolved.feedback_queue, channel, durable.trip,
+                                      self._watchdog)
+        self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
+        durable.bind(self._policy, self._cost_policy)
+        self._halts = Halts(self._policy, self._cost_policy, channel, durable)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
         self._ids = {}        # call id -> tool name, for results by id
@@ -216,28 +157,10 @@ class Guardrails:
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
-        self._summarize = summarize
-        self._cost_policy = CostPolicy(self._cost, self._channel, self._persist_trip)
         self._context_policy = (None if self._context is None else ContextPolicy(
-            self._context, resolved.context.cut_at, self._channel, self._persist))
-        self._cost_estimated = False  # some spend was estimated from token prices (SPEC §11.3)
-        self._unpriced = set()  # models whose usage had no price, so no cost
-        self._unpriced_changed = False
-        self._usage = UsageByModel()  # per-model turns, tokens and cost (context_stats)
-        # the durable log: rows on their way to the store, the history read back
-        self._log = SessionLog(store, session_id, self._channel.line) if store is not None \
-            else None
-        # the task this session runs under (SPEC §7.1): the host's, or its own implicit one,
-        # whose rows go into the session's own chain
-        if task is not None and not isinstance(task, Task):
-            raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
-        if task is None:
-            task = Task(budget=resolved.budget, task_id=session_id, clock=clock,
-                        _lock=self._lock)
-            task._log = self._log
-            if task.caps["deadline_s"]:
-                task._written = None  # its start time is written at the first decision point
-        self._budget = BudgetPolicy(task, self, resolved.mode, self._channel)
+            self._context, resolved.context.cut_at, channel, durable.put, summarize))
+        task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
+        self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
         if store is not None:  # history: this session's, read already (Fleet.restore_all)
             self._restore(history)
@@ -253,7 +176,7 @@ class Guardrails:
         A refused turn is not a turn boundary: nothing in it ran, so nothing resets.
         """
         with self._lock:
-            log = self._log
+            log = self._durable.log
             if log is not None and len(log):
                 log.drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
             if self._in_turn:
@@ -267,27 +190,24 @@ class Guardrails:
             if log is not None and not len(log):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
-                if log.shared:
-                    self._sync_shared()  # other daemons' halts and spend, too
+                if log.shared:  # other daemons' halts and spend, too
+                    if self._durable.sync_shared(self.halted):
+                        self._blocked = self.refusal() if self.halted else None
+                    if (trip := self._cost.check()) is not None:  # on the summed spend
+                        self._cost_decision(trip, in_turn=False)
                 elif self.halted:
-                    self._sync_resets()
-            if self.halted:
-                self._channel.counters.count_refused()
-                reason = self._halt_reason()
-                self._channel.emit("refused_turn", lines.refused_turn(reason),
-                                   guardrail=self._halted_by()[0])
-                raise GuardrailHalted(reason, self._halted_by())
-            refused = self._budget.refusal()
-            if refused is not None:  # the task is exhausted (enforce): no more turns
-                self._channel.counters.count_refused()
-                self._channel.emit("refused_turn", lines.refused_turn(refused),
-                                   guardrail=BUDGET)
-                self._blocked = Decision(REFUSE_TURN, BUDGET, refused)
-                raise GuardrailHalted(refused, (BUDGET,))
+                    self._durable.sync_resets()
+                    if not self.halted:
+                        self._blocked = None
+            refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
+            if refused is not None:
+                if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
+                    self._blocked = refused
+                raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost.start_turn()
-            self._usage.turn += 1
+            self._cost_policy.usage.turn += 1
             self._in_turn = True
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
@@ -309,8 +229,7 @@ class Guardrails:
                 decision = self._cost_decision(trip, in_turn=False)
             self._close_turn()
             self._budget.end_turn()
-            if self._log is not None:
-                self._persist_turn_end()
+            self._durable.turn_end()
             return decision
 
     def _close_turn(self) -> None:
@@ -460,23 +379,17 @@ class Guardrails:
         usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
-            if estimated:
-                self._cost_estimated = True
-            if unpriced and (model or "") not in self._unpriced:
-                self._unpriced.add(model or "")
-                self._unpriced_changed = True
             if self._watchdog is not None:
                 self._watchdog.count_event()
-            self._usage.add(model, input_tokens, output_tokens, nano)
-            trip = self._cost.add(nano)  # spend counts even while halted or cut
+            # spend counts even while halted or cut
+            trip = self._cost_policy.charge(model, input_tokens, output_tokens, nano, estimated,
+                                            unpriced)
             decision = CONTINUE
             if trip is not None:
                 decision = self._cost_decision(trip, in_turn=self._in_turn)
             elif self._blocked is not None:
                 decision = self._blocked
-            log = self._log
-            if log is not None and not log.holds(self._cost.spent):
-                self._persist_spend()  # a spent budget stays spent, even after a crash mid-turn
+            self._durable.persist_spend()  # a spent budget stays spent, even after a crash
             spent = self._budget.on_usage(input_tokens, output_tokens, nano)  # the task's too
             if spent is not None and decision is CONTINUE:
                 decision = spent
@@ -484,19 +397,21 @@ class Guardrails:
                     self._blocked = spent
             policy = self._context_policy
             if policy is not None:
-                for record in policy.guard.observe_usage(model, input_tokens):
-                    policy.record(record)
+                policy.observe_usage(model, input_tokens)
                 return self._context_check(decision)
             return decision
 
     # -- policy hand-offs (batch ingest calls these too) -------------------------------------
 
+    def _block(self, decision: Decision) -> Decision:
+        """A cut or halt: every later event of the turn gets it; the task's report records it."""
+        self._blocked = decision
+        self._budget.record(decision)
+        return decision
+
     def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
         decision = self._policy.on_alerts(alerts)
-        if not decision.proceed:
-            self._blocked = decision
-            self._budget.record(decision)
-        return decision
+        return decision if decision.proceed else self._block(decision)
 
     def _timed_out(self, name: str) -> Decision:
         """A call cancelled for its timeout counts as a failed result for the watchdog."""
@@ -519,11 +434,7 @@ class Guardrails:
         if not isinstance(task, Task):
             raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
         with self._lock:
-            old = self._budget
-            with old.task._lock:
-                if old in old.task.sessions:
-                    old.task.sessions.remove(old)
-                old.task._remark()
+            self._budget.detach()
             self._budget = BudgetPolicy(task, self, self.mode, self._channel)
             self._task = task
             if self._blocked is not None and self._blocked.guardrail == BUDGET:
@@ -576,39 +487,26 @@ class Guardrails:
 
     def batch_state(self) -> BatchState:
         """What batch ingest needs of this session. The engine is None when the batch must
-        hand every row to this object: off mode, or a result streaming in chunk by chunk (its
-        final result skips the bytes already counted, which only on_result knows)."""
-        c = self._context
-        context = None if c is None else ContextState(
-            c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens, c.pending,
-            c.cut_this_turn, c.model)
-        engine = None if (c is not None and c.streamed) or self.settings.custom_signals \
-            else self._watchdog  # custom signals observe in Python: every row comes here
-        if self._budget.calls_armed:
-            engine = None  # its task bounds calls or time: each row is charged in Python
-        cost = self._cost
-        # a task bounding steps, tokens or dollars is charged each usage row in Python
-        return BatchState(engine, self._blocked is not None, context, self._ids,
-                          self._words_matter(),
-                          None if self._budget.usage_armed else
-                          CostState(cost.spent, cost.baseline, cost.max_turn, cost.ceiling,
-                                    cost.halted or cost.turn_tripped))
+        hand every row to this object: off mode, a result streaming in chunk by chunk (its
+        final result skips the bytes already counted, which only on_result knows), custom
+        signals (they observe in Python), a task bounding calls or time (each row is charged
+        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
+        each usage row in Python."""
+        c, budget = self._context_policy, self._budget
+        engine = None if (c is not None and c.guard.streamed) or self.settings.custom_signals \
+            or budget.calls_armed else self._watchdog
+        return BatchState(engine, self._blocked is not None,
+                          None if c is None else c.batch_state(), self._ids,
+                          self._policy.words_matter(),
+                          None if budget.usage_armed else self._cost_policy.batch_state())
 
     def take_batch_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
         charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
-        if change.spent is not None:
-            added = change.spent - self._cost.spent
-            trip = self._cost.add(added)
-            assert trip is None, "the batch core charges only spend that trips no bound"
-            for task in self._task.chain:  # its task's dollars (no cap along the chain)
-                task.usd += added
-        context = self._context
-        if context is not None:
-            if change.measured is not None:
-                context.observe_usage(None, change.measured)
-            if change.added:
-                context.estimator.add_bytes(change.added)
+        if change.spent is not None:  # its task's dollars too
+            self._budget.take_usd(self._cost_policy.take_spent(change.spent))
+        if self._context_policy is not None:
+            self._context_policy.take_change(change.measured, change.added)
 
     def on_batch_stop(self, kind: str, alerts: tuple[Alert, ...]) -> Decision:
         """The policy for a row the batch core observed and stopped at (``StopReason.POLICY``):
@@ -636,33 +534,20 @@ class Guardrails:
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet (a batch charged usage rows)."""
-        log = self._log
-        if log is not None and not log.holds(self._cost.spent):
-            self._persist_spend()
-
-    def _words_matter(self) -> bool:
-        return self._policy.words_matter()
+        self._durable.persist_spend()
 
     # -- cost and context (policies.py decides) ------------------------------------------
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
-        if self._cost_estimated:
-            trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
-        if in_turn or trip.halts:
-            self._blocked = decision
-            self._budget.record(decision)
-        return decision
+        return self._block(decision) if in_turn or trip.halts else decision
 
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
         policy = self._context_policy
         assert policy is not None  # called only with a context guard
         checked = policy.check(decision)
-        if checked is not decision:
-            self._blocked = checked
-            self._budget.record(checked)
-        return checked
+        return checked if checked is decision else self._block(checked)
 
     def compact(self, messages: Any, focus: str | None = None, *,
                 manual: bool = False) -> Compaction:
@@ -676,7 +561,7 @@ class Guardrails:
             if self._context_policy is None:
                 return Compaction("skipped", reason="the context guard is disabled",
                                   manual=manual)
-            return self._context_policy.compact(messages, focus, self._summarize, manual=manual)
+            return self._context_policy.compact(messages, focus, manual=manual)
 
     def checkpoint(self, messages: Any, note: str | None = None, *,
                    manual: bool = False) -> Compaction:
@@ -688,8 +573,7 @@ class Guardrails:
             if self._context_policy is None:
                 return Compaction("skipped", reason="the context guard is disabled",
                                   operation="checkpoint", manual=manual)
-            return self._context_policy.checkpoint(messages, note, self._summarize,
-                                                   manual=manual)
+            return self._context_policy.checkpoint(messages, note, manual=manual)
 
     def context_stats(self) -> ContextStats:
         """The ``/context`` view: compactions (count, last time, last focus), checkpoints
@@ -697,8 +581,8 @@ class Guardrails:
         (unknown when the model's window is), and the per-model usage, by descending cost."""
         with self._lock:
             if self._context is None:
-                return usage_stats(self._usage)
-            return self._context.stats(self._usage)
+                return usage_stats(self._cost_policy.usage)
+            return self._context.stats(self._cost_policy.usage)
 
     def utilization(self) -> Utilization | None:
         """How full the context is (None when the context guard is disabled)."""
@@ -709,28 +593,12 @@ class Guardrails:
 
     @property
     def halted(self) -> bool:
-        return self._policy.halt_reason is not None or self._cost.halted
-
-    def _halted_by(self) -> tuple[str, ...]:
-        by = []
-        if self._policy.halted:
-            by.append("watchdog")
-        if self._cost.halted:
-            by.append("cost_ceiling")
-        return tuple(by)
-
-    def _halt_reason(self) -> str:
-        return " ".join(r for r in (self._policy.halt_reason, self._cost.reason) if r)
+        return self._halts.halted
 
     def refusal(self) -> Decision:
         """The decision for a turn refused at its start (``refuse_turn``), while halted (or
         while the task is exhausted, under ``enforce``: guardrail ``budget``)."""
-        if not self.halted:
-            refused = self._budget.refusal()
-            if refused is not None:
-                return Decision(REFUSE_TURN, BUDGET, refused)
-        return Decision(REFUSE_TURN, self._halted_by()[0] if self.halted else None,
-                        self._halt_reason())
+        return self._halts.refusal(self._budget)
 
     def reset(self, guardrail: str = "all", additional_budget_usd: float = 0.0) -> ResetOutcome:
         """An operator reset (SPEC §3, §4). Clears halts and the watchdog's run state but keeps
@@ -741,29 +609,10 @@ class Guardrails:
         cannot apply.
         """
         with self._lock:
-            scope = Guardrail.parse_reset(guardrail)
-            try:
-                budget = self._cost.check_reset(additional_budget_usd, scope)
-            except ResetRefused as refused:
-                self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
-                                   guardrail="cost_ceiling")
-                raise
-            cleared: list[str] = []
-            if scope.covers(Guardrail.WATCHDOG):
-                cleared += self._policy.reset()
-                if self._watchdog is not None:
-                    self._watchdog.reset()  # a resumed run must build back up to a threshold
-            if scope.covers(Guardrail.COST_CEILING):
-                cleared += self._cost.reset(budget)
-            if not self.halted:
-                self._blocked = None
-            still = self._halted_by()
-            message = lines.reset_done(cleared, budget, self._cost.ceiling, still)
-            self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
-                                    "cleared": cleared, **self._spend_fields()})
-            self._channel.emit("reset", message,
-                               guardrail=None if scope is Guardrail.ALL else scope.value)
-            return ResetOutcome(tuple(cleared), still, self._cost.ceiling / NANO, message)
+            return self._halts.reset(guardrail, additional_budget_usd, self._unblock)
+
+    def _unblock(self) -> None:
+        self._blocked = None
 
     _with_cancel = staticmethod(_with_cancel)  # for the native core's slow path
 
@@ -779,163 +628,38 @@ class Guardrails:
 
     def status(self) -> Status:
         with self._lock:
-            cost = self._cost
-            needed = 0.0
-            if cost.session_reason is not None and cost.would_retrip:
-                needed = (cost.spent - cost.ceiling) / NANO
-            return Status(
-                session_id=self.session_id,
-                mode=str(self.mode),
-                halted=self.halted,
-                halted_by=self._halted_by(),
-                watchdog_reason=self._policy.halt_reason,
-                cost_reason=cost.reason,
-                spent_usd=cost.spent / NANO,
-                turn_spent_usd=cost.turn_spent() / NANO,
-                max_turn_cost_usd=cost.max_turn / NANO,
-                max_session_cost_usd=cost.ceiling / NANO,
-                granted_budget_usd=cost.granted / NANO,
-                would_retrip=cost.would_retrip,
-                budget_needed_usd=needed,
-                queued_feedback=len(self._policy.feedback),
-                counters=self._channel.counters.snapshot(),
-                context=self._context.utilization() if self._context is not None else None,
-                compaction_pending=self._context.pending if self._context is not None else False,
-            )
+            return self._halts.status(self.session_id, self.mode, self._context)
 
-    # -- durability (SPEC §5) ------------------------------------------------------------------
-
-    def _persist(self, kind: str, data: dict[str, Any]) -> None:
-        """Append one row before the decision is returned (the store fsyncs), waiting for the
-        store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
-        in order, and is written in the background (persistence.py) — a held lock must neither
-        lose a halt nor hold the harness's decision."""
-        log = self._log
-        if log is None:
-            return
-        # trips, resets and spend rows all carry the spend and counts; context rows do not
-        log.put(kind, data, None if kind == "context" else (self._cost.spent, self._counts()))
+    # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
 
     def flush(self) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout); True when
         none is left."""
-        return self._log is None or self._log.flush()
+        return self._durable.flush()
 
     @property
     def unpersisted_rows(self) -> int:
         """Rows decided but not yet in the store (0 without a store)."""
-        return len(self._log) if self._log is not None else 0
+        return len(self._durable)
 
-    def _counts(self) -> tuple[str | None, int, int]:
-        return self._policy.cut_signal, self._policy.cut_in_a_row, self._cost.in_a_row
-
-    def _spend_fields(self) -> dict[str, Any]:
-        """What every trip, reset and spend row carries: the ceiling's snapshot, and whether
-        the spend is partly estimated or some model was unpriced (SPEC §11.3)."""
-        fields: dict[str, Any] = self._cost.snapshot()
-        if self._cost_estimated:
-            fields["estimated"] = True
-        if self._unpriced:
-            fields["unpriced_models"] = sorted(self._unpriced)
-        return fields
-
-    def _persist_trip(self, kind: str, data: dict[str, Any]) -> None:
-        """A policy's row, with the spend every trip row carries."""
-        self._persist(kind, {**data, **self._spend_fields()})
-
-    def _persist_spend(self) -> None:
-        data = {**self._spend_fields(), **self._policy.snapshot(),
-                "cost_in_a_row": self._cost.in_a_row}
-        if self._usage.models:
-            data["models"] = self._usage.snapshot()  # the /context view of a stored session
-        self._persist("spend", data)
-
-    def _persist_turn_end(self) -> None:
-        """At a turn boundary, what a restart needs and no other row wrote: the escalation
-        counts (a clean turn clears them), and any spend not written yet."""
-        log = self._log
-        if log is None:
-            return
-        if not log.holds(self._cost.spent, self._counts()) or self._unpriced_changed:
-            self._unpriced_changed = False
-            self._persist_spend()
-        elif len(log):
-            log.drain(DECISION_WAIT)
+    @property
+    def _log(self) -> SessionLog | None:
+        return self._durable.log
 
     def restore(self, store: Any) -> None:
         """Fold a store's history of this session forward (done at construction when a store
         is given). Fails open: an unreadable store means the session runs unrestored, with a
         logged warning naming it."""
         with self._lock:
-            if self._log is None:
-                self._log = SessionLog(store, self.session_id, self._channel.line)
-                task = self._task
-                if task._log is None and task.task_id == self.session_id and not task.sessions[1:]:
-                    task._log = self._log  # the implicit task writes into the session's chain
-            else:
-                self._log.store = store
+            log = self._durable.attach(store)
+            if log is not None:  # the implicit task writes into the session's chain
+                self._budget.share_log(log, self.session_id)
             self._restore()
 
     def _restore(self, history: Any = None) -> None:
-        log = self._log
-        assert log is not None  # restoring needs a store
-        folded = log.read(history)
-        if folded is None or (not folded.rows and folded.tampered is None):
-            return
-        task = self._budget.task
-        if task._log is log and folded.task_rows:  # the implicit task shares the chain
-            task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
-            task._remark()
-            task._written = task._state()
-        cost = self._cost
-        cost.apply(folded)
-        if self._watchdog is not None:
-            self._policy.apply(folded)
-        if folded.tampered is not None and (self.mode == Mode.ENFORCE or cost.active):
-            reason = lines.tampered_halt(folded.tampered)
-            self._policy.hold(reason)
-            LOGGER.warning(self._channel.line(reason))
+        self._durable.restore(self._budget, history)
         if self.halted:
             self._blocked = self.refusal()
-        log.mark_stored(cost.spent, self._counts())
-
-    def _sync_resets(self) -> None:
-        """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by
-        another process) and take the budget it granted."""
-        folded = self._log.read() if self._log is not None else None
-        if folded is None:
-            return
-        self._sync_resets_from(folded)
-        if not self.halted:
-            self._blocked = None
-
-    def _sync_shared(self) -> None:
-        """The store is shared with other processes that run this session too (a session that
-        moved between daemons): take what they wrote since — a halt, spend, a reset, granted
-        budget — as a restore would, before this turn may start."""
-        log = self._log
-        assert log is not None
-        folded = log.read()
-        if folded is None:
-            return
-        if self.halted:
-            self._sync_resets_from(folded)
-        cost = self._cost
-        cost.apply(folded)  # the spend stays spent (the larger total); budget; cost halts
-        policy = self._policy
-        if self._watchdog is not None and policy.halt_reason is None and (
-                folded.watchdog_halt is not None):
-            policy.apply(folded)  # halted elsewhere: held here too (in enforce)
-        if folded.tampered is not None and policy.halt_reason is None and (
-                self.mode == Mode.ENFORCE or cost.active):
-            policy.hold(lines.tampered_halt(folded.tampered))
-        self._blocked = self.refusal() if self.halted else None
-        log.mark_stored(cost.spent, self._counts())
-
-    def _sync_resets_from(self, folded: Any) -> None:
-        if self._policy.sync(folded) and self._watchdog is not None:
-            self._watchdog.reset()
-        self._cost.sync(folded)
 
     @property
     def counters(self) -> Counters:

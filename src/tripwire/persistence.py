@@ -6,6 +6,10 @@ take by then (locked, full disk, the file gone) stays in the session's ``Outbox`
 a background retrier writes it as soon as the store takes it (with the store's full timeout);
 the next decision point tries too, and so does a last attempt at interpreter exit. While a row
 waits, the decision still holds in memory.
+
+``Durability`` is one session's durable side as its ``Guardrails`` holds it: the rows its
+policies write, the outbox flushed, a folded history applied to each policy (``restore``), and
+what other processes wrote since (an operator's reset, a shared store's halts and spend).
 """
 
 from __future__ import annotations
@@ -15,13 +19,19 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import lines
 from .errors import StoreError
+from .modes import Mode
 from .restore import Folded, fold_history
 
-__all__ = ["Outbox", "SessionLog", "DECISION_WAIT", "RETRIER"]
+if TYPE_CHECKING:
+    from .budget_policy import BudgetPolicy
+    from .policies import CostPolicy
+    from .watchdog_policy import WatchdogPolicy
+
+__all__ = ["Outbox", "SessionLog", "Durability", "DECISION_WAIT", "RETRIER"]
 
 LOGGER = logging.getLogger("tripwire")
 
@@ -219,3 +229,145 @@ class SessionLog:
         for warning in folded.warnings:
             LOGGER.warning(self.line(warning))
         return folded
+
+
+class Durability:
+    """One session's durable side (SPEC §5): each row appended before its decision returns
+    (trips, resets and spend rows carry the spend and escalation counts; context rows do not),
+    what a turn end must write, the outbox flushed, and a folded history taken forward by each
+    policy's ``apply`` — at restore, and at a turn start for what other processes wrote since.
+    ``Guardrails`` holds the session's lock and makes a standing halt its blocked decision.
+    Without a store (``log`` None) nothing is written."""
+
+    __slots__ = ("cost", "line", "log", "session_id", "watchdog")
+
+    watchdog: WatchdogPolicy  # the policies whose state the rows carry (``bind``)
+    cost: CostPolicy
+
+    def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
+        self.session_id = session_id
+        self.line = line
+        self.log = SessionLog(store, session_id, line) if store is not None else None
+
+    def bind(self, watchdog: WatchdogPolicy, cost: CostPolicy) -> None:
+        self.watchdog, self.cost = watchdog, cost
+
+    def __len__(self) -> int:
+        """Rows decided but not yet in the store."""
+        return len(self.log) if self.log is not None else 0
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def put(self, kind: str, data: dict[str, Any]) -> None:
+        """Append one row before the decision is returned (the store fsyncs), waiting for the
+        store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
+        in order, and is written in the background — a held lock must neither lose a halt nor
+        hold the harness's decision."""
+        log = self.log
+        if log is None:
+            return
+        # trips, resets and spend rows all carry the spend and counts; context rows do not
+        log.put(kind, data, None if kind == "context" else (self.cost.ceiling.spent,
+                                                             self.counts()))
+
+    def trip(self, kind: str, data: dict[str, Any]) -> None:
+        """A policy's row, with the spend every trip row carries."""
+        self.put(kind, {**data, **self.cost.snapshot()})
+
+    def counts(self) -> tuple[str | None, int, int]:
+        watchdog = self.watchdog
+        return watchdog.cut_signal, watchdog.cut_in_a_row, self.cost.ceiling.in_a_row
+
+    def spend(self) -> None:
+        """A spend row: the policies' snapshots, and the per-model usage (the ``/context`` view
+        of a stored session)."""
+        cost = self.cost
+        data = {**cost.snapshot(), **self.watchdog.snapshot(),
+                "cost_in_a_row": cost.ceiling.in_a_row}
+        if cost.usage.models:
+            data["models"] = cost.usage.snapshot()
+        self.put("spend", data)
+
+    def persist_spend(self) -> None:
+        """Write the spend if the store does not have it yet."""
+        log = self.log
+        if log is not None and not log.holds(self.cost.ceiling.spent):
+            self.spend()
+
+    def turn_end(self) -> None:
+        """At a turn boundary, what a restart needs and no other row wrote: the escalation
+        counts (a clean turn clears them), and any spend not written yet."""
+        log = self.log
+        if log is None:
+            return
+        cost = self.cost
+        if cost.take_unpriced_news() or not log.holds(cost.ceiling.spent, self.counts()):
+            self.spend()
+        elif len(log):
+            log.drain(DECISION_WAIT)
+
+    def flush(self) -> bool:
+        """Write rows the store did not take yet (waiting the store's full timeout); True when
+        none is left."""
+        return self.log is None or self.log.flush()
+
+    # -- reading back --------------------------------------------------------------------------
+
+    def attach(self, store: Any) -> SessionLog | None:
+        """A store given after construction; the new log, or None when one was there."""
+        if self.log is None:
+            self.log = SessionLog(store, self.session_id, self.line)
+            return self.log
+        self.log.store = store
+        return None
+
+    def restore(self, budget: BudgetPolicy, history: Any = None) -> None:
+        """Fold the store's history of this session forward into each policy, under the live
+        configuration (``history``: read already, as ``Fleet.restore_all`` does)."""
+        log = self.log
+        assert log is not None  # restoring needs a store
+        folded = log.read(history)
+        if folded is None or (not folded.rows and folded.tampered is None):
+            return
+        cost = self.cost
+        budget.apply(folded)
+        cost.apply(folded)
+        self.watchdog.apply(folded)
+        if folded.tampered is not None and (self.watchdog.mode == Mode.ENFORCE
+                                            or cost.ceiling.active):
+            reason = lines.tampered_halt(folded.tampered)
+            self.watchdog.hold(reason)
+            LOGGER.warning(self.line(reason))
+        log.mark_stored(cost.ceiling.spent, self.counts())
+
+    def sync_resets(self) -> None:
+        """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by
+        another process) and take the budget it granted."""
+        folded = self.log.read() if self.log is not None else None
+        if folded is not None:
+            self._sync_resets_from(folded)
+
+    def sync_shared(self, halted: bool) -> bool:
+        """The store is shared with other processes that run this session too (a session that
+        moved between daemons): take what they wrote since — a halt, spend, a reset, granted
+        budget — as a restore would, before this turn may start. False when unreadable."""
+        log = self.log
+        assert log is not None
+        folded = log.read()
+        if folded is None:
+            return False
+        if halted:
+            self._sync_resets_from(folded)
+        cost, policy = self.cost, self.watchdog
+        cost.apply(folded)  # every writer's spend summed (cost.SpendTally); budget; cost halts
+        if policy.halt_reason is None and folded.watchdog_halt is not None:
+            policy.apply(folded)  # halted elsewhere: held here too (in enforce)
+        if folded.tampered is not None and policy.halt_reason is None and (
+                policy.mode == Mode.ENFORCE or cost.ceiling.active):
+            policy.hold(lines.tampered_halt(folded.tampered))
+        log.mark_stored(cost.ceiling.spent, self.counts())
+        return True
+
+    def _sync_resets_from(self, folded: Folded) -> None:
+        self.watchdog.sync(folded)  # its reset clears the watchdog's run state too
+        self.cost.sync(folded)

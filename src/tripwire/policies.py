@@ -2,22 +2,26 @@
 to a session (SPEC §4, §6). Each returns the ``Decision`` and writes its row and its operator
 line; ``Guardrails`` holds the lock and makes a cut or halt the session's blocked decision.
 (The watchdog's policy is ``watchdog_policy.py``; the arithmetic is ``cost.CostCeiling`` and
-``context.ContextGuard``.)
+``context.ContextGuard``.) Each exposes ``snapshot()`` (what its durable rows carry) and
+``apply(folded)`` (a folded history taken forward), and the state the batch core needs of it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from . import lines
-from .context import Compaction, ContextGuard, SummaryResult
+from ._common import ContextState, CostState
+from .context import Compaction, ContextGuard, SummaryResult, UsageByModel
 from .decision import CUT_TURN, HALT_SESSION, Decision
 
 if TYPE_CHECKING:
     from .cost import CostCeiling, CostTrip
     from .reporting import OperatorChannel
+    from .restore import Folded
 
 __all__ = ["CostPolicy", "ContextPolicy"]
 
@@ -27,16 +31,36 @@ Persist = Callable[[str, dict[str, Any]], None]
 
 class CostPolicy:
     """A cost trip → a cut turn (per-turn bound) or a halted session (per-session bound, or the
-    per-turn bound tripped ``escalate_after`` turns in a row)."""
+    per-turn bound tripped ``escalate_after`` turns in a row). Also what the spend rows say of
+    the spend: whether some was estimated from token prices, which models had no price
+    (SPEC §11.3), and the per-model usage (``context_stats``)."""
 
-    __slots__ = ("_channel", "_persist", "ceiling")
+    __slots__ = ("_channel", "_persist", "ceiling", "estimated", "unpriced", "unpriced_changed",
+                 "usage")
 
     def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, persist: Persist):
         self.ceiling = ceiling
         self._channel = channel
         self._persist = persist
+        self.estimated = False  # some spend was estimated from token prices (SPEC §11.3)
+        self.unpriced: set[str] = set()  # models whose usage had no price, so no cost
+        self.unpriced_changed = False
+        self.usage = UsageByModel()  # per-model turns, tokens and cost (context_stats)
+
+    def charge(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
+               nano: int, estimated: bool, unpriced: bool) -> CostTrip | None:
+        """One model call's usage: noted per model, its cost spent, the ceilings checked."""
+        if estimated:
+            self.estimated = True
+        if unpriced and (model or "") not in self.unpriced:
+            self.unpriced.add(model or "")
+            self.unpriced_changed = True
+        self.usage.add(model, input_tokens, output_tokens, nano)
+        return self.ceiling.add(nano)  # spend counts even while halted or cut
 
     def decide(self, trip: CostTrip, *, in_turn: bool) -> Decision:
+        if self.estimated:
+            trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = Decision(HALT_SESSION if trip.halts else CUT_TURN, "cost_ceiling", trip.reason)
         self._channel.counters.count_trip("cost_ceiling")
         self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
@@ -48,16 +72,54 @@ class CostPolicy:
                            level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
         return decision
 
+    # -- persistence and the batch core --------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """What every trip, reset and spend row carries: the ceiling's snapshot, and whether
+        the spend is partly estimated or some model was unpriced (SPEC §11.3)."""
+        fields: dict[str, Any] = self.ceiling.snapshot()
+        if self.estimated:
+            fields["estimated"] = True
+        if self.unpriced:
+            fields["unpriced_models"] = sorted(self.unpriced)
+        return fields
+
+    def apply(self, folded: Folded) -> None:
+        """A folded history, under the live configuration (``CostCeiling.apply``)."""
+        self.ceiling.apply(folded)
+
+    def sync(self, folded: Folded) -> None:
+        """An operator reset written to the store elsewhere (``CostCeiling.sync``)."""
+        self.ceiling.sync(folded)
+
+    def take_unpriced_news(self) -> bool:
+        """Whether a model went unpriced since the last spend row (cleared: it is written)."""
+        news, self.unpriced_changed = self.unpriced_changed, False
+        return news
+
+    def batch_state(self) -> CostState:
+        c = self.ceiling
+        return CostState(c.spent, c.baseline, c.max_turn, c.ceiling, c.halted or c.turn_tripped)
+
+    def take_spent(self, spent: int) -> int:
+        """The spend the batch core charged (it checked that no bound trips): the amount added."""
+        added = spent - self.ceiling.spent
+        trip = self.ceiling.add(added)
+        assert trip is None, "the batch core charges only spend that trips no bound"
+        return added
+
 
 class ContextPolicy:
     """After an observation that moved the context estimate: compaction pending (reported), or
     the hard cut of the turn; the records of compaction, kept in the durable log."""
 
-    __slots__ = ("_channel", "_persist", "cut_at", "guard")
+    __slots__ = ("_channel", "_persist", "cut_at", "guard", "summarize")
 
     def __init__(self, guard: ContextGuard, cut_at: float, channel: OperatorChannel,
-                 persist: Persist):
+                 persist: Persist,
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None):
         self.guard = guard
+        self.summarize = summarize  # the host's summarizer (None: mechanical truncation)
         self.cut_at = cut_at
         self._channel = channel
         self._persist = persist
@@ -92,6 +154,32 @@ class ContextPolicy:
                            guardrail="context", decision=cut, record=record)
         return cut
 
+    def snapshot(self) -> dict[str, Any]:
+        """Nothing: the context's rows are records of what happened (cuts, compactions), not
+        state to restore — a restarted session measures its context afresh."""
+        return {}
+
+    def apply(self, folded: Folded) -> None:
+        """Nothing to take forward (``snapshot``)."""
+
+    def batch_state(self) -> ContextState:
+        c = self.guard
+        return ContextState(c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens,
+                            c.pending, c.cut_this_turn, c.model)
+
+    def take_change(self, measured: int | None, added: int) -> None:
+        """What the batch core changed: a context a usage measured, estimate bytes added."""
+        guard = self.guard
+        if measured is not None:
+            guard.observe_usage(None, measured)
+        if added:
+            guard.estimator.add_bytes(added)
+
+    def observe_usage(self, model: str | None, input_tokens: int | None) -> None:
+        """A usage's measured context (and a model change): the guard's records kept."""
+        for record in self.guard.observe_usage(model, input_tokens):
+            self.record(record)
+
     def record(self, record: dict[str, Any]) -> None:
         message = record.pop("message", None) or record["event"]
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
@@ -99,17 +187,15 @@ class ContextPolicy:
             self._persist("context", record)
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
-    def compact(self, messages: Any, focus: str | None,
-                summarize: Callable[[Any, str | None], SummaryResult] | None,
-                *, manual: bool = False) -> Compaction:
+    def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:
         """Automatic (its failures are durable rows) or manual (a failure is the caller's
         alone: ``Compaction.reason``, no row)."""
-        return self._records(self.guard.compact(messages, focus, summarize, manual=manual))
+        return self._records(self.guard.compact(messages, focus, self.summarize,
+                                                manual=manual))
 
-    def checkpoint(self, messages: Any, note: str | None,
-                   summarize: Callable[[Any, str | None], SummaryResult] | None,
-                   *, manual: bool = False) -> Compaction:
-        return self._records(self.guard.checkpoint(messages, note, summarize, manual=manual))
+    def checkpoint(self, messages: Any, note: str | None, *, manual: bool = False) -> Compaction:
+        return self._records(self.guard.checkpoint(messages, note, self.summarize,
+                                                   manual=manual))
 
     def _records(self, result: Compaction) -> Compaction:
         for record in result.records:

@@ -3,7 +3,8 @@
 The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
 them forward into what a restarted process needs: which halts stand, the spend, the budget
 granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
-it; granted budget accumulates. ``Guardrails`` then applies the fold *subject to its live
+it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
+running total (``cost.SpendTally``: exact when several processes charge the session at once). ``Guardrails`` then applies the fold *subject to its live
 configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
 not applied to a per-session ceiling that is no longer configured).
 
@@ -21,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cost import SpendTally
 from .errors import InvalidReset
 from .guardrail import Guardrail
+from .money import NANO
 
 __all__ = ["Folded", "fold_history", "RESTORED_SIGNAL"]
 
@@ -40,7 +43,7 @@ class Folded:
     cost_session_halt: dict[str, Any] | None = None
     cost_escalation_halt: dict[str, Any] | None = None
     granted_usd: float = 0.0
-    spent_usd: float = 0.0
+    spend: SpendTally = field(default_factory=SpendTally)  # every writer's charges
     watchdog_cut_signal: str | None = None
     watchdog_in_a_row: int = 0
     cost_in_a_row: int = 0
@@ -48,6 +51,15 @@ class Folded:
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
     task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
+
+    @property
+    def spent_nano(self) -> int:
+        """The session's spend (nano-dollars): the sum over the writers of its rows."""
+        return self.spend.total
+
+    @property
+    def spent_usd(self) -> float:
+        return self.spend.total / NANO
 
     @property
     def halted_by(self) -> tuple[str, ...]:
@@ -70,10 +82,11 @@ class Folded:
 def fold_history(history: Any) -> Folded:
     """Fold a ``SessionHistory`` (trusted rows + chain report) forward."""
     folded = Folded(rows=len(history.rows))
+    spend = folded.spend
     for row in history.rows:
         data = row.data
-        if "spent_usd" in data:
-            folded.spent_usd = float(data["spent_usd"])
+        if "spent_usd" in data or "spend_writer" in data:
+            spend.add(data)
         if row.kind == "trip":
             _fold_trip(folded, data)
         elif row.kind == "reset":

@@ -11,12 +11,17 @@ Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bea
     POST /sessions/{id}/events             interchange events in (an object or an array),
                                            the decisions that are not a plain "continue" out
 
+Usage without ``cost_usd`` is priced from the model catalogue (``tripwire[prices]``) exactly as
+``tripwire replay`` prices it: the cost is marked estimated (trips say so, rows carry it), and a
+model the catalogue does not know has no cost (``status`` names it unpriced).
+
 A reset that would re-trip at once (the session spent at least its per-session ceiling plus
 the added budget) is refused with **409** and the budget needed (add strictly more than
 ``budget_needed_usd``): the rule is the library's own (``CostCeiling.check_reset``, through
 ``Fleet.reset``). A request that makes no sense gets **400** with a one-line ``error``; a
 missing or wrong token **401**. Events go through ``Fleet.observe_many`` (in order, detection in
-the native core), so a session's decisions over HTTP are exactly the library's.
+the native core; a usage the catalogue prices goes through the session's ``on_usage`` between
+batches, with its estimated mark), so a session's decisions over HTTP are exactly the library's.
 
 The default bind is loopback (127.0.0.1): exposing the reset surface beyond the machine is a
 deliberate ``--host``. The token comes from ``--token-file`` or ``$TRIPWIRE_SERVE_TOKEN``;
@@ -33,7 +38,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .decision import Decision, Turn
+from .decision import CONTINUE, Decision, Turn
 from .errors import (
     BatchInterrupted,
     ConfigError,
@@ -42,8 +47,9 @@ from .errors import (
     ResetRefused,
     TripwireError,
 )
-from .events import Retry, StopAttempt, TaskEnd, TaskStart, event_record, parse_event
+from .events import Retry, StopAttempt, TaskEnd, TaskStart, Usage, event_record, parse_event
 from .fleet import Fleet
+from .prices import REPORTED, estimate
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
 
@@ -160,22 +166,57 @@ def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
         if isinstance(event, _TASK_EVENTS):  # a task is the host's to run, not a batch row's
             raise _BadRequest(f"event {i}: a {event_record(event)['type']!r} event is not taken "
                               f"here (the sidecar takes {', '.join(_SIDECAR_TYPES)})")
-        events.append((session_id, event))
+        events.append(event)
+    out: list[tuple[int, Decision | Turn]] = []
+    run: list[int] = []  # indexes of the events the next batch takes
+    for i, event in enumerate(events):
+        if not isinstance(event, Usage) or event.cost_usd is not None:
+            run.append(i)
+            continue
+        priced = estimate(event)
+        if priced is REPORTED:  # no tokens to price
+            run.append(i)
+            continue
+        # usage without cost_usd: priced from the catalogue as replay prices it (marked
+        # estimated, or its model unpriced), which a batch row cannot carry: on its own
+        _batch(fleet, session_id, events, run, out)
+        g = fleet.session(session_id)
+        try:
+            decision = g.on_usage(model=event.model, input_tokens=event.input_tokens,
+                                  output_tokens=event.output_tokens, cost_usd=priced.cost_usd,
+                                  estimated=priced.estimated, unpriced=priced.unpriced)
+        except TripwireError as exc:
+            raise _BadRequest(f"event {i}: {exc}", 400, event=i,
+                              decisions=[_decision(j, o) for j, o in out]) from None
+        if decision is not CONTINUE:
+            out.append((i, decision))
+    _batch(fleet, session_id, events, run, out)
+    g = fleet.session(session_id)
+    return {"session": session_id, "events": len(events),
+            "decisions": [_decision(i, o) for i, o in out], "halted": g.halted}
+
+
+def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
+           out: list[tuple[int, Decision | Turn]]) -> None:
+    """The events at ``run`` (request indexes) through ``Fleet.observe_many``; their outcomes
+    onto ``out`` by request index."""
+    if not run:
+        return
     try:
-        outcomes = fleet.observe_many(events)
+        outcomes = fleet.observe_many([(session_id, events[i]) for i in run])
     except InvalidEvent as exc:
         raise _BadRequest(str(exc)) from None
     except BatchInterrupted as stopped:
         error = stopped.error
         status = 409 if isinstance(error, ResetRefused) else 400
-        extra: dict[str, Any] = {"event": stopped.index,
-                                 "decisions": [_decision(i, o) for i, _, o in stopped.outcomes]}
+        at = run[stopped.index]
+        done = out + [(run[j], o) for j, _, o in stopped.outcomes]
+        extra: dict[str, Any] = {"event": at, "decisions": [_decision(i, o) for i, o in done]}
         if isinstance(error, ResetRefused):
             extra["budget_needed_usd"] = round(error.needed_usd, 9)
-        raise _BadRequest(f"event {stopped.index}: {error}", status, **extra) from None
-    g = fleet.session(session_id)
-    return {"session": session_id, "events": len(events),
-            "decisions": [_decision(i, o) for i, _, o in outcomes], "halted": g.halted}
+        raise _BadRequest(f"event {at}: {error}", status, **extra) from None
+    out.extend((run[j], o) for j, _, o in outcomes)
+    run.clear()
 
 
 class _Metrics:

@@ -4,7 +4,8 @@ One job: given the alerts an observation raised, decide — keep them for the en
 (``warn``, ``feedback``), or report them now and cut the turn or halt the session
 (``enforce``), escalating a cut to a halt after ``escalate_after`` turns in a row cut by the
 same signal. It owns the feedback queue, the alerts pending for the end of the turn and the
-withdrawal of notes the agent's words answer. ``Guardrails`` holds the lock and dispatches;
+withdrawal of notes the agent's words answer, and the session's watchdog (``engine``: None
+in ``off`` mode), whose run state a reset clears. ``Guardrails`` holds the lock and dispatches;
 ``snapshot()`` / ``apply(folded)`` are the policy's state in and out of the durable store.
 """
 
@@ -22,21 +23,40 @@ from .restore import RESTORED_SIGNAL
 from .signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 
 if TYPE_CHECKING:
+    from .config import ResolvedConfig
     from .reporting import OperatorChannel
     from .restore import Folded
+    from .watchdog import Watchdog
 
-__all__ = ["WatchdogPolicy"]
+__all__ = ["WatchdogPolicy", "session_watchdog"]
 
 #: (row kind, row data): append a row to the session's durable log
 Persist = Callable[[str, dict[str, Any]], None]
 
 
+def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
+    """A session's watchdog: the built-in signals of its configuration, and its custom ones
+    (None in ``off`` mode)."""
+    if resolved.mode <= Mode.OFF:
+        return None
+    if resolved.custom_signals:
+        from .custom_signals import custom_watchdog
+
+        return custom_watchdog(resolved.watchdog, resolved.custom_signals,
+                               implementation=implementation)
+    from .watchdog import Watchdog
+
+    return Watchdog(resolved.watchdog, implementation=implementation)
+
+
 class WatchdogPolicy:
-    __slots__ = ("_channel", "_persist", "cut_in_a_row", "cut_signal", "escalate_after",
-                 "feedback", "halt_alert", "halt_reason", "mode", "pending", "turn_cut_signal")
+    __slots__ = ("_channel", "_persist", "cut_in_a_row", "cut_signal", "engine",
+                 "escalate_after", "feedback", "halt_alert", "halt_reason", "mode", "pending",
+                 "turn_cut_signal")
 
     def __init__(self, mode: Mode, escalate_after: int, feedback_queue: int,
-                 channel: OperatorChannel, persist: Persist):
+                 channel: OperatorChannel, persist: Persist, engine: Watchdog | None = None):
+        self.engine = engine  # the session's watchdog (None in off mode)
         self.mode = mode
         self.escalate_after = escalate_after
         self.feedback = FeedbackQueue(feedback_queue)
@@ -137,11 +157,14 @@ class WatchdogPolicy:
 
     def reset(self) -> list[str]:
         """An operator reset of the watchdog: what it cleared. The queued feedback stays, so
-        the resumed model learns why it was stopped."""
+        the resumed model learns why it was stopped; the watchdog's run state goes (a resumed
+        run must build back up to a threshold)."""
         cleared = ["watchdog"] if self.halt_reason is not None else []
         self.halt_reason = None
         self.halt_alert = None
         self.cut_signal, self.cut_in_a_row = None, 0
+        if self.engine is not None:
+            self.engine.reset()
         return cleared
 
     def snapshot(self) -> dict[str, Any]:
@@ -150,7 +173,10 @@ class WatchdogPolicy:
 
     def apply(self, folded: Folded) -> None:
         """Take a folded history forward in this mode: the escalation count; a halt feeds back
-        to the model (feedback and up) and holds the session (enforce)."""
+        to the model (feedback and up) and holds the session (enforce). Nothing in ``off``
+        mode (no watchdog)."""
+        if self.engine is None:
+            return
         self.cut_signal = folded.watchdog_cut_signal
         self.cut_in_a_row = folded.watchdog_in_a_row
         halt = folded.watchdog_halt

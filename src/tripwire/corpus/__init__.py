@@ -8,6 +8,6 @@
 - ``labels``: outcome label files; ``report``: the HTML page and its plots (matplotlib).
 """
 
-from .measure import SessionResult, measure_paths
+from .measure import Measured, SessionResult, measure_paths
 
-__all__ = ["SessionResult", "measure_paths"]
+__all__ = ["Measured", "SessionResult", "measure_paths"]

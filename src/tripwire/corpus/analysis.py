@@ -11,7 +11,7 @@ import numpy as np
 
 from ..signals import BY_ID, CRITICAL, SIGNAL_IDS, WatchdogConfig
 from .labels import Labels
-from .measure import SessionResult, measure_paths, threshold_knob, thresholds
+from .measure import NEVER, Measured, Run, SessionResult, threshold_knob, thresholds
 
 __all__ = ["summary", "violations", "sweep", "SweepPoint", "critical_trips"]
 
@@ -24,35 +24,30 @@ def _quantiles(values: np.ndarray) -> dict[str, float]:
             "max": int(values.max())}
 
 
-def signal_table(results: Sequence[SessionResult], config: WatchdogConfig) -> dict[str, Any]:
+def signal_table(results: Measured, config: WatchdogConfig) -> dict[str, Any]:
     """Per signal: threshold, the statistic's median/p90/p99/max across sessions, the margin
     (threshold minus the observed maximum: > 0 means no session reached it) and how many
     sessions trip it (and which fraction: its warn rate)."""
-    n = len(SIGNAL_IDS)
-    stats = np.array([r.stats for r in results], dtype=np.int64).reshape(len(results), n)
-    trips = np.array([[t is not None for t in r.first_trip] for r in results],
-                     dtype=bool).reshape(len(results), n)
+    trips = (results.first_trip != NEVER).sum(axis=0)
     table = {}
     for i, (signal, limit) in enumerate(zip(SIGNAL_IDS, thresholds(config), strict=True)):
-        q = _quantiles(stats[:, i])
-        tripped = int(trips[:, i].sum())
+        q = _quantiles(results.stats[:, i])
+        tripped = int(trips[i])
         table[signal] = {"threshold": limit, **q, "margin": limit - q["max"],
                          "trips": tripped,
-                         "trip_rate": tripped / len(results) if results else 0.0}
+                         "trip_rate": tripped / len(results) if len(results) else 0.0}
     return table
 
 
-def summary(results: Sequence[SessionResult], config: WatchdogConfig) -> dict[str, Any]:
+def summary(results: Measured, config: WatchdogConfig) -> dict[str, Any]:
     """The ``--json`` summary line: every session together, then each corpus (path argument)."""
-    corpora: dict[str, list[SessionResult]] = {}
-    for r in results:
-        corpora.setdefault(r.corpus, []).append(r)
+    corpora = {name: results.of_corpus(name) for name in results.corpora()}
     return {
         "kind": "summary",
         "sessions": len(results),
-        "events": sum(r.events for r in results),
+        "events": int(results.events.sum()),
         "signals": signal_table(results, config),
-        "corpora": {name: {"sessions": len(rs), "events": sum(r.events for r in rs),
+        "corpora": {name: {"sessions": len(rs), "events": int(rs.events.sum()),
                            "signals": signal_table(rs, config)}
                     for name, rs in corpora.items()},
     }
@@ -116,11 +111,17 @@ def sweep(paths: Sequence[str], signal: str, values: Sequence[int], config: Watc
     knob = threshold_knob(signal)
     points = []
     healthy_peak = None
-    for value in values:
-        knobs = {k: dict(v) for k, v in config.signals.items()}
-        knobs.setdefault(signal, {})[knob] = value
-        swept = WatchdogConfig(signals=knobs, only=config.only)
-        results = measure_paths(paths, swept, **run)
+    implementation = run.pop("implementation", None)
+    progress = run.pop("progress", None)
+    with Run(paths, **run) as files:  # listed once, one pool for every value
+        measured = []
+        for value in values:
+            knobs = {k: dict(v) for k, v in config.signals.items()}
+            knobs.setdefault(signal, {})[knob] = value
+            swept = WatchdogConfig(signals=knobs, only=config.only)
+            measured.append(files.measure(swept, implementation=implementation,
+                                          progress=progress))
+    for value, results in zip(values, measured, strict=True):
         first = [r.first_trip[index] for r in results if r.first_trip[index] is not None]
         kinds = [_kind(labels, r) for r in results if r.first_trip[index] is not None]
         healthy = [r.stats[index] for r in results if _kind(labels, r) == "healthy"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..signals import SIGNAL_IDS, WatchdogConfig
-from .measure import SessionResult, thresholds
+from .measure import Measured, thresholds
 
 __all__ = ["write_stats_report", "write_sweep_report"]
 
@@ -54,17 +54,18 @@ def _table(rows: list[list[Any]], head: list[str]) -> str:
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
-def write_stats_report(directory: str | Path, results: Sequence[SessionResult],
+def write_stats_report(directory: str | Path, results: Measured,
                        config: WatchdogConfig, table: dict[str, Any]) -> Path:
     """Write ``index.html`` and its PNGs into ``directory``; returns the page's path."""
     plt = _pyplot()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     limits = thresholds(config)
-    corpora = list(dict.fromkeys(r.corpus for r in results))
+    corpora = results.corpora()
+    by_corpus = [results.of_corpus(c) for c in corpora]
     images = []
     for i, signal in enumerate(SIGNAL_IDS):
-        values = [r.stats[i] for r in results]
+        values = results.stats[:, i].tolist()
         fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
         top = max([*values, limits[i]]) + 1
         ax.hist(values, bins=range(0, top + 1), color="#4878a8", edgecolor="white")
@@ -77,7 +78,7 @@ def write_stats_report(directory: str | Path, results: Sequence[SessionResult],
     if len(corpora) > 1:
         for i, signal in enumerate(SIGNAL_IDS):
             fig, ax = plt.subplots(figsize=(5, 3), dpi=80)
-            groups = [[r.stats[i] for r in results if r.corpus == c] for c in corpora]
+            groups = [rs.stats[:, i].tolist() for rs in by_corpus]
             ax.boxplot(groups, showfliers=True)
             ax.set_xticks(range(1, len(corpora) + 1),
                           [Path(c).name or c for c in corpora], rotation=20, fontsize=7)
