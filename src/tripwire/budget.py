@@ -188,10 +188,14 @@ class Budget:
 
     @classmethod
     def defaults(cls, unattended: bool) -> Budget:
-        """SPEC §7.1's defaults: 1,000 steps when unattended; 8 stop rejections; 10 reviews."""
-        return cls(steps=1000 if unattended else 0, tool_calls=0, tokens=0, usd=0.0,
-                   deadline_s=0.0, tool_timeout_s=0.0, stop_rejections=8, retries=0,
-                   reviews=10)
+        """SPEC §7.1's defaults: 1,000 steps when unattended; 8 stop rejections; 10 reviews.
+        Made once each (a Budget is immutable; every task asks for them)."""
+        made = _DEFAULTS.get((cls, unattended))
+        if made is None:
+            made = _DEFAULTS[(cls, unattended)] = cls(
+                steps=1000 if unattended else 0, tool_calls=0, tokens=0, usd=0.0,
+                deadline_s=0.0, tool_timeout_s=0.0, stop_rejections=8, retries=0, reviews=10)
+        return made
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], where: str = "budget") -> Budget:
@@ -229,6 +233,10 @@ class Budget:
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) is not None}
+
+
+#: the default budgets, by (class, unattended)
+_DEFAULTS: dict[tuple[type[Budget], bool], Budget] = {}
 
 
 @dataclass(frozen=True, slots=True)

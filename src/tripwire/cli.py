@@ -24,12 +24,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .adapters import FORMAT_NAMES
-from .budget import TASK_PREFIX, ReplayClock
-from .config import builtin_signals, read_config_file
-from .cost import NANO
 from .errors import (
     ConfigError,
     InvalidEvent,
@@ -40,17 +37,12 @@ from .errors import (
     TruncatedLine,
 )
 from .guardrail import Guardrail
-from .guardrails import GuardrailsConfig
-from .modes import Mode, parse_mode
-from .money import dollars_from_text
-from .replay import (
-    ReplayOptions,
-    ReplayStats,
-    event_files,
-    replay_transcript,
-    shown_path,
-)
-from .signals import SIGNAL_IDS, WatchdogConfig
+
+# Each verb imports what it needs when it runs (``tripwire replay`` starts without the store,
+# the server, the corpus tools or the hooks: tests/test_import_laziness.py).
+if TYPE_CHECKING:
+    from .guardrails import GuardrailsConfig
+    from .replay import ReplayOptions
 
 EXIT_OK = 0
 EXIT_BROKEN = 1
@@ -79,6 +71,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _dollars(text: str) -> float:
+    from .money import dollars_from_text
+
     try:
         return dollars_from_text(text, "the amount")
     except ConfigError as exc:
@@ -94,14 +88,32 @@ def _signal_set(text: str) -> frozenset[str]:
     return ids
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked
+    (``importlib.metadata`` is milliseconds of import every other run would pay)."""
 
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from . import __version__
+
+        sys.stdout.write(f"tripwire {__version__}\n")  # as argparse's own version action
+        parser.exit()
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given the ``verb`` about to run, the options of the verbs
+    that import modules to declare theirs (``corpus``, ``hook``) are left out unless it is
+    theirs."""
     parser = _Parser(
         prog="tripwire",
         description="Guardrails for AI-agent harnesses: watch tool calls, spend and context.",
     )
-    parser.add_argument("--version", action="version", version=f"tripwire {__version__}")
+    parser.add_argument("--version", action=_Version)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     replay = verbs.add_parser(
         "replay",
@@ -203,14 +215,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
 
-    from .corpus.cli import add_parser as add_corpus_parser
+    if verb in (None, "corpus"):
+        from .corpus.cli import add_parser as add_corpus_parser
 
-    add_corpus_parser(verbs)
+        add_corpus_parser(verbs)
+    else:
+        verbs.add_parser("corpus")
+    hook = verbs.add_parser(
+        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)")
+    if verb in (None, "hook"):
+        from .hooks import build_parser as hook_parser
 
-    from .hooks import build_parser as hook_parser
-
-    hook_parser(verbs.add_parser(
-        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)"))
+        hook_parser(hook)
     return parser
 
 
@@ -262,6 +278,8 @@ _BUDGET_FLAGS = (
 
 
 def _mode(text: str) -> str:
+    from .modes import parse_mode
+
     try:
         return str(parse_mode(text))
     except ConfigError as exc:
@@ -271,7 +289,10 @@ def _mode(text: str) -> str:
 def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     """Replay's policy: explicit flags > the config file > warn with no ceilings (a recording
     is analysed, not guarded, unless asked)."""
+    from .config import builtin_signals, read_config_file
     from .custom_signals import factories_from_config, signal_ids
+    from .guardrails import GuardrailsConfig
+    from .signals import SIGNAL_IDS, WatchdogConfig
 
     file = read_config_file(args.config) if args.config else {}
     watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})
@@ -304,6 +325,8 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
 def _halt_cannot_fire(args: argparse.Namespace, config: GuardrailsConfig) -> str | None:
     """Why ``--fail-on halt`` cannot fire with this policy (None when it can): only enforce
     mode halts for the watchdog, and only a cost ceiling halts in the other modes."""
+    from .modes import Mode
+
     resolved = config.resolve()
     if args.fail_on != "halt" or resolved.mode == Mode.ENFORCE or args.store \
             or resolved.max_turn_cost_usd or resolved.max_session_cost_usd:
@@ -313,6 +336,8 @@ def _halt_cannot_fire(args: argparse.Namespace, config: GuardrailsConfig) -> str
 
 
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .replay import ReplayOptions, event_files
+
     config = replay_config(args)
     bounded = any(getattr(args, f"budget_{c}", None) for _, c, _, _ in _BUDGET_FLAGS) or \
         "budget" in (config.file or {})
@@ -345,6 +370,9 @@ class _OperatorLinesOff(logging.Filter):
 
 def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[Any],
                   store: Any, out: TextIO, err: TextIO) -> int:
+    from .budget import ReplayClock
+    from .replay import ReplayStats, replay_transcript, shown_path
+
     factory = None
     if store is not None:
         from .guardrails import Guardrails
@@ -402,6 +430,7 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     1-based source line they came from)."""
     from .adapters import read as read_items
     from .events import event_record
+    from .replay import event_files
 
     for transcript in event_files(args.paths, args.format):
         for item in read_items(transcript):
@@ -442,6 +471,7 @@ def _existing_store(path: str, *, write: bool = False) -> Any:
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
+    from .budget import TASK_PREFIX
     from .context import context_stats_from_rows
     from .restore import fold_history
 
@@ -473,6 +503,8 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
                  out: TextIO) -> None:
     """One line per task whose rows a chain holds: its consumption, caps and outcome."""
+    from .budget import TASK_PREFIX
+
     tasks: dict[str, dict[str, Any]] = {}
     for data in rows:
         tid = str(data.get("task", chain.removeprefix(TASK_PREFIX)))
@@ -518,7 +550,7 @@ def _price_notes(rows: Any) -> dict[str, Any]:
 def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """A reset written into the store; the process hosting the session applies it at the
     session's next turn (or on restore). Refused exactly as SPEC §4 says."""
-    from .cost import CostCeiling
+    from .cost import NANO, CostCeiling
     from .restore import fold_history
 
     store = _existing_store(args.store, write=True)
@@ -581,6 +613,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
                           "pip install 'tripwire[serve]'") from None
     from . import serve
     from .fleet import Fleet
+    from .guardrails import GuardrailsConfig
 
     token = serve.read_token(args.token_file)
     config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
@@ -606,7 +639,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     try:
         if args.verb == "replay":

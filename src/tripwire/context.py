@@ -32,6 +32,7 @@ record). Every summary boundary reports which of its sections the summary lacks.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -229,6 +230,7 @@ def _exact(value: float) -> Fraction:
     return Fraction(repr(float(value)))  # 0.85 is 17/20, not the nearest binary fraction
 
 
+@functools.lru_cache(maxsize=1024)  # per session and model: a replay makes hundreds
 def _tokens_at(share: float, window: int) -> int:
     """The smallest token count whose share of the window is >= share (exactly)."""
     return math.ceil(_exact(share) * window)

@@ -8,13 +8,10 @@ that is not a JSON object, has an unknown ``type`` or a field of the wrong type 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Union
-
-import msgspec
 
 from .errors import InvalidEvent, TruncatedLine
 from .guardrail import Guardrail
@@ -353,8 +350,10 @@ def read_events(path: str | Path) -> Iterator[Line]:
 def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidEvent | None]]:
     """``read_events`` as plain tuples ``(index, number, event, error)`` (the interchange
     reader makes its own item of each: one object per line instead of two)."""
+    import msgspec  # here: a run that reads no interchange file does not import it
+
     index = 0
-    fast = _DECODER.decode
+    fast = _decoder().decode
     fast_error = msgspec.DecodeError
     parsers = _PARSERS
     with path.open("rb") as handle:
@@ -395,11 +394,22 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
 
 
 _NOT_DECODED = object()
-_DECODER = msgspec.json.Decoder()
+_DECODERS: list[Any] = []
+
+
+def _decoder() -> Any:
+    """The one msgspec JSON decoder (made on first use)."""
+    if not _DECODERS:
+        import msgspec
+
+        _DECODERS.append(msgspec.json.Decoder())
+    return _DECODERS[0]
 
 
 def _slow_decode(raw: bytes, ended: bool) -> Any:
     """One line by the standard library, with the errors of ``read_events``."""
+    import json
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -32,10 +32,7 @@ The summary line carries ``"v"``, the output schema's version (``SUMMARY_VERSION
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -162,6 +159,10 @@ def event_files(paths: Iterable[str], fmt: str = "auto") -> list[Transcript]:
 def _stdin_transcript(fmt: str) -> Transcript:
     """Standard input, spooled to a temporary file: format detection reads a transcript's
     first lines before its reader reads them all, and a pipe can be read only once."""
+    import atexit
+    import shutil
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="tripwire-"))
     atexit.register(shutil.rmtree, folder, True)
     path = folder / "stdin"

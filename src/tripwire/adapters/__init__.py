@@ -1,9 +1,10 @@
 """Transcript readers: other harnesses' recordings as streams of interchange events (SPEC §11.1).
 
-One module per format; each has ``NAME``, ``SUFFIXES`` (the file names a directory walk
-considers), ``sniff(value)`` (is this decoded first line / document of mine?) and
-``read(path, name) -> Iterator[Item]``, a generator that holds one line (JSON Lines formats) or
-one document (single-document formats) at a time.
+One module per format (``_REGISTRY`` lists them, with the file suffixes a directory walk
+considers); each has ``NAME``, ``sniff(value)`` (is this decoded first line / document of
+mine?) and ``read(path, name) -> Iterator[Item]``, a generator that holds one line (JSON Lines
+formats) or one document (single-document formats, whose ``read`` also takes the
+``document`` detection decoded) at a time.
 
     for item in read_transcript(Path("session.jsonl")):        # --format auto
         if item.event is not None: ...
@@ -14,52 +15,91 @@ relative to the argument it was found under (``session_name``), never the bare f
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidEvent, UnknownFormat
-from . import (
-    anthropic,
-    claude_code,
-    codex,
-    interchange,
-    mini_swe_agent,
-    openai_chat,
-    openai_responses,
-    otel,
-    swe_agent,
-    tau_bench,
-)
-from ._base import UTF8_BOM, Item
+
+if TYPE_CHECKING:
+    from ._base import Item
 
 __all__ = ["Item", "FORMATS", "FORMAT_NAMES", "detect", "read_transcript", "Transcript",
-           "transcripts", "session_name", "detect_or_fail", "read"]
+           "transcripts", "session_name", "detect_or_fail", "read", "format_module",
+           "HAND_OFF_BYTES"]
 
-#: detection order: the first whose ``sniff`` accepts the content wins
-_MODULES: tuple[ModuleType, ...] = (interchange, claude_code, codex, otel, mini_swe_agent,
-                                    swe_agent, tau_bench, anthropic, openai_responses,
-                                    openai_chat)
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
-FORMAT_NAMES = tuple(sorted(FORMATS))
-_SUFFIXES = frozenset(s for m in _MODULES for s in m.SUFFIXES)
+#: The formats, in detection order (the first whose ``sniff`` accepts the content wins): name,
+#: module, the file names a directory walk considers, and whether the reader reads one whole
+#: JSON document (then detection hands the document it decoded to the reader: decoded once).
+#: A module is imported when detection first tries it or a run names its format, so a run
+#: imports the readers it uses (``tests/test_import_laziness.py``).
+_REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
+    ("interchange", "interchange", (".jsonl",), False),
+    ("claude-code", "claude_code", (".jsonl",), False),
+    ("codex", "codex", (".jsonl",), False),
+    ("otel", "otel", (".jsonl", ".json"), False),
+    ("mini-swe-agent", "mini_swe_agent", (".traj.json", ".json"), True),
+    ("swe-agent", "swe_agent", (".traj",), True),
+    ("tau-bench", "tau_bench", (".json",), True),
+    ("anthropic", "anthropic", (".json",), True),
+    ("openai-responses", "openai_responses", (".json",), True),
+    ("openai-chat", "openai_chat", (".json",), True),
+)
+_ORDER = tuple(name for name, _, _, _ in _REGISTRY)
+_MODULE_OF = {name: module for name, module, _, _ in _REGISTRY}
+_WHOLE_DOCUMENT = frozenset(name for name, _, _, whole in _REGISTRY if whole)
+FORMAT_NAMES = tuple(sorted(_ORDER))
+_SUFFIXES = frozenset(s for _, _, suffixes, _ in _REGISTRY for s in suffixes)
 #: how many leading lines detection may look at for one that decodes
 _SNIFF_LINES = 8
+#: the most bytes of decoded documents one listing keeps for its readers (beyond it, a
+#: document is decoded again when read: a directory of trajectories is not held in memory)
+HAND_OFF_BYTES = 64 << 20
 
 
-def _first_values(path: Path) -> Iterator[Any]:
+def format_module(fmt: str) -> ModuleType:
+    """The reader module of format ``fmt`` (imported on first use)."""
+    module = _LOADED.get(fmt)
+    if module is None:
+        name = _MODULE_OF.get(fmt)
+        if name is None:
+            raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
+        module = _LOADED[fmt] = importlib.import_module(f"{__name__}.{name}")
+    return module
+
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the command line builds its parser from the names above alone
+    if name == "Item":
+        from ._base import Item
+
+        return Item
+    if name == "FORMATS":  # every reader module by format name (importing them all)
+        return {fmt: format_module(fmt) for fmt in _ORDER}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _first_values(path: Path) -> Iterator[tuple[Any, bool]]:
     """The decoded first lines (up to a few that decode), then, if none did, the whole
-    document (a pretty-printed single-JSON-document transcript)."""
+    document (a pretty-printed single-JSON-document transcript); each with whether it is the
+    whole file's content."""
+    import orjson
+
+    from ..events import UTF8_BOM
+
     decoded = False
+    data: bytes | None = None
     with path.open("rb") as handle:
-        for n in range(_SNIFF_LINES):
-            raw = handle.readline()
-            if not raw:
-                break
+        if _size(handle) <= _READ_WHOLE:  # one read, lines cut in memory (3x a readline)
+            data = handle.read()
+        lines = _lines(data) if data is not None else iter(handle.readline, b"")
+        for n, raw in zip(range(_SNIFF_LINES), lines, strict=False):
             if n == 0:
                 raw = raw.removeprefix(UTF8_BOM)
             try:
@@ -67,25 +107,58 @@ def _first_values(path: Path) -> Iterator[Any]:
             except orjson.JSONDecodeError:
                 continue
             decoded = True
-            yield value
+            yield value, n == 0 and (_one_line(data) if data is not None
+                                     else not handle.peek(1))
     if not decoded:
         try:
-            yield orjson.loads(path.read_bytes().removeprefix(UTF8_BOM))
+            whole = data if data is not None else path.read_bytes()
+            yield orjson.loads(whole.removeprefix(UTF8_BOM)), True
         except orjson.JSONDecodeError:
             return
+
+
+#: files up to this size are read whole by detection (larger ones line by line)
+_READ_WHOLE = 16 << 20
+
+
+def _size(handle: Any) -> int:
+    import os
+
+    return os.fstat(handle.fileno()).st_size
+
+
+def _one_line(data: bytes) -> bool:
+    newline = data.find(b"\n")
+    return newline < 0 or newline == len(data) - 1
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The lines of ``data`` as ``readline`` gives them (each with its ``\n``)."""
+    start, end = 0, len(data)
+    while start < end:
+        stop = data.find(b"\n", start)
+        stop = end if stop < 0 else stop + 1
+        yield data if start == 0 and stop == end else data[start:stop]
+        start = stop
+
+
+def _sniff(path: Path) -> tuple[str | None, Any]:
+    """``detect``, and the decoded document when the format reads one whole document that
+    detection decoded whole (else None)."""
+    decoded = False
+    for value, whole in _first_values(path):
+        decoded = True
+        for fmt in _ORDER:
+            if format_module(fmt).sniff(value):
+                return fmt, (value if whole and fmt in _WHOLE_DOCUMENT else None)
+    return (None if decoded else "interchange"), None
 
 
 def detect(path: Path) -> str | None:
     """The format of ``path`` judged by its content, or None when its leading lines (or the
     whole document) are JSON of no known format. A file none of whose leading lines is JSON at
     all is read as interchange, whose strict reader names the first bad line and why."""
-    decoded = False
-    for value in _first_values(path):
-        decoded = True
-        for module in _MODULES:
-            if module.sniff(value):
-                return str(module.NAME)
-    return None if decoded else interchange.NAME
+    return _sniff(path)[0]
 
 
 def expected() -> str:
@@ -100,25 +173,52 @@ def detect_or_fail(path: Path) -> str:
     return found
 
 
-def read_transcript(path: Path, fmt: str = "auto", name: str | None = None) -> Iterator[Item]:
-    """The items of one transcript file, read as ``fmt`` (``auto``: detected from content)."""
+def read_transcript(path: Path, fmt: str = "auto", name: str | None = None,
+                    document: Any = None) -> Iterator[Item]:
+    """The items of one transcript file, read as ``fmt`` (``auto``: detected from content).
+    ``document``: the file's content already decoded (by detection), for a reader of one
+    whole document; None: the reader decodes the file."""
     name = name if name is not None else path.as_posix()
     if fmt == "auto":
-        fmt = detect_or_fail(path)
-    module = FORMATS.get(fmt)
-    if module is None:
-        raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
-    items: Iterator[Item] = module.read(path, name)
+        fmt, document = _sniff(path)
+        if fmt is None:
+            raise UnknownFormat(f"not a transcript of a known format ({expected()})",
+                                source=str(path))
+    module = format_module(fmt)
+    items: Iterator[Item] = (module.read(path, name, document)
+                             if document is not None and fmt in _WHOLE_DOCUMENT
+                             else module.read(path, name))
     return items
+
+
+class _Decoded:
+    """A document detection decoded, handed to the transcript's reader once (``take``), so
+    the reader does not decode the file again and the listing does not keep it after."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def take(self) -> Any:
+        value, self.value = self.value, None
+        return value
+
+    def __reduce__(self) -> tuple[type[_Decoded], tuple[None]]:
+        # a transcript sent to another process (corpus workers) carries its path, not the
+        # document: the worker decodes the file itself
+        return (_Decoded, (None,))
 
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
-    """A file to read: where it is, its format (None: detect) and its fallback session name."""
+    """A file to read: where it is, its format (None: detect) and its fallback session name;
+    ``decoded``: its content, when detection decoded the whole document (read once)."""
 
     path: Path
     format: str
     name: str
+    decoded: _Decoded | None = field(default=None, compare=False, repr=False)
 
 
 def session_name(path: Path, argument: Path) -> str:
@@ -134,25 +234,43 @@ def transcripts(arguments: Iterable[str], fmt: str = "auto") -> list[Transcript]
     """Expand command-line paths: a file is itself; a directory is every transcript below it
     (sorted): files with a transcript suffix whose content is of a known format (of ``fmt``,
     when one is named). Raises FileNotFoundError / InvalidEvent a user can act on."""
-    if fmt != "auto" and fmt not in FORMATS:
+    if fmt != "auto" and fmt not in _MODULE_OF:
         raise UnknownFormat(f"unknown format {fmt!r} ({expected()}, or auto)")
     found: list[Transcript] = []
+    held = 0  # bytes of the documents handed on so far (at most HAND_OFF_BYTES)
+
+    def listed(path: Path, kind: str, document: Any, name: str) -> Transcript:
+        nonlocal held
+        if document is not None and held < HAND_OFF_BYTES:
+            size = path.stat().st_size
+            if held + size <= HAND_OFF_BYTES:
+                held += size
+                return Transcript(path, kind, name, _Decoded(document))
+        return Transcript(path, kind, name)
+
     for raw in arguments:
         argument = Path(raw)
         if argument.is_dir():
             inside = []
             for path in sorted(p for p in argument.rglob("*") if p.is_file()
                                and _has_suffix(p)):
-                kind = detect(path)
+                kind, document = _sniff(path)
                 if kind is not None and (fmt == "auto" or kind == fmt):
-                    inside.append(Transcript(path, kind, session_name(path, argument)))
+                    inside.append(listed(path, kind, document, session_name(path, argument)))
             if not inside:
                 what = "transcripts" if fmt == "auto" else f"{fmt} transcripts"
                 raise InvalidEvent(f"no {what} in directory {argument} ({expected()})")
             found.extend(inside)
         elif argument.exists():
-            kind = detect_or_fail(argument) if fmt == "auto" else fmt
-            found.append(Transcript(argument, kind, session_name(argument, argument)))
+            name = session_name(argument, argument)
+            if fmt != "auto":
+                found.append(Transcript(argument, fmt, name))
+                continue
+            kind, document = _sniff(argument)
+            if kind is None:
+                raise UnknownFormat(f"not a transcript of a known format ({expected()})",
+                                    source=str(argument))
+            found.append(listed(argument, kind, document, name))
         else:
             raise FileNotFoundError(f"{argument}: no such file or directory")
     return found
@@ -168,7 +286,8 @@ def read(transcript: Transcript) -> Iterator[Item]:
     yielded an event (a file of the wrong format, or of nothing but metadata: SPEC §11.1 makes
     that an error even when invalid lines are skipped). A blank file is an empty session."""
     lines = events = 0
-    for item in read_transcript(transcript.path, transcript.format, transcript.name):
+    document = transcript.decoded.take() if transcript.decoded is not None else None
+    for item in read_transcript(transcript.path, transcript.format, transcript.name, document):
         lines += 1
         events += item.event is not None
         yield item

@@ -62,9 +62,12 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
             yield number, value
 
 
-def read_document(path: Path) -> Any:
+def read_document(path: Path, document: Any = None) -> Any:
     """A single-JSON-document transcript, read whole (its harness writes it whole, once, at the
-    end of a run; its size is one run's). Raises ``InvalidEvent`` naming the file."""
+    end of a run; its size is one run's). Raises ``InvalidEvent`` naming the file.
+    ``document``: the content format detection already decoded (returned as it is)."""
+    if document is not None:
+        return document
     try:
         return orjson.loads(path.read_bytes().removeprefix(UTF8_BOM))
     except orjson.JSONDecodeError as exc:

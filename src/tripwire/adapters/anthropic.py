@@ -19,7 +19,6 @@ from ..events import Call, Event, Result, Text, Usage
 from ._base import Item, Turns, block_text, messages_of, positioned, read_document
 
 NAME = "anthropic"
-SUFFIXES = (".json",)
 _BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
                      "server_tool_use"})
 
@@ -109,8 +108,8 @@ def message_events(message: dict[str, Any], turns: Turns,
         yield usage
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    messages = messages_of(read_document(path))
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    messages = messages_of(read_document(path, document))
     if messages is None:
         raise InvalidEvent("not an Anthropic Messages list (expected a JSON array of "
                            "{role, content} messages, or an object with 'messages')",

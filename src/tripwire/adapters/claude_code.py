@@ -32,7 +32,6 @@ from .anthropic import tool_call, tool_result, usage_of
 __all__ = ["NAME", "sniff", "read", "usage_of"]
 
 NAME = "claude-code"
-SUFFIXES = (".jsonl",)
 
 #: line types Claude Code writes; any other ``type`` is still tolerated when the line has the
 #: transcript envelope (``sessionId``/``uuid``): newer versions add types

@@ -26,10 +26,9 @@ from ..events import Event, Usage
 from ._base import Item, Turns, items_at, json_lines
 from .openai_responses import ITEM_TYPES, item_events, usage_of
 
-__all__ = ["NAME", "SUFFIXES", "sniff", "read", "UsageState", "usage_events", "LINE_TYPES"]
+__all__ = ["NAME", "sniff", "read", "UsageState", "usage_events", "LINE_TYPES"]
 
 NAME = "codex"
-SUFFIXES = (".jsonl",)
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context",
                         "compacted"})
 _TURN_ENDS = frozenset({"task_complete", "turn_complete", "turn_aborted"})

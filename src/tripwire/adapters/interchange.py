@@ -10,7 +10,6 @@ from ..events import EVENT_TYPES, decoded_lines
 from ._base import Item
 
 NAME = "interchange"
-SUFFIXES = (".jsonl",)
 
 
 def sniff(value: Any) -> bool:

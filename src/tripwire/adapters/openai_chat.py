@@ -19,7 +19,6 @@ from ..events import Call, Event, Result, Text
 from ._base import Item, Turns, block_text, messages_of, positioned, read_document
 
 NAME = "openai-chat"
-SUFFIXES = (".json",)
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
@@ -76,8 +75,8 @@ def conversation(messages: list[Any], name: str, path: Path,
         yield Item(name, len(messages), event)
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    messages = messages_of(read_document(path))
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    messages = messages_of(read_document(path, document))
     if messages is None:
         raise InvalidEvent("not an OpenAI chat message list (expected a JSON array of "
                            "{role, content} messages, or an object with 'messages')",

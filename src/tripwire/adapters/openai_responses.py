@@ -24,7 +24,6 @@ from ..events import Call, Event, Result, Text, Usage
 from ._base import Item, Turns, block_text, positioned, read_document
 
 NAME = "openai-responses"
-SUFFIXES = (".json",)
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output",
                      "local_shell_call_output"})
@@ -115,8 +114,8 @@ def _count(value: Any) -> int | None:
         else None
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    document = read_document(path)
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    document = read_document(path, document)
     items = items_of(document)
     if items is None:
         raise InvalidEvent("not a list of OpenAI Responses items (expected a JSON array of "

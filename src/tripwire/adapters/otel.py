@@ -29,7 +29,6 @@ from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
 from ._base import Item, block_text, items_at, json_lines, read_document
 
 NAME = "otel"
-SUFFIXES = (".jsonl", ".json")
 INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
 STATUS_ERROR = 2
 

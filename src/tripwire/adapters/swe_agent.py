@@ -24,7 +24,6 @@ from ..events import Call, Event, Result, Text, TurnEnd, TurnStart
 from ._base import Item, block_text, command_args, read_document, run_total
 
 NAME = "swe-agent"
-SUFFIXES = (".traj",)
 TOOL = "bash"
 TIMED_OUT = "EXECUTION TIMED OUT"
 
@@ -39,8 +38,8 @@ def _has_actions(history: list[Any]) -> bool:
     return any(isinstance(m, dict) and "action" in m for m in history[:8])
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    document = read_document(path)
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    document = read_document(path, document)
     if not sniff(document):
         raise InvalidEvent("not a SWE-agent trajectory (expected an object with 'history' "
                            "and 'trajectory')", source=str(path))

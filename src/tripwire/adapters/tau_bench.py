@@ -16,7 +16,6 @@ from ._base import Item, read_document
 from .openai_chat import conversation
 
 NAME = "tau-bench"
-SUFFIXES = (".json",)
 
 
 def sniff(value: Any) -> bool:
@@ -35,8 +34,8 @@ def stop(text: str) -> bool:
     return STOP in text
 
 
-def read(path: Path, name: str) -> Iterator[Item]:
-    results = read_document(path)
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    results = read_document(path, document)
     if not sniff(results):
         raise InvalidEvent("not a tau-bench results file (expected a JSON array of "
                            "{task_id, traj} objects)", source=str(path))
