@@ -179,11 +179,11 @@ def _policy_checks(calls: list[tuple[str, str]]) -> list[Check]:
         "Guardrails.on_call over Watchdog.observe_call",
         lambda: workload.run_calls(engine.observe_call, calls),
         lambda: workload.run_turn(layered, calls),
-        # 1.04-1.07x before the task's per-call accounting joined the native core; 1.39-1.40x
-        # with it on an idle machine (its Python attribute reads on the Task), 1.62x with the
-        # other core busy: the ceiling is for a regression, not for noise
-        len(calls), 0.0, "the policy layer's overhead on the engine call (1.39-1.40x measured)",
-        at_most=2.0, stat=min,
+        # the structure issue's target is 1.4x; 1.04-1.08x measured idle now that the task's
+        # call counter is a C field of the native core (1.39x while it was read as Python
+        # attributes); the other core busy added up to 0.25x in CI runs
+        len(calls), 0.0, "the policy layer's overhead on the engine call (1.04-1.08x measured)",
+        at_most=1.4, stat=min,
     )]
 
 
