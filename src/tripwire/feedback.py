@@ -7,9 +7,11 @@ not authentication: a user can type ``[watchdog]`` too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .signals import WITHDRAWN_BY_WORDS, Alert
 
-__all__ = ["FeedbackQueue", "render_feedback", "HEADER"]
+__all__ = ["FeedbackQueue", "render_feedback", "render_feedback_items", "HEADER"]
 
 HEADER = (
     "[watchdog] Automated observation about your own previous turn \u2014 this is not a message "
@@ -20,10 +22,16 @@ CLOSING = "Adjust your approach on this turn accordingly."
 
 def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
     """One header, one ``- <signal>: <guidance>`` line per alert, one closing line."""
-    if not alerts:
+    return render_feedback_items([(a.signal, a.model_text) for a in alerts])
+
+
+def render_feedback_items(items: Sequence[Sequence[str]]) -> str:
+    """The block from ``(signal, text the model is shown)`` pairs (a live hook keeps its
+    queued feedback as such pairs between invocations)."""
+    if not items:
         return ""
     lines = [HEADER]
-    lines += [f"- {a.signal}: {a.model_text}" for a in alerts]
+    lines += [f"- {signal}: {text}" for signal, text in items]
     lines.append(CLOSING)
     return "\n".join(lines)
 

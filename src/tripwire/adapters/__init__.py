@@ -180,10 +180,11 @@ def read_transcript(path: Path, fmt: str = "auto", name: str | None = None,
     whole document; None: the reader decodes the file."""
     name = name if name is not None else path.as_posix()
     if fmt == "auto":
-        fmt, document = _sniff(path)
-        if fmt is None:
+        found, document = _sniff(path)
+        if found is None:
             raise UnknownFormat(f"not a transcript of a known format ({expected()})",
                                 source=str(path))
+        fmt = found
     module = format_module(fmt)
     items: Iterator[Item] = (module.read(path, name, document)
                              if document is not None and fmt in _WHOLE_DOCUMENT

@@ -5,6 +5,7 @@ answer ends it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -162,7 +163,7 @@ def positioned(session: str, path: Path, units: list[Any],
             yield Item(session, number, error=InvalidEvent(
                 "a message must be an object", source=str(path), line=number))
             continue
-        yield from items_at(session, number, path, lambda unit=unit: events_of(unit))
+        yield from items_at(session, number, path, partial(events_of, unit))
 
 
 def run_total(document: dict[str, Any], model: str | None = None) -> Usage | None:

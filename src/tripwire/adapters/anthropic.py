@@ -114,7 +114,7 @@ def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
         raise InvalidEvent("not an Anthropic Messages list (expected a JSON array of "
                            "{role, content} messages, or an object with 'messages')",
                            source=str(path))
-    turns, names = Turns(), {}
+    turns, names = Turns(), dict[str, str]()  # call id -> tool name
     yield from positioned(name, path, messages, lambda m: message_events(m, turns, names))
     for event in turns.end():
         yield Item(name, len(messages), event)

@@ -21,6 +21,7 @@ sub-agents' ``<session_id>/subagents/agent-<id>.jsonl``), streamed line by line.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
             continue
         session = _session_of(value, name, sessions, main_ids)
         yield from items_at(session.name, number, path,
-                            lambda v=value, s=session, k=kind, n=number: _events(k, v, s, n))
+                            partial(_events, kind, value, session, number))
     for session in sessions.values():
         yield from session.flush()
         for event in session.turns.end():

@@ -18,6 +18,7 @@ line by line. Every line is ``{"timestamp", "type", "payload"}``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,7 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 source=str(path), line=number))
             continue
         yield from items_at(state.name, number, path,
-                            lambda v=value: _events(v["type"], v["payload"], state))
+                            partial(_events, value["type"], value["payload"], state))
     for event in state.turns.end():
         yield Item(state.name, 0, event)
 

@@ -68,7 +68,7 @@ def conversation(messages: list[Any], name: str, path: Path,
                  failed: Callable[[str], bool] | None = None,
                  stop: Callable[[str], bool] | None = None) -> Iterator[Item]:
     """The items of one message list (positions are 1-based message numbers)."""
-    turns, names = Turns(), {}
+    turns, names = Turns(), dict[str, str]()  # call id -> tool name
     yield from positioned(name, path, messages,
                           lambda m: message_events(m, turns, names, failed, stop))
     for event in turns.end():

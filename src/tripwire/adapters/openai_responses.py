@@ -58,7 +58,7 @@ def exit_failure(output: str) -> bool:
             decoded = None
         metadata = decoded.get("metadata") if isinstance(decoded, dict) else None
         if isinstance(metadata, dict) and isinstance(metadata.get("exit_code"), int):
-            return metadata["exit_code"] != 0
+            return bool(metadata["exit_code"] != 0)
     match = _EXIT.search(output[:4096])
     return match is not None and int(match.group(1)) != 0
 
@@ -121,7 +121,7 @@ def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
         raise InvalidEvent("not a list of OpenAI Responses items (expected a JSON array of "
                            "{type: message|function_call|function_call_output|...} items)",
                            source=str(path))
-    turns, names = Turns(), {}
+    turns, names = Turns(), dict[str, str]()  # call id -> tool name
     yield from positioned(name, path, items, lambda i: item_events(i, turns, names))
     if isinstance(document, dict):
         model = document.get("model") if isinstance(document.get("model"), str) else None

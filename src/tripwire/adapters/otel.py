@@ -19,6 +19,7 @@ Other spans are skipped.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,8 @@ def _span_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[tuple[int,
             raise InvalidEvent("an execute_tool span needs a gen_ai.tool.name")
         ident = attrs.get("gen_ai.tool.call.id") or span.get("spanId")
         ident = ident if isinstance(ident, str) else None
-        status = span.get("status") if isinstance(span.get("status"), dict) else {}
+        found = span.get("status")
+        status: dict[str, Any] = found if isinstance(found, dict) else {}
         error = None
         if status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR") or attrs.get("error.type"):
             error = status.get("message") or attrs.get("error.type") or True
@@ -137,6 +139,11 @@ def _output_texts(messages: Any) -> Iterator[str]:
                 yield text
 
 
+def _items(value: dict[str, Any], name: str, number: int) -> Iterator[Item]:
+    """One export line's events, each in the session of its span."""
+    return (Item(session, number, event) for _, _, session, event in _batch(value, name))
+
+
 def _batch(value: dict[str, Any], name: str) -> list[tuple[int, int, str, Event]]:
     out: list[tuple[int, int, str, Event]] = []
     for resource in value["resourceSpans"]:
@@ -181,5 +188,4 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 "not an OTLP/JSON trace export (expected an object with 'resourceSpans')",
                 source=str(path), line=number))
             continue
-        yield from items_at(name, number, path, lambda v=value, n=number: (
-            Item(session, n, event) for _, _, session, event in _batch(v, name)))
+        yield from items_at(name, number, path, partial(_items, value, name, number))

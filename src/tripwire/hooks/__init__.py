@@ -94,7 +94,8 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if served is not None:
         stdout.write(served["stdout"])
         stderr.write(served["stderr"])
-        return served["code"]
+        code: int = served["code"]
+        return code
     try:
         out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block

@@ -33,8 +33,8 @@ from __future__ import annotations
 import fcntl
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import blake3
@@ -42,7 +42,7 @@ import msgpack
 
 from ..budget_policy import BUDGET
 from ..decision import Decision
-from ..feedback import render_feedback
+from ..feedback import render_feedback, render_feedback_items
 from ..guardrails import Guardrails, GuardrailsConfig
 from ..modes import Mode
 from ._model import HookEvent, Verdict
@@ -81,7 +81,8 @@ class _State:
         return cls(**known)
 
     def dump(self) -> bytes:
-        return msgpack.packb(self.__dict__, use_bin_type=True)
+        packed: bytes = msgpack.packb(self.__dict__, use_bin_type=True)
+        return packed
 
 
 def _digest(data: bytes) -> str:
@@ -153,6 +154,8 @@ class HookSession:
             opened = (SQLiteStore(store_path), db)
             if not close:
                 _OPEN[store_path] = opened
+        self.store: Any
+        self._db: sqlite3.Connection
         self.store, self._db = opened
         row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
                                (session,)).fetchone()
@@ -208,7 +211,7 @@ class HookSession:
 
     # -- events ------------------------------------------------------------------------------
 
-    def apply(self, event: HookEvent, usage: list[dict[str, Any]] = ()) -> Verdict:
+    def apply(self, event: HookEvent, usage: Sequence[dict[str, Any]] = ()) -> Verdict:
         state = self.state
         if event.turn is not None and event.turn != state.turn:
             # a new prompt/turn id: a boundary even when its UserPromptSubmit hook is not installed
@@ -325,7 +328,7 @@ class HookSession:
         feedback, self.state.feedback = self.state.feedback, []
         if not feedback or self.guardrails.mode < Mode.FEEDBACK:
             return None
-        return render_feedback([SimpleNamespace(signal=s, model_text=t) for s, t in feedback])
+        return render_feedback_items(feedback)
 
     def _for_user(self, reason: str) -> str:
         """A halt's reason as the user reads it, with the command that resumes the session."""

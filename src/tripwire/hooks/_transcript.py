@@ -93,8 +93,9 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
         kind = value.get("type")
         if kind not in ("assistant", "user"):
             continue
-        message = value.get("message")
-        ident = message.get("id") if isinstance(message, dict) else None
+        found = value.get("message")
+        message: dict[str, Any] = found if isinstance(found, dict) else {}
+        ident = message.get("id")
         if kind == "assistant" and isinstance(ident, str) and ident == open_id:
             open_usage = usage_of(message) or open_usage  # the last line of the id wins
             continue
