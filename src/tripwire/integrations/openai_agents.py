@@ -54,7 +54,8 @@ class TripwireRunHooks(RunHooks[Any]):
         self.guardrails = guardrails
         self._in_turn = False
         self._observed: set[str] = set()  # call ids the tool input guardrail already observed
-        self.input_guardrail = ToolInputGuardrail(self._gate, name="tripwire")
+        self.input_guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(self._gate,
+                                                                           name="tripwire")
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -98,7 +99,8 @@ class TripwireRunHooks(RunHooks[Any]):
                          response: ModelResponse) -> None:
         for item in response.output:
             if getattr(item, "type", None) == "message":
-                text = "".join(getattr(part, "text", "") or "" for part in item.content)
+                parts: Any = getattr(item, "content", None) or ()  # text and refusal parts
+                text = "".join(getattr(part, "text", "") or "" for part in parts)
                 if text:
                     self._check(self.guardrails.on_text(text))
         usage = response.usage
