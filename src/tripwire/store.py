@@ -86,7 +86,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import blake3
 import msgpack
@@ -502,11 +502,15 @@ class Tables(Protocol):
     def session_ids(self) -> list[str]: ...
 
 
+_Store = TypeVar("_Store", bound="_ChainedStore")
+
+
 class _ChainedStore:
     """What every store backend shares: the key, the append rule (where a chain continues, the
-    head and manifest it seals), the verdicts over what was read, the anchor file. A backend
-    (SQLite, PostgreSQL) supplies ``_writing`` / ``_reading`` (a transaction over ``Tables``),
-    ``_open_check`` and ``close``."""
+    head and manifest it seals), the verdicts over what was read, the anchor file, and the
+    connection's life (held per operation, reopened after a fork or a loss, closed once). A
+    backend (SQLite, PostgreSQL) supplies ``_writing`` / ``_reading`` (a transaction over
+    ``Tables``), ``_open``, ``_error``, ``_rollback`` and its driver's error type."""
 
     path: str  # where the store is, as messages name it (a file, a URL without its password)
     read_only: bool
@@ -530,12 +534,88 @@ class _ChainedStore:
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
+    # the connection's life (a backend supplies _open, _error, _rollback and its error type)
+
+    _conn: Any  # the backend's connection; None: not open yet, lost, or left behind by fork()
+    _closed: bool
+    _backend_error: type[Exception]  # what the backend's driver raises
+
+    @contextmanager
+    def _use(self, doing: str, wait: float | None = None) -> Iterator[Any]:
+        """The connection, held by this thread for one operation; a driver error becomes a
+        ``StoreError`` saying what could not be done, after the transaction is rolled back."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        if os.getpid() != self._pid:
+            # A connection must not cross fork(): the child abandons it (closing would touch the
+            # parent's locks or socket) and opens its own.
+            self._pid, self._lock, self._conn = os.getpid(), threading.Lock(), None
+        # another thread's append holds the connection: wait for it no longer than this call may
+        if not self._lock.acquire(timeout=self.timeout if wait is None else wait):
+            raise StoreError(f"{self.path}: the store is busy in another thread: could not "
+                             f"{doing} within {self.timeout if wait is None else wait:g} s")
+        try:
+            if self._conn is None or self._lost(self._conn):
+                self._conn = self._open()  # never opened, or the connection was lost: again
+            conn = self._conn
+            try:
+                yield conn
+            except self._backend_error as exc:
+                self._rollback(conn)
+                raise self._error(exc, doing, wait) from exc
+            except BaseException:
+                self._rollback(conn)
+                raise
+        finally:
+            self._lock.release()
+
+    def _lost(self, conn: Any) -> bool:
+        """Whether the connection was lost (a server's went away; a file's cannot be)."""
+        return False
+
+    def _open(self) -> Any:
+        raise NotImplementedError
+
+    def _error(self, exc: Exception, doing: str, wait: float | None = None) -> StoreError:
+        raise NotImplementedError
+
+    def _rollback(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def _check_version(self, version: Any) -> None:
+        if type(version) is not int or version < 1:
+            raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version!r} is newer than this tripwire supports "
+                f"({SCHEMA_VERSION}); upgrade tripwire to read it"
+            )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            if self._conn is not None and os.getpid() == self._pid:
+                with suppress(Exception):  # closing: nothing left to report it to
+                    self._conn.close()
+            self._conn = None
+
+    def __enter__(self: _Store) -> _Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r}, key_source={self.key_source!r})"
+
     def _open_or_defer(self) -> Any:
         """The backend's connection, or None when the store cannot be used yet: construction
         never raises for that, the guardrails keep deciding in memory and retry the store at
         each decision (logged once here)."""
         try:
-            return self._open()  # type: ignore[attr-defined]
+            return self._open()
         except StoreError as exc:
             LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
                          "and retry the store at each decision", exc)
@@ -557,9 +637,6 @@ class _ChainedStore:
         raise NotImplementedError
 
     def _reading(self) -> AbstractContextManager[Tables]:
-        raise NotImplementedError
-
-    def close(self) -> None:
         raise NotImplementedError
 
     def _refuse_foreign_key(self) -> None:
@@ -809,9 +886,9 @@ class SQLiteStore(_ChainedStore):
     ) -> None:
         self.path = os.fspath(path)
         self._init_store(key, anchor, timeout=timeout, read_only=read_only, shared=shared)
-        self._db: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
-        self._db = self._open_or_defer()
+        self._conn = self._open_or_defer()
 
     def check(self) -> SQLiteStore:
         """Open the store now (if it is not open yet); StoreError when it cannot be."""
@@ -907,21 +984,14 @@ class SQLiteStore(_ChainedStore):
                 raise
         self._check_version(version)
 
-    def _check_version(self, version: Any) -> None:
-        if type(version) is not int or version < 1:
-            raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: schema version {version!r} is newer than this tripwire supports "
-                f"({SCHEMA_VERSION}); upgrade tripwire to read it"
-            )
-
     @staticmethod
     def _schema_version(db: sqlite3.Connection) -> Any:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return None if row is None else row[0]
 
-    def _error(self, exc: sqlite3.Error, doing: str, wait: float | None = None) -> StoreError:
+    _backend_error = sqlite3.Error
+
+    def _error(self, exc: Exception, doing: str, wait: float | None = None) -> StoreError:
         if _is_locked(exc):
             waited = self.timeout if wait is None else wait
             return StoreError(
@@ -931,33 +1001,6 @@ class SQLiteStore(_ChainedStore):
             return StoreError(f"{self.path}: not a tripwire store (the file is not a database)")
         return StoreError(f"{self.path}: cannot {doing}: {exc}")
 
-    @contextmanager
-    def _use(self, doing: str, wait: float | None = None) -> Iterator[sqlite3.Connection]:
-        if self._closed:
-            raise StoreError(f"{self.path}: the store is closed")
-        if os.getpid() != self._pid:
-            # A connection must not cross fork(): the child abandons it (closing would touch the
-            # parent's locks) and opens its own.
-            self._pid, self._lock, self._db = os.getpid(), threading.Lock(), None
-        # another thread's append holds the connection: wait for it no longer than this call may
-        if not self._lock.acquire(timeout=self.timeout if wait is None else wait):
-            raise StoreError(f"{self.path}: the store is busy in another thread: could not "
-                             f"{doing} within {self.timeout if wait is None else wait:g} s")
-        try:
-            if self._db is None:
-                self._db = self._open()  # a store that could not be opened: try again now
-            db = self._db
-            try:
-                yield db
-            except sqlite3.Error as exc:
-                self._rollback(db)
-                raise self._error(exc, doing, wait) from exc
-            except BaseException:
-                self._rollback(db)
-                raise
-        finally:
-            self._lock.release()
-
     def _same_file(self) -> None:
         """Appending into a file deleted (or replaced) under us would "succeed" into nothing a
         restart can read: refuse, so the rows stay in the guardrails' outbox, loudly."""
@@ -965,8 +1008,7 @@ class SQLiteStore(_ChainedStore):
             raise StoreError(f"{self.path}: the database file was deleted or replaced while in "
                              "use; rows are kept in memory (reopen the store to go on)")
 
-    @staticmethod
-    def _rollback(db: sqlite3.Connection) -> None:
+    def _rollback(self, db: sqlite3.Connection) -> None:
         if db.in_transaction:
             with suppress(sqlite3.Error):  # the original error is the one worth reporting
                 db.execute("ROLLBACK")
@@ -1002,25 +1044,6 @@ class SQLiteStore(_ChainedStore):
             db.execute("BEGIN")  # WAL gives the read transaction a snapshot
             yield _SQLiteTables(db)
             db.execute("COMMIT")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with self._lock:
-            if self._db is not None and os.getpid() == self._pid:
-                self._db.close()
-            self._db = None
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SQLiteStore({self.path!r}, key_source={self.key_source!r})"
-
 
 
 class _SQLiteTables:
@@ -1131,7 +1154,7 @@ def _notice_default_key() -> None:
         logging.getLogger("tripwire").warning("%s", DEFAULT_KEY_NOTICE)
 
 
-def _is_locked(exc: sqlite3.Error) -> bool:
+def _is_locked(exc: Exception) -> bool:
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     return code in (5, 6) or "locked" in str(exc)  # SQLITE_BUSY, SQLITE_LOCKED
 

@@ -223,13 +223,8 @@ class PostgresStore(_ChainedStore):
             return int(value)
         return value
 
-    def _check_version(self, version: Any) -> None:
-        if type(version) is not int or version < 1:
-            raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: schema version {version!r} is newer than this tripwire supports "
-                f"({SCHEMA_VERSION}); upgrade tripwire to read it")
+    # without psycopg no PostgresStore is ever made (its constructor refuses)
+    _backend_error = psycopg.Error if psycopg is not None else Exception
 
     def _error(self, exc: Exception, doing: str, wait: float | None = None) -> StoreError:
         if isinstance(exc, psycopg.errors.LockNotAvailable):
@@ -239,30 +234,8 @@ class PostgresStore(_ChainedStore):
         first = str(exc).strip().splitlines()
         return StoreError(f"{self.path}: cannot {doing}: {first[0] if first else type(exc).__name__}")
 
-    @contextmanager
-    def _use(self, doing: str, wait: float | None = None) -> Iterator[Any]:
-        if self._closed:
-            raise StoreError(f"{self.path}: the store is closed")
-        if os.getpid() != self._pid:
-            # A connection must not cross fork(): the child abandons it and opens its own.
-            self._pid, self._lock, self._conn = os.getpid(), threading.Lock(), None
-        if not self._lock.acquire(timeout=self.timeout if wait is None else wait):
-            raise StoreError(f"{self.path}: the store is busy in another thread: could not "
-                             f"{doing} within {self.timeout if wait is None else wait:g} s")
-        try:
-            if self._conn is None or self._conn.closed:
-                self._conn = self._open()  # never reached, or the connection was lost: again
-            conn = self._conn
-            try:
-                yield conn
-            except psycopg.Error as exc:
-                self._rollback(conn)
-                raise self._error(exc, doing, wait) from exc
-            except BaseException:
-                self._rollback(conn)
-                raise
-        finally:
-            self._lock.release()
+    def _lost(self, conn: Any) -> bool:
+        return bool(conn.closed)
 
     def _rollback(self, conn: Any) -> None:
         if conn.closed or conn.broken:
@@ -298,25 +271,6 @@ class PostgresStore(_ChainedStore):
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield _PostgresTables(conn)
             conn.execute("COMMIT")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with self._lock:
-            if self._conn is not None and os.getpid() == self._pid:
-                with suppress(Exception):
-                    self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({self.path!r}, key_source={self.key_source!r})"
 
 
 class _PostgresTables:
