@@ -24,26 +24,18 @@ per session, not one global lock).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import _engine
-from ._common import MAX_CALL_IDS, BatchChange, BatchState, payload_bytes, text_has_words
+from . import _engine, _reference_guardrails
+from ._common import BatchChange, BatchState
 from .budget import Task
 from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
-from .context import (
-    Compaction,
-    ContextGuard,
-    ContextStats,
-    SummaryResult,
-    Utilization,
-    usage_stats,
-)
+from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization, usage_stats
 from .cost import CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, Decision, Turn
+from .decision import CONTINUE, Decision, Turn, with_cancel
 from .errors import ConfigError, GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
@@ -51,20 +43,11 @@ from .policies import ContextPolicy, CostPolicy
 from .reporting import Counters, OperatorChannel, OperatorEvent
 from .signals import Alert
 from .status import Halts, ResetOutcome, Status
-from .validate import check_id, check_no_op, check_text
 from .watchdog import Watchdog, retracted_count
 from .watchdog_policy import WatchdogPolicy, session_watchdog
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
-
-
-def _with_cancel(decision: Decision, cancel: Decision) -> Decision:
-    """An observation's decision, carrying the calls a timeout cancels (a cut cancels all)."""
-    if not decision.proceed:
-        return decision
-    return Decision(cancel.action, cancel.guardrail, cancel.reason,
-                    decision.alerts + cancel.alerts, cancel.call_ids)
 
 
 class SessionLock(Protocol):
@@ -78,11 +61,8 @@ class SessionLock(Protocol):
                  tb: TracebackType | None, /) -> bool | None: ...
 
 
-# What the native core (_native.GuardrailsCore) holds in place, the fields every observation
-# reads; the reference Guardrails holds them in slots of its own (first: the object's first
-# cache lines).
-_CORE_SLOTS = ("_lock", "_blocked", "_task", "_budget", "_watchdog", "_ids", "_used_at",
-               "_context", "__weakref__")
+# The fields of the concrete classes beside their core's (which holds those every observation
+# reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
 _SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
           "_cost_policy", "_context_policy", "session_id", "settings")
 
@@ -116,12 +96,12 @@ class Guardrails:
 
     def __new__(cls, config: GuardrailsConfig | ResolvedConfig | None = None, *,
                 implementation: str | None = None, **_: Any) -> Guardrails:
-        target = guardrails_class(implementation) if cls is Guardrails else cls
-        if _Core is not None and issubclass(target, _Core):
-            instance: Guardrails = _Core.__new__(target)  # the core's fields, its lock
-        else:
-            instance = object.__new__(target)
-            instance._lock = threading.RLock()
+        # Guardrails(...) only (a concrete class's core comes first in its MRO): the engine's
+        # class, whose core makes the object (its fields first, its lock)
+        if cls is not Guardrails:
+            raise TypeError(f"{cls.__name__}: subclass PythonGuardrails or NativeGuardrails")
+        target = guardrails_class(implementation)
+        instance: Guardrails = target.__new__(target)
         return instance
 
     def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
@@ -239,98 +219,23 @@ class Guardrails:
         if self._blocked is not None and not self.halted:
             self._blocked = None
 
-    # -- observations (the hot path) -----------------------------------------------------------
-    # on_call, on_result and on_text: the reference engine's Guardrails runs these; the native
-    # one runs their twins in _native.GuardrailsCore (_guardrails.pxi), the same steps in the
-    # same order. Change both together (the suite runs each on its engine).
+    # -- observations ----------------------------------------------------------------------------
+    # on_call, on_result and on_text are the engine's core's: _reference_guardrails.GuardrailsCore
+    # (PythonGuardrails) and _native.GuardrailsCore (NativeGuardrails, _guardrails.pxi), twins
+    # that run the same steps in the same order (change them together) and call back into the
+    # hand-offs below. Declared here for type checkers and readers.
 
-    def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
-        """A tool call the model asked for."""
-        # acquire/release rather than `with`: this is the hot path, and the context-manager
-        # protocol costs more than the lock itself
-        lock = self._lock
-        lock.acquire()
-        try:
-            if id is not None and type(id) is not str:
-                id = check_id(id)  # raises, in every mode: an id is a str
-            if self._blocked is not None:
-                return self._blocked
-            pending = None
-            # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
-            # the task's tool-call counter (SPEC §7.1): integer work while below the task's
-            # mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            calls = self._task._calls
-            n = calls.tool_calls + 1
-            if n < calls.call_mark:
-                calls.tool_calls = n
-                if id is not None:
-                    self._budget.open[id] = name  # without a result yet
-            else:
-                pending = self._budget.on_call(name, id)
-                if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
-            # task accounting: end
-            watchdog = self._watchdog
-            if watchdog is None:
-                return CONTINUE if pending is None else pending
-            if id is not None:
-                ids = self._ids
-                if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
-                    ids.clear()
-                ids[id] = name
-            alerts = watchdog.observe_call(name, args)
-            if alerts:
-                decision = self._on_alerts(alerts)
-                return decision if pending is None else _with_cancel(decision, pending)
-            # per-call policies other than the watchdog's and the task's go here (and in the
-            # twin), each turning CONTINUE into its own decision
-            return CONTINUE if pending is None else pending
-        finally:
-            lock.release()
+    if TYPE_CHECKING:
+        def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
+            """A tool call the model asked for."""
 
-    def on_result(self, name: str | None = None, *, id: str | None = None,
-                  error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
-        """A tool's answer, by ``name`` or by the ``id`` of its call."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            if id is not None and type(id) is not str:
-                id = check_id(id)  # raises: an id is a str
-            if no_op is not False and no_op is not True:
-                check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
-            if self._blocked is not None:
-                return self._blocked
-            budget = self._budget
-            pending = None
-            if budget.started:  # calls timed out by now are cancelled first
-                pending = budget.poll_time()
-                if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
-                if not budget.on_result(id):
-                    return CONTINUE if pending is None else pending  # a cancelled call's
-            elif not budget.on_result(id):
-                return CONTINUE  # the late result of a call cancelled for its timeout
-            watchdog = self._watchdog
-            decision = CONTINUE
-            if watchdog is not None:
-                if name is None:
-                    name = self._ids.get(id, "") if id is not None else ""
-                alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
-                if alerts:
-                    decision = self._on_alerts(alerts)
-            context = self._context
-            if context is not None:
-                if context.streamed:
-                    context.streamed = False  # its bytes were counted chunk by chunk
-                elif payload is not None:
-                    context.observe_bytes(payload if isinstance(
-                        payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
-                decision = self._context_check(decision)
-            return decision if pending is None else _with_cancel(decision, pending)
-        finally:
-            lock.release()
+        def on_result(self, name: str | None = None, *, id: str | None = None,
+                      error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
+            """A tool's answer, by ``name`` or by the ``id`` of its call."""
+
+        def on_text(self, text: str) -> Decision:
+            """The agent's own words (not tool output, injected messages or private
+            reasoning)."""
 
     def on_result_chunk(self, chunk: Any, *, id: str | None = None) -> Decision:
         """Part of a tool result as it streams in: counted toward the context estimate now (the
@@ -345,29 +250,6 @@ class Guardrails:
             context.observe_bytes(chunk)
             context.streamed = True
             return self._context_check(CONTINUE)
-
-    def on_text(self, text: str) -> Decision:
-        """The agent's own words (not tool output, injected messages or private reasoning)."""
-        if type(text) is not str:
-            text = check_text(text)  # raises: agent text is a str, in every mode
-        with self._lock:
-            if self._blocked is not None:
-                return self._blocked
-            budget = self._budget
-            budget.last_text = text
-            pending = budget.poll_time() if budget.started else None
-            if pending is not None and not pending.proceed:
-                self._blocked = pending
-                return pending
-            watchdog = self._watchdog
-            if watchdog is None:
-                return CONTINUE if pending is None else pending
-            alerts = watchdog.observe_text(text)  # () but from a custom signal
-            if self.mode >= Mode.FEEDBACK and text_has_words(text):
-                self._policy.withdraw_answered()
-            if alerts:
-                return self._on_alerts(alerts)
-            return CONTINUE if pending is None else pending
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None,
@@ -614,8 +496,6 @@ class Guardrails:
     def _unblock(self) -> None:
         self._blocked = None
 
-    _with_cancel = staticmethod(_with_cancel)  # for the native core's slow path
-
     def retract_calls(self, calls: int) -> None:
         """The last ``calls`` tool calls were refused by the host's permission gate and the
         turn ended: they come off the watchdog's run state (``Watchdog.retract_calls``), so
@@ -671,11 +551,11 @@ class Guardrails:
         return self._watchdog
 
 
-class PythonGuardrails(Guardrails):
-    """A ``Guardrails`` on the pure-Python reference engine (its observations are the methods
-    above)."""
+class PythonGuardrails(_reference_guardrails.GuardrailsCore, Guardrails):
+    """A ``Guardrails`` on the pure-Python reference engine: ``on_call``, ``on_result`` and
+    ``on_text`` are its core's (``_reference_guardrails``), the rest is ``Guardrails``'."""
 
-    __slots__ = (*_CORE_SLOTS, *_SLOTS)
+    __slots__ = _SLOTS
 
 
 try:
@@ -683,15 +563,14 @@ try:
 except ImportError:  # not built: guardrails_class("native") raises the clear error when asked
     GuardrailsCore = None  # type: ignore[assignment,misc]
 
-_Core = GuardrailsCore
-
 if GuardrailsCore is not None:
 
     class NativeGuardrails(GuardrailsCore, Guardrails):
         """A ``Guardrails`` on the C++ core: ``on_call``, ``on_result`` and ``on_text`` are
-        the core's (Cython), the rest is ``Guardrails``'."""
+        its core's (Cython, ``_guardrails.pxi``), the rest is ``Guardrails``'."""
 
         __slots__ = _SLOTS
+        _with_cancel = staticmethod(with_cancel)  # for the core's slow path
 
     register_guardrails(NativeGuardrails)
 
