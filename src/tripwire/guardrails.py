@@ -29,7 +29,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _engine, _reference_guardrails
-from ._common import BatchChange, BatchState
 from .budget import Task
 from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
@@ -41,6 +40,7 @@ from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
 from .policies import ContextPolicy, CostPolicy
 from .reporting import Counters, OperatorChannel, OperatorEvent
+from .session_batch import SessionBatch
 from .signals import Alert
 from .status import Halts, ResetOutcome, Status
 from .watchdog import Watchdog, retracted_count
@@ -351,7 +351,7 @@ class Guardrails:
             self._blocked = decision
         return decision
 
-    # -- batch ingest (Fleet.observe_many, which holds the lock) ----------------------------
+    # -- the fleet's ----------------------------------------------------------------------------
 
     def touch(self, now: float) -> None:
         """Note when the session was last fetched (Fleet's idle eviction): in the object the
@@ -367,28 +367,9 @@ class Guardrails:
         """The session's lock (a batch holds every session's lock while it runs)."""
         return self._lock
 
-    def batch_state(self) -> BatchState:
-        """What batch ingest needs of this session. The engine is None when the batch must
-        hand every row to this object: off mode, a result streaming in chunk by chunk (its
-        final result skips the bytes already counted, which only on_result knows), custom
-        signals (they observe in Python), a task bounding calls or time (each row is charged
-        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
-        each usage row in Python."""
-        c, budget = self._context_policy, self._budget
-        engine = None if (c is not None and c.guard.streamed) or self.settings.custom_signals \
-            or budget.calls_armed else self._watchdog
-        return BatchState(engine, self._blocked is not None,
-                          None if c is None else c.batch_state(), self._ids,
-                          self._policy.words_matter(),
-                          None if budget.usage_armed else self._cost_policy.batch_state())
-
-    def take_batch_change(self, change: BatchChange) -> None:
-        """What the batch core changed in this session, before policy looks at it: spend it
-        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
-        if change.spent is not None:  # its task's dollars too
-            self._budget.take_usd(self._cost_policy.take_spent(change.spent))
-        if self._context_policy is not None:
-            self._context_policy.take_change(change.measured, change.added)
+    def batch_view(self) -> SessionBatch:
+        """This session as batch ingest drives it (``Fleet.observe_many``, holding the lock)."""
+        return SessionBatch(self)
 
     def on_batch_stop(self, kind: str, alerts: tuple[Alert, ...]) -> Decision:
         """The policy for a row the batch core observed and stopped at (``StopReason.POLICY``):
@@ -399,24 +380,6 @@ class Guardrails:
         elif self._context is not None and kind == "result":
             decision = self._context_check(decision)
         return decision
-
-    @property
-    def blocked_decision(self) -> Decision | None:
-        """The halt, or this turn's cut, that every later event of the turn gets."""
-        return self._blocked
-
-    @property
-    def call_ids(self) -> dict[Any, str]:
-        """Call id -> tool name, for results named by id (a batch replaces the map whole)."""
-        return self._ids
-
-    @call_ids.setter
-    def call_ids(self, ids: dict[Any, str]) -> None:
-        self._ids = ids
-
-    def persist_spend(self) -> None:
-        """Write the spend if the store does not have it yet (a batch charged usage rows)."""
-        self._durable.persist_spend()
 
     # -- cost and context (policies.py decides) ------------------------------------------
 
