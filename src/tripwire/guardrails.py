@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _engine, _reference_guardrails
 from .budget import Task
-from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
+from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
-from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization, usage_stats
+from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
 from .cost import CostCeiling, CostTrip, usage_cost_nano
 from .decision import CONTINUE, Decision, Turn, with_cancel
-from .errors import ConfigError, GuardrailHalted
+from .errors import GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
 from .policies import ContextPolicy, CostPolicy
@@ -90,7 +90,7 @@ class Guardrails:
     _durable: Durability
     _halts: Halts
     _cost_policy: CostPolicy
-    _context_policy: ContextPolicy | None
+    _context_policy: ContextPolicy
     session_id: str
     settings: ResolvedConfig
 
@@ -137,8 +137,8 @@ class Guardrails:
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
-        self._context_policy = (None if self._context is None else ContextPolicy(
-            self._context, resolved.context.cut_at, channel, durable.put, summarize))
+        self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
+                                             durable.put, summarize)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
@@ -161,9 +161,7 @@ class Guardrails:
                 log.drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
             if self._in_turn:
                 self._close_turn()  # the last turn never said it ended
-            trip = self._cost.check()  # settle: spend recorded since the last check
-            if trip is not None:
-                self._cost_decision(trip, in_turn=False)
+            self._settle_cost()
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
@@ -173,8 +171,7 @@ class Guardrails:
                 if log.shared:  # other daemons' halts and spend, too
                     if self._durable.sync_shared(self.halted):
                         self._blocked = self.refusal() if self.halted else None
-                    if (trip := self._cost.check()) is not None:  # on the summed spend
-                        self._cost_decision(trip, in_turn=False)
+                    self._settle_cost()  # on the summed spend
                 elif self.halted:
                     self._durable.sync_resets()
                     if not self.halted:
@@ -186,27 +183,20 @@ class Guardrails:
                 raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
-            self._cost.start_turn()
-            self._cost_policy.usage.turn += 1
+            self._cost_policy.start_turn()
             self._in_turn = True
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
-            queue = self._policy.feedback
-            if self._budget.task.notes:
-                for note in self._budget.notes():  # 50% / 80% of a counter (SPEC §7.1)
-                    queue.push(note)
-            feedback = queue.drain() if len(queue) else ""
-            return Turn(feedback, compact) if feedback or compact else Turn()
+            # the task's notes: 50% / 80% of a counter (SPEC §7.1), Task.tell
+            feedback = self._policy.drain_feedback(self._budget.notes())
+            return Turn(feedback, compact)
 
     def end_turn(self) -> Decision:
         """Close the turn: boundary checks, then the post-turn reports of warn/feedback modes."""
         with self._lock:
-            decision = CONTINUE
             if self._watchdog is not None:
                 self._watchdog.end_turn()
-            trip = self._cost.check()
-            if trip is not None:
-                decision = self._cost_decision(trip, in_turn=False)
+            decision = self._settle_cost()
             self._close_turn()
             self._budget.end_turn()
             self._durable.turn_end()
@@ -277,9 +267,8 @@ class Guardrails:
                 decision = spent
                 if not spent.proceed and self._in_turn:
                     self._blocked = spent
-            policy = self._context_policy
-            if policy is not None:
-                policy.observe_usage(model, input_tokens)
+            if self._context is not None:
+                self._context_policy.observe_usage(model, input_tokens)
                 return self._context_check(decision)
             return decision
 
@@ -313,8 +302,7 @@ class Guardrails:
     def run_task(self, task: Task) -> None:
         """Run the session's next work under ``task`` (a ``task_start``): its observations
         charge it from now on. The previous task is no longer charged."""
-        if not isinstance(task, Task):
-            raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+        task = checked_task(task)
         with self._lock:
             self._budget.detach()
             self._budget = BudgetPolicy(task, self, self.mode, self._channel)
@@ -383,15 +371,18 @@ class Guardrails:
 
     # -- cost and context (policies.py decides) ------------------------------------------
 
+    def _settle_cost(self) -> Decision:
+        """Outside a turn: a bound the spend recorded since the last check crossed."""
+        trip = self._cost.check()
+        return CONTINUE if trip is None else self._cost_decision(trip, in_turn=False)
+
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
         return self._block(decision) if in_turn or trip.halts else decision
 
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
-        policy = self._context_policy
-        assert policy is not None  # called only with a context guard
-        checked = policy.check(decision)
+        checked = self._context_policy.check(decision)  # called only with a context guard
         return checked if checked is decision else self._block(checked)
 
     def compact(self, messages: Any, focus: str | None = None, *,
@@ -403,9 +394,6 @@ class Guardrails:
         reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
         backoff. ``Compaction.apply(messages)`` is the new history."""
         with self._lock:
-            if self._context_policy is None:
-                return Compaction("skipped", reason="the context guard is disabled",
-                                  manual=manual)
             return self._context_policy.compact(messages, focus, manual=manual)
 
     def checkpoint(self, messages: Any, note: str | None = None, *,
@@ -415,9 +403,6 @@ class Guardrails:
         fallback), with ``operation: checkpoint`` in its records. Automatic (the model declared
         the boundary) or ``manual=True`` (the operator's ``/done [note]``), as ``compact``."""
         with self._lock:
-            if self._context_policy is None:
-                return Compaction("skipped", reason="the context guard is disabled",
-                                  operation="checkpoint", manual=manual)
             return self._context_policy.checkpoint(messages, note, manual=manual)
 
     def context_stats(self) -> ContextStats:
@@ -425,14 +410,12 @@ class Guardrails:
         (count, last note), characters summarized, the context's size against its window
         (unknown when the model's window is), and the per-model usage, by descending cost."""
         with self._lock:
-            if self._context is None:
-                return usage_stats(self._cost_policy.usage)
-            return self._context.stats(self._cost_policy.usage)
+            return self._context_policy.stats(self._cost_policy.usage)
 
     def utilization(self) -> Utilization | None:
         """How full the context is (None when the context guard is disabled)."""
         with self._lock:
-            return self._context.utilization() if self._context is not None else None
+            return self._context_policy.utilization()
 
     # -- halts, resets and status --------------------------------------------------------------
 
@@ -494,9 +477,7 @@ class Guardrails:
         is given). Fails open: an unreadable store means the session runs unrestored, with a
         logged warning naming it."""
         with self._lock:
-            log = self._durable.attach(store)
-            if log is not None:  # the implicit task writes into the session's chain
-                self._budget.share_log(log, self.session_id)
+            self._durable.attach(store, self._budget)
             self._restore()
 
     def _restore(self, history: Any = None) -> None:

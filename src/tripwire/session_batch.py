@@ -38,11 +38,11 @@ class SessionBatch:
         in Python); the cost is None when a task bounding steps, tokens or dollars is charged
         each usage row in Python."""
         g = self._g
-        c, budget = g._context_policy, g._budget
-        engine = None if (c is not None and c.guard.streamed) or g.settings.custom_signals \
+        guard, budget = g._context, g._budget
+        engine = None if (guard is not None and guard.streamed) or g.settings.custom_signals \
             or budget.calls_armed else g._watchdog
         return BatchState(engine, g._blocked is not None,
-                          None if c is None else c.batch_state(), g._ids,
+                          None if guard is None else g._context_policy.batch_state(), g._ids,
                           g._policy.words_matter(),
                           None if budget.usage_armed else g._cost_policy.batch_state())
 
@@ -52,7 +52,7 @@ class SessionBatch:
         g = self._g
         if change.spent is not None:  # its task's dollars too
             g._budget.take_usd(g._cost_policy.take_spent(change.spent))
-        if g._context_policy is not None:
+        if g._context is not None:
             g._context_policy.take_change(change.measured, change.added)
 
     @property
