@@ -4,10 +4,13 @@ A dispatcher: it holds the session's lock and its blocked decision (a cut turn o
 session: later events get it), runs the turn lifecycle and hands each observation to the
 policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
 (§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
-Halts, the refused turn, resets and ``Status`` are ``status.Halts``'; rows, restore and the
-store sync are ``persistence.Durability``'s; the constructor's checks are ``config``'s.
-``start_turn()`` returns the ``Turn`` (the feedback block to prepend) or raises
-``GuardrailHalted`` before any model call when the session is halted.
+The common path of ``on_call``, ``on_result`` and ``on_text`` is the engine's core's, the
+concrete class's first base (``_reference_guardrails.GuardrailsCore``, ``_native``'s twin),
+which calls back into the hand-offs here for policy. Halts, the refused turn, resets and
+``Status`` are ``status.Halts``'; rows, restore and the store sync are
+``persistence.Durability``'s; the constructor's checks are ``config``'s; what batch ingest reads
+of a session is ``session_batch.SessionBatch``'s. ``start_turn()`` returns the ``Turn`` (the
+feedback block to prepend) or raises ``GuardrailHalted`` before any model call when halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
     turn = guardrails.start_turn()                 # GuardrailHalted if halted
