@@ -275,7 +275,7 @@ class Guardrails:
                 return self._context_check(decision)
             return decision
 
-    # -- policy hand-offs (batch ingest calls these too) -------------------------------------
+    # -- policy hand-offs (the engines' cores, the budget policy and batch ingest call back) ---
 
     def _block(self, decision: Decision) -> Decision:
         """A cut or halt: every later event of the turn gets it; the task's report records it."""
