@@ -6,7 +6,8 @@ marked block (``# task accounting: begin`` .. ``end``) cut out of its source, bu
 the current source each run, so the two never drift apart: one run, two sides, a ratio.
 ``gate.py`` bounds it.
 
-The source cut works on the Python twin (``PythonGuardrails``), so that is what this pair times.
+The source cut works on the Python twin (``PythonGuardrails``, whose ``on_call`` is its core's in
+``_reference_guardrails``), so that is what this pair times.
 The native ``Guardrails`` runs the same block in its Cython core (``_guardrails.pxi``) on the
 task's native ``CallCounter`` (C integers, no Python attribute access); the second pair times
 that ``on_call``, under a task that caps tool calls far above the workload, against the bare
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 import workload
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, guardrails
+from tripwire import Guardrails, GuardrailsConfig, Watchdog, _reference_guardrails, guardrails
 from tripwire.budget import Budget, Task
 
 CALLS = workload.call_mix()
@@ -35,10 +36,11 @@ BEGIN, END = "# task accounting: begin", "# task accounting: end"
 
 def unaccounted_class() -> type[Guardrails]:
     """``Guardrails`` whose ``on_call`` has no task accounting (the block cut out)."""
-    lines = textwrap.dedent(inspect.getsource(Guardrails.on_call)).splitlines(keepends=True)
+    source = inspect.getsource(_reference_guardrails.GuardrailsCore.on_call)
+    lines = textwrap.dedent(source).splitlines(keepends=True)
     begin = next(i for i, line in enumerate(lines) if BEGIN in line)
     end = next(i for i, line in enumerate(lines) if END in line)
-    namespace: dict[str, Any] = dict(vars(guardrails))
+    namespace: dict[str, Any] = dict(vars(_reference_guardrails))
     exec("".join(lines[:begin] + lines[end + 1:]), namespace)  # our own source, cut
 
     class Unaccounted(guardrails.PythonGuardrails):

@@ -128,3 +128,24 @@ def test_fleet_on_call_notes_when_the_session_was_used(implementation: str) -> N
     assert f.evict_idle(3600) == 0 and "s1" in f  # used just now
     assert f.on_call("s1", *CALL).proceed and g.last_used >= used
     assert g.watchdog is not None and g.watchdog.events == 2
+
+
+def test_the_observations_are_the_engine_cores(implementation: str) -> None:
+    """on_call, on_result and on_text are the engine's core's (the concrete class's first
+    base: ``_reference_guardrails`` or ``_guardrails.pxi``, twins); ``Guardrails`` only
+    declares them, so neither engine can run the other's by inheritance."""
+    cls = guardrails_class(implementation)
+    core = cls.__mro__[1]
+    assert core.__name__ == "GuardrailsCore" and cls.__mro__[2] is Guardrails
+    assert core.__module__ == {"native": "tripwire._native",
+                               "python": "tripwire._reference_guardrails"}[implementation]
+    for name in ("on_call", "on_result", "on_text"):
+        assert name in vars(core) and name not in vars(Guardrails)
+
+
+def test_a_subclass_of_guardrails_itself_has_no_core() -> None:
+    class Bare(Guardrails):
+        pass
+
+    with pytest.raises(TypeError, match="Bare: subclass PythonGuardrails or NativeGuardrails"):
+        Bare(GuardrailsConfig(mode="warn", unattended=False))

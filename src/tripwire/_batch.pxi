@@ -147,7 +147,7 @@ cdef class Batch:
     whose kind is not a str goes through ``convert(row, i)`` first), checks every one (a bad
     row raises InvalidEvent before anything is observed) and gives each session a slot, in
     order of first appearance (``session_ids``). ``bind(states)`` then describes each slot's
-    session with a ``BatchState`` (``Guardrails.batch_state()``): the engine the batch drives (None: its rows go
+    session with a ``BatchState`` (``SessionBatch.state()``): the engine the batch drives (None: its rows go
     to Python), whether it is cut or halted, its context estimate, call ids, whether agent
     words matter, its cost ceiling. ``run()`` observes rows until one needs Python and returns
     ``(i, alerts, why)``, ``why`` a ``StopReason``: ``POLICY`` when row i fired a signal,
@@ -341,7 +341,7 @@ cdef class Batch:
         return 0
 
     def bind(self, list states):
-        """Each slot's session, in ``session_ids`` order, as ``Guardrails._batch_state()``."""
+        """Each slot's session, in ``session_ids`` order, as ``SessionBatch.state()``."""
         cdef Py_ssize_t i, k
         cdef _Item* it
         cdef _Slot* slp

@@ -77,7 +77,7 @@ class CostState(NamedTuple):
 
 
 class BatchState(NamedTuple):
-    """One session, as ``Guardrails.batch_state()`` hands it to the batch core. ``engine`` is
+    """One session, as ``SessionBatch.state()`` hands it to the batch core. ``engine`` is
     None when the batch must hand every row of the session to Python; ``cost`` is None when
     its usage rows must go to Python (its task charges each one)."""
 

@@ -4,8 +4,9 @@
 # alerts) is the Python class's; this core only holds the fields every observation reads and
 # calls the engine at C level.
 #
-# Twins: tripwire.guardrails.Guardrails.on_call / on_result / on_text are the same dispatch in
-# Python (the reference engine's Guardrails runs them); the suite runs both. Change them together.
+# Twins: tripwire._reference_guardrails.GuardrailsCore.on_call / on_result / on_text are the same
+# dispatch in Python (the reference engine's Guardrails runs them); the suite runs both. Change
+# them together.
 #
 # Why a core at all: on_call through a Python method cost 1.9x the engine call (a Python frame,
 # an RLock acquired and released through two method calls, attribute lookups, the engine's own
@@ -169,7 +170,7 @@ cdef class GuardrailsCore:
             self._owner = 0
         return 0
 
-    # -- observations (twins: Guardrails.on_call / on_result / on_text) ---------------------
+    # -- observations (twins: _reference_guardrails.GuardrailsCore's) ----------------------
 
     def on_call(self, name, args=None, id=None):
         """A tool call the model asked for."""

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from .reporting import OperatorChannel
     from .restore import Folded
 
-__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR", "session_task"]
+__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR", "checked_task",
+           "session_task"]
 
 #: The guardrail name of budget cuts and refusals.
 BUDGET = "budget"
@@ -43,18 +44,24 @@ BUDGET = "budget"
 TIMEOUT_ERROR = "the tool call timed out and was cancelled"
 
 
+def checked_task(task: Any) -> Task:
+    """A task a host gives a session: a tripwire ``Task``, else ``ConfigError``."""
+    if not isinstance(task, Task):
+        raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+    return task
+
+
 def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
                  clock: Callable[[], float | None] | None, lock: SessionLock,
                  log: SessionLog | None) -> Task:
     """The task a session runs under (SPEC §7.1): the host's, or its own implicit one, whose
     rows go into the session's own chain."""
-    if task is not None and not isinstance(task, Task):
-        raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
-    if task is None:
-        task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
-        task._log = log
-        if task.caps["deadline_s"]:
-            task._written = None  # its start time is written at the first decision point
+    if task is not None:
+        return checked_task(task)
+    task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
+    task._log = log
+    if task.caps["deadline_s"]:
+        task._written = None  # its start time is written at the first decision point
     return task
 
 

@@ -65,6 +65,14 @@ class Decision:
 CONTINUE = Decision()
 
 
+def with_cancel(decision: Decision, cancel: Decision) -> Decision:
+    """An observation's decision, carrying the calls a timeout cancels (a cut cancels all)."""
+    if not decision.proceed:
+        return decision
+    return Decision(cancel.action, cancel.guardrail, cancel.reason,
+                    decision.alerts + cancel.alerts, cancel.call_ids)
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """A started turn. ``feedback`` is the ``[watchdog]`` block to prepend to the model's input

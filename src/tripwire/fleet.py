@@ -30,6 +30,7 @@ from .errors import (
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
+from .session_batch import SessionBatch
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
 
@@ -110,7 +111,7 @@ class Fleet:
                 g = self._sessions.get(session_id)
                 if g is None:
                     g = self._sessions[session_id] = self._new_session(session_id)
-        g._used_at = time.monotonic()  # g.touch(), inlined: every fleet call takes this path
+        g.touch(time.monotonic())
         return g
 
     def _new_session(self, session_id: str, history: Any = None) -> Guardrails:
@@ -232,21 +233,22 @@ class Fleet:
         """
         batch = self._engine.Batch(_rows(events), _as_tuple)  # checks every row first
         sessions = self._sessions_for(batch.session_ids)
+        views = [g.batch_view() for g in sessions]  # what the batch reads and hands back
         # one fixed order (the objects' addresses, which do not move): two batches never wait
         # for each other in a cycle
         locked = sorted(sessions, key=id)
         for g in locked:
             g.lock.acquire()
         try:
-            states = [g.batch_state() for g in sessions]
+            states = [v.state() for v in views]
             batch.bind(states)
             out: list[tuple[int, str, Decision | Turn]] = []
             while True:
                 i, alerts, why = batch.run()
                 if why is StopReason.END:
                     break
-                self._report_blocked(batch, sessions, out)
-                self._take_changes(batch, sessions)  # the estimate as of this row
+                self._report_blocked(batch, sessions, views, out)
+                self._take_changes(batch, views)  # the estimate as of this row
                 row = batch.row(i)
                 slot = batch.slot(i)
                 g = sessions[slot]
@@ -255,24 +257,24 @@ class Fleet:
                     try:
                         self._single(row, i, g, out)
                     except TripwireError as e:
-                        self._report_blocked(batch, sessions, out)
-                        self._replay_ids(batch, sessions, states, i)
+                        self._report_blocked(batch, sessions, views, out)
+                        self._replay_ids(batch, views, states, i)
                         out.sort(key=_index)
                         raise BatchInterrupted(i, g.session_id, e, out) from e
                 else:  # StopReason.POLICY
                     decision = g.on_batch_stop(row[1], alerts)
                     if decision is not CONTINUE:
                         out.append((i, g.session_id, decision))
-                batch.update_slot(slot, g.batch_state())
-            self._report_blocked(batch, sessions, out)
-            self._take_changes(batch, sessions)
+                batch.update_slot(slot, views[slot].state())
+            self._report_blocked(batch, sessions, views, out)
+            self._take_changes(batch, views)
             for slot, call_ids in batch.call_ids():  # the sessions the batch drove
-                sessions[slot].call_ids = call_ids
+                views[slot].call_ids = call_ids
             out.sort(key=_index)
             return out
         finally:
             self._charge_tasks(batch, sessions)  # every task, for the rows observed
-            self._persist_spend(sessions)
+            self._persist_spend(views)
             for g in reversed(locked):
                 g.lock.release()
 
@@ -289,19 +291,19 @@ class Fleet:
         return sessions
 
     @staticmethod
-    def _report_blocked(batch: Any, sessions: list[Guardrails],
+    def _report_blocked(batch: Any, sessions: list[Guardrails], views: list[SessionBatch],
                         out: list[tuple[int, str, Decision | Turn]]) -> None:
         for j in batch.take_blocked():
-            g = sessions[batch.slot(j)]
-            out.append((j, g.session_id, g.blocked_decision))
+            slot = batch.slot(j)
+            out.append((j, sessions[slot].session_id, views[slot].blocked))
 
-    def _persist_spend(self, sessions: list[Guardrails]) -> None:
+    def _persist_spend(self, views: list[SessionBatch]) -> None:
         """Usage rows the batch core charged: their spend is durable before the batch returns,
         as on_usage's is (one row per session that spent)."""
         if self.store is None:
             return
-        for g in sessions:
-            g.persist_spend()
+        for view in views:
+            view.persist_spend()
 
     @staticmethod
     def _charge_tasks(batch: Any, sessions: list[Guardrails], slot: int = -1) -> None:
@@ -312,21 +314,21 @@ class Fleet:
             sessions[k].task.charge_batch(steps, tokens, 0, calls)
 
     @staticmethod
-    def _take_changes(batch: Any, sessions: list[Guardrails]) -> None:
+    def _take_changes(batch: Any, views: list[SessionBatch]) -> None:
         """Hand what the batch changed back to its sessions, before Python acts on any: the
         spend of usage rows, a context a usage measured, estimate bytes of results."""
         for change in batch.changes():
-            sessions[change.slot].take_batch_change(change)
+            views[change.slot].take_change(change)
 
     @staticmethod
-    def _replay_ids(batch: Any, sessions: list[Guardrails], states: list[BatchState],
+    def _replay_ids(batch: Any, views: list[SessionBatch], states: list[BatchState],
                     stop: int) -> None:
         """An interrupted batch: the call id maps of the sessions it drove, as of row stop."""
         for i in range(stop):
             slot = batch.slot(i)
             if states[slot].engine is None:
                 continue
-            row, ids = batch.row(i), sessions[slot].call_ids
+            row, ids = batch.row(i), views[slot].call_ids
             if row[1] == "turn_start":
                 ids.clear()
             elif row[1] == "call" and row[4] is not None:

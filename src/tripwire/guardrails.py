@@ -4,10 +4,13 @@ A dispatcher: it holds the session's lock and its blocked decision (a cut turn o
 session: later events get it), runs the turn lifecycle and hands each observation to the
 policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
 (§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
-Halts, the refused turn, resets and ``Status`` are ``status.Halts``'; rows, restore and the
-store sync are ``persistence.Durability``'s; the constructor's checks are ``config``'s.
-``start_turn()`` returns the ``Turn`` (the feedback block to prepend) or raises
-``GuardrailHalted`` before any model call when the session is halted.
+The common path of ``on_call``, ``on_result`` and ``on_text`` is the engine's core's, the
+concrete class's first base (``_reference_guardrails.GuardrailsCore``, ``_native``'s twin),
+which calls back into the hand-offs here for policy. Halts, the refused turn, resets and
+``Status`` are ``status.Halts``'; rows, restore and the store sync are
+``persistence.Durability``'s; the constructor's checks are ``config``'s; what batch ingest reads
+of a session is ``session_batch.SessionBatch``'s. ``start_turn()`` returns the ``Turn`` (the
+feedback block to prepend) or raises ``GuardrailHalted`` before any model call when halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
     turn = guardrails.start_turn()                 # GuardrailHalted if halted
@@ -24,47 +27,30 @@ per session, not one global lock).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import _engine
-from ._common import MAX_CALL_IDS, BatchChange, BatchState, payload_bytes, text_has_words
+from . import _engine, _reference_guardrails
 from .budget import Task
-from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, session_task
+from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
-from .context import (
-    Compaction,
-    ContextGuard,
-    ContextStats,
-    SummaryResult,
-    Utilization,
-    usage_stats,
-)
+from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
 from .cost import CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, Decision, Turn
-from .errors import ConfigError, GuardrailHalted
+from .decision import CONTINUE, Decision, Turn, with_cancel
+from .errors import GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
 from .policies import ContextPolicy, CostPolicy
 from .reporting import Counters, OperatorChannel, OperatorEvent
+from .session_batch import SessionBatch
 from .signals import Alert
 from .status import Halts, ResetOutcome, Status
-from .validate import check_id, check_no_op, check_text
 from .watchdog import Watchdog, retracted_count
 from .watchdog_policy import WatchdogPolicy, session_watchdog
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
-
-
-def _with_cancel(decision: Decision, cancel: Decision) -> Decision:
-    """An observation's decision, carrying the calls a timeout cancels (a cut cancels all)."""
-    if not decision.proceed:
-        return decision
-    return Decision(cancel.action, cancel.guardrail, cancel.reason,
-                    decision.alerts + cancel.alerts, cancel.call_ids)
 
 
 class SessionLock(Protocol):
@@ -78,11 +64,8 @@ class SessionLock(Protocol):
                  tb: TracebackType | None, /) -> bool | None: ...
 
 
-# What the native core (_native.GuardrailsCore) holds in place, the fields every observation
-# reads; the reference Guardrails holds them in slots of its own (first: the object's first
-# cache lines).
-_CORE_SLOTS = ("_lock", "_blocked", "_task", "_budget", "_watchdog", "_ids", "_used_at",
-               "_context", "__weakref__")
+# The fields of the concrete classes beside their core's (which holds those every observation
+# reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
 _SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
           "_cost_policy", "_context_policy", "session_id", "settings")
 
@@ -110,18 +93,18 @@ class Guardrails:
     _durable: Durability
     _halts: Halts
     _cost_policy: CostPolicy
-    _context_policy: ContextPolicy | None
+    _context_policy: ContextPolicy
     session_id: str
     settings: ResolvedConfig
 
     def __new__(cls, config: GuardrailsConfig | ResolvedConfig | None = None, *,
                 implementation: str | None = None, **_: Any) -> Guardrails:
-        target = guardrails_class(implementation) if cls is Guardrails else cls
-        if _Core is not None and issubclass(target, _Core):
-            instance: Guardrails = _Core.__new__(target)  # the core's fields, its lock
-        else:
-            instance = object.__new__(target)
-            instance._lock = threading.RLock()
+        # Guardrails(...) only (a concrete class's core comes first in its MRO): the engine's
+        # class, whose core makes the object (its fields first, its lock)
+        if cls is not Guardrails:
+            raise TypeError(f"{cls.__name__}: subclass PythonGuardrails or NativeGuardrails")
+        target = guardrails_class(implementation)
+        instance: Guardrails = target.__new__(target)
         return instance
 
     def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
@@ -157,8 +140,8 @@ class Guardrails:
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
-        self._context_policy = (None if self._context is None else ContextPolicy(
-            self._context, resolved.context.cut_at, channel, durable.put, summarize))
+        self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
+                                             durable.put, summarize)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
@@ -181,9 +164,7 @@ class Guardrails:
                 log.drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
             if self._in_turn:
                 self._close_turn()  # the last turn never said it ended
-            trip = self._cost.check()  # settle: spend recorded since the last check
-            if trip is not None:
-                self._cost_decision(trip, in_turn=False)
+            self._settle_cost()
             if self._watchdog is not None:
                 self._watchdog.count_event()
             self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
@@ -193,8 +174,7 @@ class Guardrails:
                 if log.shared:  # other daemons' halts and spend, too
                     if self._durable.sync_shared(self.halted):
                         self._blocked = self.refusal() if self.halted else None
-                    if (trip := self._cost.check()) is not None:  # on the summed spend
-                        self._cost_decision(trip, in_turn=False)
+                    self._settle_cost()  # on the summed spend
                 elif self.halted:
                     self._durable.sync_resets()
                     if not self.halted:
@@ -206,27 +186,20 @@ class Guardrails:
                 raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
-            self._cost.start_turn()
-            self._cost_policy.usage.turn += 1
+            self._cost_policy.start_turn()
             self._in_turn = True
             self._blocked = None
             compact = self._context.start_turn() if self._context is not None else False
-            queue = self._policy.feedback
-            if self._budget.task.notes:
-                for note in self._budget.notes():  # 50% / 80% of a counter (SPEC §7.1)
-                    queue.push(note)
-            feedback = queue.drain() if len(queue) else ""
-            return Turn(feedback, compact) if feedback or compact else Turn()
+            # the task's notes: 50% / 80% of a counter (SPEC §7.1), Task.tell
+            feedback = self._policy.drain_feedback(self._budget.notes())
+            return Turn(feedback, compact)
 
     def end_turn(self) -> Decision:
         """Close the turn: boundary checks, then the post-turn reports of warn/feedback modes."""
         with self._lock:
-            decision = CONTINUE
             if self._watchdog is not None:
                 self._watchdog.end_turn()
-            trip = self._cost.check()
-            if trip is not None:
-                decision = self._cost_decision(trip, in_turn=False)
+            decision = self._settle_cost()
             self._close_turn()
             self._budget.end_turn()
             self._durable.turn_end()
@@ -239,98 +212,23 @@ class Guardrails:
         if self._blocked is not None and not self.halted:
             self._blocked = None
 
-    # -- observations (the hot path) -----------------------------------------------------------
-    # on_call, on_result and on_text: the reference engine's Guardrails runs these; the native
-    # one runs their twins in _native.GuardrailsCore (_guardrails.pxi), the same steps in the
-    # same order. Change both together (the suite runs each on its engine).
+    # -- observations ----------------------------------------------------------------------------
+    # on_call, on_result and on_text are the engine's core's: _reference_guardrails.GuardrailsCore
+    # (PythonGuardrails) and _native.GuardrailsCore (NativeGuardrails, _guardrails.pxi), twins
+    # that run the same steps in the same order (change them together) and call back into the
+    # hand-offs below. Declared here for type checkers and readers.
 
-    def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
-        """A tool call the model asked for."""
-        # acquire/release rather than `with`: this is the hot path, and the context-manager
-        # protocol costs more than the lock itself
-        lock = self._lock
-        lock.acquire()
-        try:
-            if id is not None and type(id) is not str:
-                id = check_id(id)  # raises, in every mode: an id is a str
-            if self._blocked is not None:
-                return self._blocked
-            pending = None
-            # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
-            # the task's tool-call counter (SPEC §7.1): integer work while below the task's
-            # mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            calls = self._task._calls
-            n = calls.tool_calls + 1
-            if n < calls.call_mark:
-                calls.tool_calls = n
-                if id is not None:
-                    self._budget.open[id] = name  # without a result yet
-            else:
-                pending = self._budget.on_call(name, id)
-                if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
-            # task accounting: end
-            watchdog = self._watchdog
-            if watchdog is None:
-                return CONTINUE if pending is None else pending
-            if id is not None:
-                ids = self._ids
-                if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
-                    ids.clear()
-                ids[id] = name
-            alerts = watchdog.observe_call(name, args)
-            if alerts:
-                decision = self._on_alerts(alerts)
-                return decision if pending is None else _with_cancel(decision, pending)
-            # per-call policies other than the watchdog's and the task's go here (and in the
-            # twin), each turning CONTINUE into its own decision
-            return CONTINUE if pending is None else pending
-        finally:
-            lock.release()
+    if TYPE_CHECKING:
+        def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
+            """A tool call the model asked for."""
 
-    def on_result(self, name: str | None = None, *, id: str | None = None,
-                  error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
-        """A tool's answer, by ``name`` or by the ``id`` of its call."""
-        lock = self._lock
-        lock.acquire()
-        try:
-            if id is not None and type(id) is not str:
-                id = check_id(id)  # raises: an id is a str
-            if no_op is not False and no_op is not True:
-                check_no_op(no_op)  # raises, in every mode: "false" must not count as a no-op
-            if self._blocked is not None:
-                return self._blocked
-            budget = self._budget
-            pending = None
-            if budget.started:  # calls timed out by now are cancelled first
-                pending = budget.poll_time()
-                if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
-                if not budget.on_result(id):
-                    return CONTINUE if pending is None else pending  # a cancelled call's
-            elif not budget.on_result(id):
-                return CONTINUE  # the late result of a call cancelled for its timeout
-            watchdog = self._watchdog
-            decision = CONTINUE
-            if watchdog is not None:
-                if name is None:
-                    name = self._ids.get(id, "") if id is not None else ""
-                alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
-                if alerts:
-                    decision = self._on_alerts(alerts)
-            context = self._context
-            if context is not None:
-                if context.streamed:
-                    context.streamed = False  # its bytes were counted chunk by chunk
-                elif payload is not None:
-                    context.observe_bytes(payload if isinstance(
-                        payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
-                decision = self._context_check(decision)
-            return decision if pending is None else _with_cancel(decision, pending)
-        finally:
-            lock.release()
+        def on_result(self, name: str | None = None, *, id: str | None = None,
+                      error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
+            """A tool's answer, by ``name`` or by the ``id`` of its call."""
+
+        def on_text(self, text: str) -> Decision:
+            """The agent's own words (not tool output, injected messages or private
+            reasoning)."""
 
     def on_result_chunk(self, chunk: Any, *, id: str | None = None) -> Decision:
         """Part of a tool result as it streams in: counted toward the context estimate now (the
@@ -345,29 +243,6 @@ class Guardrails:
             context.observe_bytes(chunk)
             context.streamed = True
             return self._context_check(CONTINUE)
-
-    def on_text(self, text: str) -> Decision:
-        """The agent's own words (not tool output, injected messages or private reasoning)."""
-        if type(text) is not str:
-            text = check_text(text)  # raises: agent text is a str, in every mode
-        with self._lock:
-            if self._blocked is not None:
-                return self._blocked
-            budget = self._budget
-            budget.last_text = text
-            pending = budget.poll_time() if budget.started else None
-            if pending is not None and not pending.proceed:
-                self._blocked = pending
-                return pending
-            watchdog = self._watchdog
-            if watchdog is None:
-                return CONTINUE if pending is None else pending
-            alerts = watchdog.observe_text(text)  # () but from a custom signal
-            if self.mode >= Mode.FEEDBACK and text_has_words(text):
-                self._policy.withdraw_answered()
-            if alerts:
-                return self._on_alerts(alerts)
-            return CONTINUE if pending is None else pending
 
     def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
                  output_tokens: int | None = None, cost_usd: float | None = None,
@@ -395,13 +270,12 @@ class Guardrails:
                 decision = spent
                 if not spent.proceed and self._in_turn:
                     self._blocked = spent
-            policy = self._context_policy
-            if policy is not None:
-                policy.observe_usage(model, input_tokens)
+            if self._context is not None:
+                self._context_policy.observe_usage(model, input_tokens)
                 return self._context_check(decision)
             return decision
 
-    # -- policy hand-offs (batch ingest calls these too) -------------------------------------
+    # -- policy hand-offs (the engines' cores, the budget policy and batch ingest call back) ---
 
     def _block(self, decision: Decision) -> Decision:
         """A cut or halt: every later event of the turn gets it; the task's report records it."""
@@ -431,8 +305,7 @@ class Guardrails:
     def run_task(self, task: Task) -> None:
         """Run the session's next work under ``task`` (a ``task_start``): its observations
         charge it from now on. The previous task is no longer charged."""
-        if not isinstance(task, Task):
-            raise ConfigError(f"task must be a tripwire Task, not {type(task).__name__}")
+        task = checked_task(task)
         with self._lock:
             self._budget.detach()
             self._budget = BudgetPolicy(task, self, self.mode, self._channel)
@@ -469,7 +342,7 @@ class Guardrails:
             self._blocked = decision
         return decision
 
-    # -- batch ingest (Fleet.observe_many, which holds the lock) ----------------------------
+    # -- the fleet's ----------------------------------------------------------------------------
 
     def touch(self, now: float) -> None:
         """Note when the session was last fetched (Fleet's idle eviction): in the object the
@@ -485,28 +358,9 @@ class Guardrails:
         """The session's lock (a batch holds every session's lock while it runs)."""
         return self._lock
 
-    def batch_state(self) -> BatchState:
-        """What batch ingest needs of this session. The engine is None when the batch must
-        hand every row to this object: off mode, a result streaming in chunk by chunk (its
-        final result skips the bytes already counted, which only on_result knows), custom
-        signals (they observe in Python), a task bounding calls or time (each row is charged
-        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
-        each usage row in Python."""
-        c, budget = self._context_policy, self._budget
-        engine = None if (c is not None and c.guard.streamed) or self.settings.custom_signals \
-            or budget.calls_armed else self._watchdog
-        return BatchState(engine, self._blocked is not None,
-                          None if c is None else c.batch_state(), self._ids,
-                          self._policy.words_matter(),
-                          None if budget.usage_armed else self._cost_policy.batch_state())
-
-    def take_batch_change(self, change: BatchChange) -> None:
-        """What the batch core changed in this session, before policy looks at it: spend it
-        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
-        if change.spent is not None:  # its task's dollars too
-            self._budget.take_usd(self._cost_policy.take_spent(change.spent))
-        if self._context_policy is not None:
-            self._context_policy.take_change(change.measured, change.added)
+    def batch_view(self) -> SessionBatch:
+        """This session as batch ingest drives it (``Fleet.observe_many``, holding the lock)."""
+        return SessionBatch(self)
 
     def on_batch_stop(self, kind: str, alerts: tuple[Alert, ...]) -> Decision:
         """The policy for a row the batch core observed and stopped at (``StopReason.POLICY``):
@@ -518,25 +372,12 @@ class Guardrails:
             decision = self._context_check(decision)
         return decision
 
-    @property
-    def blocked_decision(self) -> Decision | None:
-        """The halt, or this turn's cut, that every later event of the turn gets."""
-        return self._blocked
-
-    @property
-    def call_ids(self) -> dict[Any, str]:
-        """Call id -> tool name, for results named by id (a batch replaces the map whole)."""
-        return self._ids
-
-    @call_ids.setter
-    def call_ids(self, ids: dict[Any, str]) -> None:
-        self._ids = ids
-
-    def persist_spend(self) -> None:
-        """Write the spend if the store does not have it yet (a batch charged usage rows)."""
-        self._durable.persist_spend()
-
     # -- cost and context (policies.py decides) ------------------------------------------
+
+    def _settle_cost(self) -> Decision:
+        """Outside a turn: a bound the spend recorded since the last check crossed."""
+        trip = self._cost.check()
+        return CONTINUE if trip is None else self._cost_decision(trip, in_turn=False)
 
     def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
         decision = self._cost_policy.decide(trip, in_turn=in_turn)
@@ -544,9 +385,7 @@ class Guardrails:
 
     def _context_check(self, decision: Decision) -> Decision:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
-        policy = self._context_policy
-        assert policy is not None  # called only with a context guard
-        checked = policy.check(decision)
+        checked = self._context_policy.check(decision)  # called only with a context guard
         return checked if checked is decision else self._block(checked)
 
     def compact(self, messages: Any, focus: str | None = None, *,
@@ -558,9 +397,6 @@ class Guardrails:
         reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
         backoff. ``Compaction.apply(messages)`` is the new history."""
         with self._lock:
-            if self._context_policy is None:
-                return Compaction("skipped", reason="the context guard is disabled",
-                                  manual=manual)
             return self._context_policy.compact(messages, focus, manual=manual)
 
     def checkpoint(self, messages: Any, note: str | None = None, *,
@@ -570,9 +406,6 @@ class Guardrails:
         fallback), with ``operation: checkpoint`` in its records. Automatic (the model declared
         the boundary) or ``manual=True`` (the operator's ``/done [note]``), as ``compact``."""
         with self._lock:
-            if self._context_policy is None:
-                return Compaction("skipped", reason="the context guard is disabled",
-                                  operation="checkpoint", manual=manual)
             return self._context_policy.checkpoint(messages, note, manual=manual)
 
     def context_stats(self) -> ContextStats:
@@ -580,14 +413,12 @@ class Guardrails:
         (count, last note), characters summarized, the context's size against its window
         (unknown when the model's window is), and the per-model usage, by descending cost."""
         with self._lock:
-            if self._context is None:
-                return usage_stats(self._cost_policy.usage)
-            return self._context.stats(self._cost_policy.usage)
+            return self._context_policy.stats(self._cost_policy.usage)
 
     def utilization(self) -> Utilization | None:
         """How full the context is (None when the context guard is disabled)."""
         with self._lock:
-            return self._context.utilization() if self._context is not None else None
+            return self._context_policy.utilization()
 
     # -- halts, resets and status --------------------------------------------------------------
 
@@ -613,8 +444,6 @@ class Guardrails:
 
     def _unblock(self) -> None:
         self._blocked = None
-
-    _with_cancel = staticmethod(_with_cancel)  # for the native core's slow path
 
     def retract_calls(self, calls: int) -> None:
         """The last ``calls`` tool calls were refused by the host's permission gate and the
@@ -651,9 +480,7 @@ class Guardrails:
         is given). Fails open: an unreadable store means the session runs unrestored, with a
         logged warning naming it."""
         with self._lock:
-            log = self._durable.attach(store)
-            if log is not None:  # the implicit task writes into the session's chain
-                self._budget.share_log(log, self.session_id)
+            self._durable.attach(store, self._budget)
             self._restore()
 
     def _restore(self, history: Any = None) -> None:
@@ -671,11 +498,11 @@ class Guardrails:
         return self._watchdog
 
 
-class PythonGuardrails(Guardrails):
-    """A ``Guardrails`` on the pure-Python reference engine (its observations are the methods
-    above)."""
+class PythonGuardrails(_reference_guardrails.GuardrailsCore, Guardrails):
+    """A ``Guardrails`` on the pure-Python reference engine: ``on_call``, ``on_result`` and
+    ``on_text`` are its core's (``_reference_guardrails``), the rest is ``Guardrails``'."""
 
-    __slots__ = (*_CORE_SLOTS, *_SLOTS)
+    __slots__ = _SLOTS
 
 
 try:
@@ -683,15 +510,14 @@ try:
 except ImportError:  # not built: guardrails_class("native") raises the clear error when asked
     GuardrailsCore = None  # type: ignore[assignment,misc]
 
-_Core = GuardrailsCore
-
 if GuardrailsCore is not None:
 
     class NativeGuardrails(GuardrailsCore, Guardrails):
         """A ``Guardrails`` on the C++ core: ``on_call``, ``on_result`` and ``on_text`` are
-        the core's (Cython), the rest is ``Guardrails``'."""
+        its core's (Cython, ``_guardrails.pxi``), the rest is ``Guardrails``'."""
 
         __slots__ = _SLOTS
+        _with_cancel = staticmethod(with_cancel)  # for the core's slow path
 
     register_guardrails(NativeGuardrails)
 

@@ -313,13 +313,14 @@ class Durability:
 
     # -- reading back --------------------------------------------------------------------------
 
-    def attach(self, store: Any) -> SessionLog | None:
-        """A store given after construction; the new log, or None when one was there."""
+    def attach(self, store: Any, budget: BudgetPolicy) -> None:
+        """A store given after construction (a new log, into which the session's implicit task
+        writes too), or in place of the log's."""
         if self.log is None:
             self.log = SessionLog(store, self.session_id, self.line)
-            return self.log
-        self.log.store = store
-        return None
+            budget.share_log(self.log, self.session_id)
+        else:
+            self.log.store = store
 
     def restore(self, budget: BudgetPolicy, history: Any = None) -> None:
         """Fold the store's history of this session forward into each policy, under the live

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import lines
 from ._common import ContextState, CostState
-from .context import Compaction, ContextGuard, SummaryResult, UsageByModel
+from .context import (
+    Compaction,
+    ContextGuard,
+    ContextStats,
+    SummaryResult,
+    UsageByModel,
+    Utilization,
+    usage_stats,
+)
 from .decision import CUT_TURN, HALT_SESSION, Decision
 
 if TYPE_CHECKING:
@@ -27,6 +35,8 @@ __all__ = ["CostPolicy", "ContextPolicy"]
 
 #: (row kind, row data): append a row to the session's durable log
 Persist = Callable[[str, dict[str, Any]], None]
+#: Why ``compact`` and ``checkpoint`` skip while the context guard is disabled
+DISABLED = "the context guard is disabled"
 
 
 class CostPolicy:
@@ -57,6 +67,11 @@ class CostPolicy:
             self.unpriced_changed = True
         self.usage.add(model, input_tokens, output_tokens, nano)
         return self.ceiling.add(nano)  # spend counts even while halted or cut
+
+    def start_turn(self) -> None:
+        """A turn starts: the ceiling's per-turn baseline, the per-model usage's turn count."""
+        self.ceiling.start_turn()
+        self.usage.turn += 1
 
     def decide(self, trip: CostTrip, *, in_turn: bool) -> Decision:
         if self.estimated:
@@ -111,11 +126,13 @@ class CostPolicy:
 
 class ContextPolicy:
     """After an observation that moved the context estimate: compaction pending (reported), or
-    the hard cut of the turn; the records of compaction, kept in the durable log."""
+    the hard cut of the turn; the records of compaction, kept in the durable log; what the
+    context's operations answer while the guard is disabled (``guard`` None: the observations
+    never reach this policy then)."""
 
     __slots__ = ("_channel", "_persist", "cut_at", "guard", "summarize")
 
-    def __init__(self, guard: ContextGuard, cut_at: float, channel: OperatorChannel,
+    def __init__(self, guard: ContextGuard | None, cut_at: float, channel: OperatorChannel,
                  persist: Persist,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None):
         self.guard = guard
@@ -127,6 +144,7 @@ class ContextPolicy:
     def check(self, decision: Decision) -> Decision:
         """``decision`` as it stands, or the context cut that replaces it."""
         guard = self.guard
+        assert guard is not None  # observations reach this policy only with a guard
         verdict = guard.check()
         if verdict is None:
             return decision
@@ -141,7 +159,7 @@ class ContextPolicy:
             return decision
         record = guard.turn_cut_record()
         reason = lines.context_cut_reason(u, self.cut_at, auto_compact=guard.config.auto_compact)
-        if not decision.proceed or not self.guard.config.cut_turns:
+        if not decision.proceed or not guard.config.cut_turns:
             # already cut or halted by another guardrail, or report-only (replay's analysis)
             self.record({**record, "enforced": False, "message": reason})
             return decision
@@ -164,12 +182,14 @@ class ContextPolicy:
 
     def batch_state(self) -> ContextState:
         c = self.guard
+        assert c is not None  # the batch asks only with a guard
         return ContextState(c.measured, c.estimator.bytes, c.compact_at, c.cut_tokens,
                             c.pending, c.cut_this_turn, c.model)
 
     def take_change(self, measured: int | None, added: int) -> None:
         """What the batch core changed: a context a usage measured, estimate bytes added."""
         guard = self.guard
+        assert guard is not None  # the batch changes a context only with a guard
         if measured is not None:
             guard.observe_usage(None, measured)
         if added:
@@ -177,6 +197,7 @@ class ContextPolicy:
 
     def observe_usage(self, model: str | None, input_tokens: int | None) -> None:
         """A usage's measured context (and a model change): the guard's records kept."""
+        assert self.guard is not None  # observations reach this policy only with a guard
         for record in self.guard.observe_usage(model, input_tokens):
             self.record(record)
 
@@ -190,12 +211,23 @@ class ContextPolicy:
     def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:
         """Automatic (its failures are durable rows) or manual (a failure is the caller's
         alone: ``Compaction.reason``, no row)."""
+        if self.guard is None:
+            return Compaction("skipped", reason=DISABLED, manual=manual)
         return self._records(self.guard.compact(messages, focus, self.summarize,
                                                 manual=manual))
 
     def checkpoint(self, messages: Any, note: str | None, *, manual: bool = False) -> Compaction:
+        if self.guard is None:
+            return Compaction("skipped", reason=DISABLED, operation="checkpoint", manual=manual)
         return self._records(self.guard.checkpoint(messages, note, self.summarize,
                                                    manual=manual))
+
+    def stats(self, usage: UsageByModel) -> ContextStats:
+        """The ``/context`` view (the per-model usage alone while the guard is disabled)."""
+        return usage_stats(usage) if self.guard is None else self.guard.stats(usage)
+
+    def utilization(self) -> Utilization | None:
+        return None if self.guard is None else self.guard.utilization()
 
     def _records(self, result: Compaction) -> Compaction:
         for record in result.records:

@@ -138,6 +138,14 @@ class WatchdogPolicy:
             self.cut_signal, self.cut_in_a_row = None, 0
         self.turn_cut_signal = None
 
+    def drain_feedback(self, notes: list[Alert]) -> str:
+        """The turn's ``[watchdog]`` block: the queued notes, then ``notes`` (the task's),
+        delivered once ("" when there are none)."""
+        queue = self.feedback
+        for note in notes:
+            queue.push(note)
+        return queue.drain() if len(queue) else ""
+
     def words_matter(self) -> bool:
         """Whether agent words now would withdraw queued notes (batch ingest asks)."""
         return self.mode >= Mode.FEEDBACK and bool(len(self.feedback) or self.pending)
