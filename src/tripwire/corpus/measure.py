@@ -15,7 +15,9 @@ Python object per session, and the parent only concatenates them and puts the ro
 order. Chunks are cut largest file first, each a share of the bytes still to hand out (guided
 scheduling: large chunks first, small ones last), so the workers finish together; the pool
 starts once per run (fork where the platform has it, so the workers inherit the imported
-modules and the file list) and each worker resolves the config once.
+modules and the file list) and each worker resolves the config once. In a parallel run the
+parent only walks a directory argument: its files' formats are detected by the workers, which
+skip what is of no known format (``Run``).
 """
 
 from __future__ import annotations
