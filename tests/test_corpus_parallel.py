@@ -294,6 +294,11 @@ def test_a_directory_with_no_transcript_fails_the_same_whatever_runs_it(
     none = folders / "none"
     assert three_ways(scheduler, "corpus", "stats", str(SCENARIOS), str(none)) == (
         2, "", f"tripwire: no transcripts in directory {none} ({EXPECTED})\n")
+    lone = folders / "lone"  # one file: -j 2 measures it in the main process, detecting it
+    lone.mkdir()
+    shutil.copy(none / "b.json", lone / "b.json")
+    assert three_ways(scheduler, "corpus", "stats", str(lone)) == (
+        2, "", f"tripwire: no transcripts in directory {lone} ({EXPECTED})\n")
 
 
 def test_a_file_argument_of_no_known_format_fails_the_same_whatever_runs_it(
