@@ -226,8 +226,8 @@ import sys
 import numpy  # as the CLI has it before any file is measured
 from tripwire.corpus.measure import Run, measure_paths
 path, mode = sys.argv[1], sys.argv[2]
-if mode == "pre":  # what the parent does before the pool forks: list, size, schedule
-    Run([path]).chunks(2)
+if mode == "pre":  # what -j 2's parent does before the pool forks: list, size, schedule
+    Run([path], jobs=2).chunks(2)
 else:
     measure_paths([path], jobs=int(mode))
 """

@@ -539,6 +539,29 @@ def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:
     assert [t.name for t in transcripts([str(tmp_path / "mix")], "codex")] == ["codex.jsonl"]
 
 
+def test_a_directory_walk_lists_what_a_sorted_recursive_glob_lists(tmp_path: Path) -> None:
+    """The walk reads directory entries alone (no stat per file): its files, their order and
+    names are those of ``sorted(rglob("*"))``'s files with a transcript suffix, links and all;
+    listed undetected (a parallel corpus run's parent), every one of them is listed."""
+    root = tmp_path / "tree"
+    for rel in ("a-b/x.jsonl", "a/b/y.jsonl", "a/z.json", "a.jsonl", ".hidden/h.traj",
+                "B.jsonl", "c/notes.txt", "c/d.traj.json", "c/e.jsonl.bak", "dir.jsonl/w.jsonl"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text('{"type": "turn_start"}\n')
+    (root / "link.jsonl").symlink_to(root / "a.jsonl")  # a link to a file is a file
+    (root / "linked").symlink_to(root / "a", target_is_directory=True)  # not followed
+    (root / "broken.jsonl").symlink_to(root / "nowhere.jsonl")  # not a file
+    names = [".hidden/h.traj", "B.jsonl", "a/b/y.jsonl", "a/z.json", "a-b/x.jsonl", "a.jsonl",
+             "c/d.traj.json", "dir.jsonl/w.jsonl", "link.jsonl"]  # sorted by path parts
+    globbed = sorted(p for p in root.rglob("*") if p.is_file()
+                     and p.name.endswith((".jsonl", ".json", ".traj")))
+    assert [p.relative_to(root).as_posix() for p in globbed] == names
+    for detecting in (True, False):
+        listed = transcripts([str(root)], detect=detecting)
+        assert [(t.path, t.name) for t in listed] == [(root / n, n) for n in names]
+        assert {t.format for t in listed} == ({"interchange"} if detecting else {None})
+
+
 def test_convert_writes_interchange_that_replay_reads_back(tmp_path: Path) -> None:
     proc = tripwire("convert", str(FIXTURES / "codex.jsonl"), "--to", "interchange")
     assert proc.returncode == 0 and proc.stderr == ""

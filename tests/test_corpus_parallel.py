@@ -1,12 +1,15 @@
 """``tripwire corpus`` in parallel: ``-j 2`` output byte-identical to serial on the shared
 corpus (both engines), the size-ordered guided schedule, columnar results merged back into file
-order, the first failing file's error whatever ran it, and one worker pool per sweep."""
+order, the first failing file's error whatever ran it, one worker pool per sweep, and format
+detection in the workers (serial, -j 2 and Dask: the same sessions and the same errors)."""
 
 from __future__ import annotations
 
 import io
 import json
 import pickle
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -184,3 +187,149 @@ def test_the_first_bad_file_is_reported_whatever_runs_the_files(tmp_path: Path,
     assert serial[2].startswith(f"tripwire: {tmp_path / 's03.jsonl'}:")
     assert run("corpus", "stats", str(tmp_path), "--implementation", implementation,
                "-j", "2") == serial
+
+
+# --------------------------------------------------------------------------------------------
+# Detection in the workers: a parallel run's parent lists a directory's files without reading
+# them; the workers detect each and skip what is of no known format, as the listing skips it
+
+
+EXPECTED = ("expected one of: anthropic, claude-code, codex, interchange, mini-swe-agent, "
+            "openai-chat, openai-responses, otel, swe-agent, tau-bench")
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str | None]:
+    """A local Dask cluster's address (None without the dask extra: then serial and -j 2)."""
+    try:
+        import distributed
+    except ImportError:
+        yield None
+        return
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def three_ways(scheduler: str | None, *argv: str) -> tuple[int, str, str]:
+    """The command's (exit code, stdout, stderr) in one process, asserted identical with -j 2
+    and on the Dask cluster."""
+    serial = run(*argv)
+    assert run(*argv, "-j", "2") == serial
+    if scheduler is not None:
+        assert run(*argv, "--dask", scheduler) == serial
+    return serial
+
+
+@pytest.fixture
+def folders(tmp_path: Path, monkeypatch) -> Path:
+    """``mixed/``: three transcripts among JSON files of no known format (and a .txt no walk
+    considers); ``none/``: only such JSON files; ``bad/``: a transcript and one with an invalid
+    line; ``unknown.json``: a JSON file of no known format. Chunks of one file or so, so that
+    -j 2 and Dask hand each folder out in several chunks."""
+    monkeypatch.setattr(measure_module, "MIN_CHUNK_BYTES", 1)
+    mixed, none, bad = tmp_path / "mixed", tmp_path / "none", tmp_path / "bad"
+    for folder in (mixed, mixed / "c", none, bad):
+        folder.mkdir()
+    for name, source in (("a.jsonl", "identical-failure.jsonl"),
+                         ("c/d.jsonl", "slow-progress.jsonl"),
+                         ("z.jsonl", "two-strategy-cycle.jsonl"), ("labels.json", "labels.json")):
+        shutil.copy(SCENARIOS / source, mixed / name)
+    for folder in (mixed, none):
+        (folder / "b.json").write_text('{"note": 1}\n', encoding="utf-8")
+        (folder / "e.jsonl").write_text('{"x": 1}\n{"y": 2}\n', encoding="utf-8")
+    (mixed / "f.txt").write_text("not a transcript\n", encoding="utf-8")
+    good = (SCENARIOS / "slow-progress.jsonl").read_text(encoding="utf-8")
+    (bad / "a.jsonl").write_text(good, encoding="utf-8")
+    (bad / "b.jsonl").write_text(good + '{"type": "nope"}\n', encoding="utf-8")
+    (tmp_path / "unknown.json").write_text('{"note": 1}\n', encoding="utf-8")
+    return tmp_path
+
+
+def test_a_parallel_runs_parent_leaves_a_directorys_detection_to_the_workers(
+        folders: Path, monkeypatch) -> None:
+    from tripwire import adapters
+    from tripwire.corpus.measure import Run
+
+    sniffed: list[Path] = []
+    real = adapters._sniff
+    monkeypatch.setattr(adapters, "_sniff", lambda path: sniffed.append(path) or real(path))
+    mixed, file_argument = folders / "mixed", SCENARIOS / "slow-progress.jsonl"
+    paths = [str(mixed), str(file_argument)]
+    with Run(paths, jobs=2) as parallel:
+        listed = [(t.path, t.format, t.name) for _, t in parallel.work]
+        measured = parallel.measure()
+    # every file of a transcript suffix, sorted, undetected; the file argument detected
+    assert listed == [*((mixed / name, None, name) for name in (
+        "a.jsonl", "b.json", "c/d.jsonl", "e.jsonl", "labels.json", "z.jsonl")),
+        (file_argument, "interchange", str(file_argument))]
+    assert sniffed == [file_argument]  # the workers' detection is theirs (forked processes)
+    serial = measure_paths(paths)
+    # a serial run detects the directory's files as it lists them
+    assert sniffed[1:] == [path for path, _, _ in listed]
+    assert measured == serial
+    assert measured.sessions == ["a.jsonl", "c/d.jsonl", "z.jsonl", str(file_argument)]
+    assert measured.corpus == [str(mixed)] * 3 + [str(file_argument)]
+    # what a chunk reports back: the files it skipped (b.json, e.jsonl, labels.json)
+    chunk = measure_chunk(WatchdogConfig(), None, list(enumerate(t for _, t in parallel.work)))
+    assert chunk.skipped == (1, 3, 4) and chunk.files.tolist() == [0, 2, 5, 6]
+
+
+def test_a_directory_of_transcripts_among_other_json_reads_the_same_whatever_runs_it(
+        folders: Path, scheduler: str | None, implementation: str) -> None:
+    mixed = str(folders / "mixed")
+    code, out, err = three_ways(scheduler, "corpus", "stats", mixed, str(SCENARIOS), "--json",
+                                "--implementation", implementation)
+    assert (code, err) == (0, "")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["session"] for r in records[:-1]] == [
+        "a.jsonl", "c/d.jsonl", "z.jsonl", "false-success.jsonl", "identical-failure.jsonl",
+        "polling-wait-and-verify.jsonl", "slow-progress.jsonl", "two-strategy-cycle.jsonl"]
+    assert list(records[-1]["corpora"]) == [mixed, str(SCENARIOS)]
+    assert records[0]["stats"] == records[4]["stats"]  # a.jsonl is identical-failure.jsonl
+
+
+def test_a_directory_with_no_transcript_fails_the_same_whatever_runs_it(
+        folders: Path, scheduler: str | None) -> None:
+    none = folders / "none"
+    assert three_ways(scheduler, "corpus", "stats", str(SCENARIOS), str(none)) == (
+        2, "", f"tripwire: no transcripts in directory {none} ({EXPECTED})\n")
+    lone = folders / "lone"  # one file: -j 2 measures it in the main process, detecting it
+    lone.mkdir()
+    shutil.copy(none / "b.json", lone / "b.json")
+    assert three_ways(scheduler, "corpus", "stats", str(lone)) == (
+        2, "", f"tripwire: no transcripts in directory {lone} ({EXPECTED})\n")
+
+
+def test_a_file_argument_of_no_known_format_fails_the_same_whatever_runs_it(
+        folders: Path, scheduler: str | None) -> None:
+    unknown = folders / "unknown.json"
+    assert three_ways(scheduler, "corpus", "stats", str(folders / "mixed"), str(unknown)) == (
+        2, "", f"tripwire: {unknown}: not a transcript of a known format ({EXPECTED})\n")
+
+
+def test_an_invalid_line_fails_the_same_whatever_runs_it(folders: Path,
+                                                         scheduler: str | None) -> None:
+    bad = folders / "bad" / "b.jsonl"
+    code, out, err = three_ways(scheduler, "corpus", "stats", str(folders / "mixed"),
+                                str(folders / "bad"))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"tripwire: {bad}:29: unknown event type 'nope'")
+
+
+def test_a_listing_error_comes_before_any_read_error_in_the_arguments_order(
+        folders: Path, scheduler: str | None) -> None:
+    """A serial run lists (and detects) every file before it reads one: of several problems
+    it reports the first in the listing, and a file's read error only when the listing has
+    none. A parallel run, which learns what its workers skipped only as they read, reports
+    the same one."""
+    bad, none, unknown, missing = (str(folders / name) for name in
+                                   ("bad", "none", "unknown.json", "missing.jsonl"))
+    empty = f"tripwire: no transcripts in directory {none} ({EXPECTED})\n"
+    not_known = f"tripwire: {unknown}: not a transcript of a known format ({EXPECTED})\n"
+    gone = f"tripwire: {missing}: no such file or directory\n"
+    for paths, err in (([bad, none], empty),  # the read error comes first in file order
+                       ([none, missing], empty), ([missing, none], gone),
+                       ([none, unknown], empty), ([bad, unknown], not_known),
+                       ([none, bad, none], empty)):
+        assert three_ways(scheduler, "corpus", "stats", *paths) == (2, "", err), paths

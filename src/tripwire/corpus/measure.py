@@ -15,7 +15,9 @@ Python object per session, and the parent only concatenates them and puts the ro
 order. Chunks are cut largest file first, each a share of the bytes still to hand out (guided
 scheduling: large chunks first, small ones last), so the workers finish together; the pool
 starts once per run (fork where the platform has it, so the workers inherit the imported
-modules and the file list) and each worker resolves the config once.
+modules and the file list) and each worker resolves the config once. In a parallel run the
+parent only walks a directory argument: its files' formats are detected by the workers, which
+skip what is of no known format (``Run``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from ..adapters import Transcript
+from ..adapters import Transcript, detected
 from ..context import ContextConfig
 from ..decision import Decision
 from ..errors import ConfigError
@@ -36,7 +38,7 @@ from ..fleet import Fleet
 from ..guardrails import GuardrailsConfig, ResolvedConfig
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
-from .sessions import corpus_files, session_events
+from .sessions import corpus_files, empty_directory, session_events
 
 if TYPE_CHECKING:  # numpy is the corpus extra's: imported where the columns are built
     import numpy as np
@@ -115,13 +117,15 @@ _WIDTH = len(SIGNAL_IDS)
 class Columns:
     """The sessions of some files, one row each: the file they came from (its index in the
     run), their names, event counts, statistics and first trips (``NEVER``: no trip). Rows of
-    one file are in the file's order; a chunk's files may be in any order."""
+    one file are in the file's order; a chunk's files may be in any order. ``skipped``: the
+    files (indices) that detection found of no known format, which have no rows."""
 
     files: NDArray[np.int64]
     names: list[str]
     events: NDArray[np.int64]
     stats: NDArray[np.int64]  # (rows, signals)
     first_trip: NDArray[np.int64]  # (rows, signals)
+    skipped: tuple[int, ...] = ()
 
 
 class _Builder:
@@ -133,6 +137,7 @@ class _Builder:
         self.events: list[int] = []
         self.stats: list[int] = []
         self.first: list[int] = []
+        self.skipped: list[int] = []
 
     def columns(self) -> Columns:
         import numpy as np
@@ -140,7 +145,8 @@ class _Builder:
         return Columns(np.array(self.files, dtype=np.int64), self.names,
                        np.array(self.events, dtype=np.int64),
                        np.array(self.stats, dtype=np.int64).reshape(-1, _WIDTH),
-                       np.array(self.first, dtype=np.int64).reshape(-1, _WIDTH))
+                       np.array(self.first, dtype=np.int64).reshape(-1, _WIDTH),
+                       tuple(self.skipped))
 
 
 class _Quiet(logging.Filter):
@@ -201,8 +207,9 @@ def measure_chunk(watchdog: WatchdogConfig, implementation: str | None,
                   done: Callable[[], object] | None = None) -> Columns:
     """The sessions of a chunk of files (``(index in the run, transcript)``), the unit of
     parallel work: a picklable task in, columns out. Files are measured in index order, so
-    the first one that fails is the chunk's lowest failing index (``ChunkError``). ``done``
-    is called after each file (a progress bar)."""
+    the first one that fails is the chunk's lowest failing index (``ChunkError``). A file
+    listed undetected is detected here (one decode, handed to its reader) and skipped if it
+    is of no known format. ``done`` is called after each file (a progress bar)."""
     quiet = _Quiet()
     LOGGER.addFilter(quiet)  # the per-alert operator lines: a corpus pass reports in bulk
     try:
@@ -210,7 +217,11 @@ def measure_chunk(watchdog: WatchdogConfig, implementation: str | None,
         out = _Builder()
         for file, transcript in sorted(files, key=lambda f: f[0]):
             try:
-                _measure_file(out, file, transcript, resolved, implementation)
+                found = detected(transcript)
+                if found is None:
+                    out.skipped.append(file)
+                else:
+                    _measure_file(out, file, found, resolved, implementation)
             except Exception as exc:
                 raise ChunkError(file, exc) from None
             if done is not None:
@@ -371,10 +382,23 @@ def measure_paths(paths: Sequence[str], watchdog: WatchdogConfig | None = None, 
 class Run:
     """The files under ``paths``, listed once, and what measures them: this process, a pool of
     ``jobs`` worker processes (started at the first parallel measure and kept until the run
-    closes, so a threshold sweep starts it once) or a Dask client. A context manager."""
+    closes, so a threshold sweep starts it once) or a Dask client. A context manager.
+
+    A parallel run (``jobs`` > 1 or Dask) lists a directory's files without detecting their
+    format: detection decodes every file, serial work that would cap the speed-up, so the
+    workers do it as they read each file, and report the files they skip. The run's results
+    and errors are a serial run's: a directory whose files were all skipped raises what the
+    listing raises for it, and a failure makes the parent list as serial does first, since a
+    serial run raises a listing error before any file's read error."""
 
     def __init__(self, paths: Sequence[str], *, jobs: int = 1, dask: str | None = None) -> None:
-        self.work = corpus_files(paths)
+        self.paths = list(paths)
+        self.deferred = jobs > 1 or dask is not None
+        try:
+            self.work = corpus_files(self.paths, detect=not self.deferred)
+        except Exception:
+            self._listing_error()
+            raise
         self.jobs = jobs
         self.dask = dask
         self._pool: Any = None
@@ -415,23 +439,36 @@ class Run:
         bar = _bar(len(self.work), progress)
         try:
             if self.dask is not None:
-                chunks = self._on_dask(watchdog, implementation, bar)
+                chunks, failed = self._on_dask(watchdog, implementation, bar)
             elif parallel:
-                chunks = self._in_processes(watchdog, implementation, bar)
+                chunks, failed = self._in_processes(watchdog, implementation, bar)
             else:
                 files = [(i, t) for i, (_, t) in enumerate(self.work)]
                 try:
-                    chunks = [measure_chunk(watchdog, implementation, files,
-                                            None if bar is None else bar.update)]
+                    chunks, failed = [measure_chunk(watchdog, implementation, files,
+                                                    None if bar is None else bar.update)], None
                 except ChunkError as exc:
-                    raise exc.error from None
+                    chunks, failed = [], exc
         finally:
             if bar is not None:
                 bar.close()
+        if failed is not None:
+            self._listing_error()
+            raise failed.error
+        if self.deferred:
+            empty = empty_directory(self.work, {i for c in chunks for i in c.skipped})
+            if empty is not None:
+                raise empty
         return _merge(self.work, chunks)
 
+    def _listing_error(self) -> None:
+        """In a run that left detection to the workers: raise the error a serial run's listing
+        raises (it detects every file before any is read), if there is one."""
+        if self.deferred:
+            corpus_files(self.paths)
+
     def _in_processes(self, watchdog: WatchdogConfig, implementation: str | None,
-                      bar: Any) -> list[Columns]:
+                      bar: Any) -> tuple[list[Columns], ChunkError | None]:
         from concurrent.futures import as_completed
 
         futures = {self._pool.submit(_measure_ids, watchdog, implementation, ids): len(ids)
@@ -439,7 +476,7 @@ class Run:
         return _collect(as_completed(futures), futures, bar)
 
     def _on_dask(self, watchdog: WatchdogConfig, implementation: str | None,
-                 bar: Any) -> list[Columns]:
+                 bar: Any) -> tuple[list[Columns], ChunkError | None]:
         from distributed import as_completed
 
         workers = max(self.jobs, len(self._client.scheduler_info().get("workers", ())))
@@ -450,9 +487,10 @@ class Run:
         return _collect(as_completed(submitted), futures, bar)
 
 
-def _collect(done: Any, futures: dict[Any, int], bar: Any) -> list[Columns]:
-    """Every chunk's columns, as they complete; if any failed, the error of the lowest failing
-    file (what a serial run raises), once every chunk is in."""
+def _collect(done: Any, futures: dict[Any, int],
+             bar: Any) -> tuple[list[Columns], ChunkError | None]:
+    """Every chunk's columns, as they complete, and once every chunk is in, the failure of the
+    lowest failing file if any (what a serial run raises, after its listing's errors)."""
     chunks: list[Columns] = []
     failed: ChunkError | None = None
     for future in done:
@@ -463,9 +501,7 @@ def _collect(done: Any, futures: dict[Any, int], bar: Any) -> list[Columns]:
                 failed = exc
         if bar is not None:
             bar.update(futures[future])
-    if failed is not None:
-        raise failed.error
-    return chunks
+    return chunks, failed
 
 
 def _bar(total: int, progress: bool) -> Any:
