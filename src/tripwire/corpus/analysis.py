@@ -122,7 +122,7 @@ def sweep(paths: Sequence[str], signal: str, values: Sequence[int], config: Watc
             measured.append(files.measure(swept, implementation=implementation,
                                           progress=progress))
     for value, results in zip(values, measured, strict=True):
-        first = [r.first_trip[index] for r in results if r.first_trip[index] is not None]
+        first = [t for r in results if (t := r.first_trip[index]) is not None]
         kinds = [_kind(labels, r) for r in results if r.first_trip[index] is not None]
         healthy = [r.stats[index] for r in results if _kind(labels, r) == "healthy"]
         if healthy:

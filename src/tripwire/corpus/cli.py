@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import builtin_signals, read_config_file
 from ..errors import ConfigError
 from ..signals import SIGNAL_IDS, WatchdogConfig
+
+if TYPE_CHECKING:  # the analysis imports numpy (the corpus extra): at run time, in the verb
+    from .analysis import SweepPoint
 
 EXIT_OK = 0
 EXIT_GATED = 3
@@ -180,7 +183,7 @@ def _stats_table(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sweep_table(signal: str, points: list, result: dict[str, Any]) -> str:
+def _sweep_table(signal: str, points: list[SweepPoint], result: dict[str, Any]) -> str:
     lines = [f"{signal} ({result['knob']}; default {result['default']})",
              f"{'value':>6}{'trips':>7}{'healthy':>9}{'unhealthy':>11}{'unlabelled':>12}"
              f"{'median first trip':>19}"]

@@ -484,7 +484,8 @@ class Run:
         submitted = self._client.map(measure_chunk, [watchdog] * len(tasks),
                                      [implementation] * len(tasks), tasks, pure=False)
         futures = {f: len(chunk) for f, chunk in zip(submitted, tasks, strict=True)}
-        return _collect(as_completed(submitted), futures, bar)
+        done = as_completed(submitted)  # type: ignore[no-untyped-call]  # distributed: untyped
+        return _collect(done, futures, bar)
 
 
 def _collect(done: Any, futures: dict[Any, int],
@@ -553,7 +554,7 @@ def _dask_client(address: str) -> Any:
     except ImportError:
         raise ConfigError("--dask needs the dask extra: pip install 'tripwire[dask]'") from None
     try:
-        return Client(address)
+        return Client(address)  # type: ignore[no-untyped-call]  # distributed: untyped
     except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address
         raise ConfigError(f"--dask: cannot reach a Dask scheduler at {address!r}: {exc}") \
             from None
