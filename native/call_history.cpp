@@ -14,4 +14,12 @@ CallHistory::CallHistory(uint32_t capacity, void* storage) : capacity_(capacity)
     joins_ = reinterpret_cast<uint8_t*>(keys_ + 2 * static_cast<size_t>(capacity));
 }
 
+void CallHistory::slide() noexcept {
+    // the next push drops the oldest of a full ring: capacity - 1 entries are enough
+    const uint32_t keep = size_ < capacity_ ? size_ : capacity_ - 1;
+    std::memmove(keys_, keys_ + end_ - keep, keep * sizeof(uint64_t));
+    std::memmove(joins_, joins_ + end_ - keep, keep);
+    end_ = keep;
+}
+
 }  // namespace tw

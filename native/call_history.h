@@ -21,33 +21,39 @@ public:
     CallHistory(const CallHistory&) = delete;
     CallHistory& operator=(const CallHistory&) = delete;
     void push(uint64_t key, bool joined) noexcept {
-        // Each entry is written twice, at i and i + capacity, so the last `n` entries are
-        // always contiguous: detectors index them directly, with no modulo on the hot path.
-        keys_[head_] = keys_[head_ + capacity_] = key;
-        joins_[head_] = joins_[head_ + capacity_] = joined ? 1 : 0;
-        head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+        // A sliding buffer of 2 * capacity entries: each call is written once, at the end;
+        // when the end reaches the buffer's, the last entries move to its front (once every
+        // capacity calls). The last `n` entries are then always contiguous: detectors index
+        // them directly, with no modulo on the hot path, and a call on a session cold in
+        // cache writes one line of keys (a mirrored ring wrote two).
+        if (end_ == 2 * capacity_) slide();
+        keys_[end_] = key;
+        joins_[end_] = joined ? 1 : 0;
+        ++end_;
         if (size_ < capacity_) ++size_;
     }
     void clear() noexcept { size_ = 0; }
     // Take back the last n entries (at most size()): the ones before them are still in place.
     void pop(uint32_t n) noexcept {
         if (n > size_) n = size_;
-        head_ = (head_ + capacity_ - n % capacity_) % capacity_;
+        end_ -= n;
         size_ -= n;
     }
     uint32_t size() const noexcept { return size_; }
     // The last n <= size() keys, oldest first.
-    const uint64_t* keys(uint32_t n) const noexcept { return keys_ + head_ + capacity_ - n; }
+    const uint64_t* keys(uint32_t n) const noexcept { return keys_ + end_ - n; }
     // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
-    const uint8_t* joins(uint32_t n) const noexcept { return joins_ + head_ + capacity_ - n; }
+    const uint8_t* joins(uint32_t n) const noexcept { return joins_ + end_ - n; }
     size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
 
 private:
+    void slide() noexcept;  // the entries the ring still holds to the buffer's front
+
     std::unique_ptr<uint64_t[]> owned_;  // the storage when none was given
     uint64_t* keys_;
     uint8_t* joins_;
     uint32_t capacity_;
-    uint32_t head_ = 0;  // next slot to write
+    uint32_t end_ = 0;  // next slot to write; the last size_ entries end here
     uint32_t size_ = 0;
 };
 

@@ -14,11 +14,12 @@ struct DensityDetector {
     uint32_t threshold;
     int32_t defer_run;
     int32_t defer_cycle_period;
-    uint64_t reported[kReportedCapacity] = {};
     uint32_t reported_size = 0;
     uint32_t reported_head = 0;  // oldest entry once full
     bool below = true;           // the last window's top count was under the threshold
     uint32_t count = 0, length = 0, first_age = 0;
+    // last: a call reads it only when a key reaches the threshold
+    uint64_t reported[kReportedCapacity] = {};
 
     DensityDetector(uint32_t window_, uint32_t threshold_, int32_t defer_run_, int32_t defer_period_)
         : window(window_), threshold(threshold_), defer_run(defer_run_),

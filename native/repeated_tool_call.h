@@ -36,11 +36,11 @@ struct RepeatDetector {
     uint32_t run = 0;
     uint64_t rest = 0;
     uint64_t name = 0;  // the run's tool (its name hash): whose results are the run's
-    Hash128 last{};     // the run's previous payload digest
     // The longest spelling seen in the run for each top-level path key, concatenated;
     // ends[i] is where slot i ends.
     std::string longest;
     std::vector<uint32_t> ends;
+    Hash128 last{};     // the run's previous payload digest (results only: after the above)
 
     RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
     // Returns whether the call joined the current run; sets `fired`.

@@ -40,24 +40,25 @@ void Session::destroy(Session* session) noexcept {
 // Members are built in declaration order: the call ring first, in the block's first bytes
 // after the object, the digests after it (both null storage for a self-allocating session).
 Session::Session(const Settings& s, void* storage)
-    : settings(s),
+    : enabled(s.enabled),
       history(ring_capacity(s), storage),
+      name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
+      silence(s.silence_threshold),
       repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
       cycle(s.cycle_max_period, s.cycle_cycles),
       density(s.density_window, s.density_threshold, s.density_defer_run,
               s.density_defer_cycle_period),
-      name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
-      silence(s.silence_threshold),
       failures(s.failure_threshold),
       no_ops(s.no_op_threshold),
       stale(s.no_new_state_threshold),
       digests(s.digest_memory,
               storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
-      repeated_failure(s.repeated_failure_threshold) {}
+      repeated_failure(s.repeated_failure_threshold),
+      settings(s) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity) {
-    const uint32_t on = settings.enabled;
+    const uint32_t on = enabled;
     bool fired;
     const bool joined = repeat.observe(c, name_hash, fired);
     uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
@@ -82,7 +83,7 @@ uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bo
 uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                               const void* payload, size_t payload_len, bool has_payload,
                               const char* error, size_t error_len) {
-    const uint32_t on = settings.enabled;
+    const uint32_t on = enabled;
     uint32_t mask = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {

@@ -95,20 +95,24 @@ public:
     // Statistics mode (`tripwire corpus stats`): off (null) unless enabled; then updated
     // after every call and result, from the detectors' state.
     void enable_stats() { if (!stats) stats.reset(new SessionStats()); }
-    std::unique_ptr<SessionStats> stats;
 
-    const Settings settings;
+    // First, in the object's first lines: what observe_call reads and writes (a call on a
+    // session cold in cache fetches each line it touches; the result detectors and the
+    // settings come after).
+    const uint32_t enabled;  // settings.enabled: the signals that alert
+    std::unique_ptr<SessionStats> stats;
     CallHistory history;
+    NameRunDetector name;
+    SilenceDetector silence;
     RepeatDetector repeat;
     CycleDetector cycle;
     DensityDetector density;
-    NameRunDetector name;
-    SilenceDetector silence;
     StreakDetector failures;
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;
     RepeatedFailureDetector repeated_failure;
+    const Settings settings;
 
 private:
     // storage: block_bytes(s) bytes (64-aligned) for the rings, or null

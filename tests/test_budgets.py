@@ -680,6 +680,44 @@ def test_a_task_shared_across_engines_counts_every_call_once(implementation: str
     assert second.task.tool_calls == 0
 
 
+def test_a_session_moving_to_another_task_leaves_the_first_ones_count_exact(
+        implementation: str) -> None:
+    """The native core holds the count of the task its session runs alone: a session that
+    moves on leaves the count with the task, and charges the next task only."""
+    first, second = Task(budget=Budget(tool_calls=9)), Task(budget=Budget(tool_calls=9))
+    g = guard(implementation, task=first)
+    g.start_turn()
+    for i in range(3):
+        assert g.on_call("grep", {"q": i}) is CONTINUE
+    assert (first.tool_calls, first.call_mark) == (3, 5)
+    g.run_task(second)
+    first.tool_calls += 1  # a host's own charge to the task the session left
+    for i in range(2):
+        assert g.on_call("grep", {"q": 10 + i}) is CONTINUE
+    assert (first.tool_calls, first.call_mark) == (4, 5)
+    assert (second.tool_calls, second.call_mark) == (2, 5)
+    second.tool_calls = 7  # a write the session's next calls count on from (the cap at 10)
+    assert [g.on_call("grep", {"q": 20 + i}).cut_turn for i in range(3)] == [False] * 2 + [True]
+    assert second.tool_calls == 10 and str(second.outcome) == "exhausted(tool_calls)"
+    assert first.tool_calls == 4 and first.outcome is None
+
+
+def test_the_session_left_on_a_shared_task_counts_every_call(implementation: str) -> None:
+    """Two sessions of one engine share a task, then the one holding its count leaves: the
+    other goes on counting (on the locked path), from the count the first one left."""
+    task = Task(budget=Budget(tool_calls=20))
+    first = guard(implementation, task=task, session_id="first")
+    first.start_turn()
+    assert [first.on_call("grep", {"q": i}).cut_turn for i in range(3)] == [False] * 3
+    second = guard(implementation, task=task, session_id="second")
+    second.start_turn()
+    assert second.on_call("grep", {"q": 3}) is CONTINUE and task.tool_calls == 4
+    first.run_task(Task())
+    assert [second.on_call("grep", {"q": 4 + i}).cut_turn for i in range(6)] == [False] * 6
+    assert task.tool_calls == 10 and first.task.tool_calls == 0
+    assert [n for _, n in task.notes] == ["You have used 10 of 20 tool calls for this task."]
+
+
 def test_a_child_charges_its_ancestors_with_each_call(implementation: str) -> None:
     parent = Task(budget=Budget(tool_calls=5))
     child = parent.child({"tool_calls": 100})

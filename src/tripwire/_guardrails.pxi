@@ -28,16 +28,61 @@ cdef object _FEEDBACK = _Mode.FEEDBACK
 
 
 cdef class CallCounter:
-    """A task's tool-call count and the fast path's mark as C integers: the native twin of
-    tripwire.budget.CallCounter (``Task._calls``). ``GuardrailsCore`` swaps it into the task
-    it runs (``_task``) and charges calls below the mark through a typed reference."""
+    """A task's tool-call count and the fast path's mark: the native twin of
+    tripwire.budget.CallCounter (``Task._calls``). While one native session runs the task
+    alone, the two numbers live in that session's ``GuardrailsCore`` (beside its lock, so a
+    call on a session cold in cache reads no other object to charge them) and this object
+    reads and writes them there; otherwise it holds them itself. ``GuardrailsCore._task``
+    moves them in and out."""
 
-    cdef public long long tool_calls
-    cdef public long long call_mark
+    cdef GuardrailsCore _core   # the session holding the numbers, or None
+    cdef long long _tool_calls  # the numbers while no session holds them
+    cdef long long _call_mark
 
     def __cinit__(self, long long tool_calls=0, long long call_mark=0):
-        self.tool_calls = tool_calls
-        self.call_mark = call_mark
+        self._core = None
+        self._tool_calls = tool_calls
+        self._call_mark = call_mark
+
+    @property
+    def tool_calls(self):
+        return self._tool_calls if self._core is None else self._core._tool_calls
+
+    @tool_calls.setter
+    def tool_calls(self, long long value):
+        if self._core is None:
+            self._tool_calls = value
+        else:
+            self._core._tool_calls = value
+
+    @property
+    def call_mark(self):
+        return self._call_mark if self._core is None else self._core._call_mark
+
+    @call_mark.setter
+    def call_mark(self, long long value):
+        if self._core is None:
+            self._call_mark = value
+        else:
+            self._core._call_mark = value
+
+    cdef void _move_to(self, GuardrailsCore core):
+        """The numbers into ``core`` (which holds no other task's)."""
+        self._release()
+        core._tool_calls = self._tool_calls
+        core._call_mark = self._call_mark
+        self._core = core
+
+    cdef void _release(self):
+        """The numbers back into this object; the core that held them takes the locked path."""
+        cdef GuardrailsCore core = self._core
+        if core is None:
+            return
+        self._tool_calls = core._tool_calls
+        self._call_mark = core._call_mark
+        core._tool_calls = 0
+        core._call_mark = 0  # no call is below it: the fast path is closed
+        self._core = None
 
 
 cdef class GuardrailsCore:
@@ -53,14 +98,17 @@ cdef class GuardrailsCore:
     # first: the lock and what on_call reads (the object's first cache lines)
     cdef unsigned long _owner     # the lock: the holding thread's id...
     cdef Py_ssize_t _depth        # ...and how many times it holds it (0: free)
-    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
     cdef public object _blocked   # the halt, or this turn's cut: later events get it
+    # The task's tool-call count and mark while this session runs it alone (its
+    # ``CallCounter`` reads them here); else 0 and 0: every call takes the locked path.
+    cdef long long _tool_calls
+    cdef long long _call_mark
+    cdef Engine _engine           # the watchdog, typed, for the C-level call (None unless native)
+    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
+    cdef object _wd               # the watchdog (None in off mode)
     cdef object _run              # the task the session runs under (``_task``)...
-    cdef CallCounter _calls       # ...its tool-call counter, typed (None: the locked path)
     cdef object _bp               # ...the session's budget policy (``_budget``: the slow
     cdef dict _open               # path) and its calls without a result yet (``open``)
-    cdef object _wd               # the watchdog (None in off mode)...
-    cdef Engine _engine           # ...typed, for the C-level call (None unless native)
     cdef public dict _ids         # call id -> tool name, for results by id
     cdef public object _context   # the context guard (None when disabled)
     cdef object __weakref__
@@ -70,7 +118,8 @@ cdef class GuardrailsCore:
         self._depth = 0
         self._blocked = None
         self._run = None
-        self._calls = None
+        self._tool_calls = 0
+        self._call_mark = 0
         self._bp = None
         self._open = None
         self._wd = None
@@ -108,22 +157,32 @@ cdef class GuardrailsCore:
 
     @_task.setter
     def _task(self, task):
-        """Run under ``task`` (set after this session's budget policy joined it): its
-        counter becomes the native twin while no other session holds the one it has; a task
-        another session holds a Python counter of keeps it, and this session charges it on
-        the locked path (the budget policy's ``on_call``), never on a stale copy."""
-        cdef object counter = None
+        """Run under ``task`` (set after this session's budget policy joined it). The
+        previous task's counter leaves this core; the new one's moves in while this session
+        runs the task alone (no other session charges it: one count, never a stale copy);
+        a task another session runs keeps its counter where it is, and this session charges
+        it on the locked path (the budget policy's ``on_call``)."""
+        cdef object counter
+        cdef CallCounter native
+        previous = self._run
+        if previous is not None and previous is not task:
+            with previous._lock:
+                counter = previous._calls
+                if type(counter) is CallCounter and (<CallCounter>counter)._core is self:
+                    (<CallCounter>counter)._release()
         if task is not None:
             with task._lock:
                 counter = task._calls
-                if type(counter) is not CallCounter:
-                    if all(p is self._bp for p in task.sessions):
-                        counter = CallCounter(counter.tool_calls, counter.call_mark)
-                        task._calls = counter
+                if type(counter) is CallCounter and (<CallCounter>counter)._core is self:
+                    pass  # held here already
+                elif all(p is self._bp for p in task.sessions):
+                    if type(counter) is CallCounter:
+                        native = <CallCounter>counter
                     else:
-                        counter = None
+                        native = CallCounter(counter.tool_calls, counter.call_mark)
+                    native._move_to(self)
+                    task._calls = native
         self._run = task
-        self._calls = counter
 
     @property
     def _lock(self):
@@ -179,7 +238,6 @@ cdef class GuardrailsCore:
     cdef object _on_call(self, object name, object args, object id):
         cdef object alerts, decision
         cdef object pending = None
-        cdef CallCounter calls
         self._take()
         try:
             if id is not None and type(id) is not str:
@@ -188,9 +246,8 @@ cdef class GuardrailsCore:
                 return self._blocked
             # the task's tool-call counter (SPEC §7.1), as the twin: integer work below the
             # task's mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            calls = self._calls
-            if calls is not None and calls.tool_calls + 1 < calls.call_mark:
-                calls.tool_calls += 1
+            if self._tool_calls + 1 < self._call_mark:
+                self._tool_calls += 1
                 if id is not None:
                     self._open[id] = name  # the budget policy's open: without a result yet
             else:

@@ -185,20 +185,21 @@ cdef Settings _settings(object s) except *:
 cdef class Engine:
     """One session's detector state in the C++ core. See ``tripwire._reference.Engine``."""
 
+    # first: what a call reads (the object's first line or two; a fleet's session is cold)
     cdef Session* _s
-    cdef public object settings
-    cdef public object config  # the WatchdogConfig the settings came from
-    cdef public Py_ssize_t events
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
     # (name, args, name, args, ...): one tuple that only this engine sees, its slots written
     # in place (_ring_set), so a call reaches the slots in the tuple's own block, not through
     # a list's separate item array (a fleet's sessions are cold in cache; every object a call
     # reaches is a memory access). A tuple keeps the items visible to the GC.
     cdef tuple _texts
-    cdef Py_ssize_t _ring
     cdef Py_ssize_t _pos
-    cdef frozenset _exempt
+    cdef Py_ssize_t _ring
+    cdef public Py_ssize_t events
     cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
+    cdef frozenset _exempt
+    cdef public object settings
+    cdef public object config  # the WatchdogConfig the settings came from
     cdef list _failure_names
     cdef list _no_op_names
     cdef Py_ssize_t _failure_threshold

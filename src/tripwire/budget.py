@@ -285,12 +285,12 @@ def note_text(counter: str, used: float, cap: float) -> str:
 
 
 class CallCounter:
-    """A task's tool-call count and the fast path's mark, in an object of their own: the
-    native Guardrails core holds a typed reference to its native twin (``_native.CallCounter``,
-    C integers) and charges a call below the mark without a Python attribute access. A task
-    starts with this one; the first native session to run it swaps in the native twin (with
-    the same two numbers) while no other session holds it. ``Task.tool_calls`` and
-    ``Task.call_mark`` read and write through whichever it holds."""
+    """A task's tool-call count and the fast path's mark, in an object of their own. A task
+    starts with this one; a native session that runs it alone swaps in the native twin
+    (``_native.CallCounter``, the same two numbers), which keeps them in that session's own
+    core while it runs the task, so a call below the mark reads no other object; the session
+    hands them back when it leaves the task. ``Task.tool_calls`` and ``Task.call_mark`` read
+    and write through whichever it holds."""
 
     __slots__ = ("call_mark", "tool_calls")
 

@@ -265,6 +265,40 @@ void test_session_in_one_block() {
     tw::Session::destroy(nullptr);
 }
 
+// The call ring against a plain list of every call pushed: its last n keys and join flags,
+// oldest first, through every slide of its buffer and pops of up to more than it holds.
+void test_call_history_slides() {
+    for (uint32_t capacity : {1u, 2u, 5u, 12u}) {
+        tw::CallHistory h(capacity);
+        std::vector<uint64_t> all;
+        uint32_t expected = 0;  // what it holds: up to capacity, less what was taken back
+        for (uint64_t i = 1; i <= 200; ++i) {
+            h.push(i * 7, i % 3 == 0);
+            all.push_back(i * 7);
+            expected = std::min(expected + 1, capacity);
+            if (i % 17 == 0) {  // take back some calls (at times more than the ring holds)
+                const uint32_t n = static_cast<uint32_t>(i % 4 + (i % 34 == 0 ? capacity : 0));
+                const uint32_t popped = std::min(n, expected);
+                h.pop(n);
+                all.resize(all.size() - popped);
+                expected -= popped;
+            }
+            CHECK(h.size() == expected);
+            const uint64_t* keys = h.keys(h.size());
+            const uint8_t* joins = h.joins(h.size());
+            for (uint32_t k = 0; k < h.size(); ++k) {
+                const uint64_t key = all[all.size() - h.size() + k];
+                CHECK(keys[k] == key);
+                CHECK(joins[k] == ((key / 7) % 3 == 0 ? 1 : 0));
+            }
+        }
+        h.clear();
+        CHECK(h.size() == 0);
+        h.push(5, true);
+        CHECK(h.size() == 1 && h.keys(1)[0] == 5 && h.joins(1)[0] == 1);
+    }
+}
+
 int main() {
     test_hash();
     test_canonicalizer();
@@ -275,6 +309,7 @@ int main() {
     test_tokens();
     test_repeated_failure_and_retraction();
     test_session_in_one_block();
+    test_call_history_slides();
     if (failures) {
         std::fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
