@@ -34,12 +34,19 @@ def _requested() -> str:
     return value
 
 
+_LOADED: dict[str, ModuleType] = {}  # every session asks: the import machinery once per engine
+
+
 def load(implementation: str) -> ModuleType:
     """The engine module of one implementation (``native`` or ``python``)."""
+    module = _LOADED.get(implementation)
+    if module is not None:
+        return module
     if implementation not in _MODULES:
         raise ConfigError(f"implementation must be native or python, not {implementation!r}")
     try:
-        return importlib.import_module(_MODULES[implementation])
+        module = _LOADED[implementation] = importlib.import_module(_MODULES[implementation])
+        return module
     except ImportError as exc:
         raise NativeUnavailable(
             "tripwire's native core (tripwire._native) is not built or failed to load "
