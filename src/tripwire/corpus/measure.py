@@ -34,7 +34,7 @@ from ..adapters import Transcript, detected
 from ..context import ContextConfig
 from ..decision import Decision
 from ..errors import ConfigError
-from ..fleet import Fleet
+from ..fleet import Fleet, batch_row
 from ..guardrails import GuardrailsConfig, ResolvedConfig
 from ..reporting import LOGGER
 from ..signals import SIGNAL_IDS, WatchdogConfig
@@ -161,7 +161,7 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
     detection without the GIL, policy in Python only where a signal fires), which decides
     exactly as the guardrails' one-event methods do."""
     fleet = Fleet(resolved, implementation=implementation)
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[Any, ...]] = []
     position: list[int] = []  # each row's event index within its session
     counts: dict[str, int] = {}
     for name, event in session_events(transcript):
@@ -172,7 +172,7 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
             if engine is not None:
                 engine.enable_stats()
         counts[name] = index + 1
-        rows.append((name, event))
+        rows.append(batch_row(name, event))
         position.append(index)
     first = {name: [NEVER] * _WIDTH for name in counts}
     for row, name, outcome in fleet.observe_many(rows) if rows else ():
