@@ -154,7 +154,8 @@ def _batch_check() -> Check:
         "Fleet.observe_many vs one event at a time",
         lambda fleet: fleet.observe_many(events),
         lambda fleet: one_at_a_time(fleet, events),
-        len(events), 1.8, "tool traffic of 200 sessions (calls, results, agent text)",
+        # 1.9-2.0x measured since a single event's common path runs in Cython (4.3x before)
+        len(events), 1.5, "tool traffic of 200 sessions (calls, results, agent text)",
         setup=lambda: fresh_fleet("native", events),
     )
 
