@@ -16,6 +16,7 @@ relative to the argument it was found under (``session_name``), never the bare f
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,8 +320,6 @@ def _walk(directory: Path) -> list[tuple[Path, str]]:
     unreadable directory is left out — from the directory entries alone, without a stat or a
     ``Path`` per file until the end (a fifth of the time: a parallel run's parent lists
     serially)."""
-    import os
-
     found: list[tuple[str, ...]] = []
 
     def below(folder: str, parts: tuple[str, ...]) -> None:
