@@ -104,7 +104,7 @@ cdef class GuardrailsCore:
     cdef long long _tool_calls
     cdef long long _call_mark
     cdef Engine _engine           # the watchdog, typed, for the C-level call (None unless native)
-    cdef public double _used_at   # Fleet: when the session was last fetched (monotonic)
+    cdef public double last_used  # Fleet: when the session was last fetched (monotonic)
     cdef object _wd               # the watchdog (None in off mode)
     cdef object _run              # the task the session runs under (``_task``)...
     cdef object _bp               # ...the session's budget policy (``_budget``: the slow
@@ -125,7 +125,7 @@ cdef class GuardrailsCore:
         self._wd = None
         self._engine = None
         self._ids = {}
-        self._used_at = 0.0
+        self.last_used = 0.0
         self._context = None
 
     @property
@@ -401,7 +401,7 @@ cdef class SessionIndex:
             if not isinstance(g, GuardrailsCore):
                 return g.on_call(name, args, id)
         else:
-            (<GuardrailsCore>g)._used_at = _monotonic()
+            (<GuardrailsCore>g).last_used = _monotonic()
         return (<GuardrailsCore>g)._on_call(name, args, id)
 
 

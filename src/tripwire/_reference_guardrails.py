@@ -37,7 +37,7 @@ class GuardrailsCore(_Guardrails):
 
     # first: the object's first cache lines (the native core holds the same fields in place)
     __slots__ = ("_lock", "_blocked", "_task", "_budget",  # noqa: RUF023 (in this order)
-                 "_watchdog", "_ids", "_used_at", "_context", "__weakref__")
+                 "_watchdog", "_ids", "last_used", "_context", "__weakref__")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> GuardrailsCore:
         instance = object.__new__(cls)

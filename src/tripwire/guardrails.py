@@ -81,7 +81,7 @@ class Guardrails:
     _blocked: Decision | None
     _watchdog: Watchdog | None
     _ids: dict[str, str]
-    _used_at: float
+    last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
     _context: ContextGuard | None
     _task: Task
     _budget: BudgetPolicy
@@ -136,7 +136,7 @@ class Guardrails:
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
         self._ids = {}        # call id -> tool name, for results by id
-        self._used_at = 0.0   # Fleet: when the session was last fetched (monotonic)
+        self.last_used = 0.0
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
@@ -345,13 +345,10 @@ class Guardrails:
     # -- the fleet's ----------------------------------------------------------------------------
 
     def touch(self, now: float) -> None:
-        """Note when the session was last fetched (Fleet's idle eviction): in the object the
-        next call reads anyway (a float elsewhere would be one more cold access)."""
-        self._used_at = now
-
-    @property
-    def last_used(self) -> float:
-        return self._used_at
+        """Note when the session was last fetched (Fleet's idle eviction): ``last_used``, in
+        the object the next call reads anyway (a float elsewhere would be one more cold
+        access)."""
+        self.last_used = now
 
     @property
     def lock(self) -> SessionLock:
