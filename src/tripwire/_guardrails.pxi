@@ -17,7 +17,7 @@ from cpython.pythread cimport PyThread_get_thread_ident
 
 import time as _time
 
-from tripwire.decision import CONTINUE as _CONTINUE
+from tripwire.decision import CONTINUE as _CONTINUE, with_cancel as _with_cancel
 from tripwire.modes import Mode as _Mode
 from tripwire.validate import check_text as _check_text
 
@@ -267,7 +267,7 @@ cdef class GuardrailsCore:
                 alerts = self._wd.observe_call(name, args)
             if alerts:
                 decision = self._on_alerts(alerts)
-                return decision if pending is None else self._with_cancel(decision, pending)
+                return decision if pending is None else _with_cancel(decision, pending)
             # per-call policies other than the watchdog's and the task's go here (and in the
             # twin), each turning CONTINUE into its own decision
             return _CONTINUE_ if pending is None else pending
@@ -315,7 +315,7 @@ cdef class GuardrailsCore:
                     context.observe_bytes(payload if isinstance(
                         payload, (str, bytes, bytearray, memoryview)) else payload_bytes(payload))
                 decision = self._context_check(decision)
-            return decision if pending is None else self._with_cancel(decision, pending)
+            return decision if pending is None else _with_cancel(decision, pending)
         finally:
             self._give()
 

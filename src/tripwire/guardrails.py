@@ -37,7 +37,7 @@ from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, se
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
 from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
 from .cost import CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, Decision, Turn, with_cancel
+from .decision import CONTINUE, Decision, Turn
 from .errors import GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
@@ -514,7 +514,6 @@ if GuardrailsCore is not None:
         its core's (Cython, ``_guardrails.pxi``), the rest is ``Guardrails``'."""
 
         __slots__ = _SLOTS
-        _with_cancel = staticmethod(with_cancel)  # for the core's slow path
 
     register_guardrails(NativeGuardrails)
 
