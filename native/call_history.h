@@ -45,6 +45,8 @@ public:
     // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
     const uint8_t* joins(uint32_t n) const noexcept { return joins_ + end_ - n; }
     size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
+    const void* next_key() const noexcept { return keys_ + end_; }
+    const void* next_join() const noexcept { return joins_ + end_; }
 
 private:
     void slide() noexcept;  // the entries the ring still holds to the buffer's front

@@ -84,6 +84,7 @@ def test_engines_have_the_same_public_members() -> None:
     assert _public(native.TokenEstimator()) == _public(_reference.TokenEstimator())
     assert _public(native.Batch([]), callables_only=True) == \
         _public(_reference.Batch([]), callables_only=True)
+    assert _public(native.SessionTable(str)) == _public(_reference.SessionTable(str))
 
 
 def test_withdrawal_is_a_property_of_the_spec() -> None:

@@ -108,6 +108,9 @@ cdef extern from "session.h" namespace "tw" nogil:
         void destroy(Session* session)
         uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
                               uint64_t identity) except +
+        void prefetch_call_path() noexcept
+        const void* next_key() noexcept
+        const void* next_join() noexcept
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
                                 const void* payload, size_t payload_len, cbool has_payload,
                                 const char* error, size_t error_len)

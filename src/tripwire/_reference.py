@@ -54,6 +54,7 @@ from ._common import (
     text_has_words,
     tool_identity,
 )
+from ._reference_guardrails import SessionTable
 from .cost import usage_cost_nano
 from .errors import InvalidEvent
 from .signals import BY_ID, Alert
@@ -74,7 +75,7 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature",
+    "cost_trips", "context_crosses", "error_signature", "SessionTable",
 ]
 
 # --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ Change them together (the suite runs each on its engine).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 else:
     _Guardrails = object  # type checkers see the Guardrails API the methods call back into
 
-__all__ = ["GuardrailsCore"]
+__all__ = ["GuardrailsCore", "SessionTable"]
 
 
 class GuardrailsCore(_Guardrails):
@@ -154,3 +155,48 @@ class GuardrailsCore(_Guardrails):
             if alerts:
                 return self._on_alerts(alerts)
             return CONTINUE if pending is None else pending
+
+
+class SessionTable:
+    """A Fleet's sessions by id, and its ``on_call`` (the reference twin of
+    ``_native.SessionTable``, which also indexes its sessions by the id object so that a call on
+    a session cold in cache finds it in one memory access). ``add`` and ``remove`` are the only
+    writers."""
+
+    __slots__ = ("_by_id", "_session")
+
+    def __init__(self, session: Callable[[str], _Guardrails]) -> None:
+        self._by_id: dict[str, _Guardrails] = {}
+        self._session = session  # Fleet.session: creates (and restores) a session on first use
+
+    def get(self, session_id: str) -> _Guardrails | None:
+        return self._by_id.get(session_id)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._by_id
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._by_id))
+
+    def items(self) -> list[tuple[str, _Guardrails]]:
+        return list(self._by_id.items())
+
+    def add(self, session_id: str, g: _Guardrails) -> None:
+        """Keep ``g`` as the session ``session_id`` (which the table does not hold yet)."""
+        if session_id in self._by_id:
+            raise KeyError(f"session {session_id!r} is in the table already")
+        self._by_id[session_id] = g
+
+    def remove(self, session_id: str, g: _Guardrails) -> bool:
+        """Drop the session ``session_id`` if it is ``g``; True when it was."""
+        if self._by_id.get(session_id) is not g:
+            return False
+        del self._by_id[session_id]
+        return True
+
+    def on_call(self, session_id: str, name: str, args: Any = None,
+                id: str | None = None) -> Decision:
+        return self._session(session_id).on_call(name, args, id)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _engine
 from ._common import BATCH_KINDS, BatchState, StopReason, remember_call_id
@@ -31,6 +31,9 @@ from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
 from .session_batch import SessionBatch
+
+if TYPE_CHECKING:
+    from ._reference_guardrails import SessionTable  # its native twin has the same API
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
 
@@ -60,16 +63,14 @@ class Fleet:
         self.store = store
         self._on_event = on_event
         self._summarize = summarize
-        self._sessions: dict[str, Guardrails] = {}
+        self._engine = _engine.load(self.implementation)
+        # sessions by id; the table's on_call is this fleet's (the native one runs the lookup,
+        # the last-used time and the session's on_call in one C call)
+        self._sessions: SessionTable = self._engine.SessionTable(self.session)
+        self.on_call = self._sessions.on_call  # type: ignore[method-assign]
         self._tasks: dict[str, Task] = {}
         self._session_task: dict[str, Task] = {}  # sessions bound to a task (kept over evictions)
         self._lock = threading.Lock()
-        self._engine = _engine.load(self.implementation)
-        if self.implementation == "native":
-            # on_call in one C call: the session by id, its last-used time, its on_call (the
-            # same steps as the method below, without its two Python frames)
-            self.on_call = self._engine.SessionIndex(  # type: ignore[method-assign]
-                self._sessions, self.session).on_call
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -110,7 +111,8 @@ class Fleet:
                     self._session_task[session_id] = task
                 g = self._sessions.get(session_id)
                 if g is None:
-                    g = self._sessions[session_id] = self._new_session(session_id)
+                    g = self._new_session(session_id)
+                    self._sessions.add(session_id, g)
         g.last_used = time.monotonic()  # touch(), without a method call: every call is here
         return g
 
@@ -138,7 +140,7 @@ class Fleet:
             with self._lock:
                 if sid in self._sessions or sid == "*" or sid.startswith(TASK_PREFIX):
                     continue  # a task's chain is not a session
-                self._sessions[sid] = self._new_session(sid, history)
+                self._sessions.add(sid, self._new_session(sid, history))
                 restored += 1
         return restored
 
@@ -149,7 +151,7 @@ class Fleet:
         return session_id in self._sessions
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._sessions))
+        return iter(self._sessions)
 
     def evict(self, session_id: str) -> bool:
         """Drop a session from memory; it is restored from the store on its next use. Never
@@ -169,15 +171,12 @@ class Fleet:
             if not g.flush():
                 return False  # the store did not take every row: keep the session in memory
             with self._lock:
-                if self._sessions.get(session_id) is not g:
-                    return False
-                del self._sessions[session_id]
-            return True
+                return bool(self._sessions.remove(session_id, g))
 
     def evict_idle(self, idle_seconds: float) -> int:
         """Evict every session unused for ``idle_seconds``; returns how many went."""
         cutoff = time.monotonic() - idle_seconds
-        idle = [(sid, g) for sid, g in list(self._sessions.items()) if g.last_used < cutoff]
+        idle = [(sid, g) for sid, g in self._sessions.items() if g.last_used < cutoff]
         return sum(self._evict(sid, g, cutoff) for sid, g in idle)
 
     def status(self) -> list[HaltedSession]:
