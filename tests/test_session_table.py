@@ -176,3 +176,18 @@ def test_a_call_after_the_watchdog_is_initialized_again_uses_its_new_state(
         assert f.on_call("a", *CALL).proceed
     assert g.watchdog.events == 2
     assert not f.on_call("a", *CALL).proceed  # the new state's third identical call halts
+
+
+def test_a_call_through_the_fleet_stamps_the_last_use_on_the_monotonic_clock(
+        implementation: str) -> None:
+    """The native table writes the time in C: it must be time.monotonic()'s (evict_idle
+    compares the two)."""
+    import time
+
+    f = fleet(implementation)
+    f.session("a")
+    before = time.monotonic()
+    f.on_call("a", *CALL)
+    after = time.monotonic()
+    assert before <= f._sessions.get("a").last_used <= after
+    assert f.evict_idle(3600) == 0 and f.evict_idle(0) == 1
