@@ -70,8 +70,10 @@ def test_an_evicted_session_is_made_anew_on_its_next_call(implementation: str) -
     ids = [f"s{i}" for i in range(100)]
     for sid in ids:
         f.on_call(sid, *CALL)
+    gone = [f.session(sid) for sid in ids[:60]]
     for sid in ids[:60]:
         assert f.evict(fresh(sid) if sid.endswith("1") else sid)
+    assert not any(getattr(g, "_in_table_index", False) for g in gone)
     check_index(f)
     for sid in ids:
         f.on_call(sid, *CALL)
@@ -191,3 +193,24 @@ def test_a_call_through_the_fleet_stamps_the_last_use_on_the_monotonic_clock(
     after = time.monotonic()
     assert before <= f._sessions.get("a").last_used <= after
     assert f.evict_idle(3600) == 0 and f.evict_idle(0) == 1
+
+
+@pytest.mark.parametrize("collected", [False, True], ids=["deleted", "collected-in-a-cycle"])
+def test_a_session_outlives_its_fleet(implementation: str, collected: bool) -> None:
+    """A Guardrails kept after its fleet is gone still observes (the native table unhooks its
+    sessions from its index when it goes, whether freed at once or by the cycle collector)."""
+    import gc
+
+    f = fleet(implementation)
+    ids = [f"o{i}" for i in range(100)]  # the index grown twice, slots moved
+    for sid in ids:
+        f.on_call(sid, *CALL)
+    kept = [f.session(sid) for sid in ids[::7]]
+    assert all(getattr(g, "_in_table_index", True) for g in kept)
+    if collected:
+        f.cycle = f  # type: ignore[attr-defined]  # only the cycle collector frees it
+    del f
+    gc.collect()
+    for g in kept:
+        assert not getattr(g, "_in_table_index", False)
+        assert g.on_call(*CALL).proceed and g.watchdog.events == 2

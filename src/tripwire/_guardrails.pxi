@@ -13,8 +13,29 @@
 # argument parsing); and each object a call reaches is a memory access when a fleet's session
 # is cold in cache, so the lock and the last-used time live in this object, not beside it.
 
+cimport cython
 from cpython.pythread cimport PyThread_get_thread_ident
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport free
+from libc.string cimport memset as _memset
+
+cdef extern from "stdlib.h" nogil:
+    void* aligned_alloc(size_t alignment, size_t size)
+
+
+cdef struct _TableSlot:
+    # One cache line of a SessionTable's index by id object.
+    PyObject* key         # a session id: the very object the table's dict holds as the key
+    PyObject* core        # its session, a native Guardrails (the dict holds both references)
+    # Hints, written by the session's core after each call (GuardrailsCore._slot): where its
+    # next call reads past the core object, so that a call on a session cold in cache starts
+    # fetching them with the core object instead of after it. Addresses only, never read
+    # through (they may be stale).
+    double touched        # the table's last call on it (monotonic): idle over 2 ms = cold
+    Session* session      # the engine's native session
+    const char* engine    # the engine object
+    const void* ring_key  # the call ring's slot the next call writes
+    PyObject** text_slot  # the text ring's slot it writes...
+    PyObject* released    # ...and the args object that slot will release
 
 
 import time as _time
@@ -42,11 +63,6 @@ cdef extern from *:
     #endif
     """
     double _c_monotonic "tw_monotonic"() nogil
-
-
-def _set_exp(m):
-    global _COLD_AFTER
-    _COLD_AFTER = m
 
 
 cdef inline double _now() except? -1.0:
@@ -139,6 +155,7 @@ cdef class GuardrailsCore:
     # changes only when the engine is initialized again)
     cdef Session* _session_seen
     cdef _NextCall _next          # where the next call writes past those (_NextCall)
+    cdef _TableSlot* _slot        # its slot in a native SessionTable's index (NULL if none)
     cdef public double last_used  # Fleet: when the session was last fetched (monotonic)
     cdef object _wd               # the watchdog (None in off mode)
     cdef object _run              # the task the session runs under (``_task``)...
@@ -162,6 +179,7 @@ cdef class GuardrailsCore:
         self._engine = None
         self._session_seen = NULL
         self._next.texts = NULL
+        self._slot = NULL
         self._ids = {}
         self.last_used = 0.0
         self._context = None
@@ -180,6 +198,11 @@ cdef class GuardrailsCore:
         self._engine = value if isinstance(value, Engine) and \
             cls.observe_call is Engine.observe_call and \
             cls.observe_result is Engine.observe_result else None
+
+    @property
+    def _in_table_index(self):
+        """Whether a native SessionTable's index holds this session now (tests)."""
+        return self._slot != NULL
 
     @property
     def _budget(self):
@@ -315,6 +338,8 @@ cdef class GuardrailsCore:
                 alerts = self._engine._call_at(seen, name, args)
                 self._session_seen = self._engine._s
                 self._engine._note_next(&self._next)
+                if self._slot != NULL:
+                    _hint(self._slot, self)
             else:
                 alerts = self._wd.observe_call(name, args)
             if alerts:
@@ -435,11 +460,16 @@ cdef class SessionLock:
         return False
 
 
-cdef struct _TableSlot:
-    PyObject* key     # a session id: the very object the table's dict holds as the key
-    PyObject* core    # its session, a native Guardrails (the dict holds both references)
+cdef inline void _hint(_TableSlot* slot, GuardrailsCore core) noexcept:
+    """The core's current addresses into its slot (see _TableSlot)."""
+    slot.session = core._session_seen
+    slot.engine = <const char*><void*>core._engine
+    slot.ring_key = core._next.key
+    slot.text_slot = core._next.texts
+    slot.released = core._next.args
 
 
+@cython.no_gc_clear  # __dealloc__ unhooks the sessions, which the dict must still hold then
 cdef class SessionTable:
     """A Fleet's sessions by id (twin: ``_reference_guardrails.SessionTable``), and its
     ``on_call``: the session by id, its last-used time and its core's ``on_call`` in one C call.
@@ -451,7 +481,9 @@ cdef class SessionTable:
     that keeps its ids (an in-process harness passes the same str each time) finds the session
     in one memory access and never reads the str; an id parsed afresh (a daemon's request) is in
     cache anyway, misses the index and takes the dict. The index is kept in step with the dict
-    by ``add`` and ``remove``, the only writers."""
+    by ``add`` and ``remove``, the only writers. Each slot is one cache line that also holds
+    the session's hints (``_TableSlot``): a call on a session idle for over 2 ms starts fetching
+    its engine, its native session and its ring slots together with the session's object."""
 
     cdef dict _by_id
     cdef object _session  # Fleet.session: creates (and restores) a session on first use
@@ -468,6 +500,12 @@ cdef class SessionTable:
         self._resize(64)
 
     def __dealloc__(self):
+        cdef size_t i
+        if self._slots == NULL:
+            return
+        for i in range(self._mask + 1):
+            if self._slots[i].core != NULL:  # a session may outlive its fleet
+                (<GuardrailsCore>self._slots[i].core)._slot = NULL
         free(self._slots)
 
     # -- the dict's API, as Fleet uses it ------------------------------------------------------
@@ -505,6 +543,7 @@ cdef class SessionTable:
             return False
         del self._by_id[session_id]
         if type(g) is _native_guardrails and (<GuardrailsCore>g)._table_key is not None:
+            (<GuardrailsCore>g)._slot = NULL
             self._unplace((<GuardrailsCore>g)._table_key)
             self._indexed -= 1
             (<GuardrailsCore>g)._table_key = None
@@ -513,10 +552,13 @@ cdef class SessionTable:
     # -- the index by id object ----------------------------------------------------------------
 
     def _index_finds(self, session_id):
-        """The session the id *object* finds in the index, or None (tests check the index)."""
+        """The session the id *object* finds in the index, or None (tests check the index,
+        and that the session's slot pointer is its slot)."""
         cdef size_t i = self._home(<PyObject*>session_id)
         while self._slots[i].key != NULL:
             if self._slots[i].key == <PyObject*>session_id:
+                if (<GuardrailsCore>self._slots[i].core)._slot != &self._slots[i]:
+                    raise RuntimeError("the session's slot pointer is not its slot")
                 return <object>self._slots[i].core
             i = (i + 1) & self._mask
         return None
@@ -529,11 +571,20 @@ cdef class SessionTable:
         return <size_t>((<uint64_t><size_t>key * <uint64_t>0x9E3779B97F4A7C15) >> self._shift)
 
     cdef void _place(self, PyObject* key, PyObject* core):
-        cdef size_t i = self._home(key)
+        cdef _TableSlot fresh
+        _memset(&fresh, 0, sizeof(_TableSlot))
+        fresh.key = key
+        fresh.core = core
+        _hint(&fresh, <GuardrailsCore>core)
+        self._put(&fresh)
+
+    cdef void _put(self, const _TableSlot* entry):
+        """``entry`` into its run, and its session pointed at it."""
+        cdef size_t i = self._home(entry.key)
         while self._slots[i].key != NULL:
             i = (i + 1) & self._mask
-        self._slots[i].key = key
-        self._slots[i].core = core
+        self._slots[i] = entry[0]
+        (<GuardrailsCore>entry.core)._slot = &self._slots[i]
 
     cdef void _unplace(self, object session_id):
         """Empty the id object's slot, moving later entries of its run back (no tombstones)."""
@@ -545,7 +596,7 @@ cdef class SessionTable:
             i = (i + 1) & self._mask
         j = i
         while True:
-            memset(&self._slots[i], 0, sizeof(_TableSlot))
+            _memset(&self._slots[i], 0, sizeof(_TableSlot))
             while True:
                 j = (j + 1) & self._mask
                 if self._slots[j].key == NULL:
@@ -555,6 +606,7 @@ cdef class SessionTable:
                 if (i <= j and (home <= i or home > j)) or (i > j and home <= i and home > j):
                     break
             self._slots[i] = self._slots[j]
+            (<GuardrailsCore>self._slots[i].core)._slot = &self._slots[i]
             i = j
 
     cdef int _resize(self, size_t slots) except -1:
@@ -562,9 +614,10 @@ cdef class SessionTable:
         cdef size_t old_slots = 0 if old == NULL else self._mask + 1
         cdef size_t i
         cdef int bits = 0
-        cdef _TableSlot* fresh = <_TableSlot*>calloc(slots, sizeof(_TableSlot))
+        cdef _TableSlot* fresh = <_TableSlot*>aligned_alloc(64, slots * sizeof(_TableSlot))
         if fresh == NULL:
             raise MemoryError()
+        _memset(fresh, 0, slots * sizeof(_TableSlot))
         while (<size_t>1 << bits) < slots:
             bits += 1
         self._slots = fresh
@@ -572,7 +625,7 @@ cdef class SessionTable:
         self._shift = 64 - bits
         for i in range(old_slots):
             if old[i].key != NULL:
-                self._place(old[i].key, old[i].core)
+                self._put(&old[i])
         free(old)
         return 0
 
@@ -581,6 +634,8 @@ cdef class SessionTable:
     def on_call(self, session_id, name, args=None, id=None):
         cdef PyObject* key = <PyObject*>session_id
         cdef size_t i = self._home(key)
+        cdef _TableSlot* slot
+        cdef double now
         cdef object g
         while self._slots[i].key != key:
             if self._slots[i].key == NULL:
@@ -593,8 +648,21 @@ cdef class SessionTable:
                     return (<GuardrailsCore>g)._on_call(name, args, id, False)
                 return (<GuardrailsCore>g)._on_call(name, args, id, _touch(<GuardrailsCore>g))
             i = (i + 1) & self._mask
-        g = <object>self._slots[i].core
-        return (<GuardrailsCore>g)._on_call(name, args, id, _touch(<GuardrailsCore>g))
+        slot = &self._slots[i]
+        now = _now()
+        if now - slot.touched > _COLD_AFTER and slot.session != NULL:
+            # idle: cold in cache, likely (see _COLD_AFTER); what the call reads past the
+            # session's object starts arriving with it
+            slot.session.prefetch_call_path()
+            _prefetch(slot.engine)
+            _prefetch(slot.engine + 64)
+            _prefetch(slot.ring_key)
+            _prefetch(slot.text_slot)
+            _prefetch(slot.released)
+        slot.touched = now
+        g = <object>slot.core
+        (<GuardrailsCore>g).last_used = now
+        return (<GuardrailsCore>g)._on_call(name, args, id, False)
 
 
 # A session last used longer ago than this is taken as cold in cache, and its call fetches
