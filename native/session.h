@@ -76,14 +76,16 @@ public:
     // identity: what the name-run detector compares (the name's hash, or for a shell tool the
     // hash of tool:program, SPEC §11.2)
     uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity);
+    // Where the next call writes its key and join flag in the call ring (a caller notes them
+    // after a call, to fetch them early on the next one; addresses only).
+    const void* next_key() const noexcept { return history.next_key(); }
+    const void* next_join() const noexcept { return history.next_join(); }
     // Starts fetching the call-path detectors' state (the first lines of this object), so
     // that a caller holding the session's address overlaps those memory accesses with its
     // own work (canonicalizing the call) when the session is cold in cache. Changes nothing,
     // and branches on nothing it loads: a mispredicted branch on a line still in flight would
-    // throw away the work done past it. (The call ring's lines are not fetched: their address
-    // depends on this object's first line, and measured, fetching them gained nothing.)
-    const void* next_key() const noexcept { return history.next_key(); }
-    const void* next_join() const noexcept { return history.next_join(); }
+    // throw away the work done past it. (The call ring's recent keys are not fetched: their
+    // address depends on this object's first line, and measured, fetching them gained nothing.)
     void prefetch_call_path() const noexcept {
         const char* at = reinterpret_cast<const char*>(this);
         const char* end = reinterpret_cast<const char*>(&density + 1);
