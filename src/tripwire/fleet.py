@@ -209,7 +209,9 @@ class Fleet:
 
     def on_call(self, session_id: str, name: str, args: Any = None,
                 id: str | None = None) -> Decision:
-        return self.session(session_id).on_call(name, args, id)
+        """A tool call of session ``session_id``: its session table's ``on_call``, which
+        ``__init__`` binds to each fleet directly (the steps are the table's, once)."""
+        return self._sessions.on_call(session_id, name, args, id)
 
     def on_result(self, session_id: str, name: str | None = None, **fields: Any) -> Decision:
         return self.session(session_id).on_result(name, **fields)
