@@ -1,0 +1,200 @@
+"""The package's shape, measured: import circles, modules per folder, largest files and classes.
+
+Every import counts (module level, inside functions, under ``TYPE_CHECKING``), because each one
+is a dependency a reader must hold in mind. Usage: ``python tools/shape.py [--json]`` from the
+project root. The layering test (tests/test_layers.py) asserts on the same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = "tripwire"
+
+
+def module_files(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the package by dotted name (``.py`` and Cython sources)."""
+    out: dict[str, Path] = {}
+    for path in sorted((root / PACKAGE).rglob("*")):
+        if path.suffix not in (".py", ".pyx") or "__pycache__" in path.parts:
+            continue
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(current: str, is_package: bool, level: int, target: str | None) -> str:
+    base = current.split(".")
+    if not is_package:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, *([target] if target else [])])
+
+
+def _cython_imports(text: str) -> list[tuple[int, str | None, list[str]]]:
+    """The ``from .x import y`` / ``import x`` lines of a .pyx/.pxi (and its include files)."""
+    found = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("from ") and " import " in s and not s.startswith("from libc") \
+                and not s.startswith("from cpython") and not s.startswith("from libcpp"):
+            module = s[5:s.index(" import ")].strip()
+            names = [n.strip().split(" as ")[0] for n in s[s.index(" import ") + 8:]
+                     .strip("()").split(",") if n.strip()]
+            level = len(module) - len(module.lstrip("."))
+            found.append((level, module.lstrip(".") or None, names))
+    return found
+
+
+def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the package modules it imports, counted whole."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        is_package = path.stem == "__init__"
+        targets: list[tuple[int, str | None, list[str]]] = []
+        if path.suffix == ".pyx":
+            text = path.read_text()
+            for inc in path.parent.glob("*.pxi"):
+                text += "\n" + inc.read_text()
+            targets = _cython_imports(text)
+        else:
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    targets.append((node.level, node.module, [a.name for a in node.names]))
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        if a.name == PACKAGE or a.name.startswith(PACKAGE + "."):
+                            targets.append((0, a.name, []))
+        for level, module, names in targets:
+            if level == 0:
+                if module is None or not (module == PACKAGE or module.startswith(PACKAGE + ".")):
+                    continue
+                base = module
+            else:
+                base = _resolve(name, is_package, level, module)
+            for n in names or [None]:
+                candidate = f"{base}.{n}" if n else base
+                hit = candidate if candidate in modules else base if base in modules else None
+                if hit and hit != name:
+                    graph[name].add(hit)
+    return graph
+
+
+def circles(graph: dict[str, set[str]], nodes: list[str]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    component.append(m)
+                    if m == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return sorted(out, key=len, reverse=True)
+
+
+def classes(modules: dict[str, Path]) -> list[tuple[str, int, int]]:
+    """(module.Class, lines, methods) of every class in the .py modules."""
+    out = []
+    for name, path in modules.items():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                methods = sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                              for n in node.body)
+                out.append((f"{name}.{node.name}", lines, methods))
+    return sorted(out, key=lambda c: -c[1])
+
+
+def shape(root: Path = ROOT) -> dict[str, object]:
+    modules = module_files(root)
+    graph = imports(modules)
+    found = circles(graph, sorted(modules))
+    files = sorted(((m, len(p.read_text().splitlines())) for m, p in modules.items()),
+                   key=lambda f: -f[1])
+    top_level = sorted(m for m, p in modules.items()
+                       if m.count(".") == 1 and p.stem != "__init__")
+    return {
+        "modules": len(modules),
+        "top_level_modules": len(top_level),
+        "packages": sorted({m for m, p in modules.items() if p.stem == "__init__"}),
+        "circles": found,
+        "largest_circle": len(found[0]) if found else 0,
+        "largest_files": files[:8],
+        "largest_classes": classes(modules)[:8],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    result = shape()
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"modules: {result['modules']} ({result['top_level_modules']} top-level), "
+          f"packages: {len(result['packages'])}")  # type: ignore[arg-type]
+    found = result["circles"]
+    print(f"import circles: {len(found)}; sizes {[len(c) for c in found]}")  # type: ignore[arg-type]
+    for c in found:  # type: ignore[attr-defined]
+        print("  circle:", " ".join(m.removeprefix(PACKAGE + ".") for m in c))
+    print("largest files:")
+    for m, n in result["largest_files"]:  # type: ignore[attr-defined]
+        print(f"  {n:5d}  {m}")
+    print("largest classes (lines, methods):")
+    for c, n, k in result["largest_classes"]:  # type: ignore[attr-defined]
+        print(f"  {n:5d} {k:3d}  {c}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
