@@ -46,6 +46,7 @@ from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import (
     Call,
+    Compaction,
     Reset,
     Result,
     Retry,
@@ -356,6 +357,8 @@ class _Session:
             return g.on_retry(event.reason)
         if isinstance(event, TaskStart):
             return self.start_task(index, event)
+        if isinstance(event, Compaction):
+            return None  # an event (its index counts); the signals acting on it: issue 25
         if isinstance(event, TaskEnd):
             if self.reported is not None and self.reported.task_id == self.task.task_id:
                 self.task.finish(event.answer, evidence=event.evidence,
