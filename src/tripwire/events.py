@@ -350,6 +350,7 @@ class Line:
     number: int
     event: Event | None
     error: InvalidEvent | None = None
+    session: str | None = None  # the line's own ``session`` field (``convert`` writes one)
 
 
 #: A UTF-8 byte order mark, which some editors write at the start of a file: skipped.
@@ -371,13 +372,16 @@ def read_events(path: str | Path) -> Iterator[Line]:
     message, as with ``json.loads`` alone (``tests/test_differential.py`` checks it).
     """
     path = Path(path)
-    for index, number, event, error in decoded_lines(path):
-        yield Line(index, number, event, error)
+    for index, number, event, error, session in decoded_lines(path):
+        yield Line(index, number, event, error, session)
 
 
-def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidEvent | None]]:
-    """``read_events`` as plain tuples ``(index, number, event, error)`` (the interchange
-    reader makes its own item of each: one object per line instead of two)."""
+def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidEvent | None,
+                                                str | None]]:
+    """``read_events`` as plain tuples ``(index, number, event, error, session)`` (the
+    interchange reader makes its own item of each: one object per line instead of two).
+    ``session``: the line's ``session`` field, a non-empty string (``convert`` writes each
+    event's session there), or None when it has none or could not be decoded."""
     import msgspec  # here: a run that reads no interchange file does not import it
 
     index = 0
@@ -401,11 +405,19 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
                     value = _slow_decode(raw, ended)
                 except InvalidEvent as exc:
                     yield index, number, None, type(exc)(exc.message, source=str(path),
-                                                         line=number)
+                                                         line=number), None
                     index += 1
                     continue
+            session = None
             try:
-                kind = value.get("type") if type(value) is dict else None
+                if type(value) is dict:
+                    kind = value.get("type")
+                    session = value.get("session")
+                    if session is not None and (type(session) is not str or not session):
+                        session = None
+                        raise InvalidEvent("field 'session' must be a non-empty string")
+                else:
+                    kind = None
                 parser = parsers.get(kind) if type(kind) is str else None
                 if parser is None:
                     event = parse_event(value)
@@ -415,9 +427,9 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
                         event = _timed(event, value["ts"])
             except InvalidEvent as exc:
                 yield index, number, None, type(exc)(exc.message, source=str(path),
-                                                     line=number)
+                                                     line=number), session
             else:
-                yield index, number, event, None
+                yield index, number, event, None, session
             index += 1
 
 

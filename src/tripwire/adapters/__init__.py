@@ -45,6 +45,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("mini-swe-agent", "mini_swe_agent", (".traj.json", ".json"), True),
     ("swe-agent", "swe_agent", (".traj",), True),
     ("tau-bench", "tau_bench", (".json",), True),
+    ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
     ("openai-chat", "openai_chat", (".json",), True),
@@ -345,12 +346,33 @@ def _has_suffix(name: str) -> bool:
 def read(transcript: Transcript) -> Iterator[Item]:
     """The items of ``transcript``; at the end, ``InvalidEvent`` if it had lines but none
     yielded an event (a file of the wrong format, or of nothing but metadata: SPEC §11.1 makes
-    that an error even when invalid lines are skipped). A blank file is an empty session."""
+    that an error even when invalid lines are skipped). A blank file is an empty session.
+
+    Half a call is no event: once a line could not be read, a result whose call was not read
+    (its id is no call's seen so far) is invalid too, so that skipping invalid lines never
+    leaves answers without their questions for the signals to misread."""
+    from ..errors import TruncatedLine
+    from ..events import Call, Result
+
     lines = events = 0
+    calls: set[Any] = set()  # the ids of the calls read so far
+    broken = False  # a line could not be read
     document = transcript.decoded.take() if transcript.decoded is not None else None
     fmt = transcript.format or "auto"  # listed undetected: detected here, as a file argument
     for item in read_transcript(transcript.path, fmt, transcript.name, document):
         lines += 1
+        event = item.event
+        if event is None:
+            if item.error is not None and type(item.error) is not TruncatedLine:
+                broken = True
+        elif type(event) is Call:
+            if event.id is not None:
+                calls.add(event.id)
+        elif broken and type(event) is Result and event.id is not None \
+                and event.id not in calls:
+            item = item._replace(event=None, error=InvalidEvent(
+                f"the result of call {event.id!r}, which was not read (a line before it "
+                "could not be read)", source=str(transcript.path), line=item.line))
         events += item.event is not None
         yield item
     if lines and not events:

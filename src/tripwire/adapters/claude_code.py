@@ -43,8 +43,10 @@ INTERRUPTED = "[Request interrupted by user"
 
 
 def sniff(value: Any) -> bool:
-    """A decoded first line: is it a Claude Code transcript line?"""
-    return (isinstance(value, dict) and value.get("type") in ENTRY_TYPES
+    """Is this decoded line a Claude Code transcript line? An object with a string ``type``
+    and the transcript envelope (a ``sessionId``, ``uuid`` ...): the reader reads exactly the
+    lines detection accepts, whatever their type (newer versions add types)."""
+    return (type(value) is dict and type(value.get("type")) is str
             and any(key in value for key in _ENVELOPE))
 
 
@@ -75,24 +77,27 @@ class _Session:
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
-    """The items of one transcript; ``name`` names the conversation when no line has an id."""
+    """The items of one transcript; ``name`` names the conversation when no line has an id.
+    A line that cannot be read belongs to the conversation of the line before it (a cut last
+    line is not a conversation of its own)."""
     sessions: dict[str, _Session] = {}
     main_ids: set[str] = set()
+    current = name  # the session of the latest line read
     for number, value in json_lines(path):
         if isinstance(value, InvalidEvent):
-            yield Item(name, number, error=value)
+            yield Item(current, number, error=value)
             continue
-        if not isinstance(value, dict) or not isinstance(value.get("type"), str) or not (
-                value["type"] in ENTRY_TYPES or any(k in value for k in _ENVELOPE)):
-            yield Item(name, number, error=InvalidEvent(
+        if not sniff(value):
+            yield Item(current, number, error=InvalidEvent(
                 "not a Claude Code transcript line (expected an object with a 'type' such as "
                 "user or assistant, and a sessionId)", source=str(path), line=number))
             continue
         kind = value["type"]
         if kind not in ("user", "assistant"):
-            yield Item(name, number)
+            yield Item(current, number)
             continue
         session = _session_of(value, name, sessions, main_ids)
+        current = session.name
         yield from items_at(session.name, number, path,
                             partial(_events, kind, value, session, number))
     for session in sessions.values():
