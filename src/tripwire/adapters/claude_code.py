@@ -14,8 +14,11 @@ sub-agents' ``<session_id>/subagents/agent-<id>.jsonl``), streamed line by line.
   A sidechain replaying a response of the main conversation reuses its ``message.id`` (with a
   new ``requestId``): that is one provider response (SPEC §11.1), counted once, in the main
   conversation (as ccusage keeps the non-sidechain copy); the sidechain's copy carries no usage.
+- A ``system`` ``compact_boundary`` line is a compaction (``compactMetadata.trigger``
+  ``auto``: automatic); a tool error "No such tool available" sets ``unknown_tool``.
 - Everything else (``file-history-snapshot``, ``summary``, ``queue-operation``, ``progress``,
-  ``system``, unknown types with the transcript envelope) is recognized and skipped.
+  other ``system`` lines, unknown types with the transcript envelope) is recognized and
+  skipped.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dataclasses import replace
+
 from ..errors import InvalidEvent
-from ..events import Event, Text, TurnEnd, Usage
+from ..events import Compaction, Event, Result, Text, TurnEnd, Usage
 from ._base import Item, Turns, block_text, items_at, json_lines
 from .anthropic import tool_call, tool_result, usage_of
 
@@ -40,6 +45,8 @@ ENTRY_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history
                          "queue-operation", "progress", "attachment"})
 _ENVELOPE = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
 INTERRUPTED = "[Request interrupted by user"
+#: Claude Code's error text for a call of a tool it does not have
+NO_SUCH_TOOL = "No such tool available"
 
 
 def sniff(value: Any) -> bool:
@@ -93,6 +100,12 @@ def read(path: Path, name: str) -> Iterator[Item]:
                 "user or assistant, and a sessionId)", source=str(path), line=number))
             continue
         kind = value["type"]
+        if kind == "system" and value.get("subtype") == "compact_boundary":
+            session = _session_of(value, name, sessions, main_ids)
+            current = session.name
+            yield from session.flush()  # the response before the boundary is complete
+            yield Item(session.name, number, compaction_of(value))
+            continue
         if kind not in ("user", "assistant"):
             yield Item(current, number)
             continue
@@ -104,6 +117,25 @@ def read(path: Path, name: str) -> Iterator[Item]:
         yield from session.flush()
         for event in session.turns.end():
             yield Item(session.name, 0, event)
+
+
+def compaction_of(value: dict[str, Any]) -> Compaction:
+    """A ``compact_boundary`` line's compaction: automatic when its ``compactMetadata``
+    says ``trigger: "auto"`` (``/compact`` is ``manual``); Claude Code summarizes, never
+    truncates."""
+    metadata = value.get("compactMetadata")
+    trigger = metadata.get("trigger") if isinstance(metadata, dict) else None
+    return Compaction(mechanical=False, automatic=trigger == "auto")
+
+
+def unknown_tool(result: Result) -> Result:
+    """The result, flagged ``unknown_tool`` when it is Claude Code's answer to a call of a tool
+    it does not have (``<tool_use_error>Error: No such tool available: X</tool_use_error>``)."""
+    if result.error and isinstance(result.payload, str) and \
+            result.payload.removeprefix("<tool_use_error>").lstrip().removeprefix(
+                "Error: ").startswith(NO_SUCH_TOOL):
+        return replace(result, unknown_tool=True)
+    return result
 
 
 def _session_of(value: dict[str, Any], name: str, sessions: dict[str, _Session],
@@ -157,7 +189,7 @@ def _events(kind: str, value: dict[str, Any], session: _Session,
                                          for b in content):
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                yield tool_result(block, session.names)
+                yield unknown_tool(tool_result(block, session.names))
         return
     text = block_text(content)
     if text.startswith(INTERRUPTED):
