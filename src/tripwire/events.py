@@ -124,12 +124,17 @@ class TaskStart:
 @dataclass(frozen=True, slots=True)
 class TaskEnd:
     """The host finished the task: its answer, the evidence that it holds, a note of work
-    left unfinished."""
+    left unfinished. A host that ended the task itself before it was done says why:
+    ``exhausted`` names the counter (``steps``, ``usd`` ...) whose cap of its own it reached
+    (a harness's max turns or max budget: the outcome is ``exhausted``), ``interrupted`` the
+    reason it stopped otherwise (the outcome is ``interrupted``); at most one of them."""
 
     answer: Any = None
     evidence: Any = None
     unfinished: str | None = None
     ts: float | None = None
+    exhausted: str | None = None
+    interrupted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +270,18 @@ def _task_start(o: dict[str, Any]) -> TaskStart:
 
 
 def _task_end(o: dict[str, Any]) -> TaskEnd:
-    return TaskEnd(o.get("answer"), o.get("evidence"), _field(o, "unfinished", (str,)))
+    exhausted = _field(o, "exhausted", (str,))
+    interrupted = _field(o, "interrupted", (str,))
+    if exhausted is not None:
+        from .budget import COUNTERS
+
+        if exhausted not in COUNTERS:
+            raise InvalidEvent(f"field 'exhausted' must name a counter ({', '.join(COUNTERS)}), "
+                               f"not {exhausted!r}")
+        if interrupted is not None:
+            raise InvalidEvent("a task_end is exhausted or interrupted, not both")
+    return TaskEnd(o.get("answer"), o.get("evidence"), _field(o, "unfinished", (str,)),
+                   exhausted=exhausted, interrupted=interrupted)
 
 
 def _stop_attempt(o: dict[str, Any]) -> StopAttempt:

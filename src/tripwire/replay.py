@@ -366,8 +366,16 @@ class _Session:
                                  unfinished=event.unfinished)
                 return None  # its outcome was printed when it was exhausted
             self.reporting = True
-            ended = self.task.finish(event.answer, evidence=event.evidence,
-                                     unfinished=event.unfinished)
+            if event.exhausted is not None:  # the host's own cap ended it (a harness's)
+                ended = self.task.exhaust(
+                    event.exhausted,
+                    event.unfinished or f"the host's own cap of {event.exhausted} was reached",
+                    answer=event.answer, unfinished=event.unfinished)
+            elif event.interrupted is not None:
+                ended = self.task.interrupt(event.interrupted, unfinished=event.unfinished)
+            else:
+                ended = self.task.finish(event.answer, evidence=event.evidence,
+                                         unfinished=event.unfinished)
             return self.outcome_record(ended, index)
         raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
 

@@ -38,9 +38,12 @@ __all__ = ["Item", "FORMATS", "FORMAT_NAMES", "detect", "read_transcript", "Tran
 #: A module is imported when detection first tries it or a run names its format, so a run
 #: imports the readers it uses (``tests/test_import_laziness.py``).
 _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
+    # before interchange: a headless ``result`` object is also a ``result`` event's shape
+    ("claude-code-headless", "claude_code_headless", (".jsonl", ".json", ".ndjson"), True),
     ("interchange", "interchange", (".jsonl",), False),
     ("claude-code", "claude_code", (".jsonl",), False),
     ("codex", "codex", (".jsonl",), False),
+    ("codex-exec", "codex_exec", (".jsonl",), False),
     ("otel", "otel", (".jsonl", ".json"), False),
     ("mini-swe-agent", "mini_swe_agent", (".traj.json", ".json"), True),
     ("swe-agent", "swe_agent", (".traj",), True),

@@ -28,11 +28,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dataclasses import replace
-
 from ..errors import InvalidEvent
-from ..events import Compaction, Event, Result, Text, TurnEnd, Usage
+from ..events import Compaction, Event, Text, TurnEnd, Usage
 from ._base import Item, Turns, block_text, items_at, json_lines
+from ._base import claude_unknown_tool as unknown_tool
 from .anthropic import tool_call, tool_result, usage_of
 
 __all__ = ["NAME", "sniff", "read", "usage_of"]
@@ -45,8 +44,6 @@ ENTRY_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history
                          "queue-operation", "progress", "attachment"})
 _ENVELOPE = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
 INTERRUPTED = "[Request interrupted by user"
-#: Claude Code's error text for a call of a tool it does not have
-NO_SUCH_TOOL = "No such tool available"
 
 
 def sniff(value: Any) -> bool:
@@ -126,16 +123,6 @@ def compaction_of(value: dict[str, Any]) -> Compaction:
     metadata = value.get("compactMetadata")
     trigger = metadata.get("trigger") if isinstance(metadata, dict) else None
     return Compaction(mechanical=False, automatic=trigger == "auto")
-
-
-def unknown_tool(result: Result) -> Result:
-    """The result, flagged ``unknown_tool`` when it is Claude Code's answer to a call of a tool
-    it does not have (``<tool_use_error>Error: No such tool available: X</tool_use_error>``)."""
-    if result.error and isinstance(result.payload, str) and \
-            result.payload.removeprefix("<tool_use_error>").lstrip().removeprefix(
-                "Error: ").startswith(NO_SUCH_TOOL):
-        return replace(result, unknown_tool=True)
-    return result
 
 
 def _session_of(value: dict[str, Any], name: str, sessions: dict[str, _Session],
