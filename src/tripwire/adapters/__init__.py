@@ -48,6 +48,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("mini-swe-agent", "mini_swe_agent", (".traj.json", ".json"), True),
     ("swe-agent", "swe_agent", (".traj",), True),
     ("tau-bench", "tau_bench", (".json",), True),
+    ("atif", "atif", (".json",), True),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
@@ -179,10 +180,12 @@ def detect_or_fail(path: Path) -> str:
 
 
 def read_transcript(path: Path, fmt: str = "auto", name: str | None = None,
-                    document: Any = None) -> Iterator[Item]:
+                    document: Any = None, alone: bool = False) -> Iterator[Item]:
     """The items of one transcript file, read as ``fmt`` (``auto``: detected from content).
     ``document``: the file's content already decoded (by detection), for a reader of one
-    whole document; None: the reader decodes the file."""
+    whole document; None: the reader decodes the file. ``alone``: the file was given as it is
+    (not found in a directory), so a reader whose transcripts refer to other files (ATIF's
+    sub-agent and continuation files) reads those too."""
     name = name if name is not None else path.as_posix()
     if fmt == "auto":
         found, document = _sniff(path)
@@ -191,9 +194,10 @@ def read_transcript(path: Path, fmt: str = "auto", name: str | None = None,
                                 source=str(path))
         fmt = found
     module = format_module(fmt)
-    items: Iterator[Item] = (module.read(path, name, document)
+    extra = {"follow": alone} if getattr(module, "FOLLOWS_REFERENCES", False) else {}
+    items: Iterator[Item] = (module.read(path, name, document, **extra)
                              if document is not None and fmt in _WHOLE_DOCUMENT
-                             else module.read(path, name))
+                             else module.read(path, name, **extra))
     return items
 
 
@@ -226,6 +230,8 @@ class Transcript:
     format: str | None
     name: str
     decoded: _Decoded | None = field(default=None, compare=False, repr=False)
+    #: given as it is (a file argument), not found in a directory (see ``read_transcript``)
+    alone: bool = field(default=False, compare=False)
 
 
 def session_name(path: Path, argument: Path) -> str:
@@ -255,14 +261,15 @@ def transcripts(arguments: Iterable[str], fmt: str = "auto", *,
     found: list[Transcript] = []
     held = 0  # bytes of the documents handed on so far (at most HAND_OFF_BYTES)
 
-    def listed(path: Path, kind: str, document: Any, name: str) -> Transcript:
+    def listed(path: Path, kind: str, document: Any, name: str,
+               alone: bool = False) -> Transcript:
         nonlocal held
         if document is not None and held < HAND_OFF_BYTES:
             size = path.stat().st_size
             if held + size <= HAND_OFF_BYTES:
                 held += size
-                return Transcript(path, kind, name, _Decoded(document))
-        return Transcript(path, kind, name)
+                return Transcript(path, kind, name, _Decoded(document), alone)
+        return Transcript(path, kind, name, alone=alone)
 
     for raw in arguments:
         argument = Path(raw)
@@ -281,13 +288,13 @@ def transcripts(arguments: Iterable[str], fmt: str = "auto", *,
         elif argument.exists():
             name = session_name(argument, argument)
             if fmt != "auto":
-                found.append(Transcript(argument, fmt, name))
+                found.append(Transcript(argument, fmt, name, alone=True))
                 continue
             kind, document = _sniff(argument)
             if kind is None:
                 raise UnknownFormat(f"not a transcript of a known format ({expected()})",
                                     source=str(argument))
-            found.append(listed(argument, kind, document, name))
+            found.append(listed(argument, kind, document, name, alone=True))
         else:
             raise FileNotFoundError(f"{argument}: no such file or directory")
     return found
@@ -314,7 +321,7 @@ def detected(transcript: Transcript) -> Transcript | None:
     if not _kept(kind, "auto"):
         return None
     return Transcript(transcript.path, kind, transcript.name,
-                      None if document is None else _Decoded(document))
+                      None if document is None else _Decoded(document), transcript.alone)
 
 
 def _walk(directory: Path) -> list[tuple[Path, str]]:
@@ -362,7 +369,8 @@ def read(transcript: Transcript) -> Iterator[Item]:
     broken = False  # a line could not be read
     document = transcript.decoded.take() if transcript.decoded is not None else None
     fmt = transcript.format or "auto"  # listed undetected: detected here, as a file argument
-    for item in read_transcript(transcript.path, fmt, transcript.name, document):
+    for item in read_transcript(transcript.path, fmt, transcript.name, document,
+                                transcript.alone):
         lines += 1
         event = item.event
         if event is None:
