@@ -49,6 +49,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("swe-agent", "swe_agent", (".traj",), True),
     ("tau-bench", "tau_bench", (".json",), True),
     ("atif", "atif", (".json",), True),
+    ("gemini-cli", "gemini_cli", (".json", ".jsonl"), True),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
