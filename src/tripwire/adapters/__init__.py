@@ -50,16 +50,30 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("tau-bench", "tau_bench", (".json",), True),
     ("atif", "atif", (".json",), True),
     ("gemini-cli", "gemini_cli", (".json", ".jsonl"), True),
+    ("openhands", "openhands", (".json", ".jsonl"), True),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
     ("openai-chat", "openai_chat", (".json",), True),
 )
+#: Formats whose transcript is a directory (a task folder, a conversation's event files, a
+#: storage tree): name, module, and the entry names one of which a directory must hold for
+#: the module's ``sniff_folder(directory, names)`` to be asked (it decides from content). A
+#: directory walk asks them at every directory it enters; one that is a transcript is not
+#: walked into.
+_FOLDERS: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("openhands", "openhands", frozenset({"events"})),
+)
+#: Formats stored in a SQLite database: name and module, whose ``sniff_database(path)`` looks
+#: at a file that starts with SQLite's header (tables, not the file name, decide).
+_DATABASES: tuple[tuple[str, str], ...] = ()
 _ORDER = tuple(name for name, _, _, _ in _REGISTRY)
 _MODULE_OF = {name: module for name, module, _, _ in _REGISTRY}
 _WHOLE_DOCUMENT = frozenset(name for name, _, _, whole in _REGISTRY if whole)
 FORMAT_NAMES = tuple(sorted(_ORDER))
 _SUFFIXES = frozenset(s for _, _, suffixes, _ in _REGISTRY for s in suffixes)
+#: the first bytes of every SQLite 3 database file
+SQLITE_HEADER = b"SQLite format 3\x00"
 #: how many leading lines detection may look at for one that decodes
 _SNIFF_LINES = 8
 #: the most bytes of decoded documents one listing keeps for its readers (beyond it, a
@@ -152,6 +166,10 @@ def _lines(data: bytes) -> Iterator[bytes]:
 def _sniff(path: Path) -> tuple[str | None, Any]:
     """``detect``, and the decoded document when the format reads one whole document that
     detection decoded whole (else None)."""
+    if path.is_dir():
+        return _folder_format(path), None
+    if _DATABASES and _starts_with(path, SQLITE_HEADER):
+        return _database_format(path), None
     decoded = False
     for value, whole in _first_values(path):
         decoded = True
@@ -159,6 +177,36 @@ def _sniff(path: Path) -> tuple[str | None, Any]:
             if format_module(fmt).sniff(value):
                 return fmt, (value if whole and fmt in _WHOLE_DOCUMENT else None)
     return (None if decoded else "interchange"), None
+
+
+def _starts_with(path: Path, head: bytes) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(head)) == head
+    except OSError:
+        return False
+
+
+def _database_format(path: Path) -> str | None:
+    """The format of a SQLite database file, or None when no reader knows its tables."""
+    for fmt, _ in _DATABASES:
+        if format_module(fmt).sniff_database(path):
+            return fmt
+    return None
+
+
+def _folder_format(directory: Path, names: frozenset[str] | None = None) -> str | None:
+    """The format of a directory that is one transcript, or None. ``names``: its entries'
+    names, when the caller listed them already."""
+    if names is None:
+        try:
+            names = frozenset(os.listdir(directory))
+        except OSError:
+            return None
+    for fmt, _, signs in _FOLDERS:
+        if not names.isdisjoint(signs) and format_module(fmt).sniff_folder(directory, names):
+            return fmt
+    return None
 
 
 def detect(path: Path) -> str | None:
@@ -274,9 +322,19 @@ def transcripts(arguments: Iterable[str], fmt: str = "auto", *,
 
     for raw in arguments:
         argument = Path(raw)
+        kind = _folder_format(argument) if argument.is_dir() and fmt in ("auto", *(
+            f for f, _, _ in _FOLDERS)) else None
+        if kind is not None and _kept(kind, fmt):  # the directory is one transcript
+            found.append(Transcript(argument, kind, session_name(argument, argument),
+                                    alone=True))
+            continue
         if argument.is_dir():
             inside = []
-            for path, name in _walk(argument):
+            for path, name, folder in _walk(argument):
+                if folder is not None:
+                    if _kept(folder, fmt):
+                        inside.append(Transcript(path, folder, name))
+                    continue
                 if not detect:
                     inside.append(Transcript(path, None, name))
                     continue
@@ -325,29 +383,36 @@ def detected(transcript: Transcript) -> Transcript | None:
                       None if document is None else _Decoded(document), transcript.alone)
 
 
-def _walk(directory: Path) -> list[tuple[Path, str]]:
+def _walk(directory: Path) -> list[tuple[Path, str, str | None]]:
     """The files below ``directory`` with a transcript suffix, sorted, each with its session
     name (``session_name``): the files of ``sorted(p for p in directory.rglob("*") if
     p.is_file())`` — a link to a file is a file, a link to a directory is not followed, an
     unreadable directory is left out — from the directory entries alone, without a stat or a
     ``Path`` per file until the end (a fifth of the time: a parallel run's parent lists
-    serially)."""
-    found: list[tuple[str, ...]] = []
+    serially). A directory below that is one transcript (``_FOLDERS``) is listed in its place,
+    with its format, and not walked into; files come with None."""
+    found: list[tuple[tuple[str, ...], str | None]] = []
 
     def below(folder: str, parts: tuple[str, ...]) -> None:
         try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.is_dir() and not entry.is_symlink():
-                        below(entry.path, (*parts, entry.name))
-                    elif entry.is_file() and _has_suffix(entry.name):
-                        found.append((*parts, entry.name))
+            with os.scandir(folder) as scan:
+                entries = list(scan)
         except PermissionError:
             return
+        if parts and _FOLDERS:
+            kind = _folder_format(Path(folder), frozenset(e.name for e in entries))
+            if kind is not None:
+                found.append((parts, kind))
+                return
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                below(entry.path, (*parts, entry.name))
+            elif entry.is_file() and _has_suffix(entry.name):
+                found.append(((*parts, entry.name), None))
 
     below(os.fspath(directory), ())
-    found.sort(key=lambda parts: tuple(map(os.path.normcase, parts)))  # as paths sort
-    return [(directory.joinpath(*parts), "/".join(parts)) for parts in found]
+    found.sort(key=lambda row: tuple(map(os.path.normcase, row[0])))  # as paths sort
+    return [(directory.joinpath(*parts), "/".join(parts), kind) for parts, kind in found]
 
 
 def _has_suffix(name: str) -> bool:
