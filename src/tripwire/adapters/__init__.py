@@ -51,6 +51,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("atif", "atif", (".json",), True),
     ("gemini-cli", "gemini_cli", (".json", ".jsonl"), True),
     ("openhands", "openhands", (".json", ".jsonl"), True),
+    ("cline-roo", "cline_roo", (".json",), True),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
@@ -63,6 +64,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
 #: walked into.
 _FOLDERS: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("openhands", "openhands", frozenset({"events"})),
+    ("cline-roo", "cline_roo", frozenset({"api_conversation_history.json"})),
 )
 #: Formats stored in a SQLite database: name and module, whose ``sniff_database(path)`` looks
 #: at a file that starts with SQLite's header (tables, not the file name, decide).
