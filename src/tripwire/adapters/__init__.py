@@ -52,6 +52,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("gemini-cli", "gemini_cli", (".json", ".jsonl"), True),
     ("openhands", "openhands", (".json", ".jsonl"), True),
     ("cline-roo", "cline_roo", (".json",), True),
+    ("goose", "goose", (".jsonl", ".db"), False),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
@@ -65,10 +66,11 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
 _FOLDERS: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("openhands", "openhands", frozenset({"events"})),
     ("cline-roo", "cline_roo", frozenset({"api_conversation_history.json"})),
+    ("goose", "goose", frozenset({"sessions.db"})),
 )
 #: Formats stored in a SQLite database: name and module, whose ``sniff_database(path)`` looks
 #: at a file that starts with SQLite's header (tables, not the file name, decide).
-_DATABASES: tuple[tuple[str, str], ...] = ()
+_DATABASES: tuple[tuple[str, str], ...] = (("goose", "goose"),)
 _ORDER = tuple(name for name, _, _, _ in _REGISTRY)
 _MODULE_OF = {name: module for name, module, _, _ in _REGISTRY}
 _WHOLE_DOCUMENT = frozenset(name for name, _, _, whole in _REGISTRY if whole)
