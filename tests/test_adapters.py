@@ -424,7 +424,8 @@ def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
 def test_every_format_name_is_offered() -> None:
     assert set(FORMAT_NAMES) == {"agentdojo", "anthropic", "atif", "claude-code",
                                  "claude-code-headless", "cline-roo",
-                                 "codex", "codex-exec", "gemini-cli", "goose", "openhands",
+                                 "codex", "codex-exec", "gemini-cli", "goose", "opencode",
+                                 "openhands",
                                  "interchange", "mini-swe-agent", "openai-chat",
                                  "openai-responses", "otel", "swe-agent", "tau-bench"}
 

@@ -53,6 +53,7 @@ _REGISTRY: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("openhands", "openhands", (".json", ".jsonl"), True),
     ("cline-roo", "cline_roo", (".json",), True),
     ("goose", "goose", (".jsonl", ".db"), False),
+    ("opencode", "opencode", (".db",), False),
     ("agentdojo", "agentdojo", (".json",), True),
     ("anthropic", "anthropic", (".json",), True),
     ("openai-responses", "openai_responses", (".json",), True),
@@ -67,10 +68,11 @@ _FOLDERS: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("openhands", "openhands", frozenset({"events"})),
     ("cline-roo", "cline_roo", frozenset({"api_conversation_history.json"})),
     ("goose", "goose", frozenset({"sessions.db"})),
+    ("opencode", "opencode", frozenset({"session", "storage", "opencode.db"})),
 )
 #: Formats stored in a SQLite database: name and module, whose ``sniff_database(path)`` looks
 #: at a file that starts with SQLite's header (tables, not the file name, decide).
-_DATABASES: tuple[tuple[str, str], ...] = (("goose", "goose"),)
+_DATABASES: tuple[tuple[str, str], ...] = (("goose", "goose"), ("opencode", "opencode"))
 _ORDER = tuple(name for name, _, _, _ in _REGISTRY)
 _MODULE_OF = {name: module for name, module, _, _ in _REGISTRY}
 _WHOLE_DOCUMENT = frozenset(name for name, _, _, whole in _REGISTRY if whole)
