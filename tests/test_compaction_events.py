@@ -128,3 +128,36 @@ def test_convert_writes_both_and_replay_reads_them_back(tmp_path: Path) -> None:
     assert [{k: v for k, v in r.items() if k != "session"} for r in records] == [
         {"type": "compaction", "mechanical": False, "automatic": True},
         {"type": "result", "id": "x", "error": "no", "unknown_tool": True}]
+
+
+def test_a_task_end_says_how_the_host_ended_it() -> None:
+    """A harness that ended the task itself (its max turns, its budget, an error) says so on
+    its ``task_end``: ``exhausted`` names the counter of the cap, ``interrupted`` the
+    reason (the headless Claude Code and OpenHands readers write them)."""
+    from tripwire.events import TaskEnd
+
+    assert parse_event({"type": "task_end", "exhausted": "steps", "unfinished": "max turns"}) \
+        == TaskEnd(unfinished="max turns", exhausted="steps")
+    assert parse_event({"type": "task_end", "interrupted": "error_during_execution"}) == \
+        TaskEnd(interrupted="error_during_execution")
+    with pytest.raises(InvalidEvent, match="field 'exhausted' must name a counter"):
+        parse_event({"type": "task_end", "exhausted": "turns"})
+    with pytest.raises(InvalidEvent, match="exhausted or interrupted, not both"):
+        parse_event({"type": "task_end", "exhausted": "usd", "interrupted": "x"})
+    with pytest.raises(InvalidEvent, match="field 'interrupted' must be a string"):
+        parse_event({"type": "task_end", "interrupted": True})
+    assert event_record(TaskEnd(exhausted="usd")) == {"type": "task_end", "exhausted": "usd"}
+
+
+def test_replay_prints_the_outcome_a_task_end_names(tmp_path: Path,
+                                                    implementation: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type": "turn_start"}\n'
+                    '{"type": "task_end", "interrupted": "the run failed", "answer": "x"}\n')
+    out = io.StringIO()
+    assert main(["replay", str(path), "--implementation", implementation], out=out,
+                err=io.StringIO()) == 0
+    (outcome,) = [json.loads(x) for x in out.getvalue().splitlines() if '"outcome"' in x
+                  and '"kind": "outcome"' in x]
+    assert (outcome["outcome"], outcome["reason"], outcome["event"]) == (
+        "interrupted", "the run failed", 1)
