@@ -18,7 +18,16 @@ from conftest import ROOT
 
 from tripwire.adapters import FORMAT_NAMES, detect, read, transcripts
 from tripwire.errors import InvalidEvent, TruncatedLine, UnknownFormat
-from tripwire.events import Call, Result, Text, TurnEnd, TurnStart, Usage, parse_event
+from tripwire.events import (
+    Call,
+    Compaction,
+    Result,
+    Text,
+    TurnEnd,
+    TurnStart,
+    Usage,
+    parse_event,
+)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 CLAUDE_SESSION = "5e1f0000-0000-4000-8000-000000000001"
@@ -35,6 +44,8 @@ def shape(event: Any) -> tuple:
         return ("text", event.text)
     if isinstance(event, Usage):
         return ("usage", event.model, event.input_tokens, event.output_tokens, event.cost_usd)
+    if isinstance(event, Compaction):
+        return ("compaction", event.mechanical, event.automatic)
     return (type(event).__name__,)
 
 
@@ -135,7 +146,9 @@ def test_claude_code_parallel_calls_usage_once_per_message_sidechain_and_interru
         (main, ("call", "Edit", "toolu_3")),  # interrupted: it has no result
         (main, ("usage", model, 1104, 30, None)),
         (main, ("TurnEnd",)),  # [Request interrupted by user ...]
-        # the compaction boundary and its summary message start nothing
+        # the compaction boundary (trigger auto) is a compaction; its summary message starts
+        # nothing
+        (main, ("compaction", False, True)),
         (main, ("TurnStart",)),
         (main, ("call", "Task", "toolu_4")),
         (side, ("TurnStart",)),  # the sub-agent's lines are their own session
@@ -155,10 +168,10 @@ def test_claude_code_parallel_calls_usage_once_per_message_sidechain_and_interru
                  if isinstance(i.event, Usage))
     assert (usage.cache_read_tokens, usage.cache_write_tokens, usage.provider) == (
         1000, 100, "anthropic")
-    # snapshot, progress, 2 system, isMeta, compact summary, summary, queue-operation, thinking
+    # snapshot, progress, system, isMeta, compact summary, summary, queue-operation, thinking
     # (its line carries usage only, given later from msg_A's last line)
     assert sum(1 for i in items(FIXTURES / "claude-code.jsonl")
-               if i.event is None and i.error is None) == 9
+               if i.event is None and i.error is None) == 8
 
 
 def test_claude_code_sidechain_replaying_a_parent_response_counts_its_usage_once() -> None:
@@ -212,6 +225,7 @@ def test_codex_rollout_exit_codes_token_counts_and_turns() -> None:
         (s, ("TurnStart",)),
         (s, ("call", "shell", "call_5")),  # interrupted: no output
         (s, ("TurnEnd",)),  # turn_aborted
+        (s, ("compaction", False, False)),  # compacted: who started it is not recorded
     ]
 
 
@@ -408,9 +422,12 @@ def test_detection_by_content_and_forcing_the_format(name: str, fmt: str,
 
 
 def test_every_format_name_is_offered() -> None:
-    assert set(FORMAT_NAMES) == {"anthropic", "claude-code", "codex", "interchange",
-                                 "mini-swe-agent", "openai-chat", "openai-responses", "otel",
-                                 "swe-agent", "tau-bench"}
+    assert set(FORMAT_NAMES) == {"agentdojo", "anthropic", "atif", "claude-code",
+                                 "claude-code-headless", "cline-roo",
+                                 "codex", "codex-exec", "gemini-cli", "goose", "opencode",
+                                 "openhands",
+                                 "interchange", "mini-swe-agent", "openai-chat",
+                                 "openai-responses", "otel", "swe-agent", "tau-bench"}
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -578,7 +595,7 @@ def test_convert_writes_interchange_that_replay_reads_back(tmp_path: Path) -> No
     converted.write_text(proc.stdout)
     direct = tripwire("replay", str(FIXTURES / "codex.jsonl"), "--quiet")
     again = tripwire("replay", str(converted), "--quiet")
-    assert json.loads(direct.stdout)["events"] == json.loads(again.stdout)["events"] == 16
+    assert json.loads(direct.stdout)["events"] == json.loads(again.stdout)["events"] == 17
 
 
 def test_replay_records_of_a_transcript_name_their_session(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tripwire.adapters import FORMAT_NAMES
 from tripwire.cli import main
 from tripwire.corpus import measure as measure_module
 from tripwire.corpus.measure import (
@@ -194,8 +195,7 @@ def test_the_first_bad_file_is_reported_whatever_runs_the_files(tmp_path: Path,
 # them; the workers detect each and skip what is of no known format, as the listing skips it
 
 
-EXPECTED = ("expected one of: anthropic, claude-code, codex, interchange, mini-swe-agent, "
-            "openai-chat, openai-responses, otel, swe-agent, tau-bench")
+EXPECTED = "expected one of: " + ", ".join(FORMAT_NAMES)
 
 
 @pytest.fixture(scope="module")

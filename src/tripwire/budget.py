@@ -745,6 +745,22 @@ class Task:
             return self._end(Outcome(ANSWERED, self.task_id, self.report(unfinished),
                                      answer=answer, verified=True, evidence=evidence))
 
+    def exhaust(self, counter: str, reason: str, *, answer: Any = None,
+                unfinished: str | None = None) -> Outcome:
+        """The host ended the task on a cap of its own of ``counter`` (a harness's max turns
+        is ``steps``, its max budget ``usd``): ``exhausted(counter)`` by this task, the answer
+        attached unverified. A task that already has an outcome keeps it."""
+        if counter not in COUNTERS:
+            raise KeyError(counter)
+        with self._lock:
+            if answer is not None:
+                self.last_answer = answer
+            if self.outcome is not None:
+                return self.outcome
+            return self._end(Outcome(EXHAUSTED, self.task_id, self.report(unfinished),
+                                     counter=counter, by_task=self.task_id, reason=reason,
+                                     answer=self.last_answer, verified=False))
+
     def interrupt(self, reason: str = "cancelled", *, unfinished: str | None = None) -> Outcome:
         """The host or an operator cancelled the task (an exhausted task stays exhausted)."""
         return self._stop(INTERRUPTED, reason, unfinished)

@@ -30,6 +30,7 @@ __all__ = [
     "TaskEnd",
     "StopAttempt",
     "Retry",
+    "Compaction",
     "Event",
     "parse_event",
     "event_record",
@@ -51,7 +52,9 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A tool answered. ``error``: False/None, or the error text (True: an error without text)."""
+    """A tool answered. ``error``: False/None, or the error text (True: an error without text).
+    ``unknown_tool``: the host answered that it has no tool of the call's name (Claude Code's
+    "No such tool available"): carried for the unknown-tool signal (SPEC §12.4)."""
 
     name: str | None = None
     id: str | None = None
@@ -59,6 +62,7 @@ class Result:
     no_op: bool = False
     payload: Any = None
     ts: float | None = None  # seconds since the epoch (replay's clock)
+    unknown_tool: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +124,17 @@ class TaskStart:
 @dataclass(frozen=True, slots=True)
 class TaskEnd:
     """The host finished the task: its answer, the evidence that it holds, a note of work
-    left unfinished."""
+    left unfinished. A host that ended the task itself before it was done says why:
+    ``exhausted`` names the counter (``steps``, ``usd`` ...) whose cap of its own it reached
+    (a harness's max turns or max budget: the outcome is ``exhausted``), ``interrupted`` the
+    reason it stopped otherwise (the outcome is ``interrupted``); at most one of them."""
 
     answer: Any = None
     evidence: Any = None
     unfinished: str | None = None
     ts: float | None = None
+    exhausted: str | None = None
+    interrupted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +154,19 @@ class Retry:
     ts: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The harness compacted or condensed the conversation's history (SPEC §0, §12.4).
+    ``mechanical``: by truncation or dropping (no summary written by a model);
+    ``automatic``: the harness decided it (a context limit), not the user (``/compact``)."""
+
+    mechanical: bool = False
+    automatic: bool = False
+    ts: float | None = None  # seconds since the epoch (replay's clock)
+
+
 Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset,  # noqa: UP007 (py3.10)
-              TaskStart, TaskEnd, StopAttempt, Retry]
+              TaskStart, TaskEnd, StopAttempt, Retry, Compaction]
 
 
 def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
@@ -197,14 +217,16 @@ def _call(o: dict[str, Any]) -> Call:
 def _result(o: dict[str, Any]) -> Result:
     name, ident, error, no_op = o.get("name"), o.get("id"), o.get("error"), o.get("no_op")
     if (name is None or type(name) is str) and (ident is None or type(ident) is str) and \
-            type(error) in _JSON_TYPES and (no_op is None or no_op is False or no_op is True):
+            type(error) in _JSON_TYPES and (no_op is None or no_op is False or no_op is True) \
+            and "unknown_tool" not in o:
         return Result(name, ident, error, no_op is True, o.get("payload"))  # the common case
     name = _field(o, "name", (str,))
     ident = _field(o, "id", (str,))
     error = o.get("error")
     if not isinstance(error, (str, bool, type(None), dict, list, int, float)):
         raise InvalidEvent("field 'error' must be false, true or the error text")
-    return Result(name, ident, error, check_no_op(o.get("no_op", False)), o.get("payload"))
+    return Result(name, ident, error, check_no_op(o.get("no_op", False)), o.get("payload"),
+                  unknown_tool=_field(o, "unknown_tool", (bool,)) is True)
 
 
 def _text(o: dict[str, Any]) -> Text:
@@ -248,7 +270,18 @@ def _task_start(o: dict[str, Any]) -> TaskStart:
 
 
 def _task_end(o: dict[str, Any]) -> TaskEnd:
-    return TaskEnd(o.get("answer"), o.get("evidence"), _field(o, "unfinished", (str,)))
+    exhausted = _field(o, "exhausted", (str,))
+    interrupted = _field(o, "interrupted", (str,))
+    if exhausted is not None:
+        from .budget import COUNTERS
+
+        if exhausted not in COUNTERS:
+            raise InvalidEvent(f"field 'exhausted' must name a counter ({', '.join(COUNTERS)}), "
+                               f"not {exhausted!r}")
+        if interrupted is not None:
+            raise InvalidEvent("a task_end is exhausted or interrupted, not both")
+    return TaskEnd(o.get("answer"), o.get("evidence"), _field(o, "unfinished", (str,)),
+                   exhausted=exhausted, interrupted=interrupted)
 
 
 def _stop_attempt(o: dict[str, Any]) -> StopAttempt:
@@ -257,6 +290,11 @@ def _stop_attempt(o: dict[str, Any]) -> StopAttempt:
 
 def _retry(o: dict[str, Any]) -> Retry:
     return Retry(_field(o, "reason", (str,)) or "")
+
+
+def _compaction(o: dict[str, Any]) -> Compaction:
+    return Compaction(_field(o, "mechanical", (bool,)) is True,
+                      _field(o, "automatic", (bool,)) is True)
 
 
 _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
@@ -271,23 +309,29 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "task_end": _task_end,
     "stop_attempt": _stop_attempt,
     "retry": _retry,
+    "compaction": _compaction,
 }
 EVENT_TYPES = tuple(_PARSERS)
 _TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
             TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset",
             TaskStart: "task_start", TaskEnd: "task_end", StopAttempt: "stop_attempt",
-            Retry: "retry"}
+            Retry: "retry", Compaction: "compaction"}
 
 
 def event_record(event: Event) -> dict[str, Any]:
     """A typed event as its interchange object (``parse_event`` reads it back): fields that
-    are None, and ``no_op: false``, are left out."""
+    are None, and a result's ``no_op: false`` and ``unknown_tool: false``, are left out (a
+    compaction's flags are always written)."""
     record: dict[str, Any] = {"type": _TYPE_OF[type(event)]}
     for name in event.__slots__:
         value = getattr(event, name)
-        if value is not None and not (name == "no_op" and value is False):
+        if value is not None and not (value is False and name in _DEFAULT_FALSE):
             record[name] = value
     return record
+
+
+#: flags left out of an interchange record when false (their default)
+_DEFAULT_FALSE = frozenset({"no_op", "unknown_tool"})
 
 
 def parse_event(value: Any) -> Event:
@@ -322,6 +366,7 @@ class Line:
     number: int
     event: Event | None
     error: InvalidEvent | None = None
+    session: str | None = None  # the line's own ``session`` field (``convert`` writes one)
 
 
 #: A UTF-8 byte order mark, which some editors write at the start of a file: skipped.
@@ -343,13 +388,16 @@ def read_events(path: str | Path) -> Iterator[Line]:
     message, as with ``json.loads`` alone (``tests/test_differential.py`` checks it).
     """
     path = Path(path)
-    for index, number, event, error in decoded_lines(path):
-        yield Line(index, number, event, error)
+    for index, number, event, error, session in decoded_lines(path):
+        yield Line(index, number, event, error, session)
 
 
-def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidEvent | None]]:
-    """``read_events`` as plain tuples ``(index, number, event, error)`` (the interchange
-    reader makes its own item of each: one object per line instead of two)."""
+def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidEvent | None,
+                                                str | None]]:
+    """``read_events`` as plain tuples ``(index, number, event, error, session)`` (the
+    interchange reader makes its own item of each: one object per line instead of two).
+    ``session``: the line's ``session`` field, a non-empty string (``convert`` writes each
+    event's session there), or None when it has none or could not be decoded."""
     import msgspec  # here: a run that reads no interchange file does not import it
 
     index = 0
@@ -373,11 +421,19 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
                     value = _slow_decode(raw, ended)
                 except InvalidEvent as exc:
                     yield index, number, None, type(exc)(exc.message, source=str(path),
-                                                         line=number)
+                                                         line=number), None
                     index += 1
                     continue
+            session = None
             try:
-                kind = value.get("type") if type(value) is dict else None
+                if type(value) is dict:
+                    kind = value.get("type")
+                    session = value.get("session")
+                    if session is not None and (type(session) is not str or not session):
+                        session = None
+                        raise InvalidEvent("field 'session' must be a non-empty string")
+                else:
+                    kind = None
                 parser = parsers.get(kind) if type(kind) is str else None
                 if parser is None:
                     event = parse_event(value)
@@ -387,9 +443,9 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
                         event = _timed(event, value["ts"])
             except InvalidEvent as exc:
                 yield index, number, None, type(exc)(exc.message, source=str(path),
-                                                     line=number)
+                                                     line=number), session
             else:
-                yield index, number, event, None
+                yield index, number, event, None, session
             index += 1
 
 

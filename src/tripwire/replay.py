@@ -46,6 +46,7 @@ from .decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
 from .errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from .events import (
     Call,
+    Compaction,
     Reset,
     Result,
     Retry,
@@ -229,6 +230,7 @@ class _Session:
         # the task's outcome is printed (a task_start began it, or a budget flag bounds it)
         self.reporting = options.report_outcomes
         self.reported: Outcome | None = None
+        self.labelled = True  # its records carry its session name
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
         self.skip_from = 0
@@ -356,14 +358,24 @@ class _Session:
             return g.on_retry(event.reason)
         if isinstance(event, TaskStart):
             return self.start_task(index, event)
+        if isinstance(event, Compaction):
+            return None  # an event (its index counts); the signals acting on it: issue 25
         if isinstance(event, TaskEnd):
             if self.reported is not None and self.reported.task_id == self.task.task_id:
                 self.task.finish(event.answer, evidence=event.evidence,
                                  unfinished=event.unfinished)
                 return None  # its outcome was printed when it was exhausted
             self.reporting = True
-            ended = self.task.finish(event.answer, evidence=event.evidence,
-                                     unfinished=event.unfinished)
+            if event.exhausted is not None:  # the host's own cap ended it (a harness's)
+                ended = self.task.exhaust(
+                    event.exhausted,
+                    event.unfinished or f"the host's own cap of {event.exhausted} was reached",
+                    answer=event.answer, unfinished=event.unfinished)
+            elif event.interrupted is not None:
+                ended = self.task.interrupt(event.interrupted, unfinished=event.unfinished)
+            else:
+                ended = self.task.finish(event.answer, evidence=event.evidence,
+                                         unfinished=event.unfinished)
             return self.outcome_record(ended, index)
         raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
 
@@ -405,7 +417,8 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
                       ) -> Iterator[dict[str, Any]]:
     """Run one transcript through fresh guardrails per session; yield its records.
 
-    Records of a transcript other than an interchange file carry their ``session``. Invalid
+    Records carry their ``session``, except those of an interchange file's own session (an
+    interchange line may name its session: ``convert`` writes one on every line). Invalid
     lines raise (or, with ``skip_invalid``, yield ``{"kind": "invalid"}``); a truncated last
     line yields ``{"kind": "truncated"}`` and the lines before it are kept. A file with lines
     of which none yielded an event raises ``InvalidEvent`` at its end, even when skipping.
@@ -425,6 +438,7 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
             name = session_id or item.session
             guardrails = guardrails_for(name) if guardrails_for is not None else None
             session = sessions[item.session] = _Session(name, options, stats, guardrails)
+            session.labelled = named or item.session != transcript.name
             stats.sessions += 1
         index = session.index
         session.index += 1
@@ -438,10 +452,10 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
         else:
             records = _item_records(item, index, session, options, stats)
         for record in records:
-            yield {**record, "session": session.name} if named else record
+            yield {**record, "session": session.name} if session.labelled else record
     for session in sessions.values():
         for record in session.finish():
-            yield {**record, "session": session.name} if named else record
+            yield {**record, "session": session.name} if session.labelled else record
 
 
 def _item_records(item: Item, index: int, session: _Session, options: ReplayOptions,

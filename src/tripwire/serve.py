@@ -148,7 +148,8 @@ def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
 
 
 _TASK_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry)
-_SIDECAR_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset")
+_SIDECAR_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset",
+                  "compaction")
 
 
 def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:

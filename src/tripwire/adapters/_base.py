@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from ..errors import InvalidEvent, TruncatedLine
-from ..events import UTF8_BOM, Event, TurnEnd, TurnStart, Usage
+from ..events import UTF8_BOM, Call, Event, Result, TurnEnd, TurnStart, Usage
 
 __all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", "Turns",
-           "messages_of", "items_at", "positioned", "run_total"]
+           "messages_of", "items_at", "positioned", "run_total", "anthropic_call",
+           "anthropic_result", "anthropic_usage", "claude_unknown_tool"]
 
 
 class Item(NamedTuple):
@@ -177,3 +179,59 @@ def run_total(document: dict[str, Any], model: str | None = None) -> Usage | Non
     if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
         return None
     return Usage(model=model, cost_usd=float(cost))
+
+
+# -- Anthropic Messages content (Claude Code, its headless output, Cline, Roo ...) -----------
+
+def anthropic_usage(message: dict[str, Any]) -> Usage | None:
+    """A Messages ``usage`` object as one interchange usage (input counts the cached parts too:
+    Anthropic's ``input_tokens`` is the uncached remainder only)."""
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    read = _count(usage.get("cache_read_input_tokens"))
+    write = _count(usage.get("cache_creation_input_tokens"))
+    uncached = _count(usage.get("input_tokens"))
+    model = message.get("model")
+    return Usage(model=model if isinstance(model, str) else None,
+                 input_tokens=uncached + read + write,
+                 output_tokens=_count(usage.get("output_tokens")),
+                 cache_read_tokens=read, cache_write_tokens=write, provider="anthropic")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def anthropic_call(block: dict[str, Any], names: dict[str, str]) -> Call:
+    """A ``tool_use`` block as a call; remembers its name for the result."""
+    name = block.get("name")
+    if not isinstance(name, str):
+        raise InvalidEvent("a tool_use block needs a string 'name'")
+    ident = block.get("id") if isinstance(block.get("id"), str) else None
+    if ident is not None:
+        names[ident] = name
+    return Call(name, block.get("input"), ident)
+
+
+def anthropic_result(block: dict[str, Any], names: dict[str, str]) -> Result:
+    """A ``tool_result`` block as a result, named after its call when the call was seen."""
+    ident = block.get("tool_use_id")
+    ident = ident if isinstance(ident, str) else None
+    text = block_text(block.get("content"))
+    error = (text or True) if block.get("is_error") is True else None
+    return Result(name=names.get(ident) if ident else None, id=ident, error=error, payload=text)
+
+
+#: Claude Code's error text for a call of a tool it does not have
+NO_SUCH_TOOL = "No such tool available"
+
+
+def claude_unknown_tool(result: Result) -> Result:
+    """The result, flagged ``unknown_tool`` when it is Claude Code's answer to a call of a tool
+    it does not have (``<tool_use_error>Error: No such tool available: X</tool_use_error>``)."""
+    if result.error and isinstance(result.payload, str) and \
+            result.payload.removeprefix("<tool_use_error>").lstrip().removeprefix(
+                "Error: ").startswith(NO_SUCH_TOOL):
+        return replace(result, unknown_tool=True)
+    return result

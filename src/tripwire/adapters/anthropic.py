@@ -15,8 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Call, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, messages_of, positioned, read_document
+from ..events import Event, Text
+from ._base import (
+    Item,
+    Turns,
+    messages_of,
+    positioned,
+    read_document,
+)
+from ._base import anthropic_call as tool_call
+from ._base import anthropic_result as tool_result
+from ._base import anthropic_usage as usage_of
+
+__all__ = ["NAME", "sniff", "read", "message_events", "tool_call", "tool_result", "usage_of"]
 
 NAME = "anthropic"
 _BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
@@ -32,46 +43,6 @@ def sniff(value: Any) -> bool:
     return any(isinstance(b, dict) and b.get("type") in _BLOCKS
                for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
                for b in m["content"])
-
-
-def usage_of(message: dict[str, Any]) -> Usage | None:
-    """A Messages ``usage`` object as one interchange usage (input counts the cached parts too:
-    Anthropic's ``input_tokens`` is the uncached remainder only)."""
-    usage = message.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    read = _count(usage.get("cache_read_input_tokens"))
-    write = _count(usage.get("cache_creation_input_tokens"))
-    uncached = _count(usage.get("input_tokens"))
-    model = message.get("model")
-    return Usage(model=model if isinstance(model, str) else None,
-                 input_tokens=uncached + read + write,
-                 output_tokens=_count(usage.get("output_tokens")),
-                 cache_read_tokens=read, cache_write_tokens=write, provider="anthropic")
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def tool_call(block: dict[str, Any], names: dict[str, str]) -> Call:
-    """A ``tool_use`` block as a call; remembers its name for the result."""
-    name = block.get("name")
-    if not isinstance(name, str):
-        raise InvalidEvent("a tool_use block needs a string 'name'")
-    ident = block.get("id") if isinstance(block.get("id"), str) else None
-    if ident is not None:
-        names[ident] = name
-    return Call(name, block.get("input"), ident)
-
-
-def tool_result(block: dict[str, Any], names: dict[str, str]) -> Result:
-    """A ``tool_result`` block as a result, named after its call when the call was seen."""
-    ident = block.get("tool_use_id")
-    ident = ident if isinstance(ident, str) else None
-    text = block_text(block.get("content"))
-    error = (text or True) if block.get("is_error") is True else None
-    return Result(name=names.get(ident) if ident else None, id=ident, error=error, payload=text)
 
 
 def message_events(message: dict[str, Any], turns: Turns,

@@ -14,8 +14,11 @@ sub-agents' ``<session_id>/subagents/agent-<id>.jsonl``), streamed line by line.
   A sidechain replaying a response of the main conversation reuses its ``message.id`` (with a
   new ``requestId``): that is one provider response (SPEC §11.1), counted once, in the main
   conversation (as ccusage keeps the non-sidechain copy); the sidechain's copy carries no usage.
+- A ``system`` ``compact_boundary`` line is a compaction (``compactMetadata.trigger``
+  ``auto``: automatic); a tool error "No such tool available" sets ``unknown_tool``.
 - Everything else (``file-history-snapshot``, ``summary``, ``queue-operation``, ``progress``,
-  ``system``, unknown types with the transcript envelope) is recognized and skipped.
+  other ``system`` lines, unknown types with the transcript envelope) is recognized and
+  skipped.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Event, Text, TurnEnd, Usage
+from ..events import Compaction, Event, Text, TurnEnd, Usage
 from ._base import Item, Turns, block_text, items_at, json_lines
+from ._base import claude_unknown_tool as unknown_tool
 from .anthropic import tool_call, tool_result, usage_of
 
 __all__ = ["NAME", "sniff", "read", "usage_of"]
@@ -43,8 +47,10 @@ INTERRUPTED = "[Request interrupted by user"
 
 
 def sniff(value: Any) -> bool:
-    """A decoded first line: is it a Claude Code transcript line?"""
-    return (isinstance(value, dict) and value.get("type") in ENTRY_TYPES
+    """Is this decoded line a Claude Code transcript line? An object with a string ``type``
+    and the transcript envelope (a ``sessionId``, ``uuid`` ...): the reader reads exactly the
+    lines detection accepts, whatever their type (newer versions add types)."""
+    return (type(value) is dict and type(value.get("type")) is str
             and any(key in value for key in _ENVELOPE))
 
 
@@ -75,30 +81,48 @@ class _Session:
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
-    """The items of one transcript; ``name`` names the conversation when no line has an id."""
+    """The items of one transcript; ``name`` names the conversation when no line has an id.
+    A line that cannot be read belongs to the conversation of the line before it (a cut last
+    line is not a conversation of its own)."""
     sessions: dict[str, _Session] = {}
     main_ids: set[str] = set()
+    current = name  # the session of the latest line read
     for number, value in json_lines(path):
         if isinstance(value, InvalidEvent):
-            yield Item(name, number, error=value)
+            yield Item(current, number, error=value)
             continue
-        if not isinstance(value, dict) or not isinstance(value.get("type"), str) or not (
-                value["type"] in ENTRY_TYPES or any(k in value for k in _ENVELOPE)):
-            yield Item(name, number, error=InvalidEvent(
+        if not sniff(value):
+            yield Item(current, number, error=InvalidEvent(
                 "not a Claude Code transcript line (expected an object with a 'type' such as "
                 "user or assistant, and a sessionId)", source=str(path), line=number))
             continue
         kind = value["type"]
+        if kind == "system" and value.get("subtype") == "compact_boundary":
+            session = _session_of(value, name, sessions, main_ids)
+            current = session.name
+            yield from session.flush()  # the response before the boundary is complete
+            yield Item(session.name, number, compaction_of(value))
+            continue
         if kind not in ("user", "assistant"):
-            yield Item(name, number)
+            yield Item(current, number)
             continue
         session = _session_of(value, name, sessions, main_ids)
+        current = session.name
         yield from items_at(session.name, number, path,
                             partial(_events, kind, value, session, number))
     for session in sessions.values():
         yield from session.flush()
         for event in session.turns.end():
             yield Item(session.name, 0, event)
+
+
+def compaction_of(value: dict[str, Any]) -> Compaction:
+    """A ``compact_boundary`` line's compaction: automatic when its ``compactMetadata``
+    says ``trigger: "auto"`` (``/compact`` is ``manual``); Claude Code summarizes, never
+    truncates."""
+    metadata = value.get("compactMetadata")
+    trigger = metadata.get("trigger") if isinstance(metadata, dict) else None
+    return Compaction(mechanical=False, automatic=trigger == "auto")
 
 
 def _session_of(value: dict[str, Any], name: str, sessions: dict[str, _Session],
@@ -152,7 +176,7 @@ def _events(kind: str, value: dict[str, Any], session: _Session,
                                          for b in content):
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                yield tool_result(block, session.names)
+                yield unknown_tool(tool_result(block, session.names))
         return
     text = block_text(content)
     if text.startswith(INTERRUPTED):

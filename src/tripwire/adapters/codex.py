@@ -11,8 +11,12 @@ line by line. Every line is ``{"timestamp", "type", "payload"}``.
   model of the latest ``turn_context``; a repeat with the same cumulative totals is skipped; a
   count with only the totals (``total_token_usage``) gives the difference from the previous
   totals. ``UsageState`` / ``usage_events`` are the rule, also used by the live hook.
-- ``agent_message`` (a mirror of the assistant message item), ``reasoning``, ``turn_context``,
-  ``compacted`` and other event types are skipped.
+- A ``compacted`` line is a compaction (``event_msg`` ``context_compacted`` is the notice of
+  the same one: one compaction either way, the second of an adjacent pair is skipped); the
+  rollout does not say whether the user (``/compact``) or Codex started it: ``automatic``
+  false.
+- ``agent_message`` (a mirror of the assistant message item), ``reasoning``, ``turn_context``
+  and other event types are skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidEvent
-from ..events import Event, Usage
+from ..events import Compaction, Event, Usage
 from ._base import Item, Turns, items_at, json_lines
 from .openai_responses import ITEM_TYPES, item_events, usage_of
 
@@ -52,13 +56,16 @@ class UsageState:
 
 
 class _State(UsageState):
-    __slots__ = ("name", "names", "turns")
+    __slots__ = ("compacted", "name", "names", "turns")
 
     def __init__(self, name: str):
         super().__init__()
         self.name = name
         self.turns = Turns()
         self.names: dict[str, str] = {}
+        #: the kind of compaction marker just read ("compacted", "context_compacted"), until
+        #: a line of anything else: its twin right after it is the same compaction
+        self.compacted: str | None = None
 
 
 def usage_events(kind: str, payload: dict[str, Any], state: UsageState) -> Iterator[Usage]:
@@ -121,6 +128,19 @@ def read(path: Path, name: str) -> Iterator[Item]:
 
 
 def _events(kind: str, payload: dict[str, Any], state: _State) -> Iterator[Event]:
+    marker = kind if kind == "compacted" else (
+        "context_compacted" if kind == "event_msg" and payload.get("type") == "context_compacted"
+        else None)
+    if marker is not None:
+        if state.compacted is None or state.compacted == marker:
+            yield Compaction(mechanical=False, automatic=False)
+            state.compacted = marker
+        else:
+            state.compacted = None  # the twin of the marker before it
+        return
+    if kind != "turn_context" and not (kind == "event_msg"
+                                       and payload.get("type") == "token_count"):
+        state.compacted = None
     if kind == "session_meta":
         if isinstance(payload.get("id"), str) and payload["id"] and not state.turns.open:
             state.name = payload["id"]

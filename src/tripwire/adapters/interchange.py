@@ -1,4 +1,10 @@
-"""tripwire's own interchange format (JSON Lines, one event per line, SPEC §0), as a reader."""
+"""tripwire's own interchange format (JSON Lines, one event per line, SPEC §0), as a reader.
+
+A line's ``session`` field names its session (``tripwire convert`` writes one on every line, so
+a converted transcript of several sessions replays as those sessions); a line without one
+belongs to the file's session (``name``). A line that cannot be read belongs to the session of
+the line before it.
+"""
 
 from __future__ import annotations
 
@@ -17,5 +23,10 @@ def sniff(value: Any) -> bool:
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
-    for _, number, event, error in decoded_lines(path):
-        yield Item(name, number, event, error)
+    current = name
+    for _, number, event, error, session in decoded_lines(path):
+        if session is not None:
+            current = session
+        elif event is not None:
+            current = name
+        yield Item(current, number, event, error)

@@ -178,14 +178,20 @@ def _one_per_line(path: Path) -> bool:
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
+    """The items of an export file; a line that cannot be read belongs to the session of the
+    last span before it (a cut last line is not a session of its own)."""
     lines = json_lines(path) if _one_per_line(path) else iter([(1, read_document(path))])
+    current = name
     for number, value in lines:
         if isinstance(value, InvalidEvent):
-            yield Item(name, number, error=value)
+            yield Item(current, number, error=value)
             continue
         if not sniff(value):
-            yield Item(name, number, error=InvalidEvent(
+            yield Item(current, number, error=InvalidEvent(
                 "not an OTLP/JSON trace export (expected an object with 'resourceSpans')",
                 source=str(path), line=number))
             continue
-        yield from items_at(name, number, path, partial(_items, value, name, number))
+        for item in items_at(current, number, path, partial(_items, value, name, number)):
+            if item.event is not None:
+                current = item.session
+            yield item

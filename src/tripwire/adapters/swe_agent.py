@@ -35,7 +35,9 @@ def sniff(value: Any) -> bool:
 
 
 def _has_actions(history: list[Any]) -> bool:
-    return any(isinstance(m, dict) and "action" in m for m in history[:8])
+    """SWE-agent's history messages: a ``role``, some with an ``action`` (OpenHands' events
+    have an ``action`` and no ``role``)."""
+    return any(isinstance(m, dict) and "action" in m and "role" in m for m in history[:8])
 
 
 def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:

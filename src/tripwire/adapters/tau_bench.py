@@ -39,10 +39,10 @@ def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
     if not sniff(results):
         raise InvalidEvent("not a tau-bench results file (expected a JSON array of "
                            "{task_id, traj} objects)", source=str(path))
+    if not all(isinstance(r, dict) and isinstance(r.get("traj"), list) for r in results):
+        # checked before any is read: a file refused half way would have been replayed half
+        raise InvalidEvent("a tau-bench result needs a 'traj' message list", source=str(path))
     for result in results:
-        if not isinstance(result, dict) or not isinstance(result.get("traj"), list):
-            raise InvalidEvent("a tau-bench result needs a 'traj' message list",
-                               source=str(path))
         session = f"{name}#task-{result.get('task_id')}"
         if "trial" in result:
             session += f"-trial-{result['trial']}"
