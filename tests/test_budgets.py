@@ -58,7 +58,7 @@ def test_defaults_follow_the_table() -> None:
     assert interactive.caps()["steps"] is None and unattended.caps()["steps"] is None
     with pytest.raises(ConfigError, match="unknown budget counter"):
         Budget.from_mapping({"step": 3})
-    with pytest.raises(ConfigError, match="non-negative"):
+    with pytest.raises(ConfigError, match=r"a number from 0 \(off\)"):
         Budget(steps=-1)
 
 

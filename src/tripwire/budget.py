@@ -60,7 +60,8 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .money import NANO
+from .money import NANO, parse_dollars, to_nano
+from .validate import MAX_COUNT, MAX_TOKENS, shown_value, check_count
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -156,9 +157,10 @@ def _cap(value: Any, name: str, *, integer: bool) -> float | int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or value < 0:
-        raise ConfigError(f"budget {name} must be a non-negative number (0: off), "
-                          f"not {value!r}")
+            (isinstance(value, int) and abs(value) > MAX_COUNT) or \
+            not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
+        raise ConfigError(f"budget {name} must be a number from 0 (off) to {MAX_COUNT:,}, "
+                          f"not {shown_value(value)}")
     if integer and value != int(value):
         raise ConfigError(f"budget {name} counts whole units, not {value!r}")
     return int(value) if integer else float(value)
@@ -547,17 +549,9 @@ class Task:
         """One model request tripwire did not observe (the progress supervisor's, say): a
         step, its tokens and its cost, charged along the chain."""
         tokens = 0
-        for v in (input_tokens, output_tokens):
-            if v is not None:
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise ConfigError(f"token counts are non-negative integers, not {v!r}")
-                tokens += v
-        nano = 0
-        if cost_usd is not None:
-            if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or \
-                    not math.isfinite(cost_usd) or cost_usd < 0:
-                raise ConfigError(f"cost_usd is a non-negative number, not {cost_usd!r}")
-            nano = round(cost_usd * NANO)
+        for v, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+            tokens += check_count(v, what, MAX_TOKENS, ConfigError) or 0
+        nano = to_nano(parse_dollars(cost_usd, "cost_usd", allow_none=True) or 0.0)
         return self._charge_usage(tokens, nano)
 
     def tell(self, text: str, signal: str = "progress-supervisor") -> None:

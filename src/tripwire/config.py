@@ -49,7 +49,7 @@ from .modes import Mode, detect_unattended, resolve_mode
 from .money import parse_dollars
 from .signals import WatchdogConfig
 from .tasks import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
-from .validate import check_hook
+from .validate import check_hook, check_session_id
 
 __all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
            "ResolvedConfig", "resolve_session"]
@@ -347,8 +347,7 @@ def resolve_session(config: object, session_id: object,
                           f"{type(config).__name__}{hint}")
     for what, hook in hooks.items():
         check_hook(hook, what)
-    if not isinstance(session_id, str):
-        raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
+    check_session_id(session_id, ConfigError)
     return (config if isinstance(config, ResolvedConfig)
             else (config or GuardrailsConfig()).resolve())
 

@@ -31,6 +31,7 @@ from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
 from .session_batch import SessionBatch
+from .validate import check_session_id
 
 if TYPE_CHECKING:
     from ._reference_guardrails import SessionTable  # its native twin has the same API
@@ -104,8 +105,7 @@ class Fleet:
             raise InvalidEvent(f"session {session_id!r} already runs under task "
                                f"{g.task.task_id!r}")
         if g is None:
-            if type(session_id) is not str or not session_id:
-                raise InvalidEvent(f"a session id is a non-empty str, not {session_id!r}")
+            check_session_id(session_id)
             with self._lock:
                 if task is not None:
                     self._session_task[session_id] = task
@@ -114,6 +114,23 @@ class Fleet:
                     g = self._new_session(session_id)
                     self._sessions.add(session_id, g)
         g.last_used = time.monotonic()  # touch(), without a method call: every call is here
+        return g
+
+    def existing(self, session_id: str) -> Guardrails | None:
+        """The session's guardrails if the fleet knows it (in memory, or in the store: then
+        restored), else None; an unknown session is not created."""
+        check_session_id(session_id)
+        if session_id in self._sessions or self.store is None:
+            return self._sessions.get(session_id)
+        history = self.store.history(session_id)
+        if not history.exists:
+            return None
+        with self._lock:
+            g = self._sessions.get(session_id)
+            if g is None:
+                g = self._new_session(session_id, history)
+                self._sessions.add(session_id, g)
+        g.last_used = time.monotonic()
         return g
 
     def _new_session(self, session_id: str, history: Any = None) -> Guardrails:

@@ -159,5 +159,10 @@ def store_failed(kind: str, exc: Exception) -> str:
             "background and at the next guardrail decision")
 
 
+def row_dropped(kind: str, exc: Exception) -> str:
+    return (f"a {kind} row cannot be stored ({exc}) and was dropped, so the rows behind it "
+            "are not held up; the decision it recorded stands in memory")
+
+
 def history_unreadable(exc: Exception) -> str:
     return f"guardrail history unreadable ({exc}); the session runs without it"

@@ -83,6 +83,10 @@ class Outbox:
                     except StoreError as exc:
                         on_error(kind, exc)
                         return False
+                    except (ValueError, TypeError, OverflowError) as exc:
+                        # The row itself cannot be stored (the store checks it before any
+                        # write): retrying it would hold up every row behind it for good.
+                        LOGGER.error("[session %s] %s", session_id, lines.row_dropped(kind, exc))
                     with self._lock:
                         self._rows.popleft()
             finally:

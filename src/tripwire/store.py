@@ -175,6 +175,12 @@ class SessionHistory:
     # anchor), read in the same snapshot: no session's history can then be proven complete
     store_problem: str | None = None
 
+    @property
+    def exists(self) -> bool:
+        """Whether the store knows the session: rows of it, or the evidence of their deletion
+        (a broken chain). The one rule of "no such session" (the CLI, ``Fleet.existing``)."""
+        return bool(self.rows) or not self.report.intact
+
 
 @runtime_checkable
 class EventStore(Protocol):

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, Usage
+from ..validate import reader_count
 from ._base import Item, Turns, block_text, messages_of, positioned, read_document
 
 NAME = "anthropic"
@@ -51,7 +52,7 @@ def usage_of(message: dict[str, Any]) -> Usage | None:
 
 
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return reader_count(value, "usage token count") or 0
 
 
 def tool_call(block: dict[str, Any], names: dict[str, str]) -> Call:
