@@ -210,7 +210,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--config", metavar="FILE", help="a tripwire config file (TOML or JSON)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: 127.0.0.1, loopback only)")
-    serve.add_argument("--port", type=int, default=8737,
+    serve.add_argument("--port", type=_port, default=8737,
                        help="port to listen on (default: 8737; 0: any free port)")
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
@@ -249,6 +249,16 @@ def _count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free port), not {value}")
     return value
 
 
@@ -477,8 +487,7 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
 
     store = _existing_store(args.store)
     histories = store.histories([args.session] if args.session else None)
-    if args.session and not histories[args.session].rows and \
-            histories[args.session].report.intact:
+    if args.session and not histories[args.session].exists:
         raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
@@ -555,7 +564,7 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     store = _existing_store(args.store, write=True)
     history = store.history(args.session)
-    if not history.rows and history.report.intact:
+    if not history.exists:
         raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     folded = fold_history(history)
     scope: Guardrail = args.guardrail
