@@ -459,8 +459,11 @@ class Guardrails:
     # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
 
     def flush(self) -> bool:
-        """Write rows the store did not take yet (waiting the store's full timeout); True when
-        none is left."""
+        """Write what the store does not hold yet — the task's consumption (the tool calls
+        the fast path counts without a row: a process that exits after this keeps them, as a
+        hook must) and the rows it did not take yet — waiting the store's full timeout; True
+        when none is left."""
+        self._task.persist()
         return self._durable.flush()
 
     @property
