@@ -33,6 +33,7 @@ from .errors import (
     InvalidReset,
     ResetRefused,
     StoreError,
+    StoreUnreadable,
     TripwireError,
     TruncatedLine,
 )
@@ -458,26 +459,43 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _open_store(path: str) -> Any:
     """A store to write (replay --store): created when missing. A ``postgresql://`` URL is a
-    PostgreSQL store, anything else a SQLite file."""
+    PostgreSQL store, anything else a SQLite file. One that cannot be opened is one line."""
     from .store import open_store
 
-    return open_store(path).check()
+    return open_store(path, check=True)
 
 
 def _existing_store(path: str, *, write: bool = False) -> Any:
-    """A store the operator verbs work on: it must exist and be a tripwire store. Read-only
+    """A store the operator verbs work on: it must exist and be a tripwire store, sealed with
+    the key in use (a wrong key is a ``StoreKeyMismatch``, exit 2: not tampering). Read-only
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
-    checks it read-only first, then opens it to append."""
-    from .store import open_store
+    checks it read-only first, then opens it to append. ``StoreUnreadable`` when it exists
+    but cannot be read."""
+    from .errors import StoreKeyMismatch
+    from .store import KEY_ENV, open_store
     from .store_postgres import is_postgres_url
 
-    if not is_postgres_url(path) and not os.path.exists(path):
+    if not is_postgres_url(path) and not os.path.lexists(path):
         raise FileNotFoundError(f"{path}: no such store")
-    store = open_store(path, read_only=True).check()
+    store = open_store(path, read_only=True, check=True)
+    if not store.key_matches:
+        store.close()
+        raise StoreKeyMismatch(f"{store.path}: this key is not the one the store was created "
+                               f"with (set {KEY_ENV} to the store's key)")
     if not write:
         return store
     store.close()
-    return open_store(path).check()
+    return open_store(path, check=True)
+
+
+def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[Any, list[str]]:
+    """A store that cannot be read, as the operator verbs show it: the store object (its
+    anchor is still readable) and the sessions to report (those the anchor knows; ``only``:
+    that one)."""
+    from .store import open_store
+
+    store = open_store(path, read_only=True)  # not opened: the anchor is read without it
+    return store, [only] if only else store.anchored_sessions()
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
@@ -485,8 +503,11 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     from .context import context_stats_from_rows
     from .restore import fold_history
 
-    store = _existing_store(args.store)
-    histories = store.histories([args.session] if args.session else None)
+    try:
+        store = _existing_store(args.store)
+        histories = store.histories([args.session] if args.session else None)
+    except StoreUnreadable as exc:
+        return _status_unreadable(args, exc, out)
     if args.session and not histories[args.session].exists:
         raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     for sid, history in sorted(histories.items()):
@@ -507,6 +528,24 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
         _print_tasks(sid, sid, folded.task_rows, report, out)
     store.close()
     return EXIT_OK
+
+
+def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: TextIO) -> int:
+    """``status`` of a store that cannot be read: a store line, then each session the anchor
+    knows (or the one asked) as a restore would see it: halted (store_unreadable), with the
+    spend the anchor proves. Exit 1: a finding, as ``verify``'s."""
+    from .restore import fold_unreadable
+
+    store, sessions = _unreadable_view(args.store, exc, args.session)
+    _print({"kind": "store", "store": store.path, "chain": "unreadable", "problem": str(exc),
+            "anchor": store.anchor, "anchored_sessions": len(store.anchored_sessions())}, out)
+    for sid in sessions:
+        folded = fold_unreadable(str(exc), store.anchored(sid))
+        _print({"kind": "session", "session": sid, "halted": True,
+                "halted_by": list(folded.halted_by), "reason": folded.reason,
+                "spent_usd": round(folded.spent_usd, 9), "granted_usd": 0.0, "rows": None,
+                "chain": "unreadable", "problem": str(exc), "context": None}, out)
+    return EXIT_BROKEN
 
 
 def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
@@ -562,10 +601,15 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .cost import NANO, CostCeiling
     from .restore import fold_history
 
-    store = _existing_store(args.store, write=True)
-    history = store.history(args.session)
-    if not history.exists:
-        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+    try:
+        store = _existing_store(args.store, write=True)
+        history = store.history(args.session)
+    except StoreUnreadable as exc:
+        store = _replace_unreadable(args, exc, out)
+        history = store.history(args.session)
+    else:
+        if not history.exists:
+            raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     folded = fold_history(history)
     scope: Guardrail = args.guardrail
     # the library's own rule, on the ceiling the session's rows describe
@@ -593,11 +637,42 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
+                        out: TextIO) -> Any:
+    """The operator's reset of a store that cannot be read: move it (and its anchor) aside as
+    evidence, and start a new chain that carries what the anchor proves of each session (its
+    spend, its tasks' consumption, its standing halts: ``restore.carried_rows``). A session the
+    anchor does not know starts afresh; without an anchor, every session does. The reset
+    itself is then written as on any store."""
+    import time
+
+    from .restore import carried_rows
+    from .store import open_store
+
+    old, sessions = _unreadable_view(args.store, problem, None)
+    entries = {sid: old.anchored(sid) for sid in sessions}
+    suffix = "unreadable-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = old.quarantine(suffix)
+    store = open_store(args.store, check=True)
+    why = (f"the store was unreadable ({problem}) and was moved aside by tripwire reset; this "
+           "is what its anchor proved")
+    for sid, entry in entries.items():
+        if entry is not None:
+            for kind, data in carried_rows(entry, why):
+                store.append(sid, kind, data)
+    _print({"kind": "store_replaced", "store": store.path, "problem": str(problem),
+            "moved_to": moved, "carried_sessions": sum(1 for e in entries.values() if e)}, out)
+    return store
+
+
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
     from .store import format_reports
 
-    store = _existing_store(args.store)
-    reports = store.verify()
+    try:
+        store = _existing_store(args.store)
+        reports = store.verify()
+    except StoreUnreadable as exc:
+        return _verify_unreadable(args, exc, out)
     if reports:
         out.write(format_reports(reports) + "\n")
     sessions = [r for r in reports if r.session != "*"]
@@ -611,6 +686,24 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"verdict: intact ({counts})\n")
     store.close()
     return EXIT_OK if not broken else EXIT_BROKEN
+
+
+def _verify_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: TextIO) -> int:
+    from .money import usd
+
+    store, sessions = _unreadable_view(args.store, exc, None)
+    out.write(f"*: UNREADABLE: {exc}\n")
+    for sid in sessions:
+        entry = store.anchored(sid)
+        if entry is None:
+            continue
+        halts = f", halted by {', '.join(entry.halted)}" if entry.halted else ""
+        out.write(f"{sid}: UNREADABLE: the anchor proves {usd(entry.spend_nano)} spent{halts}\n")
+    anchored = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''} in its anchor" \
+        if store.anchor else "no anchor"
+    out.write(f"verdict: UNREADABLE (the store cannot be read; {anchored}; `tripwire reset "
+              "STORE --session ID` moves it aside and starts a new chain)\n")
+    return EXIT_BROKEN
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:

@@ -25,6 +25,7 @@ from .errors import (
     GuardrailHalted,
     InvalidEvent,
     StoreError,
+    StoreUnreadable,
     TripwireError,
 )
 from .events import Call, Reset, Result, Text, TurnEnd, TurnStart, Usage
@@ -122,9 +123,13 @@ class Fleet:
         check_session_id(session_id)
         if session_id in self._sessions or self.store is None:
             return self._sessions.get(session_id)
-        history = self.store.history(session_id)
-        if not history.exists:
-            return None
+        try:
+            history = self.store.history(session_id)
+        except StoreUnreadable:
+            history = None  # cannot be told absent: its restore halts it (store_unreadable)
+        else:
+            if not history.exists:
+                return None
         with self._lock:
             g = self._sessions.get(session_id)
             if g is None:
@@ -146,8 +151,16 @@ class Fleet:
         if self.store is None:
             return 0
 
+        histories: dict[str, Any]
         try:
             histories = self.store.histories()
+        except StoreUnreadable as exc:
+            # not transient: every session the anchor knows restores halted (store_unreadable)
+            # with what it proves, each through its own restore; others halt when first used
+            LOGGER.warning("store unreadable (%s); the %d session(s) its anchor knows restore "
+                           "halted", exc, len(getattr(self.store, "anchored_sessions",
+                                                      list)()))
+            histories = dict.fromkeys(getattr(self.store, "anchored_sessions", list)())
         except StoreError as exc:
             LOGGER.warning("store unreadable (%s); sessions restore one by one on use",
                            exc)

@@ -458,13 +458,19 @@ class Guardrails:
 
     # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
 
-    def flush(self) -> bool:
+    def flush(self, wait: float | None = None) -> bool:
         """Write what the store does not hold yet — the task's consumption (the tool calls
         the fast path counts without a row: a process that exits after this keeps them, as a
-        hook must) and the rows it did not take yet — waiting the store's full timeout; True
-        when none is left."""
+        hook must) and the rows it did not take yet — waiting the store's full timeout (or at
+        most ``wait`` seconds for each row); True when none is left (else ``store_problem``
+        says why)."""
         self._task.persist()
-        return self._durable.flush()
+        return self._durable.flush(wait)
+
+    @property
+    def store_problem(self) -> str | None:
+        """Why rows are waiting for the store (its last error), or None when none is."""
+        return self._durable.problem
 
     @property
     def unpersisted_rows(self) -> int:

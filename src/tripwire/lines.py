@@ -164,5 +164,10 @@ def row_dropped(kind: str, exc: Exception) -> str:
             "are not held up; the decision it recorded stands in memory")
 
 
+def store_unreadable(exc: Exception) -> str:
+    return (f"the guardrail store cannot be read ({exc}): not a transient fault, so the "
+            "session restores halted (store_unreadable) with what the anchor proves")
+
+
 def history_unreadable(exc: Exception) -> str:
     return f"guardrail history unreadable ({exc}); the session runs without it"
