@@ -286,6 +286,16 @@ def note_text(counter: str, used: float, cap: float) -> str:
            f"{_NOUNS.get(counter, counter)} for this task."
 
 
+def shown_used(used: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored ``used`` map (a budget row's: ``usd`` in nano-dollars, as a task counts it) as
+    people read it: ``usd`` in dollars, like every other dollar amount tripwire prints."""
+    out = dict(used)
+    nano = out.get("usd")
+    if isinstance(nano, int) and not isinstance(nano, bool):
+        out["usd"] = round(nano / NANO, 9)
+    return out
+
+
 class CallCounter:
     """A task's tool-call count and the fast path's mark, in an object of their own. A task
     starts with this one; a native session that runs it alone swaps in the native twin

@@ -37,6 +37,7 @@ from .errors import (
     TripwireError,
     TruncatedLine,
 )
+from ._usage import OneLineParser
 from .guardrail import Guardrail
 
 # Each verb imports what it needs when it runs (``tripwire replay`` starts without the store,
@@ -64,11 +65,7 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(record, ensure_ascii=not _encodes_unicode(out)) + "\n")
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2 (no usage dump to scroll past)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+_Parser = OneLineParser  # usage errors in one line on stderr, exit 2 (``_usage``)
 
 
 def _dollars(text: str) -> float:
@@ -120,11 +117,14 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         "replay",
         help="replay recorded event files and print what tripwire would have said",
         description=(
-            "Read interchange-format event files (JSON Lines, one event per line), run the "
-            "watchdog over each file as one session, and print one JSON line per alert, then "
-            "a summary line. The context guard reports as `context` lines; below enforce "
-            "mode replay skips no event, so every alert of the recording is reported; under "
-            "enforce a cut skips the rest of its turn, as the harness would have cancelled it."
+            "Read recordings — interchange event files (JSON Lines, one event per line) or "
+            "any supported harness's transcripts, detected from their content — and run each "
+            "session through the guardrails (the watchdog, the cost ceiling, the context "
+            "guard, task budgets). Prints JSON Lines: one line per alert, decision (cut, halt, "
+            "refused turn), feedback block, context record and task outcome, then a summary "
+            "line. With no policy option it runs in warn mode with no ceilings and skips no "
+            "event, so every alert of the recording is reported; under enforce a cut skips "
+            "the rest of its turn, as the harness would have cancelled it."
         ),
     )
     replay.add_argument("paths", nargs="+", metavar="PATH",
@@ -135,8 +135,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     replay.add_argument("--per-file", action="store_true",
                         help="add a per-file breakdown (\"per_file\") to the summary line")
     replay.add_argument("--signals", type=_signal_set, metavar="IDS",
-                        help="comma-separated signal ids to run: the eight built-ins and the "
-                             "config file's custom signals ([signals] custom; default: all)")
+                        help="comma-separated ids of the signals to run, among the built-in "
+                             "signals and the config file's custom ones ([signals] custom); "
+                             "default: all (an unknown id is an error listing them)")
     replay.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
     replay.add_argument("--skip-invalid", action="store_true",
                         help="report invalid lines and go on instead of stopping")
@@ -190,11 +191,18 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     status.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     status.add_argument("--session", metavar="ID", help="one session (default: all)")
 
-    reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
+    reset = verbs.add_parser(
+        "reset", help="an operator reset of a session in a store",
+        description="Write an operator reset of one session into a store; the process hosting "
+                    "the session applies it at the session's next turn (or when it restores). "
+                    "A store that cannot be read is moved aside first and a new chain started "
+                    "with what its anchor proves (docs/durability.md).")
     reset.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
-    reset.add_argument("--session", metavar="ID", required=True)
+    reset.add_argument("--session", metavar="ID", required=True,
+                       help="the session to reset (as `tripwire status STORE` lists them)")
     reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
-                       metavar="{watchdog,cost_ceiling,all}")
+                       metavar="{watchdog,cost_ceiling,all}",
+                       help="which halt to clear (default: all)")
     reset.add_argument("--add-budget", type=_dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
@@ -551,7 +559,7 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
 def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
                  out: TextIO) -> None:
     """One line per task whose rows a chain holds: its consumption, caps and outcome."""
-    from .budget import TASK_PREFIX
+    from .budget import TASK_PREFIX, shown_used
 
     tasks: dict[str, dict[str, Any]] = {}
     for data in rows:
@@ -563,7 +571,7 @@ def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], re
             if data.get(key) is not None:
                 line[key] = data[key]
         if isinstance(data.get("used"), dict):
-            line["used"] = data["used"]
+            line["used"] = shown_used(data["used"])  # usd in dollars, as spent_usd beside it
         if isinstance(data.get("outcome"), str):
             line["outcome"] = data["outcome"]
             for key in ("counter", "by_task", "guardrail", "reason"):
@@ -732,6 +740,29 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+#: options whose value may start with "-" (argparse would read "-5:3" as an option)
+_DASHED = ("--values",)
+
+
+def _dashed_values(argv: list[str]) -> list[str]:
+    """``--values -5:3`` as ``--values=-5:3``, so the option's own check answers (a range of
+    positive integers), not argparse's "expected one argument"."""
+    out: list[str] = []
+    values = iter(argv)
+    for arg in values:
+        if arg in _DASHED:
+            value = next(values, None)
+            if value is not None and value.startswith("-") and value not in ("-h", "--help"):
+                out.append(f"{arg}={value}")
+                continue
+            out.append(arg)
+            if value is not None:
+                out.append(value)
+            continue
+        out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -741,6 +772,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout
     err = err or sys.stderr
+    argv = _dashed_values(argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     try:

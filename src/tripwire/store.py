@@ -1249,6 +1249,11 @@ class SQLiteStore(_ChainedStore):
         """Move the store's file (with its -wal and -shm) and its anchor aside, each renamed
         ``<name>.<suffix>``, and close the store: ``tripwire reset`` on an unreadable store
         keeps it as evidence and starts a new chain. Returns the new paths."""
+        if os.path.isdir(self.path) and os.listdir(self.path):
+            # an empty directory is what stands in for a store; one with files in it may be
+            # an operator's mistyped path: never moved without their eyes on it
+            raise StoreError(f"{self.path}: a directory with files in it, not a store: "
+                             "tripwire reset does not move it; move it aside yourself")
         self.close()
         moved = []
         for path in (self.path, f"{self.path}-wal", f"{self.path}-shm", self.anchor):

@@ -38,7 +38,9 @@ def _harness(name: str) -> Any:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or argparse.ArgumentParser(prog="tripwire hook")
+    from .._usage import OneLineParser
+
+    parser = parser or OneLineParser(prog="tripwire hook")
     parser.epilog = ("tripwire hook serve --socket PATH runs a resident server that the command "
                      "hands events to when TRIPWIRE_HOOK_SOCKET names its socket.")
     parser.add_argument("harness", choices=HARNESSES)
@@ -154,10 +156,14 @@ def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
 
 
 def _serve(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tripwire hook serve", description=(
+    from .._usage import OneLineParser
+
+    parser = OneLineParser(prog="tripwire hook serve", description=(
         "Answer hook invocations over a Unix socket (set TRIPWIRE_HOOK_SOCKET to it in the "
         "harness's environment), so each event skips Python's imports."))
-    parser.add_argument("--socket", required=True, metavar="PATH")
+    parser.add_argument("--socket", required=True, metavar="PATH",
+                        help="the Unix socket to listen on (made with mode 0600; a stale one "
+                             "is replaced)")
     parser.add_argument("--idle-timeout", type=float, metavar="SECONDS",
                         help="exit after this long without a request (default: never)")
     args = parser.parse_args(argv)
