@@ -357,8 +357,30 @@ def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:
     points, ``custom_signals.factories_from_config``): the built-in signals' knobs."""
     section = file.get("signals", {})
     if isinstance(section, Mapping) and "custom" in section:
-        return {k: v for k, v in section.items() if k != "custom"}
+        section = {k: v for k, v in section.items() if k != "custom"}
+    _no_negative_counts(section)
     return section  # type: ignore[no-any-return]
+
+
+def _no_negative_counts(section: Any) -> None:
+    """A negative count in a config file is a mistake, refused as a value above the knob's
+    range is (each knob's range is its own: ``Knob.range_text``). The engines' API keeps SPEC
+    §1's clamp ("counts below 2 become 2", pinned for -3 by the conformance data); a file a
+    person wrote says what it means: 0 and 1 still count as 2, as documented, -3 is refused."""
+    from .signals import SIGNALS
+
+    if not isinstance(section, Mapping):
+        return
+    for spec in SIGNALS:
+        knobs = section.get(spec.id)
+        if not isinstance(knobs, Mapping):
+            continue
+        for knob in spec.knobs:
+            value = knobs.get(knob.name)
+            if knob.kind is int and isinstance(value, (int, float)) and \
+                    not isinstance(value, bool) and value < 0:
+                raise ConfigError(f"{spec.id}.{knob.name} must not be negative: it must be "
+                                  f"{knob.range_text()}, not {value!r}")
 
 
 _ANNOUNCED: set[str] = set()  # startup lines logged already, once per process
