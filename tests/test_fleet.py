@@ -360,7 +360,7 @@ def test_columns_and_event_objects(implementation: str) -> None:
 
 
 def test_context_limits_inside_a_batch(implementation: str) -> None:
-    f = fleet(implementation)
+    f = fleet(implementation, mode="enforce")  # the 95% cut is enforce's
     events = [("c", "turn_start"), ("c", "usage", "claude-opus-4-5", 160_000, 10, None)]
     events += [("c", "result", "read_file", "x" * 15_000)] * 8  # +5,000 tokens each
     out = f.observe_many(events)

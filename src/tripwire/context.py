@@ -118,8 +118,8 @@ class ContextConfig:
     ``threshold_by_tier`` overrides win for their tier. ``tier`` forces the tier used for
     thresholds (``""``: none). ``catalogue`` holds tiers and windows (``[models]`` in a file).
     ``cut_turns=False`` reports the 95% crossing (a ``turn-cut`` record with
-    ``enforced: false``) without cutting: what replay does when it analyses a recording in
-    ``warn``/``feedback``/``off`` mode, where nothing may be skipped.
+    ``enforced: false``) without cutting, also under ``enforce``; below ``enforce`` the
+    crossing is only reported whatever it says (nothing is cut in ``warn`` or ``feedback``).
 
     ``enabled=False`` turns the whole guard off (utilization, compaction, the cut);
     ``auto_compact=False`` only the automatic compaction trigger: manual compaction and the 95%

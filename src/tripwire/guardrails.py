@@ -142,7 +142,8 @@ class Guardrails:
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
-                                             durable.put, summarize)
+                                             durable.put, summarize,
+                                             enforce=resolved.mode == Mode.ENFORCE)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
