@@ -821,3 +821,20 @@ def test_batch_ingest_charges_an_uncapped_task_what_one_at_a_time_does(
         counts.append([(t.steps, t.tokens, t.usd, t.tool_calls)
                        for t in (shared, f.session("c").task)])
     assert counts[0] == counts[1] == [(4, 434, 40_000_000, 8), (4, 24, 0, 4)]
+
+
+def test_a_tasks_guardrail_history_is_bounded(implementation: str) -> None:
+    """Issue 23: every cut turn added an entry to the task's history, without bound (+21 MB per
+    million calls). The report keeps the latest 64 and counts the earlier ones."""
+    from tripwire.budget import HISTORY
+
+    g = guard(implementation, max_turn_cost_usd=0.01, cost_escalate_after=1_000)
+    for _ in range(200):
+        g.start_turn()
+        assert g.on_usage(cost_usd=0.02).action == "cut_turn"
+        g.end_turn()
+    report = g.task.report()
+    assert len(report.guardrails) == HISTORY == 64
+    assert report.guardrails_dropped == 200 - HISTORY
+    assert report.to_dict()["guardrails_dropped"] == 136
+    assert all(entry["guardrail"] == "cost_ceiling" for entry in report.guardrails)

@@ -429,7 +429,7 @@ def test_a_real_server_refuses_an_oversized_body_before_reading_it(
         assert took < 5
         # a chunked body with no length is cut off once it passes the bound
         with httpx.Client(base_url=url, headers=AUTH, timeout=30) as http:
-            def chunks():  # noqa: ANN202
+            def chunks():
                 for _ in range(40):
                     yield b" " * 65536
             r = http.post("/sessions/s/events", content=chunks())

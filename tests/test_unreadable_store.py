@@ -147,7 +147,7 @@ def test_verify_and_status_report_an_unreadable_store(tmp_path: Path, implementa
         assert (record["halted"], record["chain"], record["spent_usd"]) == (
             True, "unreadable", SPENT[sid])
     code, out, _ = cli("status", str(db), "--session", "quiet")
-    (store_line, quiet) = [json.loads(line) for line in out.splitlines()]
+    (_, quiet) = [json.loads(line) for line in out.splitlines()]
     assert (code, quiet["halted"], quiet["spent_usd"]) == (1, True, 0.75 if secured else 0.0)
 
 

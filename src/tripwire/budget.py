@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import deque
 import threading
 import time
 import uuid
@@ -61,7 +62,6 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .money import NANO, parse_dollars, to_nano
-from .validate import MAX_COUNT, MAX_TOKENS, shown_value, check_count
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -73,6 +73,7 @@ from .outcomes import (
     Report,
     UncertainCall,
 )
+from .validate import MAX_COUNT, MAX_TOKENS, check_count, shown_value
 
 if TYPE_CHECKING:
     from .persistence import SessionLog
@@ -89,6 +90,9 @@ SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
 CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
 #: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
 TASK_PREFIX = "task:"
+#: Cuts and halts a task's report keeps (the latest; earlier ones are counted): a session cut
+#: turn after turn for a million calls used to add some 21 MB to its task.
+HISTORY = 64
 #: The signal name budget notes carry in the feedback block.
 NOTE_SIGNAL = "task-budget"
 #: The note levels: a counter passing 50% and then 80% of its cap.
@@ -344,6 +348,7 @@ class Task:
         "children",
         "exhausted",
         "history",
+        "history_dropped",
         "last_answer",
         "notes",
         "objective",
@@ -404,7 +409,10 @@ class Task:
         self._lock: Any = _parent._lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
-        self.history: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions
+        # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
+        # earlier ones: a session cut turn after turn must not grow the task without bound)
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.history_dropped = 0
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
@@ -707,7 +715,16 @@ class Task:
             uncertain.extend(policy.uncertain())
         return Report(self.task_id, self.objective, self.counters(),
                       tuple(c.report() for c in self.children), tuple(uncertain),
-                      self.tool_timeouts, unfinished, tuple(self.history))
+                      self.tool_timeouts, unfinished, tuple(self.history),
+                      self.history_dropped)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """One cut or halt of a session running this task, for its report (the latest
+        ``HISTORY`` are kept; the earlier ones are counted)."""
+        with self._lock:
+            if len(self.history) == HISTORY:
+                self.history_dropped += 1
+            self.history.append(entry)
 
     # -- ending ----------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._usage import OneLineParser
 from .adapters import FORMAT_NAMES
 from .errors import (
     ConfigError,
@@ -37,7 +38,6 @@ from .errors import (
     TripwireError,
     TruncatedLine,
 )
-from ._usage import OneLineParser
 from .guardrail import Guardrail
 
 # Each verb imports what it needs when it runs (``tripwire replay`` starts without the store,

@@ -9,10 +9,10 @@ rejects. Every check raises ``InvalidEvent`` naming the field.
 | result ``no_op`` | ``True`` / ``False`` (``None``: not given) | the rest (``"false"`` is truthy) |
 | agent ``text`` | str | anything else, bytes included (decode it first) |
 | usage ``model`` | str or ``None`` | anything else |
-| usage ``input_tokens`` / ``output_tokens`` | int 0 .. ``MAX_TOKENS`` or ``None`` | bool, float, negative, larger |
+| usage ``input_tokens`` / ``output_tokens`` | int 0 .. ``MAX_TOKENS``, or ``None`` | the rest |
 | usage ``cost_usd`` | ``money.parse_dollars``: 0 .. $1e9, finite | the rest |
-| any other count or cap (budget caps, ``retract_calls(n)``) | int 0 .. ``MAX_COUNT`` | the rest |
-| a session id | a non-empty str, not ``*`` and not ``task:...`` (the store's own names) | the rest |
+| any other count or cap (budget caps) | int 0 .. ``MAX_COUNT`` | the rest |
+| a session id | a non-empty str but ``*`` and ``task:...`` (the store's own) | the rest |
 | ``on_event`` / ``summarize`` hooks | a callable or ``None`` | anything else (a ``ConfigError``) |
 
 The hot paths test the common case inline (``type(x) is str``) and call these only when it
@@ -34,7 +34,8 @@ from typing import Any
 from .errors import ConfigError, InvalidEvent
 
 __all__ = ["check_id", "check_no_op", "check_text", "check_usage", "check_hook", "check_count",
-           "reader_count", "check_session_id", "shown_value", "MAX_TOKENS", "MAX_COUNT", "RESERVED_SESSION"]
+           "reader_count", "check_session_id", "shown_value", "MAX_TOKENS", "MAX_COUNT",
+           "RESERVED_SESSION"]
 
 #: Tokens in one usage event (input or output), at most (see the module docstring).
 MAX_TOKENS = 10**12

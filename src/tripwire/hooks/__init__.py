@@ -304,7 +304,6 @@ def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
         from ..restore import fold_history
         from ..store import SQLiteStore
         from ._model import Verdict
-
         from ._session import WAIT
 
         with SQLiteStore(store, read_only=True, timeout=wait or WAIT) as s:
