@@ -119,6 +119,19 @@ _SESSION_FILE_KEYS = {"unattended", "task_class", "model", "provider", "one_shot
 _SAFETY_FILE_KEYS = {"small_tier_parent"}
 
 
+def file_keys() -> dict[str, frozenset[str]]:
+    """Every key of every section a config file takes but ``[signals]`` (whose keys are the
+    signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
+    ``examples/tripwire.toml`` must name, all of it."""
+    from .budget import COUNTERS
+    from .context import FILE_KEYS
+    from .tiers import MODELS_KEYS
+
+    return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
+            "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
+            "budget": frozenset(COUNTERS), "context": FILE_KEYS, "models": MODELS_KEYS}
+
+
 # --------------------------------------------------------------------------------------------
 # Configuration
 

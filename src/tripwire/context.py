@@ -110,6 +110,12 @@ class SummaryResult:
     finish_reason: str | None = None
 
 
+#: The keys of a config file's ``[context]`` section.
+FILE_KEYS = frozenset({"enabled", "auto_compact", "checkpoint", "threshold",
+                       "threshold_by_tier", "cut_at", "tier", "tail_chars", "fallback_after",
+                       "max_backoff_turns"})
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """Knobs of the context guard; defaults are SPEC §6's.
@@ -165,8 +171,7 @@ class ContextConfig:
         section = file.get("context", {})
         if not isinstance(section, Mapping):
             raise ConfigError("config section [context] must be a table")
-        known = {"enabled", "auto_compact", "checkpoint", "threshold", "threshold_by_tier",
-                 "cut_at", "tier", "tail_chars", "fallback_after", "max_backoff_turns"}
+        known = FILE_KEYS
         unknown = sorted(set(section) - known)
         if unknown:
             raise ConfigError(f"unknown setting(s) in [context]: {', '.join(unknown)} "
