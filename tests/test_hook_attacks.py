@@ -251,3 +251,28 @@ def test_a_corrupted_store_denies_the_looping_call(tmp_path: Path, implementatio
             "cannot be read"), out["stopReason"]
         assert out["stopReason"].endswith(
             f"To resume: tripwire reset {hook.store} --session {session}")
+
+
+# -- bad input: stdin is bounded ----------------------------------------------------------------
+
+
+def test_a_huge_stdin_is_refused_before_it_is_read_whole(tmp_path: Path,
+                                                         implementation: str) -> None:
+    """Hook stdin had no bound (300 MB of nested JSON grew the hook to 2.4 GB): more than
+    16 MiB is one line and no decision, read no further."""
+    import resource
+
+    hook = Hook(tmp_path, implementation, "--mode", "enforce")
+    payload = '{"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": ' + \
+        "[" * (40 << 20)
+
+    def capped() -> None:  # the hook must not need the input's size many times over
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code",
+                           *hook.args], input=payload, capture_output=True, text=True,
+                          env=hook.env, timeout=60, preexec_fn=capped)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.splitlines() == [
+        "tripwire hook claude-code: stdin is over 16777216 characters: not a hook payload; no "
+        "decision"]
