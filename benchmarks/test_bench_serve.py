@@ -91,3 +91,74 @@ def test_serve_64_clients(benchmark, tmp_path: Path, store: str) -> None:
     print(f"\nserve ({store} store): {CLIENTS} clients, {len(latencies)} requests, {events} "
           f"events in {seconds:.2f} s: {events / seconds:,.0f} events/s; per request "
           f"p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+
+# --- one client, one request at a time: a reused keep-alive connection against a new one ------
+
+SEQUENTIAL = 200  # requests per way, alternating in rounds of 20 so machine drift hits both
+
+
+@pytest.mark.benchmark(group="serve-keep-alive")
+def test_serve_keep_alive_is_not_slower_than_a_new_connection(benchmark, tmp_path: Path
+                                                              ) -> None:
+    """Per-request latency of one client posting one event at a time, on one reused
+    keep-alive connection and on a new connection per request (``http.client``, the lightest
+    client, so the server's time shows), in one run. Before the listening socket was made with
+    IPPROTO_TCP (so asyncio sets TCP_NODELAY on each connection), the reused connection took
+    ~44 ms per request against ~1 ms: Nagle held the response's second write until the
+    client's delayed ACK (issue 23)."""
+    import http.client
+    import json
+    import statistics
+
+    (tmp_path / "token").write_text(TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "tripwire", "serve", "--port", "0",
+                             "--token-file", str(tmp_path / "token")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+    def post(conn: http.client.HTTPConnection, session: str, i: int) -> None:
+        body = json.dumps({"type": "call", "name": "read_file", "args": {"path": f"{i}.py"}})
+        conn.request("POST", f"/sessions/{session}/events", body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200
+
+    def run() -> tuple[list[float], list[float]]:
+        kept: list[float] = []
+        fresh: list[float] = []
+        reused = http.client.HTTPConnection(host, port, timeout=30)
+        post(reused, "kept", -1)  # the connection is open before the first timed request
+        for start in range(0, SEQUENTIAL, 20):
+            for i in range(start, start + 20):
+                t = time.perf_counter()
+                post(reused, "kept", i)
+                kept.append(time.perf_counter() - t)
+            for i in range(start, start + 20):
+                t = time.perf_counter()
+                one = http.client.HTTPConnection(host, port, timeout=30)
+                post(one, "fresh", i)
+                one.close()
+                fresh.append(time.perf_counter() - t)
+        reused.close()
+        return kept, fresh
+
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().rsplit(" ", 1)[1].strip()
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        kept, fresh = benchmark.pedantic(run, rounds=1, iterations=1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    kept_ms = statistics.median(kept) * 1000
+    fresh_ms = statistics.median(fresh) * 1000
+    benchmark.extra_info.update(keep_alive_median_ms=round(kept_ms, 2),
+                                new_connection_median_ms=round(fresh_ms, 2),
+                                ratio=round(kept_ms / fresh_ms, 2))
+    print(f"\nserve, one client, {SEQUENTIAL} requests each way: keep-alive median "
+          f"{kept_ms:.2f} ms, new connection median {fresh_ms:.2f} ms "
+          f"(ratio {kept_ms / fresh_ms:.2f})")
+    # a ratio in one run, not an absolute time: a reused connection saves the handshake, so
+    # it must not be slower than a new one (it was ~40x slower with Nagle in the way)
+    assert kept_ms <= fresh_ms

@@ -73,10 +73,37 @@ def test_a_huge_threshold_is_a_config_error_in_both_engines(implementation: str)
                                           r"not 1000000000000$"):
         Watchdog(WatchdogConfig(signals={"repeated-tool-call": {"threshold": 10**12}}),
                  implementation=implementation)
-    # below the floor is SPEC §1's clamp, in both engines alike, however far below
+    # below the floor is SPEC §1's clamp in the engines' API, in both alike, however far below
+    # (the conformance data pins -3 as 2); a config file refuses a negative count (below)
     low = WatchdogConfig(signals={"repeated-tool-call": {"threshold": -10**12}})
     wd = Watchdog(low, implementation=implementation)
     assert [bool(wd.observe_call("t", "{}")) for _ in range(2)] == [False, True]
+
+
+CLAMPED = [(s, k) for s, k in INT_KNOBS if k.clamps]  # the others refuse below their minimum
+
+
+@pytest.mark.parametrize("signal, knob", CLAMPED, ids=[f"{s}.{k.name}" for s, k in CLAMPED])
+def test_a_negative_count_in_a_config_file_is_a_config_error(tmp_path: Path, signal: str,
+                                                             knob) -> None:
+    """Issue 23: ``threshold = -3`` in a config file was silently read as 2; 0 and 1 still
+    count as 2, as documented."""
+    from tripwire.config import builtin_signals, read_config_file
+
+    path = tmp_path / "t.toml"
+    path.write_text(f"[signals.{signal}]\n{knob.name} = -3\n")
+    with pytest.raises(ConfigError, match=rf"^{signal}\.{knob.name} must not be negative: it "
+                                          r"must be an integer .*, not -3$"):
+        GuardrailsConfig.from_file(path).resolve()
+    path.write_text(f"[signals.{signal}]\n{knob.name} = 0\n")
+    builtin_signals(read_config_file(path))  # taken
+
+
+def test_a_negative_count_in_a_config_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "t.toml"
+    config.write_text('[signals.repeated-tool-call]\nthreshold = -3\n')
+    one_line_error(cli("replay", "--config", str(config), str(EXAMPLE)),
+                   "repeated-tool-call.threshold must not be negative")
 
 
 def test_memory_below_one_is_refused_not_clamped() -> None:

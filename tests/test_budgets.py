@@ -58,7 +58,7 @@ def test_defaults_follow_the_table() -> None:
     assert interactive.caps()["steps"] is None and unattended.caps()["steps"] is None
     with pytest.raises(ConfigError, match="unknown budget counter"):
         Budget.from_mapping({"step": 3})
-    with pytest.raises(ConfigError, match="non-negative"):
+    with pytest.raises(ConfigError, match=r"a number from 0 \(off\)"):
         Budget(steps=-1)
 
 
@@ -112,6 +112,53 @@ def test_tool_call_cap_counts_the_call_that_would_pass_it(implementation: str) -
     with pytest.raises(GuardrailHalted) as refused:
         g.start_turn()
     assert refused.value.guardrails == ("budget",)
+
+
+def test_a_budget_cut_and_a_watchdog_halt_at_one_call_report_both(implementation: str
+                                                                   ) -> None:
+    """Issue 23: the call that exhausts the task also trips the watchdog. The alert used to be
+    lost (the call never reached the watchdog); now both are reported and the stronger
+    decision stands: the watchdog's halt over the budget's cut."""
+    task = Task(budget=Budget(tool_calls=4))
+    g = guard(implementation, task=task)
+    g.start_turn()
+    decisions = [g.on_call("read_file", {"path": "a.py"}) for _ in range(5)]
+    assert [d.action for d in decisions] == ["continue"] * 4 + ["halt_session"]
+    assert decisions[4].guardrail == "watchdog"
+    assert [a.signal for a in decisions[4].alerts] == ["repeated-tool-call"]
+    assert str(task.outcome) == "exhausted(tool_calls)"  # the exhaustion stands too
+    assert g.halted
+
+
+def test_a_budget_cut_keeps_a_warn_alert_of_the_same_call(implementation: str) -> None:
+    """A weaker watchdog verdict (a warn alert) does not replace the cut: the cut stands and
+    carries the alert."""
+    from tripwire import WatchdogConfig
+
+    task = Task(budget=Budget(tool_calls=2))
+    watchdog = WatchdogConfig(signals={"repeated-tool-name": {"threshold": 3}})
+    g = guard(implementation, task=task, watchdog=watchdog)
+    g.start_turn()
+    decisions = [g.on_call("read_file", {"path": f"f{i}"}) for i in range(3)]
+    assert [d.action for d in decisions] == ["continue", "continue", "cut_turn"]
+    assert decisions[2].guardrail == "budget"
+    assert [(a.signal, a.severity) for a in decisions[2].alerts] == [
+        ("repeated-tool-name", "warn")]
+
+
+def test_replay_reports_the_alert_at_the_events_budget_cut() -> None:
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, "-m", "tripwire", "replay",
+                           str(ROOT / "corpus" / "examples" / "read-file-loop.jsonl"),
+                           "--mode", "enforce", "--max-tool-calls", "5"],
+                          capture_output=True, text=True, timeout=120)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [(r["kind"], r.get("event"), r.get("signal") or r.get("action") or
+              r.get("outcome")) for r in records if r["kind"] != "summary"]
+    assert kinds[:3] == [("alert", 18, "repeated-tool-call"), ("decision", 18, "halt_session"),
+                         ("outcome", 18, "exhausted")]
+    assert records[-1]["alerts"] == 1
 
 
 def test_warn_reports_the_exhaustion_and_cuts_nothing(implementation: str) -> None:
@@ -774,3 +821,20 @@ def test_batch_ingest_charges_an_uncapped_task_what_one_at_a_time_does(
         counts.append([(t.steps, t.tokens, t.usd, t.tool_calls)
                        for t in (shared, f.session("c").task)])
     assert counts[0] == counts[1] == [(4, 434, 40_000_000, 8), (4, 24, 0, 4)]
+
+
+def test_a_tasks_guardrail_history_is_bounded(implementation: str) -> None:
+    """Issue 23: every cut turn added an entry to the task's history, without bound (+21 MB per
+    million calls). The report keeps the latest 64 and counts the earlier ones."""
+    from tripwire.budget import HISTORY
+
+    g = guard(implementation, max_turn_cost_usd=0.01, cost_escalate_after=1_000)
+    for _ in range(200):
+        g.start_turn()
+        assert g.on_usage(cost_usd=0.02).action == "cut_turn"
+        g.end_turn()
+    report = g.task.report()
+    assert len(report.guardrails) == HISTORY == 64
+    assert report.guardrails_dropped == 200 - HISTORY
+    assert report.to_dict()["guardrails_dropped"] == 136
+    assert all(entry["guardrail"] == "cost_ceiling" for entry in report.guardrails)

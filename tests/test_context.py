@@ -27,8 +27,11 @@ def guard(implementation: str, **config) -> ContextGuard:
     return ContextGuard(ContextConfig(**config), engine.TokenEstimator, engine.utf8_length)
 
 
-def guardrails(implementation: str, events: list | None = None, summarize=None, **context):
-    return Guardrails(GuardrailsConfig(mode="warn", unattended=False,
+def guardrails(implementation: str, events: list | None = None, summarize=None,
+               mode: str = "enforce", **context):
+    """Under enforce (the 95% crossing cuts the turn only there); the watchdog stays quiet on
+    these events (results and distinct calls)."""
+    return Guardrails(GuardrailsConfig(mode=mode, unattended=False,
                                        context=ContextConfig(**context)),
                       session_id="ctx", on_event=events.append if events is not None else None,
                       implementation=implementation, summarize=summarize)
@@ -121,6 +124,30 @@ def test_decoded_payloads_are_estimated_by_their_json(implementation: str) -> No
 
 
 # -- compaction pending and the 95% cut, in-turn ----------------------------------------------
+
+@pytest.mark.parametrize("mode", ["warn", "feedback"])
+def test_below_enforce_the_95_percent_crossing_is_reported_and_recorded_not_cut(
+        implementation: str, mode: str, tmp_path) -> None:
+    """Issue 23: in warn the context guard used to cut the turn, against the mode ladder
+    (nothing is cut in warn or feedback, as for a task's budget). The crossing is still
+    reported and its record written, marked ``enforced: false``."""
+    from tripwire.store import SQLiteStore
+
+    events: list[OperatorEvent] = []
+    store = SQLiteStore(tmp_path / "ctx.db")
+    g = Guardrails(GuardrailsConfig(mode=mode, unattended=False), session_id="ctx",
+                   on_event=events.append, implementation=implementation, store=store)
+    g.start_turn()
+    g.on_usage(model="claude-opus-4-5", input_tokens=180_000)
+    assert g.on_result("kubectl_get", payload=b"{" * 29_997).proceed  # 189,999
+    assert g.on_result("kubectl_get", payload=b"}" * 6).proceed       # 190,001: not cut
+    assert g.on_call("read_file", "{}").proceed  # the turn goes on, observed
+    (record,) = [e.record for e in events if e.kind == "context"
+                 and e.record.get("operation") == "turn-cut"]
+    assert record["enforced"] is False and record["estimate_tokens"] == 190_001
+    rows = [r.data for r in store.history("ctx").rows if r.kind == "context"]
+    assert [(r["operation"], r["enforced"]) for r in rows] == [("turn-cut", False)]
+
 
 def test_compaction_becomes_pending_the_moment_the_threshold_is_crossed(implementation: str) -> None:
     events: list[OperatorEvent] = []

@@ -136,7 +136,7 @@ def crossing(g: Guardrails, *, fill: int) -> list:
 def test_auto_compact_off_keeps_manual_compaction_and_the_cut(implementation) -> None:
     events: list[OperatorEvent] = []
     g = make(implementation, events=events, summarize=Summarizer(SummaryResult(HANDOVER)),
-             auto_compact=False)
+             auto_compact=False, mode="enforce")
     assert [d.action for d in crossing(g, fill=1000)] == ["continue", "continue"]
     assert not g.status().compaction_pending          # 85% crossed: nothing pending
     assert records(events) == []
@@ -458,7 +458,7 @@ ONE_SHOT = ("Nothing starts that turn on its own, though: under a driver (TUI, a
 def test_every_in_turn_cut_line_carries_the_one_shot_sentence(implementation, store) -> None:
     assert lines.ONE_SHOT == ONE_SHOT
     events: list[OperatorEvent] = []
-    g = make(implementation, events=events, store=store)
+    g = make(implementation, events=events, store=store, mode="enforce")
     assert crossing(g, fill=22_000)[-1].action == "cut_turn"
     (cut,) = [e for e in events if e.kind == "cut"]
     assert cut.message.endswith("a next turn would start by reducing context. " + ONE_SHOT)
@@ -496,7 +496,7 @@ def test_batch_ingest_cuts_at_95_percent_with_or_without_auto_compaction(impleme
                                                                          auto) -> None:
     from tripwire.fleet import Fleet
 
-    fleet = Fleet(GuardrailsConfig(mode="warn", unattended=False,
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False,
                                    context=ContextConfig(auto_compact=auto)),
                   implementation=implementation)
     out = fleet.observe_many([

@@ -256,6 +256,36 @@ def _loaded_widths(page: Path) -> list[int]:
     return [int(w) for w in dom[start:dom.index('"', start)].split(",")]
 
 
+def _seen(page: Path) -> dict:
+    """What Chromium shows of the report once loaded: the legend's terms, and per signal the
+    sessions listed as tripping it with the files their links open."""
+    import json
+    import urllib.parse
+
+    probe = page.with_name("probe-seen.html")
+    script = (
+        "<script>window.addEventListener('load', () => document.body.setAttribute('data-seen',"
+        " JSON.stringify({terms: [...document.querySelectorAll('dt')].map(d => d.textContent),"
+        " trips: Object.fromEntries([...document.querySelectorAll('h2')].map(h => [h.id,"
+        " [...(h.nextElementSibling.nextElementSibling || {querySelectorAll: () => []})"
+        ".querySelectorAll('a')].map(a => [a.textContent, a.href])]))})));</script></body>")
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script),
+                     encoding="utf-8")
+    dom = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+         "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    start = dom.index('data-seen="') + len('data-seen="')
+    raw = dom[start:dom.index('"', start)]
+    import html as html_module
+
+    seen = json.loads(html_module.unescape(raw))
+    for signal, links in seen["trips"].items():
+        seen["trips"][signal] = [(name, urllib.parse.unquote(urllib.parse.urlparse(href).path))
+                                 for name, href in links]
+    return seen
+
+
 def test_stats_report_images_load_in_chromium(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="the report extra is not installed")
     code, _, _ = run("corpus", "stats", str(SCENARIOS), str(ROOT / "corpus" / "examples"),
@@ -267,6 +297,47 @@ def test_stats_report_images_load_in_chromium(tmp_path: Path) -> None:
     widths = _loaded_widths(page)
     assert len(widths) == 2 * len(SIGNAL_IDS)  # a histogram and a comparison per signal
     assert all(w == 400 for w in widths)  # 5 in x 80 dpi: every image decoded
+
+
+def test_stats_report_explains_its_terms_and_links_the_tripping_sessions(tmp_path: Path
+                                                                         ) -> None:
+    """Issue 23: the page had no legend for "margin" and "peak per session", and did not say
+    which sessions trip a signal; now it does, each linked to its file (opened in Chromium)."""
+    pytest.importorskip("matplotlib", reason="the report extra is not installed")
+    code, _, _ = run("corpus", "stats", str(SCENARIOS), str(ROOT / "corpus" / "examples"),
+                     "--report", str(tmp_path / "r"))
+    assert code == 0
+    seen = _seen(tmp_path / "r" / "index.html")
+    assert seen["terms"] == ["peak per session", "median, p90, p99, max", "margin",
+                             "trips, trip rate"]
+    trips = seen["trips"]
+    assert set(trips) == {f"trips-{s}" for s in SIGNAL_IDS}
+    assert [name for name, _ in trips["trips-repeated-tool-call"]] == [
+        "identical-failure.jsonl", "read-file-loop.jsonl"]
+    assert [name for name, _ in trips["trips-alternating-tool-cycle"]] == [
+        "two-strategy-cycle.jsonl"]
+    assert trips["trips-dominant-tool-call"] == []
+    for links in trips.values():
+        for name, path in links:
+            assert Path(path).is_file() and Path(path).name == name  # the link opens the file
+
+
+def test_histograms_put_integer_peaks_on_integer_bins_and_ticks() -> None:
+    """A peak is an integer: each bar is centred on its value and ticks are whole numbers
+    (they used to be bin edges, so a peak of 5 drew between the ticks 5 and 6)."""
+    plt = pytest.importorskip("matplotlib.pyplot", reason="the report extra is not installed")
+    from tripwire.corpus.report import histogram
+
+    fig, ax = plt.subplots()
+    histogram(ax, [1, 1, 1, 1, 6, 7], 5, "repeated-tool-call")
+    fig.canvas.draw()
+    centres = [p.get_x() + p.get_width() / 2 for p in ax.patches if p.get_height() > 0]
+    assert centres == [1.0, 6.0, 7.0]
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    assert all(float(t).is_integer() for t in ax.get_yticks())
+    (line,) = ax.get_lines()
+    assert line.get_xdata()[0] == 4.5  # between 4 (no trip) and 5 (trips)
+    plt.close(fig)
 
 
 def test_sweep_report_image_loads_in_chromium(tmp_path: Path) -> None:

@@ -57,3 +57,60 @@ def test_the_readme_fleet_example_then_its_reset_command(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert '"cleared": ["per-session cost ceiling"]' in proc.stdout
     assert '"max_session_cost_usd": 15.0' in proc.stdout
+
+
+# -- issue 23: the framework examples, the example config, the embedding page's output ---------
+
+
+def run_example(name: str, implementation: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRIPWIRE_IMPLEMENTATION": implementation}
+    return subprocess.run([sys.executable, str(ROOT / "examples" / name)], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("name, extra", [("langchain_loop.py", "langchain_core"),
+                                         ("openai_agents_loop.py", "agents")])
+def test_the_framework_examples_run_with_their_scripted_models(name: str, extra: str,
+                                                               implementation: str) -> None:
+    pytest.importorskip(extra, reason=f"{name} needs its extra")
+    proc = run_example(name, implementation)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "stopped: watchdog halt_session after the tool ran 4 times"
+    assert lines[1].startswith("  reason: watchdog halted the session (repeated-tool-call): "
+                               "read_file was called 5 times in a row")
+    assert lines[2].startswith("next ") and "refused before any model call" in lines[2]
+    assert lines[3] == ("healthy session answered: 'The bug is in src/c.py: fixed.'; "
+                        "halted=False")
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_example_config_names_every_key_and_loads() -> None:
+    import tomllib
+
+    from tripwire import GuardrailsConfig
+    from tripwire.config import SECTIONS, file_keys
+    from tripwire.signals import SIGNALS
+
+    path = ROOT / "examples" / "tripwire.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert set(data) == set(SECTIONS)
+    for section, keys in file_keys().items():
+        assert set(data[section]) == keys, section
+    signals = data["signals"]
+    assert set(signals) == {"custom", *(s.id for s in SIGNALS)}
+    for spec in SIGNALS:
+        assert set(signals[spec.id]) == {"enabled", *(k.name for k in spec.knobs)}, spec.id
+        for knob in spec.knobs:  # the defaults, where the knob has one
+            if knob.default is not None:
+                value = signals[spec.id][knob.name]
+                assert (tuple(value) if isinstance(value, list) else value) == knob.default
+    resolved = GuardrailsConfig.from_file(path).resolve()
+    assert str(resolved.mode) == "enforce" and resolved.max_session_cost_usd == 10.0
+
+
+def test_the_embedding_page_shows_the_examples_output(implementation: str) -> None:
+    proc = run_example("agent_loop.py", implementation)
+    page = (ROOT / "docs" / "embedding.md").read_text(encoding="utf-8")
+    shown = page.split("## Its output", 1)[1].split("```\n", 2)[1]
+    assert shown == proc.stdout

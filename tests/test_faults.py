@@ -333,18 +333,25 @@ def test_a_deleted_database_file_keeps_rows_in_memory(tmp_path: Path, implementa
     assert any("deleted or replaced while in use" in r.getMessage() for r in caplog.records)
 
 
-def test_guardrails_on_a_corrupt_store_keep_deciding(tmp_path: Path, implementation: str,
-                                                     caplog) -> None:
+def test_guardrails_on_a_corrupt_store_restore_halted_not_fresh(tmp_path: Path,
+                                                                implementation: str,
+                                                                caplog) -> None:
+    """A store that exists but is not a database is unreadable, not absent (issue 23): under
+    enforce the session restores halted (store_unreadable) instead of with a fresh allowance;
+    below enforce and without a cost ceiling it keeps deciding in memory, as before."""
     db = tmp_path / "junk.sqlite"
     db.write_bytes(os.urandom(8192))
     g = Guardrails(ENFORCE, session_id="s1", implementation=implementation,
                    store=SQLiteStore(db))  # neither raises
-    g.start_turn()
-    assert [g.on_call(*LOOP) for _ in range(5)][-1].halt_session
-    assert g.unpersisted_rows == 1
+    with pytest.raises(GuardrailHalted, match="store_unreadable: the guardrail store cannot "
+                                              "be read"):
+        g.start_turn()
     messages = [r.getMessage() for r in caplog.records]
     assert any("store unavailable" in m for m in messages)
-    assert any("could not persist a trip row" in m for m in messages)
+    warn = Guardrails(GuardrailsConfig(mode="warn", unattended=False), session_id="s2",
+                      implementation=implementation, store=SQLiteStore(db))
+    warn.start_turn()
+    assert [warn.on_call(*LOOP) for _ in range(5)][-1].proceed
 
 
 def test_a_held_write_lock_does_not_hold_the_decision(tmp_path: Path,

@@ -137,7 +137,9 @@ def test_big_integers_and_fallback_lines_exactly(tmp_path: Path) -> None:
         b'{"type":"text","text":"cut')
     lines_ = list(read_events(path))
     assert lines_[0].event.args == {"n": 123456789012345678901234567890}  # an int, not 1.2e29
-    assert lines_[1].event.input_tokens == 18446744073709551616
+    # decoded exactly, then refused: a token count above validate.MAX_TOKENS (issue 23)
+    assert lines_[1].error.message == ("field 'input_tokens' must be an integer from 0 to "
+                                       "1,000,000,000,000, not an integer of 20 digits")
     args = lines_[2].event.args
     assert args["p"] == "\ud800" and args["x"] != args["x"]  # json.loads: a NaN, a surrogate
     assert lines_[3].event.text == "[[["

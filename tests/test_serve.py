@@ -64,6 +64,7 @@ def test_events_in_decisions_out(client: TestClient) -> None:
 
 def test_guardrails_say_what_is_armed_what_tripped_and_the_budget_needed(
         client: TestClient) -> None:
+    client.post("/sessions/s-2/events", json={"type": "turn_start"}, headers=AUTH)
     assert client.get("/sessions/s-2/guardrails", headers=AUTH).json() == {
         "session": "s-2", "mode": "enforce",
         "armed": {"watchdog": True, "max_turn_cost_usd": 0.0, "max_session_cost_usd": 10.0,
@@ -145,6 +146,7 @@ def test_a_bare_reset_clears_a_watchdog_halt(client: TestClient) -> None:
 ])
 def test_bad_bodies_are_400_with_one_line(client: TestClient, url: str, body: bytes,
                                           error: str | None) -> None:
+    client.post("/sessions/s/events", json={"type": "turn_start"}, headers=AUTH)
     r = client.post(url, content=body, headers=AUTH)
     assert r.status_code == 400, r.text
     got = r.json()["error"]
@@ -314,3 +316,164 @@ def test_serve_without_a_token_refuses_to_start(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stderr.strip().splitlines()[-1]) == (
         2, f"tripwire: {empty}: the token file is empty")
 
+
+
+# --- issue 23: bad input is a 400 (never a 500), bounded bodies, routes, sessions ------------
+
+DEEP = b'{"type": "call", "name": "a", "args": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+HUGE = b'{"type": "usage", "input_tokens": ' + b"9" * 5_000 + b"}"
+LONG = b'{"type": "usage", "input_tokens": ' + b"9" * 400 + b", \"cost_usd\": 0.01}"
+
+
+@pytest.mark.parametrize("url, body, error", [
+    ("/sessions/%2A/events", b'{"type": "turn_start"}', "session id '*' is reserved"),
+    ("/sessions/task:t1/events", b'{"type": "turn_start"}', "session id 'task:t1' is reserved"),
+    ("/sessions/s/events", DEEP, "the body is not JSON tripwire reads (nested too deeply)"),
+    ("/sessions/s/events", HUGE, "the body is not JSON (Exceeds the limit (4300 digits)"),
+    ("/sessions/s/events", LONG, "event 0: field 'input_tokens' must be an integer from 0 to "
+                                 "1,000,000,000,000, not an integer of 400 digits"),
+])
+def test_bad_requests_are_400_never_500(client: TestClient, url: str, body: bytes,
+                                        error: str) -> None:
+    r = client.post(url, content=body, headers=AUTH)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"].startswith(error)
+    # nothing was charged, and the session's next event is taken as usual
+    r = client.post("/sessions/s/events", json=[{"type": "turn_start"},
+                                                {"type": "usage", "cost_usd": 0.5}], headers=AUTH)
+    assert r.status_code == 200
+    assert client.get("/sessions/s/guardrails", headers=AUTH).json()["spent_usd"] == 0.5
+    assert 'code="500"' not in client.get("/metrics", headers=AUTH).text
+
+
+def test_an_internal_fault_is_a_counted_json_500(implementation: str) -> None:
+    fleet = Fleet(CONFIG, implementation=implementation)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("a fault of tripwire's own")
+
+    fleet.observe_many = broken  # type: ignore[method-assign]
+    client = TestClient(create_app(fleet, TOKEN), raise_server_exceptions=False)
+    r = client.post("/sessions/s/events", json={"type": "turn_start"}, headers=AUTH)
+    assert (r.status_code, r.json()) == (500, {"error": "internal error: a fault of tripwire's own"})
+    assert 'tripwire_http_requests_total{route="events",code="500"} 1' in \
+        client.get("/metrics", headers=AUTH).text
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_the_token_is_not(client: TestClient) -> None:
+    for scheme in ("bearer", "BEARER", "Bearer", "bEaReR"):
+        r = client.get("/metrics", headers={"Authorization": f"{scheme} {TOKEN}"})
+        assert r.status_code == 200, scheme
+    r = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN.upper()}"})
+    assert r.status_code == 401
+
+
+def test_unknown_routes_and_methods_answer_json(client: TestClient) -> None:
+    r = client.get("/nowhere", headers=AUTH)
+    assert (r.status_code, r.json()) == (404, {"error": "no such route: GET /nowhere"})
+    r = client.get("/sessions/s/events", headers=AUTH)
+    assert (r.status_code, r.json()) == (
+        405, {"error": "method not allowed: GET /sessions/s/events"})
+    text = client.get("/metrics", headers=AUTH).text
+    assert 'tripwire_http_requests_total{route="unknown",code="404"} 1' in text
+
+
+def test_an_unknown_session_is_404_and_is_not_created(client: TestClient) -> None:
+    r = client.get("/sessions/ghost/guardrails", headers=AUTH)
+    assert (r.status_code, r.json()) == (404, {"error": "no session 'ghost'"})
+    r = client.post("/sessions/ghost/guardrails/reset", headers=AUTH)
+    assert (r.status_code, r.json()) == (404, {"error": "no session 'ghost'"})
+    assert client.get("/healthz").json() == {"ok": True, "sessions": 0}
+
+
+def test_a_session_known_only_to_the_store_is_found(tmp_path: Path, implementation: str) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = Fleet(CONFIG, implementation=implementation, store=store)
+    first.session("old").start_turn()
+    first.session("old").on_usage(cost_usd=12.0)  # halts past the $10 ceiling
+    client = TestClient(create_app(Fleet(CONFIG, implementation=implementation, store=store),
+                                   TOKEN))
+    got = client.get("/sessions/old/guardrails", headers=AUTH).json()
+    assert (got["halted"], got["spent_usd"]) == (True, 12.0)
+
+
+def _raw_request(url: str, head: bytes) -> tuple[bytes, float]:
+    """Send ``head`` on a new connection; the first bytes of the answer and how long they
+    took (a server that read a declared body first would wait for bytes never sent)."""
+    import socket
+    import time
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        start = time.monotonic()
+        s.sendall(head)
+        answer = b""
+        while not answer.endswith(b"}"):  # the status line, headers, then the JSON body
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        return answer, time.monotonic() - start
+
+
+def test_a_real_server_refuses_an_oversized_body_before_reading_it(
+        tmp_path: Path, implementation: str) -> None:
+    proc, url = start_server(tmp_path, str(tmp_path / "serve.db"), implementation)
+    try:
+        # a declared gigabyte, of which nothing is sent: answered at once, not read first
+        answer, took = _raw_request(url, (
+            f"POST /sessions/s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n").encode())
+        assert answer.startswith(b"HTTP/1.1 413 "), answer
+        assert b'"the body is 1000000000 bytes (at most 1048576)"' in answer
+        assert took < 5
+        # a chunked body with no length is cut off once it passes the bound
+        with httpx.Client(base_url=url, headers=AUTH, timeout=30) as http:
+            def chunks():
+                for _ in range(40):
+                    yield b" " * 65536
+            r = http.post("/sessions/s/events", content=chunks())
+            assert (r.status_code, r.json()) == (413, {"error": "the body is over 1048576 bytes"})
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+
+
+def test_a_huge_count_over_http_poisons_nothing(tmp_path: Path, implementation: str) -> None:
+    """A 400-digit token count is a 400 before anything is charged; the session's later
+    events on the same keep-alive connection are decided as usual (a $12 usage past the $10
+    ceiling halts); SIGTERM exits 0 without a traceback, and the restart restores the halt."""
+    store = str(tmp_path / "serve.db")
+    config = ("--config", str(_config(tmp_path)))
+    proc, url = start_server(tmp_path, store, implementation, *config)
+    try:
+        with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
+            assert http.post("/sessions/p/events", json={"type": "turn_start"}).status_code == 200
+            r = http.post("/sessions/p/events", content=LONG)
+            assert r.status_code == 400, r.text
+            r = http.post("/sessions/p/events", json={"type": "usage", "cost_usd": 12.0})
+            assert r.status_code == 200
+            assert [d["action"] for d in r.json()["decisions"]] == ["halt_session"]
+            assert http.post("/sessions/q/events", json={"type": "usage", "cost_usd": 1.5}
+                             ).status_code == 200
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    proc, url = start_server(tmp_path, store, implementation, *config)
+    try:
+        with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
+            got = http.get("/sessions/p/guardrails").json()
+            assert (got["halted"], got["spent_usd"]) == (True, 12.0)
+            assert http.get("/sessions/q/guardrails").json()["spent_usd"] == 1.5
+    finally:
+        stop(proc)
+
+
+def test_serve_port_is_range_checked() -> None:
+    proc = subprocess.run([sys.executable, "-m", "tripwire", "serve", "--port", "99999"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "tripwire serve: argument --port: a port is 0 to 65535 (0: any free port), not 99999 "
+        "(see tripwire serve --help)"]

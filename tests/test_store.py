@@ -19,7 +19,7 @@ import msgpack
 import pytest
 from store_backends import BACKENDS, Backend, backend_fixture
 
-from tripwire.errors import TripwireError
+from tripwire.errors import StoreUnreadable, TripwireError
 from tripwire.store import (
     DEFAULT_KEY_NOTICE,
     KEY_ENV,
@@ -605,9 +605,9 @@ def test_an_unopenable_store_does_not_raise_at_construction(tmp_path: Path, capl
     store = SQLiteStore(p)
     assert any("store unavailable" in r.getMessage() and str(p) in r.getMessage()
                for r in caplog.records)
-    with pytest.raises(StoreError, match="not a tripwire store"):
+    with pytest.raises(StoreUnreadable, match="the file is not a SQLite database"):
         store.append("s", "spend", {"spent_usd": 1.0})
-    with pytest.raises(StoreError, match="not a tripwire store"):
+    with pytest.raises(StoreUnreadable, match="the file is not a SQLite database"):
         store.history("s")
     p.unlink()  # the operator moves the junk aside: the next use opens a new store
     store.append("s", "spend", {"spent_usd": 1.0})
@@ -617,10 +617,11 @@ def test_an_unopenable_store_does_not_raise_at_construction(tmp_path: Path, capl
 def test_corrupt_file_raises_store_error_naming_it(tmp_path: Path) -> None:
     p = tmp_path / "junk.db"
     p.write_bytes(bytes(range(256)) * 64)
-    with pytest.raises(StoreError, match="not a tripwire store") as caught:
+    with pytest.raises(StoreUnreadable, match="unreadable: the file is not a SQLite "
+                                              "database") as caught:
         SQLiteStore(p).check()
     assert str(p) in str(caught.value)
-    assert isinstance(caught.value, TripwireError)
+    assert isinstance(caught.value, StoreError) and isinstance(caught.value, TripwireError)
 
 
 def test_directory_raises_store_error(tmp_path: Path) -> None:

@@ -95,7 +95,10 @@ cdef str _RESULT = "result"
 cdef str _TEXT = "text"
 cdef str _USAGE = "usage"
 cdef str _TURN_START = "turn_start"
-cdef int64_t _MAX_COUNT = 1 << 62  # larger token counts and costs go to Python's integers
+cdef int64_t _MAX_COUNT = 1 << 62  # larger costs and spends go to Python's integers
+# a usage's token counts above validate.MAX_TOKENS go to Python, whose check refuses them
+from tripwire.validate import MAX_TOKENS as _MAX_TOKENS_OBJ
+cdef int64_t _MAX_TOKENS = _MAX_TOKENS_OBJ
 
 
 cdef bint _has_words(object text) except -1:
@@ -117,6 +120,10 @@ cdef bint _has_words(object text) except -1:
 
 cdef inline bint _small_count(object value):
     return value is None or (type(value) is int and 0 <= value < _MAX_COUNT)
+
+
+cdef inline bint _small_tokens(object value):
+    return value is None or (type(value) is int and 0 <= value <= _MAX_TOKENS)
 
 
 cdef inline char _kind_code(object kind, Py_ssize_t* nfields):
@@ -310,7 +317,7 @@ cdef class Batch:
         cdef object cost = row[5] if size > 5 else None
         cdef double value, nano
         cdef _View v
-        if not (_small_count(tokens) and _small_count(output)) or \
+        if not (_small_tokens(tokens) and _small_tokens(output)) or \
                 (cost is not None and type(cost) is not float):
             usage_cost_nano(tokens, output, cost)  # raises with its message when invalid
             it.kind = b'p'  # valid, but for Python's integers

@@ -326,8 +326,7 @@ cdef class GuardrailsCore:
             else:
                 pending = self._bp.on_call(name, id)
                 if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
+                    return self._cut_at_call(pending, name, args, id)  # the watchdog sees it
             if self._wd is None:
                 return _CONTINUE_ if pending is None else pending
             if id is not None:

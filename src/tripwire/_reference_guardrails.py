@@ -69,8 +69,7 @@ class GuardrailsCore(_Guardrails):
             else:
                 pending = self._budget.on_call(name, id)
                 if pending is not None and not pending.proceed:
-                    self._blocked = pending
-                    return pending
+                    return self._cut_at_call(pending, name, args, id)  # the watchdog sees it
             # task accounting: end
             watchdog = self._watchdog
             if watchdog is None:

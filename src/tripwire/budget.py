@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import deque
 import threading
 import time
 import uuid
@@ -60,7 +61,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .money import NANO
+from .money import NANO, parse_dollars, to_nano
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -72,6 +73,7 @@ from .outcomes import (
     Report,
     UncertainCall,
 )
+from .validate import MAX_COUNT, MAX_TOKENS, check_count, shown_value
 
 if TYPE_CHECKING:
     from .persistence import SessionLog
@@ -88,6 +90,9 @@ SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
 CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
 #: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
 TASK_PREFIX = "task:"
+#: Cuts and halts a task's report keeps (the latest; earlier ones are counted): a session cut
+#: turn after turn for a million calls used to add some 21 MB to its task.
+HISTORY = 64
 #: The signal name budget notes carry in the feedback block.
 NOTE_SIGNAL = "task-budget"
 #: The note levels: a counter passing 50% and then 80% of its cap.
@@ -156,9 +161,10 @@ def _cap(value: Any, name: str, *, integer: bool) -> float | int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or value < 0:
-        raise ConfigError(f"budget {name} must be a non-negative number (0: off), "
-                          f"not {value!r}")
+            (isinstance(value, int) and abs(value) > MAX_COUNT) or \
+            not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
+        raise ConfigError(f"budget {name} must be a number from 0 (off) to {MAX_COUNT:,}, "
+                          f"not {shown_value(value)}")
     if integer and value != int(value):
         raise ConfigError(f"budget {name} counts whole units, not {value!r}")
     return int(value) if integer else float(value)
@@ -284,6 +290,16 @@ def note_text(counter: str, used: float, cap: float) -> str:
            f"{_NOUNS.get(counter, counter)} for this task."
 
 
+def shown_used(used: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored ``used`` map (a budget row's: ``usd`` in nano-dollars, as a task counts it) as
+    people read it: ``usd`` in dollars, like every other dollar amount tripwire prints."""
+    out = dict(used)
+    nano = out.get("usd")
+    if isinstance(nano, int) and not isinstance(nano, bool):
+        out["usd"] = round(nano / NANO, 9)
+    return out
+
+
 class CallCounter:
     """A task's tool-call count and the fast path's mark, in an object of their own. A task
     starts with this one; a native session that runs it alone swaps in the native twin
@@ -332,6 +348,7 @@ class Task:
         "children",
         "exhausted",
         "history",
+        "history_dropped",
         "last_answer",
         "notes",
         "objective",
@@ -392,7 +409,10 @@ class Task:
         self._lock: Any = _parent._lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
-        self.history: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions
+        # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
+        # earlier ones: a session cut turn after turn must not grow the task without bound)
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.history_dropped = 0
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
@@ -547,17 +567,9 @@ class Task:
         """One model request tripwire did not observe (the progress supervisor's, say): a
         step, its tokens and its cost, charged along the chain."""
         tokens = 0
-        for v in (input_tokens, output_tokens):
-            if v is not None:
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise ConfigError(f"token counts are non-negative integers, not {v!r}")
-                tokens += v
-        nano = 0
-        if cost_usd is not None:
-            if isinstance(cost_usd, bool) or not isinstance(cost_usd, (int, float)) or \
-                    not math.isfinite(cost_usd) or cost_usd < 0:
-                raise ConfigError(f"cost_usd is a non-negative number, not {cost_usd!r}")
-            nano = round(cost_usd * NANO)
+        for v, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
+            tokens += check_count(v, what, MAX_TOKENS, ConfigError) or 0
+        nano = to_nano(parse_dollars(cost_usd, "cost_usd", allow_none=True) or 0.0)
         return self._charge_usage(tokens, nano)
 
     def tell(self, text: str, signal: str = "progress-supervisor") -> None:
@@ -703,7 +715,16 @@ class Task:
             uncertain.extend(policy.uncertain())
         return Report(self.task_id, self.objective, self.counters(),
                       tuple(c.report() for c in self.children), tuple(uncertain),
-                      self.tool_timeouts, unfinished, tuple(self.history))
+                      self.tool_timeouts, unfinished, tuple(self.history),
+                      self.history_dropped)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """One cut or halt of a session running this task, for its report (the latest
+        ``HISTORY`` are kept; the earlier ones are counted)."""
+        with self._lock:
+            if len(self.history) == HISTORY:
+                self.history_dropped += 1
+            self.history.append(entry)
 
     # -- ending ----------------------------------------------------------------------------------
 

@@ -288,9 +288,8 @@ class BudgetPolicy:
 
     def record(self, decision: Decision) -> None:
         """A cut or halt of this session, for the task's report."""
-        with self.task._lock:
-            self.task.history += ({"session": self._g.session_id, "action": decision.action,
-                                   "guardrail": decision.guardrail, "reason": decision.reason},)
+        self.task.record({"session": self._g.session_id, "action": decision.action,
+                          "guardrail": decision.guardrail, "reason": decision.reason})
 
     def uncertain(self) -> list[UncertainCall]:
         sid = self._g.session_id

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._usage import OneLineParser
 from .adapters import FORMAT_NAMES
 from .errors import (
     ConfigError,
@@ -33,6 +34,7 @@ from .errors import (
     InvalidReset,
     ResetRefused,
     StoreError,
+    StoreUnreadable,
     TripwireError,
     TruncatedLine,
 )
@@ -63,11 +65,7 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(record, ensure_ascii=not _encodes_unicode(out)) + "\n")
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit 2 (no usage dump to scroll past)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+_Parser = OneLineParser  # usage errors in one line on stderr, exit 2 (``_usage``)
 
 
 def _dollars(text: str) -> float:
@@ -119,11 +117,14 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         "replay",
         help="replay recorded event files and print what tripwire would have said",
         description=(
-            "Read interchange-format event files (JSON Lines, one event per line), run the "
-            "watchdog over each file as one session, and print one JSON line per alert, then "
-            "a summary line. The context guard reports as `context` lines; below enforce "
-            "mode replay skips no event, so every alert of the recording is reported; under "
-            "enforce a cut skips the rest of its turn, as the harness would have cancelled it."
+            "Read recordings — interchange event files (JSON Lines, one event per line) or "
+            "any supported harness's transcripts, detected from their content — and run each "
+            "session through the guardrails (the watchdog, the cost ceiling, the context "
+            "guard, task budgets). Prints JSON Lines: one line per alert, decision (cut, halt, "
+            "refused turn), feedback block, context record and task outcome, then a summary "
+            "line. With no policy option it runs in warn mode with no ceilings and skips no "
+            "event, so every alert of the recording is reported; under enforce a cut skips "
+            "the rest of its turn, as the harness would have cancelled it."
         ),
     )
     replay.add_argument("paths", nargs="+", metavar="PATH",
@@ -134,8 +135,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     replay.add_argument("--per-file", action="store_true",
                         help="add a per-file breakdown (\"per_file\") to the summary line")
     replay.add_argument("--signals", type=_signal_set, metavar="IDS",
-                        help="comma-separated signal ids to run: the eight built-ins and the "
-                             "config file's custom signals ([signals] custom; default: all)")
+                        help="comma-separated ids of the signals to run, among the built-in "
+                             "signals and the config file's custom ones ([signals] custom); "
+                             "default: all (an unknown id is an error listing them)")
     replay.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
     replay.add_argument("--skip-invalid", action="store_true",
                         help="report invalid lines and go on instead of stopping")
@@ -189,11 +191,18 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     status.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     status.add_argument("--session", metavar="ID", help="one session (default: all)")
 
-    reset = verbs.add_parser("reset", help="an operator reset of a session in a store")
+    reset = verbs.add_parser(
+        "reset", help="an operator reset of a session in a store",
+        description="Write an operator reset of one session into a store; the process hosting "
+                    "the session applies it at the session's next turn (or when it restores). "
+                    "A store that cannot be read is moved aside first and a new chain started "
+                    "with what its anchor proves (docs/durability.md).")
     reset.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
-    reset.add_argument("--session", metavar="ID", required=True)
+    reset.add_argument("--session", metavar="ID", required=True,
+                       help="the session to reset (as `tripwire status STORE` lists them)")
     reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
-                       metavar="{watchdog,cost_ceiling,all}")
+                       metavar="{watchdog,cost_ceiling,all}",
+                       help="which halt to clear (default: all)")
     reset.add_argument("--add-budget", type=_dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
@@ -210,7 +219,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--config", metavar="FILE", help="a tripwire config file (TOML or JSON)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: 127.0.0.1, loopback only)")
-    serve.add_argument("--port", type=int, default=8737,
+    serve.add_argument("--port", type=_port, default=8737,
                        help="port to listen on (default: 8737; 0: any free port)")
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
@@ -249,6 +258,16 @@ def _count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free port), not {value}")
     return value
 
 
@@ -448,26 +467,43 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _open_store(path: str) -> Any:
     """A store to write (replay --store): created when missing. A ``postgresql://`` URL is a
-    PostgreSQL store, anything else a SQLite file."""
+    PostgreSQL store, anything else a SQLite file. One that cannot be opened is one line."""
     from .store import open_store
 
-    return open_store(path).check()
+    return open_store(path, check=True)
 
 
 def _existing_store(path: str, *, write: bool = False) -> Any:
-    """A store the operator verbs work on: it must exist and be a tripwire store. Read-only
+    """A store the operator verbs work on: it must exist and be a tripwire store, sealed with
+    the key in use (a wrong key is a ``StoreKeyMismatch``, exit 2: not tampering). Read-only
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
-    checks it read-only first, then opens it to append."""
-    from .store import open_store
+    checks it read-only first, then opens it to append. ``StoreUnreadable`` when it exists
+    but cannot be read."""
+    from .errors import StoreKeyMismatch
+    from .store import KEY_ENV, open_store
     from .store_postgres import is_postgres_url
 
-    if not is_postgres_url(path) and not os.path.exists(path):
+    if not is_postgres_url(path) and not os.path.lexists(path):
         raise FileNotFoundError(f"{path}: no such store")
-    store = open_store(path, read_only=True).check()
+    store = open_store(path, read_only=True, check=True)
+    if not store.key_matches:
+        store.close()
+        raise StoreKeyMismatch(f"{store.path}: this key is not the one the store was created "
+                               f"with (set {KEY_ENV} to the store's key)")
     if not write:
         return store
     store.close()
-    return open_store(path).check()
+    return open_store(path, check=True)
+
+
+def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[Any, list[str]]:
+    """A store that cannot be read, as the operator verbs show it: the store object (its
+    anchor is still readable) and the sessions to report (those the anchor knows; ``only``:
+    that one)."""
+    from .store import open_store
+
+    store = open_store(path, read_only=True)  # not opened: the anchor is read without it
+    return store, [only] if only else store.anchored_sessions()
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
@@ -475,10 +511,12 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     from .context import context_stats_from_rows
     from .restore import fold_history
 
-    store = _existing_store(args.store)
-    histories = store.histories([args.session] if args.session else None)
-    if args.session and not histories[args.session].rows and \
-            histories[args.session].report.intact:
+    try:
+        store = _existing_store(args.store)
+        histories = store.histories([args.session] if args.session else None)
+    except StoreUnreadable as exc:
+        return _status_unreadable(args, exc, out)
+    if args.session and not histories[args.session].exists:
         raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
@@ -500,10 +538,28 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: TextIO) -> int:
+    """``status`` of a store that cannot be read: a store line, then each session the anchor
+    knows (or the one asked) as a restore would see it: halted (store_unreadable), with the
+    spend the anchor proves. Exit 1: a finding, as ``verify``'s."""
+    from .restore import fold_unreadable
+
+    store, sessions = _unreadable_view(args.store, exc, args.session)
+    _print({"kind": "store", "store": store.path, "chain": "unreadable", "problem": str(exc),
+            "anchor": store.anchor, "anchored_sessions": len(store.anchored_sessions())}, out)
+    for sid in sessions:
+        folded = fold_unreadable(str(exc), store.anchored(sid))
+        _print({"kind": "session", "session": sid, "halted": True,
+                "halted_by": list(folded.halted_by), "reason": folded.reason,
+                "spent_usd": round(folded.spent_usd, 9), "granted_usd": 0.0, "rows": None,
+                "chain": "unreadable", "problem": str(exc), "context": None}, out)
+    return EXIT_BROKEN
+
+
 def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
                  out: TextIO) -> None:
     """One line per task whose rows a chain holds: its consumption, caps and outcome."""
-    from .budget import TASK_PREFIX
+    from .budget import TASK_PREFIX, shown_used
 
     tasks: dict[str, dict[str, Any]] = {}
     for data in rows:
@@ -515,7 +571,7 @@ def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], re
             if data.get(key) is not None:
                 line[key] = data[key]
         if isinstance(data.get("used"), dict):
-            line["used"] = data["used"]
+            line["used"] = shown_used(data["used"])  # usd in dollars, as spent_usd beside it
         if isinstance(data.get("outcome"), str):
             line["outcome"] = data["outcome"]
             for key in ("counter", "by_task", "guardrail", "reason"):
@@ -553,10 +609,15 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .cost import NANO, CostCeiling
     from .restore import fold_history
 
-    store = _existing_store(args.store, write=True)
-    history = store.history(args.session)
-    if not history.rows and history.report.intact:
-        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+    try:
+        store = _existing_store(args.store, write=True)
+        history = store.history(args.session)
+    except StoreUnreadable as exc:
+        store = _replace_unreadable(args, exc, out)
+        history = store.history(args.session)
+    else:
+        if not history.exists:
+            raise InvalidEvent(f"{store.path}: no session {args.session!r}")
     folded = fold_history(history)
     scope: Guardrail = args.guardrail
     # the library's own rule, on the ceiling the session's rows describe
@@ -584,11 +645,42 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
+                        out: TextIO) -> Any:
+    """The operator's reset of a store that cannot be read: move it (and its anchor) aside as
+    evidence, and start a new chain that carries what the anchor proves of each session (its
+    spend, its tasks' consumption, its standing halts: ``restore.carried_rows``). A session the
+    anchor does not know starts afresh; without an anchor, every session does. The reset
+    itself is then written as on any store."""
+    import time
+
+    from .restore import carried_rows
+    from .store import open_store
+
+    old, sessions = _unreadable_view(args.store, problem, None)
+    entries = {sid: old.anchored(sid) for sid in sessions}
+    suffix = "unreadable-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = old.quarantine(suffix)
+    store = open_store(args.store, check=True)
+    why = (f"the store was unreadable ({problem}) and was moved aside by tripwire reset; this "
+           "is what its anchor proved")
+    for sid, entry in entries.items():
+        if entry is not None:
+            for kind, data in carried_rows(entry, why):
+                store.append(sid, kind, data)
+    _print({"kind": "store_replaced", "store": store.path, "problem": str(problem),
+            "moved_to": moved, "carried_sessions": sum(1 for e in entries.values() if e)}, out)
+    return store
+
+
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
     from .store import format_reports
 
-    store = _existing_store(args.store)
-    reports = store.verify()
+    try:
+        store = _existing_store(args.store)
+        reports = store.verify()
+    except StoreUnreadable as exc:
+        return _verify_unreadable(args, exc, out)
     if reports:
         out.write(format_reports(reports) + "\n")
     sessions = [r for r in reports if r.session != "*"]
@@ -602,6 +694,24 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"verdict: intact ({counts})\n")
     store.close()
     return EXIT_OK if not broken else EXIT_BROKEN
+
+
+def _verify_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: TextIO) -> int:
+    from .money import usd
+
+    store, sessions = _unreadable_view(args.store, exc, None)
+    out.write(f"*: UNREADABLE: {exc}\n")
+    for sid in sessions:
+        entry = store.anchored(sid)
+        if entry is None:
+            continue
+        halts = f", halted by {', '.join(entry.halted)}" if entry.halted else ""
+        out.write(f"{sid}: UNREADABLE: the anchor proves {usd(entry.spend_nano)} spent{halts}\n")
+    anchored = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''} in its anchor" \
+        if store.anchor else "no anchor"
+    out.write(f"verdict: UNREADABLE (the store cannot be read; {anchored}; `tripwire reset "
+              "STORE --session ID` moves it aside and starts a new chain)\n")
+    return EXIT_BROKEN
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -630,6 +740,29 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+#: options whose value may start with "-" (argparse would read "-5:3" as an option)
+_DASHED = ("--values",)
+
+
+def _dashed_values(argv: list[str]) -> list[str]:
+    """``--values -5:3`` as ``--values=-5:3``, so the option's own check answers (a range of
+    positive integers), not argparse's "expected one argument"."""
+    out: list[str] = []
+    values = iter(argv)
+    for arg in values:
+        if arg in _DASHED:
+            value = next(values, None)
+            if value is not None and value.startswith("-") and value not in ("-h", "--help"):
+                out.append(f"{arg}={value}")
+                continue
+            out.append(arg)
+            if value is not None:
+                out.append(value)
+            continue
+        out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -639,6 +772,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
         return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout
     err = err or sys.stderr
+    argv = _dashed_values(argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     try:

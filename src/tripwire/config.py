@@ -49,7 +49,7 @@ from .modes import Mode, detect_unattended, resolve_mode
 from .money import parse_dollars
 from .signals import WatchdogConfig
 from .tasks import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
-from .validate import check_hook
+from .validate import check_hook, check_session_id
 
 __all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
            "ResolvedConfig", "resolve_session"]
@@ -117,6 +117,19 @@ _COST_FILE_KEYS = {"max_turn_usd", "max_session_usd", "escalate_after"}
 _SESSION_FILE_KEYS = {"unattended", "task_class", "model", "provider", "one_shot",
                       "trust_operator"}
 _SAFETY_FILE_KEYS = {"small_tier_parent"}
+
+
+def file_keys() -> dict[str, frozenset[str]]:
+    """Every key of every section a config file takes but ``[signals]`` (whose keys are the
+    signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
+    ``examples/tripwire.toml`` must name, all of it."""
+    from .budget import COUNTERS
+    from .context import FILE_KEYS
+    from .tiers import MODELS_KEYS
+
+    return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
+            "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
+            "budget": frozenset(COUNTERS), "context": FILE_KEYS, "models": MODELS_KEYS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,8 +360,7 @@ def resolve_session(config: object, session_id: object,
                           f"{type(config).__name__}{hint}")
     for what, hook in hooks.items():
         check_hook(hook, what)
-    if not isinstance(session_id, str):
-        raise ConfigError(f"session_id must be a string, not {type(session_id).__name__}")
+    check_session_id(session_id, ConfigError)
     return (config if isinstance(config, ResolvedConfig)
             else (config or GuardrailsConfig()).resolve())
 
@@ -358,8 +370,30 @@ def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:
     points, ``custom_signals.factories_from_config``): the built-in signals' knobs."""
     section = file.get("signals", {})
     if isinstance(section, Mapping) and "custom" in section:
-        return {k: v for k, v in section.items() if k != "custom"}
+        section = {k: v for k, v in section.items() if k != "custom"}
+    _no_negative_counts(section)
     return section  # type: ignore[no-any-return]
+
+
+def _no_negative_counts(section: Any) -> None:
+    """A negative count in a config file is a mistake, refused as a value above the knob's
+    range is (each knob's range is its own: ``Knob.range_text``). The engines' API keeps SPEC
+    §1's clamp ("counts below 2 become 2", pinned for -3 by the conformance data); a file a
+    person wrote says what it means: 0 and 1 still count as 2, as documented, -3 is refused."""
+    from .signals import SIGNALS
+
+    if not isinstance(section, Mapping):
+        return
+    for spec in SIGNALS:
+        knobs = section.get(spec.id)
+        if not isinstance(knobs, Mapping):
+            continue
+        for knob in spec.knobs:
+            value = knobs.get(knob.name)
+            if knob.kind is int and isinstance(value, (int, float)) and \
+                    not isinstance(value, bool) and value < 0:
+                raise ConfigError(f"{spec.id}.{knob.name} must not be negative: it must be "
+                                  f"{knob.range_text()}, not {value!r}")
 
 
 _ANNOUNCED: set[str] = set()  # startup lines logged already, once per process

@@ -110,6 +110,12 @@ class SummaryResult:
     finish_reason: str | None = None
 
 
+#: The keys of a config file's ``[context]`` section.
+FILE_KEYS = frozenset({"enabled", "auto_compact", "checkpoint", "threshold",
+                       "threshold_by_tier", "cut_at", "tier", "tail_chars", "fallback_after",
+                       "max_backoff_turns"})
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """Knobs of the context guard; defaults are SPEC §6's.
@@ -118,8 +124,8 @@ class ContextConfig:
     ``threshold_by_tier`` overrides win for their tier. ``tier`` forces the tier used for
     thresholds (``""``: none). ``catalogue`` holds tiers and windows (``[models]`` in a file).
     ``cut_turns=False`` reports the 95% crossing (a ``turn-cut`` record with
-    ``enforced: false``) without cutting: what replay does when it analyses a recording in
-    ``warn``/``feedback``/``off`` mode, where nothing may be skipped.
+    ``enforced: false``) without cutting, also under ``enforce``; below ``enforce`` the
+    crossing is only reported whatever it says (nothing is cut in ``warn`` or ``feedback``).
 
     ``enabled=False`` turns the whole guard off (utilization, compaction, the cut);
     ``auto_compact=False`` only the automatic compaction trigger: manual compaction and the 95%
@@ -165,8 +171,7 @@ class ContextConfig:
         section = file.get("context", {})
         if not isinstance(section, Mapping):
             raise ConfigError("config section [context] must be a table")
-        known = {"enabled", "auto_compact", "checkpoint", "threshold", "threshold_by_tier",
-                 "cut_at", "tier", "tail_chars", "fallback_after", "max_backoff_turns"}
+        known = FILE_KEYS
         unknown = sorted(set(section) - known)
         if unknown:
             raise ConfigError(f"unknown setting(s) in [context]: {', '.join(unknown)} "

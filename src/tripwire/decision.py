@@ -65,6 +65,23 @@ class Decision:
 CONTINUE = Decision()
 
 
+#: how strong each action is: at one event, the stronger decision stands
+_STRENGTH = {PROCEED: 0, CANCEL_TOOL: 1, CUT_TURN: 2, HALT_SESSION: 3, REFUSE_TURN: 3}
+
+
+def stronger(first: Decision, second: Decision) -> Decision:
+    """Two guardrails' decisions at one event (a budget's cut and the watchdog's verdict on
+    the same call): the stronger action stands (a halt over a cut over a cancel; ``first`` on
+    a tie, as the one that happened first), and it carries both decisions' alerts, so an alert
+    is never lost to another guardrail's cut."""
+    win = second if _STRENGTH[second.action] > _STRENGTH[first.action] else first
+    other = first if win is second else second
+    alerts = win.alerts + tuple(a for a in other.alerts if a not in win.alerts)
+    if alerts == win.alerts:
+        return win
+    return Decision(win.action, win.guardrail, win.reason, alerts, win.call_ids)
+
+
 def with_cancel(decision: Decision, cancel: Decision) -> Decision:
     """An observation's decision, carrying the calls a timeout cancels (a cut cancels all)."""
     if not decision.proceed:

@@ -18,6 +18,8 @@ __all__ = [
     "NativeUnavailable",
     "SmallTierParentRefused",
     "StoreError",
+    "StoreUnreadable",
+    "StoreKeyMismatch",
     "MalformedDecision",
     "TaskEnded",
 ]
@@ -113,7 +115,25 @@ class InvalidReset(TripwireError, ValueError):
 
 class StoreError(TripwireError):
     """The store cannot be used: unreadable, corrupt or locked database, or a bad key. The message
-    names the database file when there is one."""
+    names the database file when there is one.
+
+    A plain ``StoreError`` is *transient* (a locked or busy database, a full disk, a dropped
+    connection, a timeout): the guardrails keep deciding in memory and retry. Its subclass
+    ``StoreUnreadable`` is not."""
+
+
+class StoreUnreadable(StoreError):
+    """The store exists but fails its own integrity: not a database (its header overwritten),
+    malformed (truncated, a page overwritten), a schema version this tripwire does not know, a
+    directory where the file should be. Not transient: what it held (a halt, spend) cannot be
+    known, so a session restored from it is halted (``store_unreadable``) until an operator's
+    ``tripwire reset`` moves it aside (docs/durability.md)."""
+
+
+class StoreKeyMismatch(StoreError):
+    """The store key in use is not the one the store was created with: the store cannot be
+    checked (every row would read as forged) nor appended to. A configuration error, not
+    tampering."""
 
 
 class SmallTierParentRefused(ConfigError):

@@ -16,7 +16,7 @@ from typing import Any, Union
 from .errors import InvalidEvent, TruncatedLine
 from .guardrail import Guardrail
 from .money import parse_dollars
-from .validate import check_no_op
+from .validate import MAX_COUNT, MAX_TOKENS, check_count, check_no_op, shown_value
 
 __all__ = [
     "Call",
@@ -189,10 +189,10 @@ def _names(types: tuple[type, ...]) -> str:
 
 
 def _count(obj: dict[str, Any], name: str) -> int | None:
-    value: int | None = _field(obj, name, (int,))
-    if value is not None and value < 0:
-        raise InvalidEvent(f"field {name!r} must not be negative, not {value}")
-    return value
+    """A token count: ``validate.check_count`` up to ``MAX_TOKENS`` (every count of an event is
+    a token count)."""
+    value = _field(obj, name, (int,))
+    return check_count(value, f"field {name!r}", MAX_TOKENS)
 
 
 def _usd(obj: dict[str, Any], name: str) -> float | None:
@@ -353,8 +353,8 @@ def _timed(event: Event, ts: Any) -> Event:
     if ts is None:
         return event
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or ts != ts \
-            or ts in (float("inf"), float("-inf")):
-        raise InvalidEvent(f"field 'ts' must be a number of seconds, not {ts!r}")
+            or not -MAX_COUNT <= ts <= MAX_COUNT:
+        raise InvalidEvent(f"field 'ts' must be a number of seconds, not {shown_value(ts)}")
     return replace(event, ts=float(ts))
 
 
@@ -478,3 +478,6 @@ def _slow_decode(raw: bytes, ended: bool) -> Any:
         raise InvalidEvent(f"not JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise InvalidEvent("not JSON (nested too deeply)") from None
+    except ValueError:  # Python refuses to convert an integer of more than 4,300 digits
+        raise InvalidEvent("not JSON tripwire reads (a number of more than 4,300 digits)") \
+            from None

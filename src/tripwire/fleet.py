@@ -25,12 +25,14 @@ from .errors import (
     GuardrailHalted,
     InvalidEvent,
     StoreError,
+    StoreUnreadable,
     TripwireError,
 )
 from .events import Call, Compaction, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 from .reporting import Counters, OperatorEvent
 from .session_batch import SessionBatch
+from .validate import check_session_id
 
 if TYPE_CHECKING:
     from ._reference_guardrails import SessionTable  # its native twin has the same API
@@ -104,8 +106,7 @@ class Fleet:
             raise InvalidEvent(f"session {session_id!r} already runs under task "
                                f"{g.task.task_id!r}")
         if g is None:
-            if type(session_id) is not str or not session_id:
-                raise InvalidEvent(f"a session id is a non-empty str, not {session_id!r}")
+            check_session_id(session_id)
             with self._lock:
                 if task is not None:
                     self._session_task[session_id] = task
@@ -114,6 +115,27 @@ class Fleet:
                     g = self._new_session(session_id)
                     self._sessions.add(session_id, g)
         g.last_used = time.monotonic()  # touch(), without a method call: every call is here
+        return g
+
+    def existing(self, session_id: str) -> Guardrails | None:
+        """The session's guardrails if the fleet knows it (in memory, or in the store: then
+        restored), else None; an unknown session is not created."""
+        check_session_id(session_id)
+        if session_id in self._sessions or self.store is None:
+            return self._sessions.get(session_id)
+        try:
+            history = self.store.history(session_id)
+        except StoreUnreadable:
+            history = None  # cannot be told absent: its restore halts it (store_unreadable)
+        else:
+            if not history.exists:
+                return None
+        with self._lock:
+            g = self._sessions.get(session_id)
+            if g is None:
+                g = self._new_session(session_id, history)
+                self._sessions.add(session_id, g)
+        g.last_used = time.monotonic()
         return g
 
     def _new_session(self, session_id: str, history: Any = None) -> Guardrails:
@@ -129,8 +151,16 @@ class Fleet:
         if self.store is None:
             return 0
 
+        histories: dict[str, Any]
         try:
             histories = self.store.histories()
+        except StoreUnreadable as exc:
+            # not transient: every session the anchor knows restores halted (store_unreadable)
+            # with what it proves, each through its own restore; others halt when first used
+            LOGGER.warning("store unreadable (%s); the %d session(s) its anchor knows restore "
+                           "halted", exc, len(getattr(self.store, "anchored_sessions",
+                                                      list)()))
+            histories = dict.fromkeys(getattr(self.store, "anchored_sessions", list)())
         except StoreError as exc:
             LOGGER.warning("store unreadable (%s); sessions restore one by one on use",
                            exc)

@@ -32,12 +32,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _engine, _reference_guardrails
+from ._common import remember_call_id
 from .budget import Task
 from .budget_policy import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
 from .context import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
 from .cost import CostCeiling, CostTrip, usage_cost_nano
-from .decision import CONTINUE, Decision, Turn
+from .decision import CONTINUE, Decision, Turn, stronger
 from .errors import GuardrailHalted
 from .modes import Mode
 from .persistence import DECISION_WAIT, Durability, SessionLog
@@ -141,7 +142,8 @@ class Guardrails:
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
-                                             durable.put, summarize)
+                                             durable.put, summarize,
+                                             enforce=resolved.mode == Mode.ENFORCE)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
         self._task = task  # the hot path's: the budget policy's task
@@ -286,6 +288,27 @@ class Guardrails:
     def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
         decision = self._policy.on_alerts(alerts)
         return decision if decision.proceed else self._block(decision)
+
+    def _cut_at_call(self, cut: Decision, name: str, args: Any, id: str | None) -> Decision:
+        """A call the task's budget cut (the cores' hand-off, both engines): the watchdog
+        still sees it, so an alert it raises at this same event is reported, never lost, and
+        acted on (a halt is recorded); the stronger decision stands (a halt over the cut,
+        ``decision.stronger``), carrying every alert."""
+        watchdog = self._watchdog
+        alerts: tuple[Alert, ...] = ()
+        if watchdog is not None:
+            if id is not None:
+                remember_call_id(self._ids, id, name)
+            alerts = watchdog.observe_call(name, args)
+        if not alerts:
+            self._blocked = cut
+            return cut
+        verdict = self._policy.on_alerts(alerts)
+        final = stronger(cut, verdict)
+        if final.action == verdict.action and final.guardrail == verdict.guardrail:
+            return self._block(final)  # the watchdog's halt: recorded as every halt is
+        self._blocked = final
+        return final
 
     def _timed_out(self, name: str) -> Decision:
         """A call cancelled for its timeout counts as a failed result for the watchdog."""
@@ -458,10 +481,19 @@ class Guardrails:
 
     # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
 
-    def flush(self) -> bool:
-        """Write rows the store did not take yet (waiting the store's full timeout); True when
-        none is left."""
-        return self._durable.flush()
+    def flush(self, wait: float | None = None) -> bool:
+        """Write what the store does not hold yet — the task's consumption (the tool calls
+        the fast path counts without a row: a process that exits after this keeps them, as a
+        hook must) and the rows it did not take yet — waiting the store's full timeout (or at
+        most ``wait`` seconds for each row); True when none is left (else ``store_problem``
+        says why)."""
+        self._task.persist()
+        return self._durable.flush(wait)
+
+    @property
+    def store_problem(self) -> str | None:
+        """Why rows are waiting for the store (its last error), or None when none is."""
+        return self._durable.problem
 
     @property
     def unpersisted_rows(self) -> int:

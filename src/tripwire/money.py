@@ -13,6 +13,7 @@ import math
 from typing import Any, Literal, overload
 
 from .errors import ConfigError, TripwireError
+from .validate import shown_value
 
 __all__ = ["NANO", "MAX_USD", "parse_dollars", "dollars_from_text", "to_nano", "usd",
            "usd_more_than"]
@@ -41,14 +42,14 @@ def parse_dollars(value: Any, what: str, *, error: type[TripwireError] = ConfigE
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise error(f"{what} must be a number of US dollars, not {value!r}")
+        raise error(f"{what} must be a number of US dollars, not {shown_value(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise error(f"{what} must be a finite number of US dollars, not {value!r}")
     if value < 0:
-        raise error(f"{what} must not be negative (0 means none), not {value!r}")
+        raise error(f"{what} must not be negative (0 means none), not {shown_value(value)}")
     if value > MAX_USD:
         raise error(f"{what} must be at most ${MAX_USD:,} (a range that stays exact in "
-                    f"nano-dollars), not {value!r}")
+                    f"nano-dollars), not {shown_value(value)}")
     return float(value)
 
 

@@ -77,6 +77,7 @@ class Report:
     tool_timeouts: int = 0
     unfinished: str | None = None  # the host's note of unfinished work
     guardrails: tuple[dict[str, Any], ...] = ()  # cuts and halts of its sessions, in order
+    guardrails_dropped: int = 0  # earlier cuts and halts, beyond the latest ``guardrails``
 
     def counter(self, name: str) -> CounterReport:
         for c in self.counters:
@@ -94,6 +95,8 @@ class Report:
             "tool_timeouts": self.tool_timeouts,
             "unfinished": self.unfinished,
             "guardrails": list(self.guardrails),
+            **({"guardrails_dropped": self.guardrails_dropped} if self.guardrails_dropped
+               else {}),
         }
 
 

@@ -15,16 +15,16 @@ what other processes wrote since (an operator's reset, a shared store's halts an
 from __future__ import annotations
 
 import atexit
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import lines
-from .errors import StoreError
+from ._log import LOGGER
+from .errors import StoreError, StoreUnreadable
 from .modes import Mode
-from .restore import Folded, fold_history
+from .restore import Folded, fold_history, fold_unreadable
 
 if TYPE_CHECKING:
     from .budget_policy import BudgetPolicy
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Outbox", "SessionLog", "Durability", "DECISION_WAIT", "RETRIER"]
 
-LOGGER = logging.getLogger("tripwire")
 
 #: How long a guardrail decision waits for the store before its row goes to the background.
 DECISION_WAIT = 0.05
@@ -83,6 +82,10 @@ class Outbox:
                     except StoreError as exc:
                         on_error(kind, exc)
                         return False
+                    except (ValueError, TypeError, OverflowError) as exc:
+                        # The row itself cannot be stored (the store checks it before any
+                        # write): retrying it would hold up every row behind it for good.
+                        LOGGER.error("[session %s] %s", session_id, lines.row_dropped(kind, exc))
                     with self._lock:
                         self._rows.popleft()
             finally:
@@ -165,13 +168,14 @@ class SessionLog:
     retrier), and the session's history read and folded back at restore. The guardrails hand
     it finished rows; what a row holds is each policy's ``snapshot()``."""
 
-    __slots__ = ("line", "outbox", "session_id", "shared", "store")
+    __slots__ = ("line", "outbox", "problem", "session_id", "shared", "store")
 
     def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
         self.store = store
         self.session_id = session_id
         self.line = line  # the session's log-line prefix
         self.outbox = Outbox()
+        self.problem: str | None = None  # why the last drain left rows behind (None: none)
         # other processes write this session's rows too (a fleet of daemons on one database):
         # the guardrails read the history back at each turn start
         self.shared = getattr(store, "shared", False) is True
@@ -205,16 +209,23 @@ class SessionLog:
         take_over = getattr(self.store, "timeout", 5.0) if wait is None else wait
         if self.outbox.drain(self.store, self.session_id, wait, self._failed,
                              take_over=take_over):
+            self.problem = None
             return True
+        if self.problem is None:  # another thread holds the rows: they are not written yet
+            self.problem = (f"another thread was still writing this session's rows after "
+                            f"{take_over:g} s")
         RETRIER.schedule(self.outbox, self.store, self.session_id)
         return False
 
-    def flush(self) -> bool:
-        """Every row, waiting the store's full timeout (and for a retrier write under way)."""
-        return self.drain(None)
+    def flush(self, wait: float | None = None) -> bool:
+        """Every row, waiting the store's full timeout (and for a retrier write under way);
+        ``wait``: at most this long for each instead."""
+        return self.drain(wait)
 
     def _failed(self, kind: str, exc: StoreError) -> None:
-        LOGGER.error(self.line(lines.store_failed(kind, exc)))
+        if self.problem is None:  # said once per spell of failures
+            LOGGER.error(self.line(lines.store_failed(kind, exc)))
+        self.problem = str(exc)
 
     def read(self, history: Any = None) -> Folded | None:
         """The session's history folded (``history``: read already, as ``Fleet.restore_all``
@@ -222,7 +233,13 @@ class SessionLog:
         try:
             if history is None:
                 history = self.store.history(self.session_id)
-        except StoreError as exc:
+        except StoreUnreadable as exc:
+            # not transient, and not absent: the session halts, with what the anchor proves
+            anchored = getattr(self.store, "anchored", None)
+            folded = fold_unreadable(str(exc), anchored(self.session_id) if anchored else None)
+            LOGGER.warning(self.line(lines.store_unreadable(exc)))
+            return folded
+        except StoreError as exc:  # transient (locked, busy, a lost connection): fail open
             LOGGER.warning(self.line(lines.history_unreadable(exc)))
             return None
         folded = fold_history(history)
@@ -306,10 +323,14 @@ class Durability:
         elif len(log):
             log.drain(DECISION_WAIT)
 
-    def flush(self) -> bool:
-        """Write rows the store did not take yet (waiting the store's full timeout); True when
-        none is left."""
-        return self.log is None or self.log.flush()
+    def flush(self, wait: float | None = None) -> bool:
+        """Write rows the store did not take yet (waiting the store's full timeout, or at most
+        ``wait`` seconds for each); True when none is left."""
+        return self.log is None or self.log.flush(wait)
+
+    @property
+    def problem(self) -> str | None:
+        return self.log.problem if self.log is not None else None
 
     # -- reading back --------------------------------------------------------------------------
 

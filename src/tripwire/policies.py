@@ -130,16 +130,22 @@ class ContextPolicy:
     context's operations answer while the guard is disabled (``guard`` None: the observations
     never reach this policy then)."""
 
-    __slots__ = ("_channel", "_persist", "cut_at", "guard", "summarize")
+    __slots__ = ("_channel", "_persist", "cut_at", "cuts", "guard", "summarize")
 
     def __init__(self, guard: ContextGuard | None, cut_at: float, channel: OperatorChannel,
                  persist: Persist,
-                 summarize: Callable[[Any, str | None], SummaryResult] | None = None):
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None,
+                 *, enforce: bool = True):
         self.guard = guard
         self.summarize = summarize  # the host's summarizer (None: mechanical truncation)
         self.cut_at = cut_at
         self._channel = channel
         self._persist = persist
+        # the 95% crossing cuts the turn only under enforce (and ``cut_turns``); in warn and
+        # feedback nothing is cut (SPEC §3's ladder, as for a task's budget, SPEC §7.1): the
+        # crossing is reported and its record written (``enforced: false``). The cost ceiling
+        # is the one guardrail that cuts in every mode.
+        self.cuts = enforce and (guard is None or guard.config.cut_turns)
 
     def check(self, decision: Decision) -> Decision:
         """``decision`` as it stands, or the context cut that replaces it."""
@@ -159,8 +165,8 @@ class ContextPolicy:
             return decision
         record = guard.turn_cut_record()
         reason = lines.context_cut_reason(u, self.cut_at, auto_compact=guard.config.auto_compact)
-        if not decision.proceed or not guard.config.cut_turns:
-            # already cut or halted by another guardrail, or report-only (replay's analysis)
+        if not decision.proceed or not self.cuts:
+            # already cut or halted by another guardrail, or report-only (below enforce)
             self.record({**record, "enforced": False, "message": reason})
             return decision
         cut = Decision(CUT_TURN, "context", reason, decision.alerts)

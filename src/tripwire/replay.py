@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,6 @@ from .events import (
     Usage,
 )
 from .guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
-from .modes import Mode
 from .outcomes import Outcome
 from .prices import estimate
 from .reporting import OperatorEvent
@@ -199,13 +198,10 @@ def decision_record(decision: Decision, index: int) -> dict[str, Any]:
 
 
 def analysis_config(config: GuardrailsConfig | ResolvedConfig) -> ResolvedConfig:
-    """Replay's policy: as configured, except that below ``enforce`` the context guard
-    reports its 95% crossing instead of cutting the turn (a warn-mode analysis must see every
-    event, and so every alert, of the recording)."""
-    resolved = config if isinstance(config, ResolvedConfig) else config.resolve()
-    if resolved.mode < Mode.ENFORCE and resolved.context.cut_turns:
-        resolved = replace(resolved, context=replace(resolved.context, cut_turns=False))
-    return resolved
+    """Replay's policy: as configured. (Below ``enforce`` the context guard reports its 95%
+    crossing instead of cutting the turn, as it does in every host: a warn-mode analysis sees
+    every event, and so every alert, of the recording.)"""
+    return config if isinstance(config, ResolvedConfig) else config.resolve()
 
 
 class _Session:

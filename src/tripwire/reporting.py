@@ -15,46 +15,19 @@ with its traceback, later ones are counted (``Counters.callback_errors``), not l
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import _log
 from .signals import Alert
 
 __all__ = ["OperatorEvent", "Counters", "OperatorChannel", "LOGGER"]
 
-LOGGER = logging.getLogger("tripwire")
-
-
-class _UnconfiguredStderr(logging.Handler):
-    """Warnings and errors on stderr, prefixed ``tripwire: ``, only while no other handler
-    would print them (the host configured no logging): what ``logging.lastResort`` does,
-    with the logger's name kept."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        logger: logging.Logger | None = LOGGER
-        while logger is not None:
-            if any(h is not self for h in logger.handlers):
-                return  # the host's logging prints it, in the host's format
-            if not logger.propagate:
-                break
-            logger = logger.parent
-        try:
-            text = self.format(record)
-            stream = sys.stderr
-            if stream is not None:
-                stream.write(text if text.startswith("tripwire: ") else f"tripwire: {text}")
-                stream.write("\n")
-        except Exception:
-            self.handleError(record)
-
-
-_FALLBACK = _UnconfiguredStderr(logging.WARNING)
-if not any(isinstance(h, _UnconfiguredStderr) for h in LOGGER.handlers):
-    LOGGER.addHandler(_FALLBACK)
+# the logger, with its stderr fallback for a host that configured no logging (``_log``)
+LOGGER = _log.LOGGER
 
 
 @dataclass(frozen=True, slots=True)

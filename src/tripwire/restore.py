@@ -27,7 +27,8 @@ from .errors import InvalidReset
 from .guardrail import Guardrail
 from .money import NANO
 
-__all__ = ["Folded", "fold_history", "RESTORED_SIGNAL"]
+__all__ = ["Folded", "fold_history", "fold_unreadable", "carried_rows", "RESTORED_SIGNAL",
+           "UNREADABLE"]
 
 #: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome; folded
 #: by ``budget.Task`` (``Folded.task_rows``).
@@ -35,6 +36,8 @@ TASK_KINDS = frozenset({"task", "budget", "outcome"})
 
 #: The synthetic alert a restored watchdog halt feeds back to the model.
 RESTORED_SIGNAL = "restored-watchdog-halt"
+#: The reason's name for a session restored from a store that cannot be read.
+UNREADABLE = "store_unreadable"
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Folded:
     watchdog_in_a_row: int = 0
     cost_in_a_row: int = 0
     tampered: str | None = None  # why the history cannot be trusted to show no halt
+    unreadable: bool = False  # the store could not be read at all (``tampered`` says why)
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
     task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
@@ -113,6 +117,54 @@ def fold_history(history: Any) -> Folded:
             f"the guardrail store was tampered with ({store_problem}); no session's history "
             "can be proven complete, so the session stays halted until an operator resets it")
     return folded
+
+
+def fold_unreadable(problem: str, entry: Any = None) -> Folded:
+    """A session of a store that exists but cannot be read (``StoreUnreadable``): not
+    transient, and not absent either. What it held (a halt, spend) cannot be known, so the
+    session restores halted (``store_unreadable``), with the spend and task consumption the
+    anchor proves (``entry``: ``store.AnchorEntry``, or None without an anchor or with
+    nothing anchored for it: then nothing is proven and the spend is 0)."""
+    folded = Folded(unreadable=True)
+    folded.tampered = (
+        f"{UNREADABLE}: the guardrail store cannot be read ({problem}); what it held (a halt, "
+        "spend) cannot be known, so the session stays halted until an operator resets it "
+        "(`tripwire reset` moves the unreadable store aside and starts a new chain)")
+    if entry is not None:
+        folded.spend.add({"spend_writer": "anchor", "spend_nano": entry.spend_nano})
+        for task, kept in entry.tasks.items():
+            folded.task_rows.append({"task": task, **kept})
+    return folded
+
+
+def carried_rows(entry: Any, why: str) -> list[tuple[str, dict[str, Any]]]:
+    """What a new chain starts with for a session of a store moved aside as unreadable
+    (``tripwire reset``): the rows that fold back to what the anchor proved of it (``entry``,
+    a ``store.AnchorEntry``): its spend, its tasks' consumption, and each standing halt, whose
+    reason says where it came from (``why``)."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    bounds = {b: entry.bounds[b] for b in ("max_session_usd", "max_turn_usd")
+              if b in entry.bounds}
+    spend = {"spend_writer": "carried", "spend_nano": entry.spend_nano,
+             "spent_usd": entry.spend_nano / NANO, **bounds}
+    granted = entry.bounds.get("granted_usd", 0.0)
+    if granted:  # budget the operator granted: a reset row grants it, before any halt
+        rows.append(("reset", {"guardrail": "cost_ceiling", "budget_usd": granted,
+                               "cleared": [], **spend, "granted_usd": granted,
+                               "by": "tripwire reset (carried)", "carried": why}))
+    if entry.spend_nano or bounds:
+        rows.append(("spend", {**spend, "carried": why}))
+    for task, kept in entry.tasks.items():
+        rows.append(("budget", {"task": task, **{k: v for k, v in kept.items()
+                                                 if k != "outcome"}, "carried": why}))
+        if kept.get("outcome") is not None:
+            rows.append(("outcome", {"task": task, "outcome": kept["outcome"],
+                                     "carried": why}))
+    for halt in entry.halted:
+        guardrail, _, kind = halt.partition(":")
+        rows.append(("trip", {"guardrail": guardrail, "kind": kind or "halt", "halts": True,
+                              "reason": f"{guardrail} halt carried over: {why}", **spend}))
+    return rows
 
 
 def _fold_trip(folded: Folded, data: dict[str, Any]) -> None:

@@ -23,6 +23,11 @@ missing or wrong token **401**. Events go through ``Fleet.observe_many`` (in ord
 the native core; a usage the catalogue prices goes through the session's ``on_usage`` between
 batches, with its estimated mark), so a session's decisions over HTTP are exactly the library's.
 
+Every answer is JSON: 404 for an unknown route or a session the fleet does not know (a status
+or a reset never creates one), 405 for a wrong method, 413 for a body over ``MAX_BODY`` (a
+declared length is refused before the body is read), 500 for a fault of tripwire's own (logged,
+and counted in ``/metrics`` as every status is).
+
 The default bind is loopback (127.0.0.1): exposing the reset surface beyond the machine is a
 deliberate ``--host``. The token comes from ``--token-file`` or ``$TRIPWIRE_SERVE_TOKEN``;
 without one the server does not start.
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import os
 import threading
 from collections import Counter
@@ -49,9 +55,13 @@ from .errors import (
 )
 from .events import Retry, StopAttempt, TaskEnd, TaskStart, Usage, event_record, parse_event
 from .fleet import Fleet
+from .money import parse_dollars
 from .prices import REPORTED, estimate
+from .validate import check_session_id
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
+
+LOGGER = logging.getLogger("tripwire")
 
 TOKEN_ENV = "TRIPWIRE_SERVE_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
@@ -100,8 +110,18 @@ def _decision(index: int, outcome: Decision | Turn) -> dict[str, Any]:
             "alerts": [{"signal": a.signal, "severity": str(a.severity)} for a in outcome.alerts]}
 
 
+def _known(fleet: Fleet, session_id: str) -> Any:
+    """The session's guardrails; 404 for a session the fleet does not know (neither in memory
+    nor in its store), which a status or a reset must not create (``tripwire status|reset``
+    refuse it with exit 2 the same way)."""
+    g = fleet.existing(session_id)
+    if g is None:
+        raise _BadRequest(f"no session {session_id!r}", 404)
+    return g
+
+
 def _guardrails(fleet: Fleet, session_id: str) -> dict[str, Any]:
-    s = fleet.session(session_id).status()
+    s = _known(fleet, session_id).status()
     return {
         "session": s.session_id,
         "mode": s.mode,
@@ -133,8 +153,10 @@ def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
         raise _BadRequest("guardrail must be a string: watchdog, cost_ceiling or all")
     if isinstance(budget, bool) or not isinstance(budget, int | float):
         raise _BadRequest("additional_budget_usd must be a number of US dollars")
+    g = _known(fleet, session_id)
     try:
-        outcome = fleet.reset(session_id, guardrail, float(budget))
+        outcome = g.reset(guardrail, parse_dollars(budget, "additional_budget_usd",
+                                                   error=InvalidReset))
     except ResetRefused as refused:
         raise _BadRequest(refused.reason, 409, budget_needed_usd=round(refused.needed_usd, 9),
                           spent_usd=round(refused.spent_usd, 9),
@@ -264,23 +286,37 @@ def create_app(fleet: Fleet, token: str) -> Any:
 
     if not token:
         raise ConfigError("the bearer token is empty")
-    expected = f"Bearer {token}".encode()
+    expected = token.encode()
     metrics = _Metrics()
 
     def authorized(request: Request) -> bool:
-        given = request.headers.get("authorization", "").encode("utf-8", "replace")
-        return hmac.compare_digest(given, expected)
+        # RFC 9110 §11.1: the scheme is case-insensitive ("bearer", "BEARER"); the token is not
+        scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("utf-8", "replace"), expected)
 
     async def body_of(request: Request, optional: bool) -> Any:
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            raise _BadRequest(f"the body is {len(raw)} bytes (at most {MAX_BODY})")
+        # Never hold more than MAX_BODY bytes: a declared length is refused before reading, a
+        # streamed body as soon as it passes the bound.
+        declared = request.headers.get("content-length", "").strip()
+        if declared and (not declared.isdigit() or int(declared) > MAX_BODY):
+            raise _BadRequest(f"the body is {declared} bytes (at most {MAX_BODY})", 413)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _BadRequest(f"the body is over {MAX_BODY} bytes", 413)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         if not raw.strip():
             if optional:
                 return None
             raise _BadRequest("the body is empty: send JSON")
         try:
             return json.loads(raw)
+        except RecursionError:
+            raise _BadRequest("the body is not JSON tripwire reads (nested too deeply)") \
+                from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise _BadRequest(f"the body is not JSON ({_one_line(str(exc))})") from None
 
@@ -300,6 +336,11 @@ def create_app(fleet: Fleet, token: str) -> Any:
             except TripwireError as exc:  # any other typed refusal: still one line, never a trace
                 metrics.count(name, 400)
                 return JSONResponse({"error": _one_line(str(exc))}, 400)
+            except Exception as exc:  # a fault of tripwire's own: counted, logged, one line
+                metrics.count(name, 500)
+                LOGGER.exception("tripwire serve: %s %s failed", request.method, request.url.path)
+                reason = _one_line(str(exc)) or type(exc).__name__
+                return JSONResponse({"error": f"internal error: {reason}"}, 500)
             events = payload.get("events", 0) if isinstance(payload, dict) else 0
             metrics.count(name, status, events if isinstance(events, int) else 0)
             if isinstance(payload, str):
@@ -309,10 +350,10 @@ def create_app(fleet: Fleet, token: str) -> Any:
         return endpoint
 
     def session_of(request: Request) -> str:
-        sid = request.path_params["session_id"]
-        if not sid:
-            raise _BadRequest("the session id is empty")
-        return str(sid)
+        try:
+            return check_session_id(str(request.path_params["session_id"]))
+        except InvalidEvent as exc:
+            raise _BadRequest(str(exc)) from None
 
     async def healthz(request: Request) -> tuple[Any, int]:
         return {"ok": True, "sessions": len(fleet)}, 200
@@ -343,7 +384,16 @@ def create_app(fleet: Fleet, token: str) -> Any:
               methods=["POST"]),
         Route("/sessions/{session_id}/events", route("events", post_events), methods=["POST"]),
     ]
-    return Starlette(routes=routes)
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        """Starlette's 404 and 405, as every other answer: JSON with a one-line error."""
+        status = getattr(exc, "status_code", 404)
+        metrics.count("unknown", status)
+        what = "no such route" if status == 404 else "method not allowed"
+        return JSONResponse({"error": f"{what}: {request.method} {request.url.path}"}, status,
+                            headers=getattr(exc, "headers", None))
+
+    return Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})
 
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
@@ -356,8 +406,14 @@ def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_
 
     app = create_app(fleet, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on a connection only when its socket
+    # says proto == IPPROTO_TCP, and a socket made with proto 0 (the default) does not. Without
+    # it a reused keep-alive connection waits ~40 ms per request (Nagle holding the response's
+    # second write until the client's delayed ACK: benchmarks/test_bench_serve.py). Linux also
+    # hands the listening socket's TCP_NODELAY to every accepted connection.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -380,6 +436,12 @@ def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_
     try:
         server.run(sockets=[sock])
     finally:
+        # every session's rows, whatever one of them does: a session that cannot flush is
+        # said in one line and never keeps the sessions after it from theirs
         for sid in list(fleet):
-            fleet.session(sid).flush()
+            try:
+                fleet.session(sid).flush()
+            except Exception as exc:
+                LOGGER.error("[session %s] could not flush its rows at shutdown (%s)", sid,
+                             _one_line(str(exc)) or type(exc).__name__)
         sock.close()

@@ -73,8 +73,9 @@ Limits.
 
 from __future__ import annotations
 
+import fcntl
 import json
-import logging
+import math
 import os
 import sqlite3
 import string
@@ -91,19 +92,26 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import blake3
 import msgpack
 
-from .errors import StoreError
+from ._log import LOGGER
+from .errors import StoreError, StoreKeyMismatch, StoreUnreadable
+from .money import NANO
 
 if TYPE_CHECKING:
     from .store_postgres import PostgresStore
 
 __all__ = [
     "StoreError",
+    "StoreUnreadable",
+    "StoreKeyMismatch",
+    "AnchorEntry",
+    "hold_lock",
     "Row",
     "ChainReport",
     "SessionHistory",
     "EventStore",
     "SQLiteStore",
     "open_store",
+    "sqlite_error",
     "resolve_key",
     "format_reports",
     "DEFAULT_KEY_NOTICE",
@@ -135,7 +143,6 @@ DEFAULT_KEY_NOTICE = (
     f"edits of the database file: set {KEY_ENV} to a secret the agent cannot read."
 )
 
-LOGGER = logging.getLogger("tripwire")
 
 _ZERO_MAC = bytes(32)  # "previous mac" of row 0
 _MAX_DEPTH = 64  # nesting allowed in row data; real rows are flat, this only stops runaway input
@@ -174,6 +181,40 @@ class SessionHistory:
     # the store-level problem (manifest missing, forged or short of rows; the store behind its
     # anchor), read in the same snapshot: no session's history can then be proven complete
     store_problem: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store knows the session: rows of it, or the evidence of their deletion
+        (a broken chain). The one rule of "no such session" (the CLI, ``Fleet.existing``)."""
+        return bool(self.rows) or not self.report.intact
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorEntry:
+    """What the anchor file proves of one session (its rows folded at each append, sealed with
+    the key outside the agent's reach): what a restore needs when the store itself cannot be
+    read. ``halted``: the standing halts (``watchdog``, ``cost_ceiling:session``,
+    ``cost_ceiling:escalation``); ``spend_nano``: the largest spend a writer of its rows saw
+    (nano-dollars; exact with one writer at a time, a lower bound under concurrent writers);
+    ``tasks``: per task id, its latest ``used`` counters, ``exhausted`` and ``started_at``;
+    ``bounds``: its cost ceiling as last recorded (``max_session_usd``, ``max_turn_usd``,
+    ``granted_usd``)."""
+
+    halted: tuple[str, ...]
+    spend_nano: int
+    tasks: dict[str, dict[str, Any]]
+    bounds: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    """An anchor file as read: the store it belongs to (``epoch``, drawn when the store was
+    made), the manifest's row count and MAC at the last append, and each session's entry."""
+
+    epoch: bytes
+    rows: int
+    manifest_mac: bytes
+    sessions: dict[str, Any]
 
 
 @runtime_checkable
@@ -252,7 +293,88 @@ def _manifest_mac(key: bytes, rows: int, halted_hash: bytes) -> bytes:
 
 
 def _anchor_mac(key: bytes, rows: int, manifest_mac: bytes) -> bytes:
-    return _mac(key, [b"anchor", rows, manifest_mac])
+    return _mac(key, [b"anchor", rows, manifest_mac])  # the first format: no sessions
+
+
+def _anchor2_mac(key: bytes, epoch: bytes, rows: int, manifest_mac: bytes,
+                 sessions: bytes) -> bytes:
+    return _mac(key, [_ANCHOR_V2, epoch, rows, manifest_mac, blake3.blake3(sessions).digest()])
+
+
+_ANCHOR_V2 = b"anchor v2"
+
+
+def _anchor_update(entry: Any, kind: str, data: Mapping[str, Any]) -> list[Any] | None:
+    """A session's anchor entry (``[halted, spend_nano, tasks, bounds]``) after one of its
+    rows: the fold of ``restore.fold_history`` reduced to what proves a halt, spend, a task's
+    consumption and the ceiling they count against. None when there is nothing to prove (no
+    entry is kept)."""
+    halted: set[str] = set(entry[0]) if entry else set()
+    spend: int = entry[1] if entry else 0
+    tasks: dict[str, Any] = dict(entry[2]) if entry else {}
+    bounds: dict[str, Any] = dict(entry[3]) if entry and len(entry) > 3 else {}
+    for bound in ("max_session_usd", "max_turn_usd", "granted_usd"):
+        value = data.get(bound)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                math.isfinite(value) and 0 <= value <= 2**53:
+            bounds[bound] = float(value)
+    spent = data.get("spent_usd")
+    if isinstance(spent, (int, float)) and not isinstance(spent, bool) and \
+            math.isfinite(spent) and 0 <= spent <= 2**53:
+        spend = max(spend, round(spent * NANO))
+    guardrail = data.get("guardrail")
+    if kind == "trip" and data.get("halts") is True and isinstance(guardrail, str):
+        halted.add(guardrail if guardrail == "watchdog" else f"{guardrail}:{data.get('kind')}")
+    elif kind == "reset":
+        scope = guardrail if isinstance(guardrail, str) else "all"
+        halted = {h for h in halted if scope not in ("all", h.split(":", 1)[0])}
+    task = data.get("task")
+    if kind in ("task", "budget", "outcome") and isinstance(task, str):
+        kept = dict(tasks.get(task, {}))
+        for field_ in ("used", "exhausted", "started_at", "outcome"):
+            if data.get(field_) is not None:
+                kept[field_] = data[field_]
+        tasks[task] = kept
+    if not halted and not spend and not tasks:
+        return None
+    return [sorted(halted), spend, tasks, bounds]
+
+
+def _entry(raw: Any) -> AnchorEntry | None:
+    """An anchor entry as stored, checked (the anchor is sealed, but stay total)."""
+    if not isinstance(raw, list) or len(raw) != 4:
+        return None
+    halted, spend, tasks, bounds = raw
+    if not isinstance(halted, list) or type(spend) is not int or not isinstance(tasks, dict) \
+            or not isinstance(bounds, dict):
+        return None
+    return AnchorEntry(tuple(h for h in halted if isinstance(h, str)), spend,
+                       {t: v for t, v in tasks.items() if isinstance(t, str) and
+                        isinstance(v, dict)},
+                       {b: float(v) for b, v in bounds.items() if isinstance(b, str) and
+                        isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+
+def hold_lock(path: str, seconds: float, what: str) -> Any:
+    """An exclusive ``flock`` on ``path`` (created if missing), waited for at most ``seconds``:
+    the open file, whose closing releases it. StoreError naming ``what`` when another process
+    holds it longer (a lock wait is never unbounded: a hook must answer within its harness's
+    timeout)."""
+    handle = open(path, "a")  # noqa: SIM115 - returned: the caller holds it
+    deadline = time.monotonic() + seconds
+    delay = 0.001
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                handle.close()
+                raise StoreError(f"{path}: held by another process: could not {what} within "
+                                 f"{seconds:g} s") from None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.02)
 
 
 def _list_hash(halted: bytes) -> bytes:
@@ -420,10 +542,10 @@ def _deleted(session: str, hint: str, store_problem: str | None = None) -> Sessi
 
 def _store_report(
     key: bytes, present: int, manifest: tuple[Any, ...] | None, list_ok: bool, hint: str,
-    anchor: tuple[int, bytes] | str | None = None,
+    anchor: _Anchor | str | None = None, epoch: bytes = b"",
 ) -> ChainReport | None:
     """The store-level verdict: the manifest against the rows present, and against the anchor
-    file (``(rows, manifest_mac)`` as sealed there, or a problem with the anchor itself)."""
+    file (as sealed there, or a problem with the anchor itself; ``epoch``: the store's)."""
     valid = manifest is not None and _manifest_ok(key, manifest) and list_ok
     if manifest is None:
         problem = f"no manifest record for {_rows(present)}"
@@ -431,9 +553,12 @@ def _store_report(
         problem = "manifest record was forged or edited"
     elif isinstance(anchor, str):
         problem = anchor
-    elif anchor is not None and (manifest[0] < anchor[0] or (
-            manifest[0] == anchor[0] and manifest[2] != anchor[1])):
-        problem = (f"the store is behind its anchor: the anchor records {_rows(anchor[0])}, "
+    elif anchor is not None and anchor.epoch != epoch:
+        problem = ("the store is not the one its anchor records (another store was put in its "
+                   "place)")
+    elif anchor is not None and (manifest[0] < anchor.rows or (
+            manifest[0] == anchor.rows and manifest[2] != anchor.manifest_mac)):
+        problem = (f"the store is behind its anchor: the anchor records {_rows(anchor.rows)}, "
                    f"the manifest {_rows(manifest[0])} (an older copy, a rollback or a wipe)")
     else:
         recorded = manifest[0]
@@ -499,6 +624,7 @@ class Tables(Protocol):
     def heads(self, wanted: list[str] | None) -> list[tuple[Any, ...]]: ...
     def count(self) -> int: ...
     def key_check(self) -> Any: ...  # the meta table's key check (None: none recorded)
+    def epoch(self) -> Any: ...  # the meta table's epoch (None: a store made before epochs)
     def session_ids(self) -> list[str]: ...
 
 
@@ -573,6 +699,15 @@ class _ChainedStore:
         """Whether the connection was lost (a server's went away; a file's cannot be)."""
         return False
 
+    def integrity_problem(self) -> str | None:
+        """The backend's own integrity check of the whole store (``verify`` runs it): its
+        complaint, or None. A server database checks its pages itself: None."""
+        return None
+
+    def quarantine(self, suffix: str) -> list[str]:
+        """Move the store (and its anchor) aside, renamed with ``suffix``; the backend's."""
+        raise NotImplementedError
+
     def _open(self) -> Any:
         raise NotImplementedError
 
@@ -583,10 +718,13 @@ class _ChainedStore:
         raise NotImplementedError
 
     def _check_version(self, version: Any) -> None:
+        """A schema version this tripwire does not know makes the store unreadable (not
+        transient: nothing it holds can be read as what it says)."""
         if type(version) is not int or version < 1:
-            raise StoreError(f"{self.path}: schema version {version!r} is not a tripwire schema")
+            raise StoreUnreadable(
+                f"{self.path}: schema version {version!r} is not a tripwire schema")
         if version > SCHEMA_VERSION:
-            raise StoreError(
+            raise StoreUnreadable(
                 f"{self.path}: schema version {version!r} is newer than this tripwire supports "
                 f"({SCHEMA_VERSION}); upgrade tripwire to read it"
             )
@@ -617,8 +755,9 @@ class _ChainedStore:
         try:
             return self._open()
         except StoreError as exc:
-            LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
-                         "and retry the store at each decision", exc)
+            if not self.read_only:  # a read-only store decides nothing: its reader reports
+                LOGGER.error("store unavailable (%s); guardrails keep deciding in memory "
+                             "and retry the store at each decision", exc)
             return None
 
     def _init_chain(self, key: bytes | str | None, anchor: str | os.PathLike[str] | None) -> None:
@@ -628,8 +767,22 @@ class _ChainedStore:
         self.anchor = os.fspath(anchor) if anchor is not None else None
         self._key_check = _mac(self._key, _KEY_CHECK)
         self._key_ok = True  # the store's key check agrees with this key (read at open)
+        self._epoch = b""  # the store's epoch (meta, read at open; b"": a store made before it)
         self._halted_cache: tuple[bytes, frozenset[str]] | None = None
+        self._anchor_cache: tuple[Any, _Anchor] | None = None
         self._closed = False
+
+    @property
+    def key_matches(self) -> bool:
+        """Whether this key is the one the store was created with (as far as the store, once
+        opened, says: a store that records no key check matches every key)."""
+        return self._key_ok
+
+    def _new_epoch(self) -> bytes:
+        """A new store's epoch: the anchor names the store it belongs to by it, so a store
+        put in another's place (a new file, one moved aside by ``tripwire reset``) is told
+        apart from the one anchored."""
+        return os.urandom(16)
 
     # backend hooks
 
@@ -643,8 +796,8 @@ class _ChainedStore:
         """Called by ``_writing`` once the store is open: a row sealed with another key breaks
         the chain for good, so refuse it instead."""
         if not self._key_ok:
-            raise StoreError(f"{self.path}: this key is not the one the store was created "
-                             f"with (set {KEY_ENV} to the store's key)")
+            raise StoreKeyMismatch(f"{self.path}: this key is not the one the store was "
+                                   f"created with (set {KEY_ENV} to the store's key)")
 
     # EventStore
 
@@ -665,11 +818,34 @@ class _ChainedStore:
         body = msgpack.packb(data, use_bin_type=True)
         halts = data.get("halts") is True
         now = time.time()
-        with self._writing(wait) as tables:
-            seq, manifest = self._append(tables, session, kind, body, halts, now)
-        if manifest is not None and self.anchor is not None:
-            self._write_anchor(*manifest)
+        if self.anchor is None:
+            with self._writing(wait) as tables:
+                seq, _ = self._append(tables, session, kind, body, halts, now)
+            return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
+        # With an anchor, appends take its lock first and hold it until the anchor is
+        # rewritten after the commit: the anchor's entries then follow the commits in order
+        # (the lock order anchor -> store is the same everywhere, so two appenders never wait
+        # for each other in a cycle; a lock file that cannot be made leaves the order to the
+        # store's own lock, and the anchor write reports its failure).
+        lock = self._anchor_lock(wait)
+        try:
+            with self._writing(wait) as tables:
+                seq, manifest = self._append(tables, session, kind, body, halts, now)
+            if manifest is not None:
+                self._write_anchor(*manifest, session, kind, data)
+        finally:
+            if lock is not None:
+                lock.close()
         return Row(session, seq, kind, msgpack.unpackb(body, raw=False), now)
+
+    def _anchor_lock(self, wait: float | None) -> Any:
+        assert self.anchor is not None
+        try:
+            return hold_lock(self.anchor + ".lock", self.timeout if wait is None else wait,
+                             "append to the store")
+        except OSError as exc:
+            LOGGER.error("%s: cannot lock the anchor file %s (%s)", self.path, self.anchor, exc)
+            return None
 
     def _append(self, t: Tables, session: str, kind: str, body: bytes, halts: bool,
                 now: float) -> tuple[int, tuple[int, bytes] | None]:
@@ -716,15 +892,27 @@ class _ChainedStore:
 
     # the anchor
 
-    def _write_anchor(self, rows: int, manifest_mac: bytes) -> None:
-        """Seal the manifest's state into the anchor file (atomically: a temporary file renamed
-        over it). Several writers may race; a stale (lower) anchor only makes the check laxer,
-        never a false alarm, so only a newer state replaces an older one."""
+    def _write_anchor(self, rows: int, manifest_mac: bytes, session: str, kind: str,
+                      data: Mapping[str, Any]) -> None:
+        """Seal the manifest's state and the appended row's session entry into the anchor file
+        (atomically: a temporary file renamed over it; the caller holds the anchor's lock).
+        An anchor that is forged, unreadable or another store's is evidence: left as it is.
+        Only a newer state replaces an older one (a writer that bypassed the lock can only
+        make the check laxer, never raise a false alarm)."""
         assert self.anchor is not None
         current = self._read_anchor()
-        if isinstance(current, tuple) and current[0] >= rows:
+        if isinstance(current, str) or (current is not None and (
+                current.epoch != self._epoch or current.rows >= rows)):
             return
-        blob = msgpack.packb([rows, manifest_mac, _anchor_mac(self._key, rows, manifest_mac)],
+        sessions = dict(current.sessions) if current is not None else {}
+        entry = _anchor_update(sessions.get(session), kind, data)
+        if entry is None:
+            sessions.pop(session, None)
+        else:
+            sessions[session] = entry
+        packed = msgpack.packb(sessions, use_bin_type=True)
+        blob = msgpack.packb([_ANCHOR_V2, self._epoch, rows, manifest_mac, packed,
+                              _anchor2_mac(self._key, self._epoch, rows, manifest_mac, packed)],
                              use_bin_type=True)
         tmp = f"{self.anchor}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
@@ -740,26 +928,70 @@ class _ChainedStore:
             LOGGER.error("%s: could not write the store's anchor file %s (%s)",
                          self.path, self.anchor, exc)
 
-    def _read_anchor(self) -> tuple[int, bytes] | str | None:
-        """The anchor's sealed (rows, manifest_mac); a problem string; None: no anchor yet."""
+    def _read_anchor(self) -> _Anchor | str | None:
+        """The anchor as sealed; a problem string; None: no anchor (yet). Parsed once per
+        version of the file (its inode, size and time)."""
         if self.anchor is None:
             return None
         try:
             with open(self.anchor, "rb") as f:
-                blob = f.read(4096)
+                st = os.fstat(f.fileno())
+                version = (st.st_ino, st.st_size, st.st_mtime_ns)
+                cached = self._anchor_cache
+                if cached is not None and cached[0] == version:
+                    return cached[1]
+                blob = f.read()
         except FileNotFoundError:
             return None  # not anchored yet: the first append writes it
         except OSError as exc:
             return f"the anchor file {self.anchor} cannot be read ({exc})"
-        try:
-            rows, manifest_mac, mac = msgpack.unpackb(blob, raw=False)
-            ok = (type(rows) is int and isinstance(manifest_mac, bytes)
-                  and mac == _anchor_mac(self._key, rows, manifest_mac))
-        except Exception:  # untrusted bytes: any decoder failure means "not our anchor"
-            ok = False
-        if not ok:
+        anchor = self._parse_anchor(blob)
+        if anchor is None:
             return f"the anchor file {self.anchor} was forged or edited"
-        return rows, manifest_mac
+        self._anchor_cache = (version, anchor)
+        return anchor
+
+    def _parse_anchor(self, blob: bytes) -> _Anchor | None:
+        key = self._key
+        try:
+            fields = msgpack.unpackb(blob, raw=False, strict_map_key=False)
+            if len(fields) == 3:  # the first format: rows and the manifest's MAC only
+                rows, manifest_mac, mac = fields
+                if type(rows) is int and isinstance(manifest_mac, bytes) and \
+                        mac == _anchor_mac(key, rows, manifest_mac):
+                    return _Anchor(b"", rows, manifest_mac, {})
+                return None
+            tag, epoch, rows, manifest_mac, packed, mac = fields
+            if tag != _ANCHOR_V2 or not isinstance(epoch, bytes) or type(rows) is not int or \
+                    not isinstance(manifest_mac, bytes) or not isinstance(packed, bytes) or \
+                    mac != _anchor2_mac(key, epoch, rows, manifest_mac, packed):
+                return None
+            sessions = msgpack.unpackb(packed, raw=False)
+        except Exception:  # untrusted bytes: any decoder failure means "not our anchor"
+            return None
+        return _Anchor(epoch, rows, manifest_mac, sessions if isinstance(sessions, dict) else {})
+
+    def anchored(self, session: str) -> AnchorEntry | None:
+        """What the anchor proves of ``session`` (None: no anchor, an anchor that cannot be
+        trusted, or nothing recorded for it). Read without the store: for a store that cannot
+        be read."""
+        anchor = self._read_anchor()
+        if not isinstance(anchor, _Anchor):
+            return None
+        return _entry(anchor.sessions.get(session))
+
+    def anchored_sessions(self) -> list[str]:
+        """The sessions the anchor has an entry for (sorted; [] without a trusted anchor)."""
+        anchor = self._read_anchor()
+        if not isinstance(anchor, _Anchor):
+            return []
+        return sorted(s for s in anchor.sessions if isinstance(s, str))
+
+    @property
+    def anchor_problem(self) -> str | None:
+        """What is wrong with the anchor file itself (forged, unreadable), or None."""
+        anchor = self._read_anchor()
+        return anchor if isinstance(anchor, str) else None
 
     def history(self, session: str) -> SessionHistory:
         """One session's trusted rows and its integrity report."""
@@ -786,6 +1018,10 @@ class _ChainedStore:
         disagrees with the rows present (only then)."""
         if session is not None:
             return [self.history(session).report]
+        problem = self.integrity_problem()
+        if problem is not None:
+            raise StoreUnreadable(f"{self.path}: unreadable: the database fails its integrity "
+                                  f"check ({problem})")
         found, store = self._scan(None, store_level=True)
         reports = [h.report for h in found.values()]
         if store is not None:
@@ -812,11 +1048,12 @@ class _ChainedStore:
             valid = manifest is not None and _manifest_ok(key, manifest)
             listed = self._halted(t, manifest[1]) if valid else None  # type: ignore[index]
             check = t.key_check()
+            epoch = t.epoch()
         hint = ""
         if check is not None and check != self._key_check:
             hint = " (this key is not the one the store was created with)"
         store = _store_report(key, present, manifest, listed is not None, hint,
-                              self._read_anchor())
+                              self._read_anchor(), epoch if isinstance(epoch, bytes) else b"")
         store_problem = store.problem if store is not None else None
         head_of = {h[0]: h[1:] for h in heads if isinstance(h[0], str)}
         found: dict[str, SessionHistory] = {}
@@ -872,7 +1109,10 @@ class SQLiteStore(_ChainedStore):
     ``"default"`` (a writer logs DEFAULT_KEY_NOTICE once for the last).
 
     ``shared=True``: several processes run the same sessions on this file; each session's
-    guardrails read its history back at every turn start (see ``_ChainedStore.shared``)."""
+    guardrails read its history back at every turn start (see ``_ChainedStore.shared``).
+
+    ``check=True``: open the file now and raise ``StoreError`` if it cannot be (nothing is
+    logged: for a caller that reports it itself, the command line)."""
 
     def __init__(
         self,
@@ -883,12 +1123,13 @@ class SQLiteStore(_ChainedStore):
         read_only: bool = False,
         anchor: str | os.PathLike[str] | None = None,
         shared: bool = False,
+        check: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self._init_store(key, anchor, timeout=timeout, read_only=read_only, shared=shared)
         self._conn: sqlite3.Connection | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened
-        self._conn = self._open_or_defer()
+        self._conn = self._open() if check else self._open_or_defer()
 
     def check(self) -> SQLiteStore:
         """Open the store now (if it is not open yet); StoreError when it cannot be."""
@@ -900,7 +1141,7 @@ class SQLiteStore(_ChainedStore):
 
     def _open(self) -> sqlite3.Connection:
         if os.path.isdir(self.path):
-            raise StoreError(f"{self.path}: is a directory, not a database file")
+            raise StoreUnreadable(f"{self.path}: is a directory, not a database file")
         if self.read_only and not os.path.exists(self.path):
             raise StoreError(f"{self.path}: no such store")
         try:
@@ -923,6 +1164,8 @@ class SQLiteStore(_ChainedStore):
                 self._prepare(db)
             check = db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
             self._key_ok = check is None or check[0] == self._key_check
+            epoch = _SQLiteTables(db).epoch()
+            self._epoch = epoch if isinstance(epoch, bytes) else b""
             self._identity = _file_identity(self.path)
         except sqlite3.Error as exc:
             db.close()
@@ -971,7 +1214,8 @@ class SQLiteStore(_ChainedStore):
                     version = SCHEMA_VERSION
                     db.executemany(
                         "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                        [("schema_version", SCHEMA_VERSION), ("key_check", self._key_check)],
+                        [("schema_version", SCHEMA_VERSION), ("key_check", self._key_check),
+                         ("epoch", self._new_epoch())],
                     )
                     db.execute(
                         "INSERT OR IGNORE INTO manifest VALUES (1, 0, ?, ?, ?)",
@@ -992,14 +1236,31 @@ class SQLiteStore(_ChainedStore):
     _backend_error = sqlite3.Error
 
     def _error(self, exc: Exception, doing: str, wait: float | None = None) -> StoreError:
-        if _is_locked(exc):
-            waited = self.timeout if wait is None else wait
-            return StoreError(
-                f"{self.path}: database is locked: could not {doing} within {waited:g} s"
-            )
-        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc):
-            return StoreError(f"{self.path}: not a tripwire store (the file is not a database)")
-        return StoreError(f"{self.path}: cannot {doing}: {exc}")
+        return sqlite_error(self.path, exc, doing, self.timeout if wait is None else wait)
+
+    def integrity_problem(self) -> str | None:
+        """``PRAGMA quick_check`` over the whole file (O(its size): ``verify`` runs it, a
+        restore does not): its first complaint, or None when the file is sound."""
+        with self._use("check the store's integrity") as db:
+            found = [r[0] for r in db.execute("PRAGMA quick_check(4)")]
+        return None if found == ["ok"] else "; ".join(str(f) for f in found)
+
+    def quarantine(self, suffix: str) -> list[str]:
+        """Move the store's file (with its -wal and -shm) and its anchor aside, each renamed
+        ``<name>.<suffix>``, and close the store: ``tripwire reset`` on an unreadable store
+        keeps it as evidence and starts a new chain. Returns the new paths."""
+        if os.path.isdir(self.path) and os.listdir(self.path):
+            # an empty directory is what stands in for a store; one with files in it may be
+            # an operator's mistyped path: never moved without their eyes on it
+            raise StoreError(f"{self.path}: a directory with files in it, not a store: "
+                             "tripwire reset does not move it; move it aside yourself")
+        self.close()
+        moved = []
+        for path in (self.path, f"{self.path}-wal", f"{self.path}-shm", self.anchor):
+            if path is not None and os.path.lexists(path):
+                os.replace(path, f"{path}.{suffix}")
+                moved.append(f"{path}.{suffix}")
+        return moved
 
     def _same_file(self) -> None:
         """Appending into a file deleted (or replaced) under us would "succeed" into nothing a
@@ -1117,6 +1378,10 @@ class _SQLiteTables:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'key_check'").fetchone()
         return None if row is None else row[0]
 
+    def epoch(self) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
+        return None if row is None else row[0]
+
     def session_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute(
             "SELECT session FROM rows WHERE typeof(session) = 'text'"
@@ -1151,7 +1416,28 @@ def _notice_default_key() -> None:
     global _noticed
     if not _noticed:
         _noticed = True
-        logging.getLogger("tripwire").warning("%s", DEFAULT_KEY_NOTICE)
+        LOGGER.warning("%s", DEFAULT_KEY_NOTICE)
+
+
+#: SQLite's result codes of a file that fails its own integrity: SQLITE_CORRUPT (a page
+#: overwritten, a truncated file) and SQLITE_NOTADB (the header is not SQLite's)
+_UNREADABLE_CODES = (11, 26)
+
+
+def sqlite_error(path: str, exc: Exception, doing: str, waited: float) -> StoreError:
+    """A SQLite failure as tripwire's error, the one classification for every connection to a
+    store file (the store's, the hooks'): locked or busy (transient: past ``waited`` seconds),
+    corrupt (``StoreUnreadable``: not transient), anything else (transient: a full disk, I/O)."""
+    if _is_locked(exc):
+        return StoreError(f"{path}: database is locked: could not {doing} within {waited:g} s")
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    text = str(exc)
+    if code == 26 or "not a database" in text:
+        return StoreUnreadable(f"{path}: unreadable: the file is not a SQLite database (its "
+                               "header was overwritten, or it was never one)")
+    if code in _UNREADABLE_CODES or "database disk image is malformed" in text:
+        return StoreUnreadable(f"{path}: unreadable: the database is corrupt ({text})")
+    return StoreError(f"{path}: cannot {doing}: {text}")
 
 
 def _is_locked(exc: Exception) -> bool:

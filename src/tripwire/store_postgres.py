@@ -121,6 +121,7 @@ class PostgresStore(_ChainedStore):
         anchor: str | os.PathLike[str] | None = None,
         schema: str | None = None,
         shared: bool = True,
+        check: bool = False,
     ) -> None:
         if psycopg is None:
             raise StoreError("a PostgreSQL store needs psycopg 3: pip install 'tripwire[postgres]'")
@@ -132,7 +133,7 @@ class PostgresStore(_ChainedStore):
         self._lock_key = int.from_bytes(ident[:4], "big", signed=True)
         self.channel = f"tripwire.{self.schema}"
         self._conn: Any = None
-        self._conn = self._open_or_defer()
+        self._conn = self._open() if check else self._open_or_defer()
 
     def check(self) -> PostgresStore:
         """Connect now (if not connected yet); StoreError when the store cannot be used."""
@@ -158,6 +159,8 @@ class PostgresStore(_ChainedStore):
             check = conn.execute(
                 "SELECT value FROM meta WHERE key = 'key_check'").fetchone()
             self._key_ok = check is None or check[0] == self._key_check
+            epoch = _PostgresTables(conn).epoch()
+            self._epoch = epoch if isinstance(epoch, bytes) else b""
         except psycopg.Error as exc:
             conn.close()
             raise self._error(exc, "open the store") from exc
@@ -198,9 +201,9 @@ class PostgresStore(_ChainedStore):
                 # A new store: seal an empty manifest. An existing store (meta present) never
                 # gets a fresh one, so deleting the manifest stays visible.
                 version = SCHEMA_VERSION
-                conn.execute("INSERT INTO meta VALUES ('schema_version', %s), ('key_check', %s)"
-                             " ON CONFLICT (key) DO NOTHING",
-                             (str(SCHEMA_VERSION).encode(), self._key_check))
+                conn.execute("INSERT INTO meta VALUES ('schema_version', %s), ('key_check', %s),"
+                             " ('epoch', %s) ON CONFLICT (key) DO NOTHING",
+                             (str(SCHEMA_VERSION).encode(), self._key_check, self._new_epoch()))
                 conn.execute("INSERT INTO manifest VALUES (1, 0, %s, %s, %s)"
                              " ON CONFLICT (id) DO NOTHING",
                              (_NO_HALTS, _list_hash(_NO_HALTS),
@@ -236,6 +239,25 @@ class PostgresStore(_ChainedStore):
 
     def _lost(self, conn: Any) -> bool:
         return bool(conn.closed)
+
+    def quarantine(self, suffix: str) -> list[str]:
+        """Rename the store's schema aside (``<schema>_<suffix>``, cut to PostgreSQL's 63
+        characters) and its anchor file, and close the store: ``tripwire reset`` on an
+        unreadable store keeps it as evidence and starts a new chain. Returns the new names."""
+        aside = f"{self.schema}_{re.sub(r'[^a-z0-9_]', '_', suffix.lower())}"[:63]
+        try:
+            with psycopg.connect(self._url, autocommit=True,
+                                 connect_timeout=max(1, round(self.timeout))) as conn:
+                conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+                    sql.Identifier(self.schema), sql.Identifier(aside)))
+        except psycopg.Error as exc:
+            raise self._error(exc, "move the store aside") from exc
+        self.close()
+        moved = [f"schema {aside}"]
+        if self.anchor is not None and os.path.lexists(self.anchor):
+            os.replace(self.anchor, f"{self.anchor}.{suffix}")
+            moved.append(f"{self.anchor}.{suffix}")
+        return moved
 
     def _rollback(self, conn: Any) -> None:
         if conn.closed or conn.broken:
@@ -350,6 +372,10 @@ class _PostgresTables:
     def key_check(self) -> Any:
         row = self._one("SELECT value FROM meta WHERE key = 'key_check'")
         return None if row is None else row[0]
+
+    def epoch(self) -> Any:
+        row = self._one("SELECT value FROM meta WHERE key = 'epoch'")
+        return None if row is None else bytes(row[0])
 
     def session_ids(self) -> list[str]:
         return [r[0] for r in self.conn.execute(

@@ -346,6 +346,10 @@ _R = TypeVar("_R", TierRule, WindowRule)
 _LOOKUPS_KEPT = 4096
 
 
+#: The keys of a config file's ``[models]`` section.
+MODELS_KEYS = frozenset({"tiers", "windows", "window_rules", "assumed_window"})
+
+
 class ModelCatalogue:
     """Tier rules and window tables. Immutable; ``extended`` makes a new one in front of this.
 
@@ -473,7 +477,7 @@ class ModelCatalogue:
             return base
         if not isinstance(models, Mapping):
             raise ConfigError(f"models must be a mapping, got {type(models).__name__}")
-        unknown = set(models) - {"tiers", "windows", "window_rules", "assumed_window"}
+        unknown = set(models) - MODELS_KEYS
         if unknown:
             raise ConfigError(
                 f"models: unknown key(s) {', '.join(sorted(map(repr, unknown)))} "

@@ -5,8 +5,8 @@ answer ends it)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -14,6 +14,7 @@ import orjson
 
 from ..errors import InvalidEvent, TruncatedLine
 from ..events import UTF8_BOM, Call, Event, Result, TurnEnd, TurnStart, Usage
+from ..validate import reader_count
 
 __all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", "Turns",
            "messages_of", "items_at", "positioned", "run_total", "anthropic_call",
@@ -199,8 +200,19 @@ def anthropic_usage(message: dict[str, Any]) -> Usage | None:
                  cache_read_tokens=read, cache_write_tokens=write, provider="anthropic")
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+def token_count(value: Any, field: str = "usage token count") -> int | None:
+    """A token count as a transcript records it: None when absent or unreadable (not an
+    integer, negative), ``InvalidEvent`` above the maximum (``validate.reader_count``, the one
+    rule every reader applies)."""
+    return reader_count(value, field)
+
+
+def token_count_or_zero(value: Any) -> int:
+    """``token_count``, with 0 for a count that is not recorded."""
+    return reader_count(value, "usage token count") or 0
+
+
+_count = token_count_or_zero
 
 
 def anthropic_call(block: dict[str, Any], names: dict[str, str]) -> Call:

@@ -44,6 +44,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
 from ._base import Item, Turns, block_text, claude_unknown_tool, read_document
+from ._base import token_count as _count
 
 NAME = "atif"
 #: the reader takes ``follow``: whether to read the files a trajectory refers to
@@ -56,11 +57,6 @@ def sniff(value: Any) -> bool:
     return (isinstance(value, dict) and isinstance(value.get("schema_version"), str)
             and value["schema_version"].startswith("ATIF-v")
             and isinstance(value.get("steps"), list))
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
 
 
 def _text(content: Any) -> str:

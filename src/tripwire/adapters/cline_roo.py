@@ -45,6 +45,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
 from ._base import Item, Turns, anthropic_call, anthropic_result, positioned, read_document
+from ._base import token_count_or_zero as _count
 
 NAME = "cline-roo"
 HISTORY = "api_conversation_history.json"
@@ -70,7 +71,8 @@ _THINKING = re.compile(r"<thinking>.*?(?:</thinking>|$)", re.DOTALL)
 _RESULT_HEADER = re.compile(r"^\[([\w-]+)(?: for [^\]]*)?\] Result:")
 _FAILED = ("The tool execution failed with the following error",
            "The user denied this operation", "<error>")
-_UNKNOWN_TOOL = re.compile(r"^(?:Error: )?Unknown tool|Tool \"[^\"]+\" (?:not found|does not exist)")
+_UNKNOWN_TOOL = re.compile(
+    r"^(?:Error: )?Unknown tool|Tool \"[^\"]+\" (?:not found|does not exist)")
 _NAG = "[ERROR] You did not use a tool"
 _ENVIRONMENT = "<environment_details>"
 
@@ -100,10 +102,6 @@ def sniff_folder(directory: Path, names: frozenset[str]) -> bool:
         return _is_history(orjson.loads((directory / HISTORY).read_bytes()))
     except (OSError, orjson.JSONDecodeError):
         return False
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _cost(value: Any) -> float | None:

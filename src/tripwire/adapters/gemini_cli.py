@@ -41,6 +41,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
 from ._base import Item, Turns, block_text, json_lines, read_document
+from ._base import token_count_or_zero as _count
 
 NAME = "gemini-cli"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -70,10 +71,6 @@ def is_line(value: Any) -> bool:
 def sniff(value: Any) -> bool:
     """A legacy recording (metadata and ``messages``), or a line of the log."""
     return (_metadata(value) and isinstance(value.get("messages"), list)) or is_line(value)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _response(call: dict[str, Any]) -> tuple[str, Any]:

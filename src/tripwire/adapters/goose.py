@@ -50,6 +50,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
 from ._base import Item, Turns, block_text, items_at, json_lines
+from ._base import token_count as _count
 
 NAME = "goose"
 DATABASE = "sessions.db"
@@ -124,11 +125,6 @@ def _tables(path: Path) -> dict[str, set[str]] | None:
         return None
     finally:
         connection.close()
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
 
 
 class _Conversation:

@@ -21,6 +21,7 @@ import orjson
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, Usage
+from ..validate import reader_count
 from ._base import Item, Turns, block_text, positioned, read_document
 
 NAME = "openai-responses"
@@ -110,8 +111,7 @@ def usage_of(usage: Any, model: str | None) -> Usage | None:
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
+    return reader_count(value, "usage token count")
 
 
 def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:

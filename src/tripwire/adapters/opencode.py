@@ -12,7 +12,8 @@ paths, not the JSON (earlier versions moved sessions without updating it).
   tool's sub-agent, ``parentID`` / ``parent_id``) too. Messages in order of their ids (sortable,
   time-based), parts likewise.
 - A user message starts a turn. An assistant message's parts: ``text`` is the agent's words
-  (``synthetic`` text and a summary's are not), ``reasoning`` is private, a ``tool`` part is a call (``tool``,
+  (``synthetic`` text and a summary's are not), ``reasoning`` is private, a ``tool`` part is
+  a call (``tool``,
   ``state.input``, ``callID``) with its result in the same part once ``state.status`` is
   ``completed`` (``output``) or ``error`` (a failure; "tool ... not found" / "unavailable tool"
   also sets ``unknown_tool``); each ``step-finish`` is one model call's usage (``tokens``:
@@ -38,6 +39,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
 from ._base import Item, Turns
+from ._base import token_count_or_zero as _count
 
 NAME = "opencode"
 STORAGE = "storage"
@@ -110,10 +112,6 @@ def _tables(path: Path) -> dict[str, set[str]] | None:
         return None
     finally:
         connection.close()
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _usage(tokens: Any, cost: Any, model: Any, provider: Any) -> Usage | None:
@@ -231,7 +229,10 @@ def _read_tree(storage: Path) -> Iterator[Item]:
                 yield Item(file.stem, 0, error=exc)
                 continue
             created = data.get("time", {}).get("created") if isinstance(data, dict) else None
-            sessions.append((_count(created), file.stem))
+            # the creation time orders the sessions (a number; anything else sorts first)
+            when = created if isinstance(created, (int, float)) and not isinstance(
+                created, bool) else 0
+            sessions.append((when, file.stem))
     for _, sid in sorted(sessions):
         session = _Session()
         folder = storage / "message" / sid

@@ -47,6 +47,7 @@ import orjson
 from ..errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, TaskEnd, Text, Usage
 from ._base import Item, Turns, block_text, items_at, json_lines, read_document
+from ._base import token_count_or_zero as _count
 
 NAME = "openhands"
 V1_KINDS = frozenset({
@@ -120,10 +121,6 @@ def sniff_folder(directory: Path, names: frozenset[str]) -> bool:
 
 def _text(content: Any) -> str:
     return _THINK.sub("", block_text(content)).strip()
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _number(value: Any) -> float:

@@ -27,6 +27,7 @@ import orjson
 
 from ..errors import InvalidEvent
 from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
+from ..validate import reader_count
 from ._base import Item, block_text, items_at, json_lines, read_document
 
 NAME = "otel"
@@ -76,8 +77,7 @@ def _time(span: dict[str, Any], key: str) -> int:
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
+    return reader_count(value, "gen_ai.usage token count")
 
 
 def _span_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[tuple[int, int, Event]]:

@@ -121,6 +121,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .measure import measure_paths
 
     config = _config(args)
+    if getattr(args, "report", None):
+        _report_directory(args.report)  # before minutes of measuring, not after
     labels = read_labels(args.labels) if getattr(args, "labels", None) else None
     run_options = {"implementation": args.implementation, "jobs": args.jobs, "dask": args.dask}
     if args.corpus_command == "sweep":
@@ -163,6 +165,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "violations" if labels is not None else "critical_trips": len(found),
             "passed": not gated}, out)
     return EXIT_GATED if gated else EXIT_OK
+
+
+def _report_directory(directory: str) -> None:
+    """``--report DIR`` made (or found) now: a path that is a file, or that cannot be made,
+    is a usage error before anything is measured."""
+    import os
+
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ConfigError(f"--report {directory}: not a directory (the report is a directory "
+                          "of an HTML page and its plots)")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--report {directory}: {exc.strerror or exc}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"--report {directory}: the directory cannot be written")
 
 
 def _writing(directory: str, write: Any, *args: Any) -> None:

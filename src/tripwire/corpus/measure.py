@@ -237,10 +237,13 @@ def measure_chunk(watchdog: WatchdogConfig, implementation: str | None,
 
 class Measured(Sequence[SessionResult]):
     """Every session of a run, in file order, as columns (numpy) — and, indexed or iterated,
-    as ``SessionResult`` rows. ``corpus`` is each row's corpus (path argument)."""
+    as ``SessionResult`` rows. ``corpus`` is each row's corpus (path argument), ``paths`` each
+    row's file (the report links a session to it)."""
 
-    def __init__(self, corpus: list[str], columns: Columns) -> None:
+    def __init__(self, corpus: list[str], columns: Columns,
+                 paths: list[str] | None = None) -> None:
         self.corpus = corpus
+        self.paths = paths if paths is not None else [""] * len(columns.names)
         self.sessions = columns.names
         self.events = columns.events
         self.stats = columns.stats
@@ -282,7 +285,7 @@ class Measured(Sequence[SessionResult]):
         rows = np.flatnonzero(np.array([c == name for c in self.corpus], dtype=bool))
         return Measured([name] * len(rows), Columns(
             rows, [self.sessions[i] for i in rows.tolist()], self.events[rows],
-            self.stats[rows], self.first_trip[rows]))
+            self.stats[rows], self.first_trip[rows]), [self.paths[i] for i in rows.tolist()])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Measured):
@@ -313,12 +316,14 @@ def _merge(work: Sequence[tuple[str, Transcript]], chunks: Sequence[Columns]) ->
     order = np.argsort(files, kind="stable")
     names = [n for c in chunks for n in c.names]
     files = files[order]
+    file_rows = files.tolist()
     return Measured(
-        [work[f][0] for f in files.tolist()],
+        [work[f][0] for f in file_rows],
         Columns(files, [names[i] for i in order.tolist()],
                 np.concatenate([c.events for c in chunks])[order],
                 np.concatenate([c.stats for c in chunks])[order],
-                np.concatenate([c.first_trip for c in chunks])[order]))
+                np.concatenate([c.first_trip for c in chunks])[order]),
+        [str(work[f][1].path) for f in file_rows])
 
 
 # --------------------------------------------------------------------------------------------

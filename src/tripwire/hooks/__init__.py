@@ -38,7 +38,9 @@ def _harness(name: str) -> Any:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or argparse.ArgumentParser(prog="tripwire hook")
+    from .._usage import OneLineParser
+
+    parser = parser or OneLineParser(prog="tripwire hook")
     parser.epilog = ("tripwire hook serve --socket PATH runs a resident server that the command "
                      "hands events to when TRIPWIRE_HOOK_SOCKET names its socket.")
     parser.add_argument("harness", choices=HARNESSES)
@@ -47,6 +49,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "$XDG_STATE_HOME/tripwire/hooks.sqlite3)")
     parser.add_argument("--mode", help="watchdog mode (default: enforce, hooks run unattended)")
     parser.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
+    parser.add_argument("--wait", metavar="SECONDS", type=_seconds,
+                        help="longest wait for the store's locks (default: 2); under enforce a "
+                             "call the store cannot record within it is denied")
     parser.add_argument("--install", action="store_true",
                         help="print the harness's hooks settings block (no event is read)")
     parser.add_argument("--write", metavar="SETTINGS",
@@ -58,15 +63,21 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     """The options, read by hand on the event path (argparse costs milliseconds to build);
     anything unusual goes to argparse for its usage message."""
     args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
-                              write=None)
+                              write=None, wait=None)
     values = iter(argv)
     for arg in values:
         if arg in HARNESSES and args.harness is None:
             args.harness = arg
-        elif arg in ("--store", "--mode", "--config", "--write"):
+        elif arg in ("--store", "--mode", "--config", "--write", "--wait"):
             value = next(values, None)
             if value is None:
                 break
+            if arg == "--wait":
+                try:
+                    args.wait = _seconds(value)
+                except argparse.ArgumentTypeError:
+                    break
+                continue
             setattr(args, arg[2:], value)
         elif arg == "--install":
             args.install = True
@@ -76,6 +87,23 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         if args.harness is not None:
             return args
     return build_parser().parse_args(argv)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError(f"a wait is more than 0 and at most 60 seconds, not "
+                                         f"{text}")
+    return value
+
+
+#: Characters of stdin a hook reads at most: a harness's payload (a tool's input and output,
+#: which Claude Code and Codex cut long before this) fits many times over; more is refused
+#: before it is decoded (fail open, one line), never held whole.
+MAX_STDIN = 16 << 20
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
@@ -89,7 +117,11 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     args = _parse(argv)
     if args.install:
         return _install(_harness(args.harness), args, stdout, stderr)
-    text = stdin.read()
+    text = stdin.read(MAX_STDIN + 1)
+    if len(text) > MAX_STDIN:
+        stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
+                     "a hook payload; no decision\n")
+        return 0
     served = _served(args, text)
     if served is not None:
         stdout.write(served["stdout"])
@@ -118,14 +150,20 @@ def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
         if getattr(args, option):
             argv += [f"--{option}", os.path.abspath(args.config) if option == "config"
                      else args.mode]
+    if args.wait is not None:
+        argv += ["--wait", repr(args.wait)]
     return call(path, argv, text)
 
 
 def _serve(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tripwire hook serve", description=(
+    from .._usage import OneLineParser
+
+    parser = OneLineParser(prog="tripwire hook serve", description=(
         "Answer hook invocations over a Unix socket (set TRIPWIRE_HOOK_SOCKET to it in the "
         "harness's environment), so each event skips Python's imports."))
-    parser.add_argument("--socket", required=True, metavar="PATH")
+    parser.add_argument("--socket", required=True, metavar="PATH",
+                        help="the Unix socket to listen on (made with mode 0600; a stale one "
+                             "is replaced)")
     parser.add_argument("--idle-timeout", type=float, metavar="SECONDS",
                         help="exit after this long without a request (default: never)")
     args = parser.parse_args(argv)
@@ -157,34 +195,66 @@ def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
         raise ValueError("stdin is not a JSON object")
     name, event = harness.parse(payload)
     store = args.store or default_store()
+    config = _config(args)
     try:
-        verdict = _apply(harness, args, store, event, close)
+        verdict, problem = _apply(harness, args, store, event, config, close)
     except Exception as exc:
+        from ..errors import StoreError
+
         if event.kind != "call":
             raise
-        verdict = _recorded_halt(store, event)  # a recorded halt still denies
+        verdict = _recorded_halt(store, event, args.wait)  # a recorded halt still denies
         if verdict is None:
-            raise
-        if stderr is not None:
+            if not isinstance(exc, StoreError) or not _enforced(config):
+                raise
+            verdict, problem = _unrecorded(str(exc)), None
+            if stderr is not None:
+                stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(exc)}; the call is "
+                             "denied: under enforce a call the store cannot record does not "
+                             "run\n")
+        elif stderr is not None:
             stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(exc)}; the store "
                          "records a halt, so the call is denied\n")
+    else:
+        if problem is not None:
+            # the decision holds in this process only: the store did not take its rows
+            if event.kind != "call" or not _enforced(config):
+                raise _Unrecorded(problem)
+            if verdict.deny is None:
+                verdict = _unrecorded(problem)
+            if stderr is not None:
+                stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(problem)}; the call "
+                             "is denied: under enforce a call the store cannot record does "
+                             "not run\n")
     return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
 
 
-def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
-           close: bool = True) -> Any:
+class _Unrecorded(Exception):
+    """The store did not take this event's rows (fail open below enforce: one line)."""
+
+
+def _enforced(config: Any) -> bool:
+    from ..modes import Mode
+
+    return bool(config.resolve().mode == Mode.ENFORCE)
+
+
+def _unrecorded(problem: str) -> Any:
+    """The denial of a call the store cannot record, for the model."""
+    from ._model import Verdict
+
+    return Verdict(deny=(
+        "[watchdog] tripwire cannot record this tool call (its guardrail store is "
+        f"unavailable: {_one_line(problem)}), so it is denied: a call that is not recorded "
+        "could repeat unseen. Do not retry it now; end your turn with a short summary of "
+        "where you are."))
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The hook's configuration: the command's options over the config file."""
     from ..context import ContextConfig
     from ..guardrails import GuardrailsConfig
-    from ..reporting import LOGGER
     from ..signals import WatchdogConfig
-    from ..store import DEFAULT_KEY_NOTICE
-    from ._session import HookSession
-    from ._transcript import transcript_usage
-
-    global _filtered
-    if not _filtered:  # said once at --install, not on every event of every session
-        _filtered = True
-        LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
 
     file: dict[str, Any] = {}
     signals: Any = {}
@@ -197,17 +267,34 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
     # session; the context guard needs the conversation, which the harness compacts itself.
     watchdog = WatchdogConfig(signals={**signals,
                                        "tools-without-text": {"enabled": False}})
-    config = GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
-                              context=ContextConfig(enabled=False), file=file)
+    return GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
+                            context=ContextConfig(enabled=False), file=file)
+
+
+def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
+           close: bool = True) -> tuple[Any, str | None]:
+    """The event's verdict, and why its rows were not all recorded (None: they were)."""
+    from ..reporting import LOGGER
+    from ..store import DEFAULT_KEY_NOTICE
+    from ._session import WAIT, HookSession
+    from ._transcript import transcript_usage
+
+    global _filtered
+    if not _filtered:  # said once at --install, not on every event of every session
+        _filtered = True
+        LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
+
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
-    with HookSession(store, event.session, config, close=close) as session:
+    with HookSession(store, event.session, config, close=close,
+                     wait=args.wait or WAIT) as session:
         usage, session.state.transcript = transcript_usage(
             harness.HARNESS, event.transcript_path, session.state.transcript,
             session.state.transcript_memo)
-        return session.apply(event, usage)
+        verdict = session.apply(event, usage)
+    return verdict, session.problem
 
 
-def _recorded_halt(store: str, event: Any) -> Any:
+def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
     """The denial of a call of a session halted in the store, read with as little as can
     fail; None when the store shows no halt (or cannot be read either)."""
     from ..reporting import LOGGER
@@ -217,8 +304,9 @@ def _recorded_halt(store: str, event: Any) -> Any:
         from ..restore import fold_history
         from ..store import SQLiteStore
         from ._model import Verdict
+        from ._session import WAIT
 
-        with SQLiteStore(store, read_only=True) as s:
+        with SQLiteStore(store, read_only=True, timeout=wait or WAIT) as s:
             folded = fold_history(s.history(event.session))
         if not folded.halted_by:
             return None
@@ -238,6 +326,8 @@ def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Tex
         command += f" --mode {args.mode}"
     if args.config:
         command += f" --config {args.config}"
+    if args.wait is not None:
+        command += f" --wait {args.wait:g}"
     block = harness.install_block(command)
     from ..store import DEFAULT_KEY_NOTICE, KEY_ENV
 
@@ -282,6 +372,6 @@ def _merge(path: str, block: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException | str) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:300]

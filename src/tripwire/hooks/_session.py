@@ -26,13 +26,21 @@ its digest only. Live events are observed in the same form, so equal calls stay 
 Invocations of one store are serialized by an exclusive lock on ``<store>.lock`` (a harness
 runs the hooks of parallel tool calls concurrently). The hook table is not sealed: editing it
 can at most hide a pattern in progress, never a recorded halt (that is the sealed store's).
+
+Every wait is bounded by ``wait`` seconds (``WAIT``, 2 s, by default; ``--wait``): the lock
+file, SQLite's busy timeout, the rows' flush, the window's write. An invocation whose rows or
+window the store did not take in time says why in ``problem`` (the command then denies the
+call under ``enforce``: a call that cannot be recorded must not run unseen). A store that
+cannot be read at all (``StoreUnreadable``) has no window: the session restores halted from
+it (``store_unreadable``), so its calls are denied.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
+import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,17 +55,21 @@ from ..guardrails import Guardrails, GuardrailsConfig
 from ..modes import Mode
 from ._model import HookEvent, Verdict
 
-__all__ = ["WINDOW", "HookEvent", "Verdict", "HookSession"]
+__all__ = ["WINDOW", "WAIT", "HookEvent", "Verdict", "HookSession"]
 
 #: Observed events kept per session for replay (see the module docstring).
 WINDOW = 256
+#: Seconds an invocation waits for any lock before it gives up (see the module docstring):
+#: well under a harness's hook timeout (tripwire installs 10 s; Claude Code's default is 60 s),
+#: and far above what 8 hooks running at once wait for each other (tens of milliseconds each).
+WAIT = 2.0
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
 
 #: close=False: the store and state connections of each store path, opened once per process
-_OPEN: dict[str, tuple[Any, sqlite3.Connection]] = {}
+_OPEN: dict[str, tuple[Any, sqlite3.Connection | None]] = {}
 
 
 @dataclass
@@ -74,10 +86,20 @@ class _State:
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
+        """The stored window; a fresh one for anything that does not read as one (the table
+        is not sealed: an edited row may hide a pattern in progress, never stop the hook)."""
         if body is None:
             return cls()
-        data = msgpack.unpackb(body, raw=False)
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        try:
+            data = msgpack.unpackb(body, raw=False)
+        except Exception:  # untrusted bytes
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        fresh = cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and
+                 (v is None or isinstance(v, type(getattr(fresh, k))) or
+                  getattr(fresh, k) is None)}
         return cls(**known)
 
     def dump(self) -> bytes:
@@ -131,39 +153,60 @@ class HookSession:
     of this process (a resident server) or for the process exit to drop (the command)."""
 
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
-                 implementation: str | None = None, *, close: bool = True):
-        from ..store import SQLiteStore
+                 implementation: str | None = None, *, close: bool = True,
+                 wait: float = WAIT):
+        from ..errors import StoreError, StoreUnreadable
+        from ..store import SQLiteStore, hold_lock, sqlite_error
 
         self._close = close
         self.session = session
         self.store_path = store_path
-        self._lock = open(store_path + ".lock", "a")  # noqa: SIM115 - held for the invocation
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
-        opened = None if close else _OPEN.get(store_path)
-        if opened is None:
-            # the state table first: a path that is no database fails here, in one line,
-            # before the store would start retrying it in memory
+        self.wait = wait
+        self._deadline = time.monotonic() + wait
+        #: why this invocation's rows or window were not all recorded (None: they were)
+        self.problem: str | None = None
+        self._lock = hold_lock(store_path + ".lock", wait, "take the hooks' lock")
+        try:
+            opened: tuple[Any, sqlite3.Connection | None] | None = \
+                None if close else _OPEN.get(store_path)
+            if opened is None:
+                # the window's table first, in the same file: a path that is no database is
+                # said here, before the store would start retrying it in memory
+                db: sqlite3.Connection | None = None
+                try:
+                    if os.path.isdir(store_path):
+                        raise StoreUnreadable(f"{store_path}: is a directory, not a database "
+                                              "file")
+                    db = sqlite3.connect(store_path, timeout=wait, isolation_level=None)
+                    # the hook state is a cache of the window, not evidence: a write lost to a
+                    # power cut loses at most one event of a pattern (halts are the store's)
+                    db.execute("PRAGMA synchronous = NORMAL")
+                    db.execute(_SCHEMA)
+                except (sqlite3.Error, StoreUnreadable) as exc:
+                    if db is not None:
+                        db.close()
+                    error = exc if isinstance(exc, StoreError) else \
+                        sqlite_error(store_path, exc, "open the hooks' window", wait)
+                    if not isinstance(error, StoreUnreadable):
+                        raise error from None  # transient (locked, a full disk): the caller's
+                    db = None  # unreadable: no window; the store's restore halts the session
+                opened = (SQLiteStore(store_path, timeout=wait), db)
+                if not close and db is not None:
+                    _OPEN[store_path] = opened
+            self.store: Any
+            self._db: sqlite3.Connection | None
+            self.store, self._db = opened
+            self.state = _State.load(self._read_state(session))
             try:
-                db = sqlite3.connect(store_path, timeout=5.0, isolation_level=None)
-                # the hook state is a cache of the window, not evidence: a write lost to a
-                # power cut loses at most one event of a pattern (halts are the store's)
-                db.execute("PRAGMA synchronous = NORMAL")
-                db.execute(_SCHEMA)
-            except sqlite3.Error as exc:
-                raise OSError(f"{store_path}: cannot open the store: {exc}") from None
-            opened = (SQLiteStore(store_path), db)
-            if not close:
-                _OPEN[store_path] = opened
-        self.store: Any
-        self._db: sqlite3.Connection
-        self.store, self._db = opened
-        row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
-                               (session,)).fetchone()
-        self.state = _State.load(row[0] if row else None)
-        history = self.store.history(session)
-        self.guardrails = Guardrails(config, session_id=session, store=self.store,
-                                     history=history, implementation=implementation)
-        resets = sum(1 for r in history.rows if r.kind == "reset")
+                history: Any = self.store.history(session)
+            except StoreError:
+                history = None  # the guardrails' restore reads it again and says what it means
+            self.guardrails = Guardrails(config, session_id=session, store=self.store,
+                                         history=history, implementation=implementation)
+        except BaseException:
+            self._lock.close()
+            raise
+        resets = sum(1 for r in history.rows if r.kind == "reset") if history else 0
         if resets > self.state.resets:  # an operator reset since: the runs start over
             self.state.resets = resets
             self.state.events.clear()
@@ -173,18 +216,50 @@ class HookSession:
     def __enter__(self) -> HookSession:
         return self
 
+    def _read_state(self, session: str) -> bytes | None:
+        """The session's window as stored; None when there is none, or when the file cannot
+        be read (then the store's own restore says what that means: unreadable halts)."""
+        from ..errors import StoreUnreadable
+        from ..store import sqlite_error
+
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
+                                   (session,)).fetchone()
+        except sqlite3.Error as exc:
+            error = sqlite_error(self.store_path, exc, "read the hooks' window", self.wait)
+            if isinstance(error, StoreUnreadable):
+                return None
+            raise error from None
+        return row[0] if row and isinstance(row[0], bytes) else None
+
+    def _left(self) -> float:
+        """Seconds left of this invocation's wait (at least a little, to try once)."""
+        return max(0.05, self._deadline - time.monotonic())
+
     def __exit__(self, *exc: object) -> None:
+        from ..store import sqlite_error
+
         try:
             # every decided row in the store before the process ends (a row the store was slow
             # to take would otherwise wait for a background retry that exiting cuts short)
-            self.guardrails.flush()
-            if exc[0] is None:
-                self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
-                                 (self.session, self.state.dump()))
+            if not self.guardrails.flush(self._left()):
+                self.problem = self.guardrails.store_problem or "the store did not take the rows"
+            if exc[0] is None and self.problem is None and self._db is not None:
+                try:
+                    self._db.execute(f"PRAGMA busy_timeout = {int(self._left() * 1000)}")
+                    self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
+                                     (self.session, self.state.dump()))
+                except sqlite3.Error as error:
+                    self.problem = str(sqlite_error(self.store_path, error,
+                                                    "record the hooks' window", self.wait))
         finally:
-            if self._close:
-                self._db.close()
+            if self._close or self.problem is not None:
+                if self._db is not None:
+                    self._db.close()
                 self.store.close()
+                _OPEN.pop(self.store_path, None)
             self._lock.close()  # releases the lock
 
     # -- replay ------------------------------------------------------------------------------

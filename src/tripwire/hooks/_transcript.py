@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import InvalidEvent
+
 __all__ = ["transcript_usage"]
 
 
@@ -63,7 +65,11 @@ def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[st
         if not isinstance(value, dict) or not isinstance(value.get("payload"), dict) or \
                 not isinstance(value.get("type"), str):
             continue
-        usages.extend(_keywords(u) for u in usage_events(value["type"], value["payload"], state))
+        try:
+            usages.extend(_keywords(u) for u in usage_events(value["type"], value["payload"],
+                                                              state))
+        except InvalidEvent:
+            continue  # a count out of range: skipped, as the transcript reader reports it
     if state.model is not None:
         memo["model"] = state.model
     if state.totals is not None:
@@ -73,8 +79,6 @@ def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[st
 
 def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
     import orjson
-
-    from ..adapters.anthropic import usage_of
 
     usages: list[dict[str, Any]] = []
     open_id: str | None = None  # the response whose lines may not all be written yet
@@ -97,16 +101,27 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
         message: dict[str, Any] = found if isinstance(found, dict) else {}
         ident = message.get("id")
         if kind == "assistant" and isinstance(ident, str) and ident == open_id:
-            open_usage = usage_of(message) or open_usage  # the last line of the id wins
+            open_usage = _usage_of(message) or open_usage  # the last line of the id wins
             continue
         if open_usage is not None:
             usages.append(_keywords(open_usage))
         open_id = open_usage = None
         if kind == "assistant" and isinstance(ident, str):
-            open_id, open_at, open_usage = ident, start, usage_of(message)
+            open_id, open_at, open_usage = ident, start, _usage_of(message)
     if open_id is None:
         return usages, offset + end
     return usages, open_at
+
+
+def _usage_of(message: dict[str, Any]) -> Any:
+    """The message's usage; None when a count is out of range (the transcript reader reports
+    that line as invalid; a hook skips it rather than fail on every later event)."""
+    from ..adapters.anthropic import usage_of
+
+    try:
+        return usage_of(message)
+    except InvalidEvent:
+        return None
 
 
 def _keywords(usage: Any) -> dict[str, Any]:
