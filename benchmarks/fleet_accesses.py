@@ -41,7 +41,7 @@ def drive(sessions: int, calls: int, implementation: str) -> None:
     uuid.uuid4 = lambda: uuid.UUID(int=ids_rng.getrandbits(128), version=4)
 
     from tripwire import GuardrailsConfig
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
 
     fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True),
                   implementation=implementation)

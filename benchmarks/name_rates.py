@@ -13,9 +13,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tripwire.adapters import read, transcripts
-from tripwire.events import Call
-from tripwire.replay import ReplayOptions, ReplayStats, replay_transcript
+from tripwire.cli.replay import ReplayOptions, ReplayStats, replay_transcript
+from tripwire.interchange.adapters import read, transcripts
+from tripwire.interchange.events import Call
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 

@@ -7,7 +7,7 @@ import pytest
 import workload
 
 from tripwire import GuardrailsConfig
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
 
 
 def fresh_fleet(impl: str, events: list[tuple]) -> Fleet:

@@ -28,7 +28,7 @@ import pytest
 import workload
 
 from tripwire import Guardrails, GuardrailsConfig, Watchdog, _reference_guardrails, guardrails
-from tripwire.budget import Budget, Task
+from tripwire.budgets.task import Budget, Task
 
 CALLS = workload.call_mix()
 BEGIN, END = "# task accounting: begin", "# task accounting: end"

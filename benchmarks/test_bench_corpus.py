@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.corpus import measure_paths
 
 SHARED_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

@@ -15,7 +15,7 @@ import pytest
 import workload
 
 from tripwire import GuardrailsConfig
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
 
 SESSIONS = 100_000
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.hooks._session import WINDOW
+from tripwire.harnesses.hooks._session import WINDOW
 
 HOOK = [sys.executable, "-m", "tripwire", "hook", "claude-code"]
 
@@ -47,8 +47,8 @@ def long_session(tmp_path: Path) -> dict[str, str]:
     """A store whose session already holds a full replay window (the steady state of a long
     session: each invocation replays WINDOW events, however long the session is)."""
     env = {**os.environ, "TRIPWIRE_STORE": str(tmp_path / "hooks.sqlite3")}
-    from tripwire.guardrails import GuardrailsConfig
-    from tripwire.hooks._session import HookEvent, HookSession
+    from tripwire.harnesses.hooks._session import HookEvent, HookSession
+    from tripwire.session.guardrails import GuardrailsConfig
 
     with HookSession(env["TRIPWIRE_STORE"], "bench", GuardrailsConfig(unattended=True)) as s:
         for n in range(WINDOW):
@@ -93,6 +93,6 @@ def test_python_start_floor(benchmark) -> None:
 
 @pytest.mark.benchmark(group="hook_invocation")
 def test_import_of_the_hook_path(benchmark) -> None:
-    code = "import tripwire.hooks._session, tripwire.hooks.claude_code, tripwire.store"
+    code = "import tripwire.harnesses.hooks._session, tripwire.harnesses.hooks.claude_code, tripwire.store"
     benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", code], check=True),
                        rounds=30, warmup_rounds=2)

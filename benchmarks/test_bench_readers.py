@@ -33,8 +33,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tripwire.adapters import read, transcripts
-from tripwire.replay import ReplayOptions, ReplayStats, replay_transcript
+from tripwire.cli.replay import ReplayOptions, ReplayStats, replay_transcript
+from tripwire.interchange.adapters import read, transcripts
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 JSON_LINES = frozenset({"claude-code", "codex", "interchange"})

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from store_backends import postgres_url
 
 from tripwire import GuardrailsConfig
+from tripwire.durability.store import open_store
 from tripwire.errors import GuardrailHalted
-from tripwire.fleet import Fleet
-from tripwire.store import open_store
+from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1000.0)
 TRIALS = 40

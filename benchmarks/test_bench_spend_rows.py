@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.cost import SpendTally
-from tripwire.fleet import Fleet
-from tripwire.restore import fold_history
-from tripwire.store import SQLiteStore
+from tripwire.durability.fold import fold_history
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
+from tripwire.policy.ceiling import SpendTally
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1e6)
 NEW_FIELDS = ("spend_writer", "spend_nano")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.store import SQLiteStore
+from tripwire.durability.store import SQLiteStore
 
 SESSIONS = 10_000
 HALT = {"halts": True, "guardrail": "watchdog", "reason": "same call repeated 5 times"}
@@ -67,7 +67,7 @@ def test_history_one_session_of_10k(benchmark, big_store: Path) -> None:
 def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """10,000 sessions written by real Guardrails: every tenth halted by a loop, all with spend."""
     from tripwire import GuardrailsConfig
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
 
     path = tmp_path_factory.mktemp("fleet") / "fleet.db"
     store = SQLiteStore(path)
@@ -89,7 +89,7 @@ def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_restore_10k_sessions_into_a_fleet(benchmark, fleet_store: Path) -> None:
     """A daemon's start: every stored session folded back into a fresh Fleet (target <= 2 s)."""
     from tripwire import GuardrailsConfig
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
 
     benchmark.extra_info["target_s"] = 2
 

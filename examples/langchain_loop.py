@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
 from tripwire.errors import GuardrailTripped
-from tripwire.integrations.langchain import TripwireCallbackHandler
+from tripwire.harnesses.integrations.langchain import TripwireCallbackHandler
 
 ran: list[str] = []
 

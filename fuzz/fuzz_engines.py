@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 from tripwire import GuardrailsConfig, TripwireError, Watchdog, _engine
-from tripwire.events import Call, Result, Text, Usage
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
+from tripwire.interchange.events import Call, Result, Text, Usage
 
 logging.getLogger("tripwire").addHandler(logging.NullHandler())  # the fuzzed traffic's alerts
 logging.getLogger("tripwire").propagate = False

@@ -24,8 +24,8 @@ import sys
 import time
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
 
 CENT = 0.01
 NANO = 1_000_000_000

@@ -19,9 +19,9 @@ import sys
 import time
 
 from tripwire import GuardrailsConfig
+from tripwire.durability.store import open_store
 from tripwire.errors import GuardrailHalted
-from tripwire.fleet import Fleet
-from tripwire.store import open_store
+from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
 

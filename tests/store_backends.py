@@ -58,8 +58,8 @@ class Backend:
             self.location = _with(self.base, schema=self.schema)
 
     def open(self, **options: Any) -> Any:
-        from tripwire.store import SQLiteStore
-        from tripwire.store_postgres import PostgresStore
+        from tripwire.durability.postgres import PostgresStore
+        from tripwire.durability.store import SQLiteStore
 
         if self.kind == "sqlite":
             return SQLiteStore(self.location, **options)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from tripwire.adapters import FORMAT_NAMES, detect, read, transcripts
 from tripwire.errors import InvalidEvent, TruncatedLine, UnknownFormat
-from tripwire.events import (
+from tripwire.interchange.adapters import FORMAT_NAMES, detect, read, transcripts
+from tripwire.interchange.events import (
     Call,
     Compaction,
     Result,
@@ -650,7 +650,7 @@ def test_json_lines_transcripts_stream_without_reading_the_file_whole(tmp_path: 
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        from tripwire.adapters import Transcript
+        from tripwire.interchange.adapters import Transcript
 
         stream = read(Transcript(fifo, "claude-code", "live"))
         first = [next(stream) for _ in range(5)]

@@ -23,9 +23,9 @@ from tripwire import (
     Watchdog,
     WatchdogConfig,
 )
-from tripwire.cli import main
-from tripwire.events import parse_event
-from tripwire.money import MAX_USD
+from tripwire.base.money import MAX_USD
+from tripwire.cli.main import main
+from tripwire.interchange.events import parse_event
 from tripwire.signals import SIGNALS
 
 EXAMPLE = ROOT / "corpus" / "examples" / "read-file-loop.jsonl"
@@ -88,7 +88,7 @@ def test_a_negative_count_in_a_config_file_is_a_config_error(tmp_path: Path, sig
                                                              knob) -> None:
     """Issue 23: ``threshold = -3`` in a config file was silently read as 2; 0 and 1 still
     count as 2, as documented."""
-    from tripwire.config import builtin_signals, read_config_file
+    from tripwire.session.config import builtin_signals, read_config_file
 
     path = tmp_path / "t.toml"
     path.write_text(f"[signals.{signal}]\n{knob.name} = -3\n")

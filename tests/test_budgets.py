@@ -19,12 +19,12 @@ import pytest
 from conftest import IMPLEMENTATIONS
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.budget import Budget, Task
-from tripwire.cli import main
-from tripwire.decision import CONTINUE
+from tripwire.base.decision import CONTINUE
+from tripwire.budgets.task import Budget, Task
+from tripwire.cli.main import main
+from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError, GuardrailHalted
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
 
 
 class Clock:
@@ -481,7 +481,7 @@ def test_a_bad_task_event_is_a_typed_error(tmp_path: Path,
 NEAR_THE_LIMIT = """
     import sys
     from tripwire import Guardrails, GuardrailsConfig
-    from tripwire.store import SQLiteStore
+    from tripwire.durability.store import SQLiteStore
     db, implementation, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     g = Guardrails(GuardrailsConfig(mode="enforce", unattended=True), session_id="s",
                    implementation=implementation, store=SQLiteStore(db))
@@ -527,8 +527,8 @@ def test_a_restart_near_the_limit_resumes_the_consumption(tmp_path: Path,
 
 DEADLINE = """
     import sys, time
-    from tripwire.budget import Task
-    from tripwire.store import SQLiteStore
+    from tripwire.budgets.task import Task
+    from tripwire.durability.store import SQLiteStore
     db, offset = sys.argv[1], float(sys.argv[2])
     task = Task("o", {"deadline_s": 30}, task_id="t", store=SQLiteStore(db),
                 clock=lambda: time.time() + offset)
@@ -675,7 +675,7 @@ def test_every_reader_sees_the_fast_paths_tool_call_count(tmp_path: Path,
     db = tmp_path / "g.sqlite"
     task = Task("o", {"tool_calls": 10}, task_id="t", store=SQLiteStore(db))
     g = guard(implementation, task=task)
-    expected = "tripwire._native" if implementation == "native" else "tripwire.budget"
+    expected = "tripwire._native" if implementation == "native" else "tripwire.budgets.task"
     assert type(task._calls).__module__ == expected  # the engine's own counter
     g.start_turn()
     for i in range(4):
@@ -826,7 +826,7 @@ def test_batch_ingest_charges_an_uncapped_task_what_one_at_a_time_does(
 def test_a_tasks_guardrail_history_is_bounded(implementation: str) -> None:
     """Issue 23: every cut turn added an entry to the task's history, without bound (+21 MB per
     million calls). The report keeps the latest 64 and counts the earlier ones."""
-    from tripwire.budget import HISTORY
+    from tripwire.budgets.task import HISTORY
 
     g = guard(implementation, max_turn_cost_usd=0.01, cost_escalate_after=1_000)
     for _ in range(200):

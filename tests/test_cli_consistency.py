@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.budget import Budget
-from tripwire.store import SQLiteStore
+from tripwire.budgets.task import Budget
+from tripwire.durability.store import SQLiteStore
 
 
 def tripwire(*argv: str, env: dict[str, str] | None = None,

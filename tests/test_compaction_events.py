@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.errors import InvalidEvent
-from tripwire.events import Compaction, Result, event_record, parse_event, read_events
-from tripwire.fleet import Fleet
-from tripwire.guardrails import GuardrailsConfig
+from tripwire.fleet.fleet import Fleet
+from tripwire.interchange.events import Compaction, Result, event_record, parse_event, read_events
+from tripwire.session.guardrails import GuardrailsConfig
 
 
 def test_a_compaction_parses_strictly_and_round_trips() -> None:
@@ -134,7 +134,7 @@ def test_a_task_end_says_how_the_host_ended_it() -> None:
     """A harness that ended the task itself (its max turns, its budget, an error) says so on
     its ``task_end``: ``exhausted`` names the counter of the cap, ``interrupted`` the
     reason (the headless Claude Code and OpenHands readers write them)."""
-    from tripwire.events import TaskEnd
+    from tripwire.interchange.events import TaskEnd
 
     assert parse_event({"type": "task_end", "exhausted": "steps", "unfinished": "max turns"}) \
         == TaskEnd(unfinished="max turns", exhausted="steps")

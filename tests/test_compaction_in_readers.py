@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tripwire.adapters import read, transcripts
-from tripwire.events import Compaction, Result
+from tripwire.interchange.adapters import read, transcripts
+from tripwire.interchange.events import Compaction, Result
 
 SESSION = "5e1f0000-0000-4000-8000-00000000000e"
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tripwire import Guardrails, GuardrailsConfig, OperatorEvent, _engine
-from tripwire.context import (
+from tripwire.context.guard import (
     _ANNOUNCED,
     TRUNCATION_NOTICE,
     ContextConfig,
@@ -131,7 +131,7 @@ def test_below_enforce_the_95_percent_crossing_is_reported_and_recorded_not_cut(
     """Issue 23: in warn the context guard used to cut the turn, against the mode ladder
     (nothing is cut in warn or feedback, as for a task's budget). The crossing is still
     reported and its record written, marked ``enforced: false``."""
-    from tripwire.store import SQLiteStore
+    from tripwire.durability.store import SQLiteStore
 
     events: list[OperatorEvent] = []
     store = SQLiteStore(tmp_path / "ctx.db")

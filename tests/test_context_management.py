@@ -11,10 +11,9 @@ import types
 
 import pytest
 
-from tripwire import Guardrails, GuardrailsConfig, OperatorEvent, lines
-from tripwire import config as config_module
-from tripwire.cli import main
-from tripwire.context import (
+from tripwire import Guardrails, GuardrailsConfig, OperatorEvent
+from tripwire.cli.main import main
+from tripwire.context.guard import (
     CHECKPOINT_SECTIONS,
     HANDOVER_SECTIONS,
     ContextConfig,
@@ -23,9 +22,11 @@ from tripwire.context import (
     handover_prompt,
     missing_sections,
 )
+from tripwire.context.histories import rebuild
+from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError, SmallTierParentRefused
-from tripwire.histories import rebuild
-from tripwire.store import SQLiteStore
+from tripwire.policy import lines
+from tripwire.session import config as config_module
 
 HISTORY = [
     {"role": "system", "content": "You are a careful engineer."},
@@ -294,7 +295,7 @@ def test_a_failed_manual_checkpoint_writes_nothing(implementation, store) -> Non
 def test_context_stats_counts_boundaries_and_models_by_cost(implementation, monkeypatch) -> None:
     clock = iter([1000.0, 1100.0, 1200.0])
     # the context guard's clock alone (patching time.time would feed the task's clock too)
-    monkeypatch.setattr("tripwire.context.time", types.SimpleNamespace(time=lambda: next(clock)))
+    monkeypatch.setattr("tripwire.context.guard.time", types.SimpleNamespace(time=lambda: next(clock)))
     g = make(implementation, summarize=lambda m, f: SummaryResult("s" * 10))
     g.start_turn()
     g.on_usage(model="gemini-2.5-flash", input_tokens=16_000, output_tokens=200,
@@ -494,7 +495,7 @@ def test_every_in_turn_cut_line_carries_the_one_shot_sentence(implementation, st
 @pytest.mark.parametrize("auto", [True, False])
 def test_batch_ingest_cuts_at_95_percent_with_or_without_auto_compaction(implementation,
                                                                          auto) -> None:
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
 
     fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=False,
                                    context=ContextConfig(auto_compact=auto)),

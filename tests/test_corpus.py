@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.corpus import measure_paths
 from tripwire.corpus.labels import read_labels
 from tripwire.signals import SIGNAL_IDS, WatchdogConfig
@@ -360,9 +360,9 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
 def _replayed_first_trips(paths: list[str], implementation: str) -> dict[str, dict[str, int]]:
     """Each session's first alert per signal as ``tripwire replay`` (one event at a time)
     reports it."""
+    from tripwire.cli.replay import ReplayOptions, ReplayStats, replay_transcript
     from tripwire.corpus.measure import corpus_config
     from tripwire.corpus.sessions import corpus_files
-    from tripwire.replay import ReplayOptions, ReplayStats, replay_transcript
 
     options = ReplayOptions(guardrails=corpus_config(WatchdogConfig()),
                             implementation=implementation)
@@ -422,7 +422,7 @@ def _identity_runs(paths: list[str]) -> dict[str, int]:
     (``tool_identity``: ``tool:program`` for a shell tool), not by the engines."""
     from tripwire._common import tool_identity
     from tripwire.corpus.sessions import corpus_files, session_events
-    from tripwire.events import Call
+    from tripwire.interchange.events import Call
 
     shells = WatchdogConfig().engine_settings().shell_tools
     last: dict[str, str] = {}

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.adapters import FORMAT_NAMES
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.corpus import measure as measure_module
 from tripwire.corpus.measure import (
     MIN_CHUNK_BYTES,
@@ -28,6 +27,7 @@ from tripwire.corpus.measure import (
     schedule,
 )
 from tripwire.corpus.sessions import corpus_files
+from tripwire.interchange.adapters import FORMAT_NAMES
 from tripwire.signals import SIGNAL_IDS, WatchdogConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,8 +248,8 @@ def folders(tmp_path: Path, monkeypatch) -> Path:
 
 def test_a_parallel_runs_parent_leaves_a_directorys_detection_to_the_workers(
         folders: Path, monkeypatch) -> None:
-    from tripwire import adapters
     from tripwire.corpus.measure import Run
+    from tripwire.interchange import adapters
 
     sniffed: list[Path] = []
     real = adapters._sniff

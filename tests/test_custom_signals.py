@@ -12,12 +12,12 @@ import textwrap
 import pytest
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, OperatorEvent
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.custom_signals import CustomSignal, SignalAlert, custom_watchdog
+from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
 from tripwire.signals import WatchdogConfig
-from tripwire.store import SQLiteStore
 from tripwire.watchdog import watchdog_class
 
 

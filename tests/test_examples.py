@@ -89,7 +89,7 @@ def test_the_example_config_names_every_key_and_loads() -> None:
     import tomllib
 
     from tripwire import GuardrailsConfig
-    from tripwire.config import SECTIONS, file_keys
+    from tripwire.session.config import SECTIONS, file_keys
     from tripwire.signals import SIGNALS
 
     path = ROOT / "examples" / "tripwire.toml"

@@ -16,8 +16,8 @@ import textwrap
 import pytest
 
 from tripwire import GuardrailsConfig, InvalidEvent, Watchdog
-from tripwire.events import Text
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
+from tripwire.interchange.events import Text
 
 WARN = GuardrailsConfig(mode="warn", unattended=False)
 
@@ -65,8 +65,8 @@ def test_the_native_batch_decoder_does_not_crash_the_process() -> None:
     the test run."""
     code = textwrap.dedent("""
         from tripwire import GuardrailsConfig, InvalidEvent
-        from tripwire.events import Text
-        from tripwire.fleet import Fleet
+        from tripwire.interchange.events import Text
+        from tripwire.fleet.fleet import Fleet
         for rows in ([(None, "text", "x")], [(None, "call", "f", "{}")], [(None, Text("x"))]):
             try:
                 Fleet(GuardrailsConfig(mode="warn", unattended=False),
@@ -161,8 +161,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from tripwire import GuardrailHalted, Guardrails  # noqa: E402
-from tripwire.cli import main as cli_main  # noqa: E402
-from tripwire.store import SQLiteStore, StoreError  # noqa: E402
+from tripwire.cli.main import main as cli_main  # noqa: E402
+from tripwire.durability.store import SQLiteStore, StoreError  # noqa: E402
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 ENFORCE = GuardrailsConfig(mode="enforce", unattended=False)
@@ -434,7 +434,7 @@ def test_a_halt_waiting_in_the_outbox_is_written_at_exit(tmp_path: Path,
     code = textwrap.dedent("""
         import sys
         from tripwire import Guardrails, GuardrailsConfig
-        from tripwire.store import SQLiteStore
+        from tripwire.durability.store import SQLiteStore
         g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s1",
                        store=SQLiteStore(sys.argv[1]))
         g.start_turn()

@@ -11,10 +11,10 @@ import pytest
 from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
-from tripwire.budget import CONSUMED
-from tripwire.events import Call, Result, TurnStart
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.budgets.task import CONSUMED
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
+from tripwire.interchange.events import Call, Result, TurnStart
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 

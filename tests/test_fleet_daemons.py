@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from store_backends import BACKENDS, Backend, backend_fixture
 
-from tripwire.cli import EXIT_REFUSED
-from tripwire.cli import main as cli_main
-from tripwire.cost import reset_refusal
-from tripwire.money import NANO
+from tripwire.base.money import NANO
+from tripwire.cli.main import EXIT_REFUSED
+from tripwire.cli.main import main as cli_main
+from tripwire.policy.ceiling import reset_refusal
 
 HERE = Path(__file__).resolve().parent
 

@@ -15,9 +15,9 @@ import pytest
 from conftest import need_shared
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, read, transcripts
-from tripwire.cli import main
-from tripwire.events import Call, Compaction, Result, Text, TurnStart, Usage
+from tripwire.cli.main import main
+from tripwire.interchange.adapters import detect, read, transcripts
+from tripwire.interchange.events import Call, Compaction, Result, Text, TurnStart, Usage
 
 NORM = "NORMALIZED_SESSION_ID"
 SUMMARY = "test-session-context-summarization-summarization-1-summary"

@@ -13,9 +13,9 @@ import pytest
 from conftest import need_shared
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect
-from tripwire.cli import main
-from tripwire.events import Call, Compaction, Result, TaskEnd, Text, Usage
+from tripwire.cli.main import main
+from tripwire.interchange.adapters import detect
+from tripwire.interchange.events import Call, Compaction, Result, TaskEnd, Text, Usage
 
 THREAD = "01a24333-1b3c-7403-9ea6-bd238f4d8115"
 

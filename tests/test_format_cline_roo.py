@@ -13,8 +13,8 @@ import pytest
 from conftest import need_shared
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, transcripts
-from tripwire.events import Call, Compaction, Result, Text, Usage
+from tripwire.interchange.adapters import detect, transcripts
+from tripwire.interchange.events import Call, Compaction, Result, Text, Usage
 
 CLINE_ROO = {
     # the first Roo task: one XML call, attempt_completion, which ends the task unanswered

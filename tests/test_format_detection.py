@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import need_shared
 
-from tripwire.adapters import format_module
+from tripwire.interchange.adapters import format_module
 
 #: line formats and their sample files (relative to ../shared/format-samples)
 LINE_SAMPLES = {

@@ -14,10 +14,10 @@ import pytest
 from conftest import need_shared
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, read, transcripts
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.errors import InvalidEvent
-from tripwire.events import Call, Compaction, Result, Text, Usage
+from tripwire.interchange.adapters import detect, read, transcripts
+from tripwire.interchange.events import Call, Compaction, Result, Text, Usage
 
 AIM = "50316244-145e-46cb-b42b-db11410ad87a"
 GEMINI = {

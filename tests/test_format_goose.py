@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, transcripts
-from tripwire.events import Compaction, Result, Text, Usage
+from tripwire.interchange.adapters import detect, transcripts
+from tripwire.interchange.events import Compaction, Result, Text, Usage
 
 #: schema 17's tables (create_schema at 017176d0), less the inventory tables
 SCHEMA_17 = """

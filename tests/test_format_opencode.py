@@ -15,8 +15,8 @@ from typing import Any
 
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, transcripts
-from tripwire.events import Compaction, Result, Text, Usage
+from tripwire.interchange.adapters import detect, transcripts
+from tripwire.interchange.events import Compaction, Result, Text, Usage
 
 MAIN, CHILD = "ses_01JZ0000000000000000000001", "ses_01JZ0000000000000000000002"
 TOKENS = {"input": 100, "output": 20, "reasoning": 5, "cache": {"read": 900, "write": 50}}

@@ -13,9 +13,9 @@ import pytest
 from conftest import need_shared
 from transcript_counts import SKIPPED, counts, events_of
 
-from tripwire.adapters import detect, read, transcripts
-from tripwire.cli import main
-from tripwire.events import Call, Compaction, Result, TaskEnd, Text, Usage
+from tripwire.cli.main import main
+from tripwire.interchange.adapters import detect, read, transcripts
+from tripwire.interchange.events import Call, Compaction, Result, TaskEnd, Text, Usage
 
 F = "{file}"
 OPENHANDS = {

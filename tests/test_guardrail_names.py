@@ -7,9 +7,9 @@ import io
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, InvalidEvent, InvalidReset
-from tripwire.cli import main
-from tripwire.events import parse_event
-from tripwire.guardrail import RESET_SCOPES, Guardrail
+from tripwire.base.names import RESET_SCOPES, Guardrail
+from tripwire.cli.main import main
+from tripwire.interchange.events import parse_event
 
 
 def test_reset_scopes_parse_case_and_space_insensitively() -> None:

@@ -23,7 +23,7 @@ from tripwire import (
     WatchdogConfig,
 )
 from tripwire.errors import ConfigError
-from tripwire.feedback import HEADER
+from tripwire.policy.feedback import HEADER
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tripwire.context import Compaction, mechanical_truncation
-from tripwire.histories import MISSING_RESULT, detect_format
+from tripwire.context.guard import Compaction, mechanical_truncation
+from tripwire.context.histories import MISSING_RESULT, detect_format
 
 WORDS = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=300).map(lambda s: s + ".")
 BOUNDARY = "[boundary] what came before, in short"

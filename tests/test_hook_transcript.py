@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tripwire.events import Usage
-from tripwire.hooks._transcript import transcript_usage
-from tripwire.prices import estimate
+from tripwire.harnesses.hooks._transcript import transcript_usage
+from tripwire.interchange.events import Usage
+from tripwire.interchange.prices import estimate
 
 
 def line(kind: str, ident: str | None = None, output: int = 0, **extra) -> str:

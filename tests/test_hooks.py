@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.feedback import render_feedback
+from tripwire.policy.feedback import render_feedback
 from tripwire.signals import Alert
 
 SESSION = "3f1c9a2e-7b4d-4e21-9c3a-5d8e1f2a6b70"
@@ -341,8 +341,8 @@ def test_codex_spend_comes_from_the_rollout_priced(codex: Hook) -> None:
     repeat with the same totals skipped, across invocations too), prices them by the latest
     turn_context's model, marked estimated."""
     pytest.importorskip("genai_prices", reason="the price catalogue is the prices extra")
-    from tripwire.events import Usage
-    from tripwire.prices import estimate
+    from tripwire.interchange.events import Usage
+    from tripwire.interchange.prices import estimate
 
     rollout = codex.store.parent.parent / "rollout.jsonl"
 
@@ -486,8 +486,8 @@ def test_claude_code_spend_comes_from_the_transcript_priced(tmp_path: Path,
     """Claude Code records tokens, never a cost: the hook reads each response's usage once
     (from the last line of its message id) and prices it from the catalogue, marked estimated."""
     pytest.importorskip("genai_prices", reason="the price catalogue is the prices extra")
-    from tripwire.events import Usage
-    from tripwire.prices import estimate
+    from tripwire.interchange.events import Usage
+    from tripwire.interchange.prices import estimate
 
     transcript = tmp_path / "session.jsonl"
     usage = {"input_tokens": 1200, "cache_read_input_tokens": 30000, "output_tokens": 800}

@@ -19,8 +19,8 @@ from conftest import CORPUS, need_shared
 HEAVY = ("numpy", "matplotlib", "starlette", "uvicorn", "psycopg", "opentelemetry", "dask",
          "distributed", "tqdm", "pydantic", "httpx", "genai_prices", "langchain_core", "agents")
 #: tripwire's own modules of other verbs (the store, the server, the corpus tools, the hooks)
-OTHER_VERBS = ("tripwire.store", "tripwire.store_postgres", "tripwire.serve", "tripwire.fleet",
-               "tripwire.corpus", "tripwire.hooks", "sqlite3")
+OTHER_VERBS = ("tripwire.durability.store", "tripwire.durability.postgres", "tripwire.cli.serve", "tripwire.fleet.fleet",
+               "tripwire.corpus", "tripwire.harnesses.hooks", "sqlite3")
 
 
 def imported(code: str, implementation: str = "native") -> list[str]:
@@ -39,17 +39,17 @@ def loaded(modules: list[str], roots: tuple[str, ...]) -> list[str]:
 
 
 def test_importing_the_command_line_imports_no_optional_module() -> None:
-    modules = imported("import tripwire.cli")
+    modules = imported("import tripwire.cli.main")
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHER_VERBS) == []
     # nor the engine, the readers' JSON libraries, or the version lookup (--version only)
-    assert loaded(modules, ("tripwire.guardrails", "tripwire.watchdog", "tripwire._native",
+    assert loaded(modules, ("tripwire.session.guardrails", "tripwire.watchdog", "tripwire._native",
                             "orjson", "msgspec", "importlib.metadata")) == []
 
 
 def test_the_entry_point_of_the_hook_does_not_import_the_command_line() -> None:
-    modules = imported("import tripwire._entry, tripwire.hooks")
-    assert "tripwire.cli" not in modules
+    modules = imported("import tripwire.cli.entry, tripwire.harnesses.hooks")
+    assert "tripwire.cli.main" not in modules
     assert loaded(modules, HEAVY) == []
 
 
@@ -70,14 +70,14 @@ def test_a_replay_imports_the_readers_detection_tried_and_no_optional_module(
     for source in sorted((CORPUS / "mini-swe-agent-swebench").glob("*.traj.json"))[:3]:
         (corpus / source.name).write_bytes(source.read_bytes())
     modules = imported(
-        "import io\nfrom tripwire.cli import main\n"
+        "import io\nfrom tripwire.cli.main import main\n"
         f"assert main(['replay', '--quiet', {str(corpus)!r}], out=io.StringIO()) == 0",
         engine)
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHER_VERBS) == []
     # detection tries the formats in order up to mini-swe-agent; no later reader is loaded
-    readers = [m.removeprefix("tripwire.adapters.") for m in modules
-               if m.startswith("tripwire.adapters.") and m != "tripwire.adapters._base"]
+    readers = [m.removeprefix("tripwire.interchange.adapters.") for m in modules
+               if m.startswith("tripwire.interchange.adapters.") and m != "tripwire.interchange.adapters._base"]
     # codex reads Responses items, claude_code imports anthropic's names
     assert sorted(readers) == sorted({*tried_up_to("mini-swe-agent"), "anthropic",
                                       "openai_responses"})
@@ -88,11 +88,11 @@ def test_an_interchange_replay_imports_msgspec_and_no_other_reader(tmp_path) -> 
     path = tmp_path / "s.jsonl"
     path.write_text('{"type": "call", "name": "ls", "args": "{}"}\n')
     modules = imported(
-        "import io\nfrom tripwire.cli import main\n"
+        "import io\nfrom tripwire.cli.main import main\n"
         f"assert main(['replay', '--quiet', {str(path)!r}], out=io.StringIO()) == 0")
     assert "msgspec" in modules
-    readers = sorted(m.removeprefix("tripwire.adapters.") for m in modules
-                     if m.startswith("tripwire.adapters.") and m != "tripwire.adapters._base")
+    readers = sorted(m.removeprefix("tripwire.interchange.adapters.") for m in modules
+                     if m.startswith("tripwire.interchange.adapters.") and m != "tripwire.interchange.adapters._base")
     # the formats detection tries before interchange (their content looks like its events)
     assert readers == sorted(tried_up_to("interchange"))
 
@@ -100,7 +100,7 @@ def test_an_interchange_replay_imports_msgspec_and_no_other_reader(tmp_path) -> 
 def tried_up_to(fmt: str) -> list[str]:
     """The reader modules detection imports to reach ``fmt``: those of the formats before it
     in detection order, and its own."""
-    from tripwire.adapters import _REGISTRY
+    from tripwire.interchange.adapters import _REGISTRY
 
     names = [module for _, module, _, _ in _REGISTRY]
     return names[:[name for name, _, _, _ in _REGISTRY].index(fmt) + 1]

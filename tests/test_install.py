@@ -48,7 +48,7 @@ def test_insisting_on_the_native_core_without_it_is_a_clear_error() -> None:
                   "except tripwire.TripwireError as e:\n    print(type(e).__name__)\n",
                   env={"TRIPWIRE_IMPLEMENTATION": "native"})
     assert proc.returncode == 0 and proc.stdout == "NativeUnavailable\n"
-    cli = python("from tripwire.cli import main\n"
+    cli = python("from tripwire.cli.main import main\n"
                  f"sys.exit(main(['replay', {str(EXAMPLE)!r}]))\n",
                  env={"TRIPWIRE_IMPLEMENTATION": "native"})
     assert cli.returncode == 2

@@ -23,7 +23,7 @@ from openai.types.responses import (
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
 from tripwire.errors import GuardrailTripped
-from tripwire.integrations.openai_agents import TripwireRunHooks
+from tripwire.harnesses.integrations.openai_agents import TripwireRunHooks
 
 
 def tool_call(n: int, name: str, args: dict) -> ResponseFunctionToolCall:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tripwire.errors import InvalidEvent, TruncatedLine
-from tripwire.events import UTF8_BOM, parse_event, read_events
+from tripwire.interchange.events import UTF8_BOM, parse_event, read_events
 
 
 def oracle(path: Path) -> list[tuple[int, int, Any, str | None]]:

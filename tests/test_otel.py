@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.errors import GuardrailHalted, ResetRefused
-from tripwire.otel import OtelExporter
+from tripwire.harnesses.otel import OtelExporter
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1.0)
 CALL = ("read_file", '{"path": "src/a.py"}')

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tripwire import GuardrailsConfig, Watchdog, WatchdogConfig
-from tripwire.fleet import Fleet
+from tripwire.fleet.fleet import Fleet
 from tripwire.signals.repeated_tool_call import POLL_ENDED, Poll
 
 POLL = ("bash", '{"command": "kubectl rollout status deploy/api"}')

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from tripwire.events import Usage
-from tripwire.prices import PriceCatalogue
+from tripwire.interchange.events import Usage
+from tripwire.interchange.prices import PriceCatalogue
 
 genai_prices = pytest.importorskip("genai_prices", reason="the prices extra is not installed")
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"

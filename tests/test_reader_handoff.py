@@ -14,10 +14,10 @@ from conftest import need_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tripwire.adapters as adapters
-from tripwire.adapters import read, read_transcript, transcripts
-from tripwire.adapters.mini_swe_agent import ACTION, actions_of
-from tripwire.cli import main
+import tripwire.interchange.adapters as adapters
+from tripwire.cli.main import main
+from tripwire.interchange.adapters import read, read_transcript, transcripts
+from tripwire.interchange.adapters.mini_swe_agent import ACTION, actions_of
 
 WHOLE = {"mini-swe-agent", "swe-agent", "tau-bench", "anthropic", "openai-responses",
          "openai-chat"}

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from tripwire.adapters import detect, format_module, read, transcripts
-from tripwire.cli import main
+from tripwire.cli.main import main
 from tripwire.errors import InvalidEvent, TruncatedLine
-from tripwire.events import Call, Result, Text, TurnEnd, TurnStart
+from tripwire.interchange.adapters import detect, format_module, read, transcripts
+from tripwire.interchange.events import Call, Result, Text, TurnEnd, TurnStart
 
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from tripwire.cli import main
+from tripwire.cli.main import main
 
 EXAMPLE = ROOT / "corpus" / "examples" / "read-file-loop.jsonl"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from tripwire.cli import main
+from tripwire.cli.main import main
 
 EXAMPLE = ROOT / "corpus" / "examples" / "read-file-loop.jsonl"
 LOOP = {"type": "call", "name": "read_file", "args": '{"path": "a.py"}'}

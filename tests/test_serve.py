@@ -18,10 +18,10 @@ httpx = pytest.importorskip("httpx", reason="the serve tests talk HTTP with http
 from starlette.testclient import TestClient  # noqa: E402
 
 from tripwire import GuardrailsConfig  # noqa: E402
+from tripwire.cli.serve import create_app  # noqa: E402
+from tripwire.durability.store import SQLiteStore  # noqa: E402
 from tripwire.errors import ResetRefused  # noqa: E402
-from tripwire.fleet import Fleet  # noqa: E402
-from tripwire.serve import create_app  # noqa: E402
-from tripwire.store import SQLiteStore  # noqa: E402
+from tripwire.fleet.fleet import Fleet  # noqa: E402
 
 TOKEN = "a token for the tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

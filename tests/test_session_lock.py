@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.fleet import Fleet
-from tripwire.guardrails import guardrails_class
+from tripwire.fleet.fleet import Fleet
+from tripwire.session.guardrails import guardrails_class
 
 CALL = ("read_file", '{"path": "src/a.py"}')
 

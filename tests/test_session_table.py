@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tripwire import GuardrailsConfig, WatchdogConfig
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
 
 CALL = ("read_file", '{"path": "src/a.py"}')
 

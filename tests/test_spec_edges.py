@@ -10,7 +10,7 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig, _engine
 from tripwire._common import payload_bytes
-from tripwire.events import Text, read_events
+from tripwire.interchange.events import Text, read_events
 
 
 def engine(implementation: str):

@@ -234,7 +234,7 @@ def test_stats_over_the_batch_path_equal_one_event_at_a_time(
     traces: list[list[tuple]], implementation: str
 ) -> None:
     from tripwire import GuardrailsConfig
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
 
     config = GuardrailsConfig(mode="warn", unattended=False)
     batch, single = (Fleet(config, implementation=implementation) for _ in range(2))

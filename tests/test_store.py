@@ -19,8 +19,7 @@ import msgpack
 import pytest
 from store_backends import BACKENDS, Backend, backend_fixture
 
-from tripwire.errors import StoreUnreadable, TripwireError
-from tripwire.store import (
+from tripwire.durability.store import (
     DEFAULT_KEY_NOTICE,
     KEY_ENV,
     ChainReport,
@@ -34,6 +33,7 @@ from tripwire.store import (
     open_store,
     resolve_key,
 )
+from tripwire.errors import StoreUnreadable, TripwireError
 
 HALT_1 = {"halts": True, "guardrail": "watchdog", "reason": "same call repeated 5 times"}
 HALT_2 = {"halts": True, "guardrail": "cost_ceiling", "reason": "spent $5.20 of $5.00"}
@@ -536,7 +536,7 @@ def test_dropped_table_is_recreated_and_reported(path: Backend) -> None:
 
 _DURABLE_CHILD = """
 import os, sys
-from tripwire.store import open_store
+from tripwire.durability.store import open_store
 store = open_store(sys.argv[1])
 store.append("s-7", "trip", {"halts": True, "reason": "runaway"})
 os._exit(0)  # no close, no atexit: only what append made durable survives
@@ -796,9 +796,9 @@ def test_format_reports_of_a_tampered_store(path: Backend) -> None:
 
 def test_the_default_key_is_announced_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            caplog: pytest.LogCaptureFixture) -> None:
-    import tripwire.store
+    import tripwire.durability.store
 
-    monkeypatch.setattr(tripwire.store, "_noticed", False)
+    monkeypatch.setattr(tripwire.durability.store, "_noticed", False)
     with caplog.at_level("WARNING", logger="tripwire"):
         SQLiteStore(tmp_path / "k.db", key="a secret").close()
         assert caplog.records == []  # a real key: nothing to say

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from store_backends import Backend, backend_fixture, postgres_url
 
-from tripwire.store import ChainReport, StoreError, open_store
+from tripwire.durability.store import ChainReport, StoreError, open_store
 
 
 @pytest.fixture(params=["postgres"])
@@ -22,8 +22,8 @@ def pg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
 
 
 def test_open_store_picks_the_backend_by_location(pg: Backend, tmp_path: Path) -> None:
-    from tripwire.store import SQLiteStore
-    from tripwire.store_postgres import PostgresStore
+    from tripwire.durability.postgres import PostgresStore
+    from tripwire.durability.store import SQLiteStore
 
     with open_store(pg.location) as store:
         assert isinstance(store, PostgresStore)
@@ -35,7 +35,7 @@ def test_open_store_picks_the_backend_by_location(pg: Backend, tmp_path: Path) -
 def test_an_unreachable_server_fails_open_and_hides_the_password(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     postgres_url()  # only where the PostgreSQL tests run
-    from tripwire.store_postgres import PostgresStore
+    from tripwire.durability.postgres import PostgresStore
 
     url = f"postgresql://me:s3cret@/db?host={tmp_path}&schema=x"  # no server on that socket
     store = PostgresStore(url, timeout=1)  # no exception: the guardrails keep deciding
@@ -50,7 +50,7 @@ def test_an_unreachable_server_fails_open_and_hides_the_password(
 @pytest.mark.parametrize("schema", ["Tripwire", "a-b", "x; drop table rows", "", "a" * 64])
 def test_a_schema_name_that_is_not_a_plain_sql_name_is_refused(schema: str) -> None:
     postgres_url()
-    from tripwire.store_postgres import PostgresStore
+    from tripwire.durability.postgres import PostgresStore
 
     with pytest.raises(StoreError, match="the store's schema must be a lower-case SQL name"):
         PostgresStore("postgresql:///db", schema=schema)
@@ -127,7 +127,7 @@ def test_the_operator_verbs_take_a_postgresql_url(pg: Backend) -> None:
     import io
     import json
 
-    from tripwire.cli import main as cli_main
+    from tripwire.cli.main import main as cli_main
 
     def run(*argv: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, _engine
-from tripwire.budget import Task
+from tripwire.budgets.task import Task
 from tripwire.errors import ConfigError, GuardrailHalted, MalformedDecision, TaskEnded
-from tripwire.feedback import CLOSING, HEADER
-from tripwire.reporting import OperatorEvent
-from tripwire.supervisor import (
+from tripwire.policy.feedback import CLOSING, HEADER
+from tripwire.policy.reporting import OperatorEvent
+from tripwire.supervisor.supervision import (
     Check,
     Completion,
     ModelSupervisor,
@@ -269,7 +269,7 @@ def test_redirect_reaches_the_right_run(implementation: str) -> None:
     assert (task_a.used("reviews"), task_b.used("reviews")) == (1, 0)
 
     # in one fleet, each session under its own (implicit) task
-    from tripwire.fleet import Fleet
+    from tripwire.fleet.fleet import Fleet
     fleet = Fleet(GuardrailsConfig(mode="feedback"), implementation=implementation)
     seen.clear()
     fa = Supervision(supervisor, fleet.session("a"))
@@ -341,7 +341,7 @@ def test_the_reviews_cap_and_the_supervisors_own_usage(implementation: str) -> N
     assert len(sup.reviews) == 2
 
     # its usage is one model request of the task: a step, its tokens, its dollars
-    from tripwire.supervisor import ReviewUsage
+    from tripwire.supervisor.supervision import ReviewUsage
     costly = SupervisorDecision.stop_complete("12 passed", "the test passes", usage=ReviewUsage(
         "judge", input_tokens=900, output_tokens=200, cost_usd=0.03))
     s, task = make(implementation, Scripted(costly), budget={"tokens": 1000, "reviews": 5})
@@ -531,7 +531,7 @@ def test_stale_guidance_after_user_input_is_reviewed_again(implementation: str) 
 
 
 def test_a_compaction_is_a_new_revision(implementation: str) -> None:
-    from tripwire.context import SummaryResult
+    from tripwire.context.guard import SummaryResult
     task = Task("t", {"reviews": 10})
     summaries = ["the work so far"]
 
@@ -603,7 +603,7 @@ def test_model_supervisor_prompt_usage_and_parsing(implementation: str) -> None:
     turn = s.start_turn()
     assert "- supervisor: Install the dependency. Checkpoint:" in turn.feedback
     messages, schema = asked[0]
-    from tripwire.supervisor import DECISION_SCHEMA, decision_schema_json
+    from tripwire.supervisor.supervision import DECISION_SCHEMA, decision_schema_json
     assert schema is DECISION_SCHEMA
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[0]["content"].endswith(decision_schema_json())

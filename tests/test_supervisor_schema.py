@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tripwire._supervisor_schema import validate_decision
 from tripwire.errors import MalformedDecision
-from tripwire.supervisor import (
+from tripwire.supervisor.schema import validate_decision
+from tripwire.supervisor.supervision import (
     DECISION_SCHEMA,
     Check,
     SupervisorDecision,

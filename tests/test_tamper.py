@@ -24,8 +24,8 @@ import pytest
 from store_backends import BACKENDS, Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.cli import main as cli_main
-from tripwire.store import (
+from tripwire.cli.main import main as cli_main
+from tripwire.durability.store import (
     DEFAULT_KEY,
     SQLiteStore,
     _head_mac,

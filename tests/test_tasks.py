@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tripwire.errors import ConfigError
-from tripwire.tasks import (
+from tripwire.budgets.classes import (
     TASK_CLASSES,
     SmallTierParentRefused,
     check_small_tier_parent,
     resolve_task,
 )
+from tripwire.errors import ConfigError
 
 BUILTINS = ("read_file", "grep", "bash", "edit_file")
 

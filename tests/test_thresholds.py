@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tripwire import _reference, thresholds
-from tripwire.cost import CostCeiling
+from tripwire import _reference
+from tripwire.base import thresholds
+from tripwire.policy.ceiling import CostCeiling
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 

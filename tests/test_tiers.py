@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from tripwire import tiers
-from tripwire.errors import ConfigError
-from tripwire.tiers import (
+from tripwire.context import tiers
+from tripwire.context.tiers import (
     ASSUMED_CONTEXT_WINDOW,
     DEFAULT_CATALOGUE,
     DEFAULT_TIER_THRESHOLDS,
@@ -26,6 +25,7 @@ from tripwire.tiers import (
     context_window,
     is_small,
 )
+from tripwire.errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------
 # Conformance: ../shared/conformance/model-cases.jsonl

@@ -25,9 +25,9 @@ from corruption import CORRUPTIONS, corrupt
 from store_backends import Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.cli import main as cli_main
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.cli.main import main as cli_main
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
 LOOP = ("read_file", '{"path": "src/a.py"}')
@@ -39,7 +39,7 @@ UNREADABLE = "watchdog halted the session: store_unreadable: the guardrail store
 def build(location: str, implementation: str) -> None:
     store = SQLiteStore(location) if "://" not in location else None
     if store is None:
-        from tripwire.store_postgres import PostgresStore
+        from tripwire.durability.postgres import PostgresStore
 
         store = PostgresStore(location)
     for sid, spends in (("halted", [3.0]), ("spender", [1.0, 2.0]), ("quiet", [0.75])):
@@ -57,7 +57,7 @@ def build(location: str, implementation: str) -> None:
 _RESTORE = """
 import json, sys
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.store import open_store
+from tripwire.durability.store import open_store
 config = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
 store = open_store(sys.argv[1])
 out = {}

@@ -7,9 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tripwire.adapters import read, transcripts
-from tripwire.events import Call, Compaction, Result, TaskEnd, Text, TurnStart, Usage
-
+from tripwire.interchange.adapters import read, transcripts
+from tripwire.interchange.events import Call, Compaction, Result, TaskEnd, Text, TurnStart, Usage
 
 #: the key of the lines recognized without an event (``{"lines": n}``)
 SKIPPED = "*skipped*"

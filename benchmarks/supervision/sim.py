@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.budget import Task
+from tripwire.budgets.task import Task
 from tripwire.errors import GuardrailHalted, TaskEnded
-from tripwire.supervisor import (
+from tripwire.supervisor.supervision import (
     Check,
     Review,
     ReviewUsage,

@@ -11,23 +11,24 @@ from typing import TYPE_CHECKING
 # Public names are imported on first use (PEP 562): a hook command that runs on every event of
 # a harness imports only what it needs (SPEC §11.4: < 100 ms per invocation).
 _LAZY = {
-    "CONTINUE": "decision", "Decision": "decision", "Turn": "decision",
+    "CONTINUE": "base.decision", "Decision": "base.decision", "Turn": "base.decision",
     "ConfigError": "errors", "GuardrailHalted": "errors", "InvalidEvent": "errors",
     "InvalidReset": "errors", "ResetRefused": "errors", "TripwireError": "errors",
     "BatchInterrupted": "errors", "SmallTierParentRefused": "errors", "StoreError": "errors",
     "StoreUnreadable": "errors", "StoreKeyMismatch": "errors", "MalformedDecision": "errors",
     "TaskEnded": "errors",
-    "Guardrails": "guardrails", "GuardrailsConfig": "guardrails",
-    "ResetOutcome": "guardrails", "Status": "guardrails",
-    "Mode": "modes",
-    "Counters": "reporting", "OperatorEvent": "reporting",
+    "Guardrails": "session.guardrails", "GuardrailsConfig": "session.guardrails",
+    "ResetOutcome": "session.guardrails", "Status": "session.guardrails",
+    "Mode": "base.modes",
+    "Counters": "policy.reporting", "OperatorEvent": "policy.reporting",
     "SIGNAL_IDS": "signals", "SIGNALS": "signals", "Alert": "signals",
     "WatchdogConfig": "signals",
     "IMPLEMENTATION": "watchdog", "Watchdog": "watchdog",
 }
 
 if TYPE_CHECKING:
-    from .decision import CONTINUE, Decision, Turn
+    from .base.decision import CONTINUE, Decision, Turn
+    from .base.modes import Mode
     from .errors import (
         BatchInterrupted,
         ConfigError,
@@ -43,9 +44,8 @@ if TYPE_CHECKING:
         TaskEnded,
         TripwireError,
     )
-    from .guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
-    from .modes import Mode
-    from .reporting import Counters, OperatorEvent
+    from .policy.reporting import Counters, OperatorEvent
+    from .session.guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
     from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
     from .watchdog import IMPLEMENTATION, Watchdog
 

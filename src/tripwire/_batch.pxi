@@ -97,7 +97,7 @@ cdef str _USAGE = "usage"
 cdef str _TURN_START = "turn_start"
 cdef int64_t _MAX_COUNT = 1 << 62  # larger costs and spends go to Python's integers
 # a usage's token counts above validate.MAX_TOKENS go to Python, whose check refuses them
-from tripwire.validate import MAX_TOKENS as _MAX_TOKENS_OBJ
+from tripwire.base.validate import MAX_TOKENS as _MAX_TOKENS_OBJ
 cdef int64_t _MAX_TOKENS = _MAX_TOKENS_OBJ
 
 

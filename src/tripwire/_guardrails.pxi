@@ -1,5 +1,5 @@
 # The Guardrails hot path (included by _native.pyx): the common case of on_call, on_result and
-# on_text of a native Guardrails (tripwire.guardrails.NativeGuardrails), and the per-call lookup
+# on_text of a native Guardrails (tripwire.session.guardrails.NativeGuardrails), and the per-call lookup
 # of a native Fleet. Everything else a Guardrails does (turns, cost, context, resets, policy on
 # alerts) is the Python class's; this core only holds the fields every observation reads and
 # calls the engine at C level.
@@ -40,9 +40,9 @@ cdef struct _TableSlot:
 
 import time as _time
 
-from tripwire.decision import CONTINUE as _CONTINUE, with_cancel as _with_cancel
-from tripwire.modes import Mode as _Mode
-from tripwire.validate import check_text as _check_text
+from tripwire.base.decision import CONTINUE as _CONTINUE, with_cancel as _with_cancel
+from tripwire.base.modes import Mode as _Mode
+from tripwire.base.validate import check_text as _check_text
 
 cdef object _sleep = _time.sleep
 cdef object _monotonic = _time.monotonic
@@ -75,7 +75,7 @@ cdef object _FEEDBACK = _Mode.FEEDBACK
 
 cdef class CallCounter:
     """A task's tool-call count and the fast path's mark: the native twin of
-    tripwire.budget.CallCounter (``Task._calls``). While one native session runs the task
+    tripwire.budgets.task.CallCounter (``Task._calls``). While one native session runs the task
     alone, the two numbers live in that session's ``GuardrailsCore`` (beside its lock, so a
     call on a session cold in cache reads no other object to charge them) and this object
     reads and writes them there; otherwise it holds them itself. ``GuardrailsCore._task``
@@ -683,7 +683,7 @@ cdef inline int _touch(GuardrailsCore core) except -1:
     return cold
 
 
-# tripwire.guardrails.NativeGuardrails, registered when that module defines it (SessionTable's
+# tripwire.session.guardrails.NativeGuardrails, registered when that module defines it (SessionTable's
 # exact type check: a subclass of it takes the generic path)
 cdef object _native_guardrails = None
 

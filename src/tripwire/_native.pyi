@@ -4,7 +4,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._common import EngineSettings
-from .decision import Decision
+from .base.decision import Decision
 
 IMPLEMENTATION: str
 SIGNAL_BITS: dict[str, int]

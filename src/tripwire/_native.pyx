@@ -33,10 +33,10 @@ from tripwire._common import (
     payload_bytes, text_has_words,
 )
 from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
-from tripwire.cost import usage_cost_nano
+from tripwire.policy.ceiling import usage_cost_nano
 from tripwire.signals.repeated_failure import error_bytes as _error_bytes
 from tripwire.errors import InvalidEvent
-from tripwire.validate import check_id, check_no_op
+from tripwire.base.validate import check_id, check_no_op
 
 IMPLEMENTATION = "native"
 

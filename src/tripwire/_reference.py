@@ -55,8 +55,10 @@ from ._common import (
     tool_identity,
 )
 from ._reference_guardrails import SessionTable
-from .cost import usage_cost_nano
+from .base.thresholds import context_crosses, cost_trips
+from .base.validate import check_id, check_no_op
 from .errors import InvalidEvent
+from .policy.ceiling import usage_cost_nano
 from .signals import BY_ID, Alert
 from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
@@ -66,8 +68,6 @@ from .signals.repeated_failure import RepeatedFailureDetector, error_bytes, erro
 from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
 from .signals.tools_without_text import SilenceDetector
-from .thresholds import context_crosses, cost_trips
-from .validate import check_id, check_no_op
 
 IMPLEMENTATION = "python"
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
-from .reporting import LOGGER
+from .policy.reporting import LOGGER
 from .signals import CRITICAL, SESSION, SIGNAL_IDS, TURN, WARN, Alert, WatchdogConfig
 from .watchdog import Watchdog, watchdog_class
 

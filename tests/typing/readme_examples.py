@@ -17,8 +17,8 @@ from tripwire import (
     Watchdog,
     WatchdogConfig,
 )
-from tripwire.fleet import Fleet
-from tripwire.store import SQLiteStore
+from tripwire.durability.store import SQLiteStore
+from tripwire.fleet.fleet import Fleet
 
 if TYPE_CHECKING:
     from typing_extensions import assert_type

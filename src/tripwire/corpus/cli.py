@@ -11,8 +11,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..config import builtin_signals, read_config_file
 from ..errors import ConfigError
+from ..session.config import builtin_signals, read_config_file
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
 if TYPE_CHECKING:  # the analysis imports numpy (the corpus extra): at run time, in the verb

@@ -107,6 +107,6 @@ def read_labels(path: str | Path) -> Labels:
 
 
 def _tau_bench_session(file: str, result: dict[str, Any]) -> str:
-    # the session name tripwire.adapters.tau_bench gives this result
+    # the session name tripwire.interchange.adapters.tau_bench gives this result
     trial = f"-trial-{result['trial']}" if "trial" in result else ""
     return f"{file}#task-{result['task_id']}{trial}"

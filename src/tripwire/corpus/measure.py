@@ -30,13 +30,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from ..adapters import Transcript, detected
-from ..context import ContextConfig
-from ..decision import Decision
+from ..base.decision import Decision
+from ..context.guard import ContextConfig
 from ..errors import ConfigError
-from ..fleet import Fleet, batch_row
-from ..guardrails import GuardrailsConfig, ResolvedConfig
-from ..reporting import LOGGER
+from ..fleet.fleet import Fleet, batch_row
+from ..interchange.adapters import Transcript, detected
+from ..policy.reporting import LOGGER
+from ..session.guardrails import GuardrailsConfig, ResolvedConfig
 from ..signals import SIGNAL_IDS, WatchdogConfig
 from .sessions import corpus_files, empty_directory, session_events
 

@@ -8,9 +8,9 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import groupby
 from pathlib import Path
 
-from ..adapters import Transcript, no_transcripts, read, transcripts
 from ..errors import InvalidEvent, TruncatedLine
-from ..events import Event
+from ..interchange.adapters import Transcript, no_transcripts, read, transcripts
+from ..interchange.events import Event
 
 __all__ = ["corpus_files", "session_events", "empty_directory"]
 

@@ -1,0 +1,125 @@
+"""The context window: utilization, compaction and its summarizer policy, checkpoints, the
+model catalogue (tiers, windows), message histories."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..base.lazy import exports
+
+if TYPE_CHECKING:  # what the names are, for type checkers and readers
+    from .guard import (
+        CHECKPOINT_MODES as CHECKPOINT_MODES,
+    )
+    from .guard import (
+        CHECKPOINT_SECTIONS as CHECKPOINT_SECTIONS,
+    )
+    from .guard import (
+        HANDOVER_SECTIONS as HANDOVER_SECTIONS,
+    )
+    from .guard import (
+        TERMINAL_FINISH_REASONS as TERMINAL_FINISH_REASONS,
+    )
+    from .guard import (
+        Compaction as Compaction,
+    )
+    from .guard import (
+        ContextConfig as ContextConfig,
+    )
+    from .guard import (
+        ContextGuard as ContextGuard,
+    )
+    from .guard import (
+        ContextStats as ContextStats,
+    )
+    from .guard import (
+        ModelUsage as ModelUsage,
+    )
+    from .guard import (
+        SummaryResult as SummaryResult,
+    )
+    from .guard import (
+        UsageByModel as UsageByModel,
+    )
+    from .guard import (
+        Utilization as Utilization,
+    )
+    from .guard import (
+        checkpoint_prompt as checkpoint_prompt,
+    )
+    from .guard import (
+        context_stats_from_rows as context_stats_from_rows,
+    )
+    from .guard import (
+        handover_prompt as handover_prompt,
+    )
+    from .guard import (
+        mechanical_truncation as mechanical_truncation,
+    )
+    from .guard import (
+        missing_sections as missing_sections,
+    )
+    from .guard import (
+        usage_stats as usage_stats,
+    )
+    from .histories import (
+        detect_format as detect_format,
+    )
+    from .histories import (
+        kept_prefix as kept_prefix,
+    )
+    from .histories import (
+        rebuild as rebuild,
+    )
+    from .tiers import (
+        ASSUMED_CONTEXT_WINDOW as ASSUMED_CONTEXT_WINDOW,
+    )
+    from .tiers import (
+        ModelCatalogue as ModelCatalogue,
+    )
+    from .tiers import (
+        Tier as Tier,
+    )
+    from .tiers import (
+        classify as classify,
+    )
+    from .tiers import (
+        compaction_threshold as compaction_threshold,
+    )
+    from .tiers import (
+        context_window as context_window,
+    )
+    from .tiers import (
+        is_small as is_small,
+    )
+
+__getattr__, __dir__, __all__ = exports(__name__, {
+    "ContextConfig": ".guard",
+    "ContextGuard": ".guard",
+    "Utilization": ".guard",
+    "SummaryResult": ".guard",
+    "Compaction": ".guard",
+    "mechanical_truncation": ".guard",
+    "TERMINAL_FINISH_REASONS": ".guard",
+    "HANDOVER_SECTIONS": ".guard",
+    "CHECKPOINT_SECTIONS": ".guard",
+    "CHECKPOINT_MODES": ".guard",
+    "handover_prompt": ".guard",
+    "checkpoint_prompt": ".guard",
+    "missing_sections": ".guard",
+    "ContextStats": ".guard",
+    "ModelUsage": ".guard",
+    "UsageByModel": ".guard",
+    "context_stats_from_rows": ".guard",
+    "usage_stats": ".guard",
+    "detect_format": ".histories",
+    "rebuild": ".histories",
+    "kept_prefix": ".histories",
+    "ModelCatalogue": ".tiers",
+    "Tier": ".tiers",
+    "classify": ".tiers",
+    "context_window": ".tiers",
+    "compaction_threshold": ".tiers",
+    "is_small": ".tiers",
+    "ASSUMED_CONTEXT_WINDOW": ".tiers",
+})

@@ -1,0 +1,196 @@
+"""Folding a session's durable history into guardrail state (SPEC §5).
+
+The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
+them forward into what a restarted process needs: which halts stand, the spend, the budget
+granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
+it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
+running total (``cost.SpendTally``: exact when several processes charge the session at once). ``Guardrails`` then applies the fold *subject to its live
+configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
+not applied to a per-session ceiling that is no longer configured).
+
+Tamper rule (SPEC §5 Decision, issue 13). Let k be the chain's first broken link; rows before
+it are trusted and folded. Whatever the untrusted part held (a halt, spend, a reset) cannot be
+known, and restoring less would hand out a fresh budget: so a session whose chain is broken
+anywhere is restored **halted, needing an operator**, with the spend it can still prove. The
+same holds for every session when the store as a whole shows tampering (its manifest missing,
+forged or short of rows, or the store behind its anchor): no session's history can then be
+proven complete (a replayed older head, a session deleted with its manifest record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base.money import NANO
+from ..base.names import Guardrail
+from ..errors import InvalidReset
+from ..policy.ceiling import SpendTally
+
+__all__ = ["Folded", "fold_history", "fold_unreadable", "carried_rows", "RESTORED_SIGNAL",
+           "UNREADABLE"]
+
+#: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome; folded
+#: by ``budget.Task`` (``Folded.task_rows``).
+TASK_KINDS = frozenset({"task", "budget", "outcome"})
+
+#: The synthetic alert a restored watchdog halt feeds back to the model.
+RESTORED_SIGNAL = "restored-watchdog-halt"
+#: The reason's name for a session restored from a store that cannot be read.
+UNREADABLE = "store_unreadable"
+
+
+@dataclass
+class Folded:
+    watchdog_halt: dict[str, Any] | None = None       # the standing halting trip's row data
+    cost_session_halt: dict[str, Any] | None = None
+    cost_escalation_halt: dict[str, Any] | None = None
+    granted_usd: float = 0.0
+    spend: SpendTally = field(default_factory=SpendTally)  # every writer's charges
+    watchdog_cut_signal: str | None = None
+    watchdog_in_a_row: int = 0
+    cost_in_a_row: int = 0
+    tampered: str | None = None  # why the history cannot be trusted to show no halt
+    unreadable: bool = False  # the store could not be read at all (``tampered`` says why)
+    warnings: list[str] = field(default_factory=list)
+    rows: int = 0
+    task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
+
+    @property
+    def spent_nano(self) -> int:
+        """The session's spend (nano-dollars): the sum over the writers of its rows."""
+        return self.spend.total
+
+    @property
+    def spent_usd(self) -> float:
+        return self.spend.total / NANO
+
+    @property
+    def halted_by(self) -> tuple[str, ...]:
+        by = []
+        if self.watchdog_halt is not None or self.tampered is not None:
+            by.append("watchdog")
+        if self.cost_session_halt is not None or self.cost_escalation_halt is not None:
+            by.append("cost_ceiling")
+        return tuple(by)
+
+    @property
+    def reason(self) -> str:
+        parts = [d["reason"] for d in (self.watchdog_halt, self.cost_session_halt,
+                                        self.cost_escalation_halt) if d is not None]
+        if self.tampered is not None:
+            parts.append(self.tampered)
+        return " ".join(parts)
+
+
+def fold_history(history: Any) -> Folded:
+    """Fold a ``SessionHistory`` (trusted rows + chain report) forward."""
+    folded = Folded(rows=len(history.rows))
+    spend = folded.spend
+    for row in history.rows:
+        data = row.data
+        if "spent_usd" in data or "spend_writer" in data:
+            spend.add(data)
+        if row.kind == "trip":
+            _fold_trip(folded, data)
+        elif row.kind == "reset":
+            _fold_reset(folded, data)
+        elif row.kind in TASK_KINDS:
+            folded.task_rows.append(data)
+        elif row.kind == "spend":
+            folded.watchdog_cut_signal = data.get("watchdog_cut_signal")
+            folded.watchdog_in_a_row = int(data.get("watchdog_in_a_row", 0))
+            folded.cost_in_a_row = int(data.get("cost_in_a_row", 0))
+    report = history.report
+    store_problem = getattr(history, "store_problem", None)
+    if not report.intact:
+        # Whatever the untrusted part held — a halt, spend, a reset — cannot be known; restoring
+        # less than it held would hand out a fresh budget, so the session halts instead.
+        folded.tampered = (
+            f"the session's guardrail history was tampered with ({report.problem}); what it "
+            "hid (a halt, spend) cannot be known, so the session stays halted until an "
+            "operator resets it")
+    elif store_problem is not None:
+        # The store as a whole lost or rolled back rows: no session's history can be proven
+        # complete (a replayed older head, a session deleted with its manifest record).
+        folded.tampered = (
+            f"the guardrail store was tampered with ({store_problem}); no session's history "
+            "can be proven complete, so the session stays halted until an operator resets it")
+    return folded
+
+
+def fold_unreadable(problem: str, entry: Any = None) -> Folded:
+    """A session of a store that exists but cannot be read (``StoreUnreadable``): not
+    transient, and not absent either. What it held (a halt, spend) cannot be known, so the
+    session restores halted (``store_unreadable``), with the spend and task consumption the
+    anchor proves (``entry``: ``store.AnchorEntry``, or None without an anchor or with
+    nothing anchored for it: then nothing is proven and the spend is 0)."""
+    folded = Folded(unreadable=True)
+    folded.tampered = (
+        f"{UNREADABLE}: the guardrail store cannot be read ({problem}); what it held (a halt, "
+        "spend) cannot be known, so the session stays halted until an operator resets it "
+        "(`tripwire reset` moves the unreadable store aside and starts a new chain)")
+    if entry is not None:
+        folded.spend.add({"spend_writer": "anchor", "spend_nano": entry.spend_nano})
+        for task, kept in entry.tasks.items():
+            folded.task_rows.append({"task": task, **kept})
+    return folded
+
+
+def carried_rows(entry: Any, why: str) -> list[tuple[str, dict[str, Any]]]:
+    """What a new chain starts with for a session of a store moved aside as unreadable
+    (``tripwire reset``): the rows that fold back to what the anchor proved of it (``entry``,
+    a ``store.AnchorEntry``): its spend, its tasks' consumption, and each standing halt, whose
+    reason says where it came from (``why``)."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    bounds = {b: entry.bounds[b] for b in ("max_session_usd", "max_turn_usd")
+              if b in entry.bounds}
+    spend = {"spend_writer": "carried", "spend_nano": entry.spend_nano,
+             "spent_usd": entry.spend_nano / NANO, **bounds}
+    granted = entry.bounds.get("granted_usd", 0.0)
+    if granted:  # budget the operator granted: a reset row grants it, before any halt
+        rows.append(("reset", {"guardrail": "cost_ceiling", "budget_usd": granted,
+                               "cleared": [], **spend, "granted_usd": granted,
+                               "by": "tripwire reset (carried)", "carried": why}))
+    if entry.spend_nano or bounds:
+        rows.append(("spend", {**spend, "carried": why}))
+    for task, kept in entry.tasks.items():
+        rows.append(("budget", {"task": task, **{k: v for k, v in kept.items()
+                                                 if k != "outcome"}, "carried": why}))
+        if kept.get("outcome") is not None:
+            rows.append(("outcome", {"task": task, "outcome": kept["outcome"],
+                                     "carried": why}))
+    for halt in entry.halted:
+        guardrail, _, kind = halt.partition(":")
+        rows.append(("trip", {"guardrail": guardrail, "kind": kind or "halt", "halts": True,
+                              "reason": f"{guardrail} halt carried over: {why}", **spend}))
+    return rows
+
+
+def _fold_trip(folded: Folded, data: dict[str, Any]) -> None:
+    guardrail, kind = data.get("guardrail"), data.get("kind")
+    if guardrail == "watchdog":
+        if data.get("halts"):
+            folded.watchdog_halt = data
+        folded.watchdog_cut_signal = data.get("signal")
+        folded.watchdog_in_a_row = int(data.get("in_a_row", 0))
+    elif guardrail == "cost_ceiling":
+        if kind == "session":
+            folded.cost_session_halt = data
+        elif kind == "escalation":
+            folded.cost_escalation_halt = data
+        folded.cost_in_a_row = int(data.get("in_a_row", folded.cost_in_a_row))
+
+
+def _fold_reset(folded: Folded, data: dict[str, Any]) -> None:
+    try:
+        scope = Guardrail.parse_reset(data.get("guardrail", "all"))
+    except InvalidReset:
+        return  # a row this version cannot read resets nothing
+    if scope.covers(Guardrail.WATCHDOG):
+        folded.watchdog_halt = None
+        folded.watchdog_cut_signal, folded.watchdog_in_a_row = None, 0
+    if scope.covers(Guardrail.COST_CEILING):
+        folded.cost_session_halt = folded.cost_escalation_halt = None
+        folded.cost_in_a_row = 0
+        folded.granted_usd += float(data.get("budget_usd", 0.0))

@@ -1,0 +1,419 @@
+"""One hook invocation over one session, harness-neutral (SPEC §11.4).
+
+Every hook invocation is a new process, so the session lives in the store:
+
+- **Halts, trips, resets and spend** are the durable store's rows (``store.py``), written by
+  ``Guardrails`` as in any other host and folded back by ``Guardrails(store=..., history=...)``.
+- **The detectors' run state** is rebuilt by replaying a bounded window: the session's last
+  ``WINDOW`` observed calls, results and turn boundaries, kept in a ``hook_sessions`` table of
+  the same SQLite file (one msgpack row per session). Replay feeds the watchdog directly
+  (alerts discarded: they were acted on when they happened), then the live event goes through
+  ``Guardrails``. Every detector decides from a bounded history (windows of 12, runs whose alert
+  state is settled once their count passes the threshold, 64 payload digests per turn), so
+  replaying the last 256 events decides the live event as the whole history would for every
+  threshold up to 256; a long session costs each invocation the same.
+- **Hook-side turn state**: whether the current turn was cut (later calls of the turn are
+  denied with the same reason), the feedback not yet delivered, the resets already seen.
+- **The stop-hook cap** is the session's task's ``stop_rejections`` counter (SPEC §7.1): a
+  Stop that says a stop hook refused the previous attempt (``stop_hook_active``) charges one
+  rejection through ``Guardrails.on_stop_attempt``; the count is the task's budget rows in the
+  store, so it holds across invocations, and the rejection past the cap exhausts the task.
+
+Stored arguments and payloads are compact: a top-level argument value longer than 256
+characters (a file's content) is replaced by its BLAKE3 digest, and a result payload is kept as
+its digest only. Live events are observed in the same form, so equal calls stay equal.
+
+Invocations of one store are serialized by an exclusive lock on ``<store>.lock`` (a harness
+runs the hooks of parallel tool calls concurrently). The hook table is not sealed: editing it
+can at most hide a pattern in progress, never a recorded halt (that is the sealed store's).
+
+Every wait is bounded by ``wait`` seconds (``WAIT``, 2 s, by default; ``--wait``): the lock
+file, SQLite's busy timeout, the rows' flush, the window's write. An invocation whose rows or
+window the store did not take in time says why in ``problem`` (the command then denies the
+call under ``enforce``: a call that cannot be recorded must not run unseen). A store that
+cannot be read at all (``StoreUnreadable``) has no window: the session restores halted from
+it (``store_unreadable``), so its calls are denied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import blake3
+import msgpack
+
+from ...base.decision import Decision
+from ...base.modes import Mode
+from ...policy.budget import BUDGET
+from ...policy.feedback import render_feedback, render_feedback_items
+from ...session.guardrails import Guardrails, GuardrailsConfig
+from ._model import HookEvent, Verdict
+
+__all__ = ["WINDOW", "WAIT", "HookEvent", "Verdict", "HookSession"]
+
+#: Observed events kept per session for replay (see the module docstring).
+WINDOW = 256
+#: Seconds an invocation waits for any lock before it gives up (see the module docstring):
+#: well under a harness's hook timeout (tripwire installs 10 s; Claude Code's default is 60 s),
+#: and far above what 8 hooks running at once wait for each other (tens of milliseconds each).
+WAIT = 2.0
+#: Top-level argument values longer than this are stored (and observed) as their digest.
+LONG_VALUE = 256
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
+
+#: close=False: the store and state connections of each store path, opened once per process
+_OPEN: dict[str, tuple[Any, sqlite3.Connection | None]] = {}
+
+
+@dataclass
+class _State:
+    events: list[list[Any]] = field(default_factory=list)
+    turn: str | None = None      # the harness's current prompt/turn id
+    in_turn: bool = False
+    cut: str | None = None       # the current turn's cut: model-facing reason
+    halt_text: str | None = None  # the model-facing reason of this session's halt
+    feedback: list[list[str]] = field(default_factory=list)  # [signal, guidance], undelivered
+    resets: int = 0              # reset rows of the store already applied here
+    transcript: int = 0          # bytes of the transcript already read for usage
+    transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
+
+    @classmethod
+    def load(cls, body: bytes | None) -> _State:
+        """The stored window; a fresh one for anything that does not read as one (the table
+        is not sealed: an edited row may hide a pattern in progress, never stop the hook)."""
+        if body is None:
+            return cls()
+        try:
+            data = msgpack.unpackb(body, raw=False)
+        except Exception:  # untrusted bytes
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        fresh = cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and
+                 (v is None or isinstance(v, type(getattr(fresh, k))) or
+                  getattr(fresh, k) is None)}
+        return cls(**known)
+
+    def dump(self) -> bytes:
+        packed: bytes = msgpack.packb(self.__dict__, use_bin_type=True)
+        return packed
+
+
+def _digest(data: bytes) -> str:
+    return blake3.blake3(data).hexdigest(16)
+
+
+def compact_args(args: Any) -> str:
+    """Tool arguments as the JSON text that is observed and stored: long top-level values
+    replaced by their digest (the same call always gets the same text)."""
+    if isinstance(args, dict):
+        out = {}
+        for key, value in args.items():
+            text = value if isinstance(value, str) else None
+            if text is None and not isinstance(value, (int, float, bool, type(None))):
+                text = json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                                  sort_keys=True)
+            if text is not None and len(text) > LONG_VALUE:
+                value = "blake3:" + _digest(text.encode("utf-8", "surrogatepass"))
+            out[key] = value
+        args = out
+    elif isinstance(args, str) and len(args) > LONG_VALUE:
+        args = "blake3:" + _digest(args.encode("utf-8", "surrogatepass"))
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def payload_digest(payload: Any) -> str | None:
+    if payload is None:
+        return None
+    if isinstance(payload, bytes):
+        data = payload
+    else:
+        text = payload if isinstance(payload, str) else json.dumps(
+            payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        data = text.encode("utf-8", "surrogatepass")
+    return _digest(data) if data else None
+
+
+def _no_op(payload: Any) -> bool:
+    """SPEC §1: ``no_op`` is the tool's own claim, a reserved top-level key of its response."""
+    return isinstance(payload, dict) and payload.get("no_op") is True
+
+
+class HookSession:
+    """Load a session, apply one event, save it. Use as a context manager (it holds the
+    store's hook lock). ``close=False`` keeps the store's connections open for the next event
+    of this process (a resident server) or for the process exit to drop (the command)."""
+
+    def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
+                 implementation: str | None = None, *, close: bool = True,
+                 wait: float = WAIT):
+        from ...durability.store import SQLiteStore, hold_lock, sqlite_error
+        from ...errors import StoreError, StoreUnreadable
+
+        self._close = close
+        self.session = session
+        self.store_path = store_path
+        self.wait = wait
+        self._deadline = time.monotonic() + wait
+        #: why this invocation's rows or window were not all recorded (None: they were)
+        self.problem: str | None = None
+        self._lock = hold_lock(store_path + ".lock", wait, "take the hooks' lock")
+        try:
+            opened: tuple[Any, sqlite3.Connection | None] | None = \
+                None if close else _OPEN.get(store_path)
+            if opened is None:
+                # the window's table first, in the same file: a path that is no database is
+                # said here, before the store would start retrying it in memory
+                db: sqlite3.Connection | None = None
+                try:
+                    if os.path.isdir(store_path):
+                        raise StoreUnreadable(f"{store_path}: is a directory, not a database "
+                                              "file")
+                    db = sqlite3.connect(store_path, timeout=wait, isolation_level=None)
+                    # the hook state is a cache of the window, not evidence: a write lost to a
+                    # power cut loses at most one event of a pattern (halts are the store's)
+                    db.execute("PRAGMA synchronous = NORMAL")
+                    db.execute(_SCHEMA)
+                except (sqlite3.Error, StoreUnreadable) as exc:
+                    if db is not None:
+                        db.close()
+                    error = exc if isinstance(exc, StoreError) else \
+                        sqlite_error(store_path, exc, "open the hooks' window", wait)
+                    if not isinstance(error, StoreUnreadable):
+                        raise error from None  # transient (locked, a full disk): the caller's
+                    db = None  # unreadable: no window; the store's restore halts the session
+                opened = (SQLiteStore(store_path, timeout=wait), db)
+                if not close and db is not None:
+                    _OPEN[store_path] = opened
+            self.store: Any
+            self._db: sqlite3.Connection | None
+            self.store, self._db = opened
+            self.state = _State.load(self._read_state(session))
+            try:
+                history: Any = self.store.history(session)
+            except StoreError:
+                history = None  # the guardrails' restore reads it again and says what it means
+            self.guardrails = Guardrails(config, session_id=session, store=self.store,
+                                         history=history, implementation=implementation)
+        except BaseException:
+            self._lock.close()
+            raise
+        resets = sum(1 for r in history.rows if r.kind == "reset") if history else 0
+        if resets > self.state.resets:  # an operator reset since: the runs start over
+            self.state.resets = resets
+            self.state.events.clear()
+            self.state.cut = self.state.halt_text = None
+        self._replay()
+
+    def __enter__(self) -> HookSession:
+        return self
+
+    def _read_state(self, session: str) -> bytes | None:
+        """The session's window as stored; None when there is none, or when the file cannot
+        be read (then the store's own restore says what that means: unreadable halts)."""
+        from ...durability.store import sqlite_error
+        from ...errors import StoreUnreadable
+
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
+                                   (session,)).fetchone()
+        except sqlite3.Error as exc:
+            error = sqlite_error(self.store_path, exc, "read the hooks' window", self.wait)
+            if isinstance(error, StoreUnreadable):
+                return None
+            raise error from None
+        return row[0] if row and isinstance(row[0], bytes) else None
+
+    def _left(self) -> float:
+        """Seconds left of this invocation's wait (at least a little, to try once)."""
+        return max(0.05, self._deadline - time.monotonic())
+
+    def __exit__(self, *exc: object) -> None:
+        from ...durability.store import sqlite_error
+
+        try:
+            # every decided row in the store before the process ends (a row the store was slow
+            # to take would otherwise wait for a background retry that exiting cuts short)
+            if not self.guardrails.flush(self._left()):
+                self.problem = self.guardrails.store_problem or "the store did not take the rows"
+            if exc[0] is None and self.problem is None and self._db is not None:
+                try:
+                    self._db.execute(f"PRAGMA busy_timeout = {int(self._left() * 1000)}")
+                    self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
+                                     (self.session, self.state.dump()))
+                except sqlite3.Error as error:
+                    self.problem = str(sqlite_error(self.store_path, error,
+                                                    "record the hooks' window", self.wait))
+        finally:
+            if self._close or self.problem is not None:
+                if self._db is not None:
+                    self._db.close()
+                self.store.close()
+                _OPEN.pop(self.store_path, None)
+            self._lock.close()  # releases the lock
+
+    # -- replay ------------------------------------------------------------------------------
+
+    def _replay(self) -> None:
+        watchdog = self.guardrails.watchdog
+        if watchdog is None:
+            return
+        for event in self.state.events:
+            kind = event[0]
+            if kind == "c":
+                watchdog.observe_call(event[1], event[2])
+            elif kind == "r":
+                watchdog.observe_result(event[1], error=event[2], no_op=event[3],
+                                        payload=event[4])
+            else:
+                watchdog.turn_boundary()
+
+    def _record(self, event: list[Any]) -> None:
+        events = self.state.events
+        events.append(event)
+        if len(events) > WINDOW:
+            del events[: len(events) - WINDOW]
+
+    # -- events ------------------------------------------------------------------------------
+
+    def apply(self, event: HookEvent, usage: Sequence[dict[str, Any]] = ()) -> Verdict:
+        state = self.state
+        if event.turn is not None and event.turn != state.turn:
+            # a new prompt/turn id: a boundary even when its UserPromptSubmit hook is not installed
+            if state.turn is not None and event.kind not in ("prompt", "session_start"):
+                self._new_turn()
+            state.turn = event.turn
+        for u in usage:
+            self._decide(self.guardrails.on_usage(**u), Verdict())
+        handler = getattr(self, "_on_" + event.kind, None)
+        return handler(event) if handler is not None else Verdict()
+
+    def _on_call(self, event: HookEvent) -> Verdict:
+        g = self.guardrails
+        if g.halted:
+            return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
+        if self.state.cut is not None:
+            return Verdict(deny=self.state.cut)
+        self.state.in_turn = True
+        args = compact_args(event.args)
+        decision = g.on_call(event.name, args, id=event.call_id)
+        self._record(["c", event.name, args])
+        verdict = self._decide(decision, Verdict())
+        if verdict.cut is not None:
+            verdict.deny = verdict.cut
+        return verdict
+
+    def _on_result(self, event: HookEvent) -> Verdict:
+        g = self.guardrails
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        if self.state.cut is not None:
+            return Verdict()
+        error = event.error
+        no_op = error is None and _no_op(event.payload)
+        digest = None if error is not None else payload_digest(event.payload)
+        decision = g.on_result(event.name, id=event.call_id, error=error, no_op=no_op,
+                               payload=digest)
+        self._record(["r", event.name, error, no_op, digest])
+        verdict = self._decide(decision, Verdict())
+        if verdict.halt is None:
+            verdict.context = self._drain()
+        return verdict
+
+    def _on_prompt(self, event: HookEvent) -> Verdict:
+        from ...errors import GuardrailHalted
+
+        self._new_turn()
+        try:
+            self.guardrails.start_turn()
+        except GuardrailHalted as halted:
+            if halted.guardrails == (BUDGET,):  # an exhausted task: a reset does not refill it
+                return Verdict(block=f"tripwire: {halted.reason}. The session's task is "
+                               "exhausted, so it refuses new turns; start a new session.")
+            return Verdict(block=self._for_user(halted.reason))
+        self.state.in_turn = True
+        return Verdict(context=self._drain())
+
+    def _on_session_start(self, event: HookEvent) -> Verdict:
+        self._new_turn()
+        return Verdict(context=None if self.guardrails.halted else self._drain())
+
+    def _on_stop(self, event: HookEvent) -> Verdict:
+        g = self.guardrails
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        if not event.stop_hook_active:
+            return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
+        # stop_hook_active: this attempt comes after a stop hook refused the previous one, a
+        # rejection charged to the session's task (durable: its budget rows); the one past
+        # the stop_rejections cap exhausts it, and under enforce the agent stops here
+        decision = g.on_stop_attempt(False, event.answer)
+        if decision.proceed or decision.guardrail != BUDGET:
+            return Verdict()
+        return Verdict(halt=(
+            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here; its "
+            "last answer was not accepted by the stop hook and is unverified. The session "
+            "refuses new turns."))
+
+    # -- policy ------------------------------------------------------------------------------
+
+    def _new_turn(self) -> None:
+        """A turn boundary: close the last turn (unless it was cut: its cut must still count
+        toward escalation) and mark the boundary for the detectors."""
+        state = self.state
+        if state.in_turn and state.cut is None:
+            self.guardrails.end_turn()
+        state.in_turn = False
+        state.cut = None
+        if self.guardrails.watchdog is not None:
+            self.guardrails.watchdog.turn_boundary()
+        self._record(["t"])
+
+    def _decide(self, decision: Decision, verdict: Verdict) -> Verdict:
+        """Queue the alerts' feedback; turn a cut or halt into the verdict."""
+        g, state = self.guardrails, self.state
+        if g.mode >= Mode.FEEDBACK:
+            for alert in decision.alerts:
+                if not (decision.cut_turn and alert.critical):  # the cut's reason says it
+                    state.feedback.append([alert.signal, alert.model_text])
+            del state.feedback[: max(0, len(state.feedback) - g.settings.feedback_queue)]
+        if decision.proceed:
+            return verdict
+        alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
+        text = render_feedback(alerts) if alerts else decision.reason
+        if decision.halt_session:
+            state.halt_text = text
+            verdict.halt = self._for_user(decision.reason)
+        else:
+            state.cut = text
+        verdict.cut = text
+        return verdict
+
+    def _drain(self) -> str | None:
+        feedback, self.state.feedback = self.state.feedback, []
+        if not feedback or self.guardrails.mode < Mode.FEEDBACK:
+            return None
+        return render_feedback_items(feedback)
+
+    def _for_user(self, reason: str) -> str:
+        """A halt's reason as the user reads it, with the command that resumes the session."""
+        return (f"tripwire: {reason} To resume: tripwire reset {self.store_path} "
+                f"--session {self.session}")
+
+    def _halt_text(self) -> str:
+        if self.state.halt_text is None:
+            self.state.halt_text = (
+                "[watchdog] This session was halted for a runaway pattern and refuses further "
+                "tool calls. Stop working and end your turn with a short summary of where you "
+                "are.")
+        return self.state.halt_text

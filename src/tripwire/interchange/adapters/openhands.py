@@ -1,0 +1,535 @@
+"""OpenHands: V1 conversations (the Software Agent SDK: one JSON event per file in
+``<conversation>/events/event-<index>-<id>.json`` beside ``base_state.json``, or the events
+one per line) and V0 trajectories (``trajectory.json``, a JSON array of events) and evaluation
+output (``output.jsonl``: one task instance per line with its ``history``). Sources:
+``OpenHands/software-agent-sdk`` ``openhands-sdk/openhands/sdk/event/`` and
+``conversation/persistence_const.py``; ``OpenHands/OpenHands`` ``openhands/events/``; the
+samples in ``../shared/format-samples/openhands``.
+
+V1 (events by ``kind``): a user ``MessageEvent`` starts a turn, an agent one is the agent's
+words; an ``ActionEvent`` is a call (``tool_name``, ``tool_call.arguments``, ``tool_call_id``;
+its ``thought`` is the agent's words, without ``<think>`` blocks; ``reasoning_content`` is
+private); an ``ObservationEvent`` its result (``observation.is_error`` or a non-zero
+``exit_code``: a failure); ``AgentErrorEvent`` (the scaffold refused the call: "Tool X not
+found" also sets ``unknown_tool``) and ``UserRejectObservation`` are failed results;
+``Condensation`` is a compaction (automatic; mechanical when it forgot events without a
+summary). Usage: ``ConversationStateUpdateEvent`` ``key: "stats"`` holds the running totals
+per LLM (``usage_to_metrics``): each change is one usage, the difference (its cost when the
+totals report one). The session is ``base_state.json``'s ``id`` (else the folder), or, for
+events one per line, the file.
+
+V0 (events with ``action`` or ``observation``): a user ``message`` starts a turn; an agent
+``message`` and the assistant text of a model response are the agent's words; an action with
+``tool_call_metadata`` is the call ``function_name`` (arguments from the model response), an
+action of a tool kind (``run``, ``edit``, ``read`` ...) without it is the call of that kind;
+``system``, ``recall``, ``think``, ``change_agent_state`` and their observations carry no
+event; an observation answers the action its ``cause`` names: ``error`` is a failure ("is not
+registered": also ``unknown_tool``), ``run`` with a non-zero ``exit_code`` too;
+``condensation`` is a compaction. Usage: per event ``llm_metrics`` (running totals: each
+change is one usage), else each model response of ``tool_call_metadata`` once, else the
+record's ``metrics`` (``token_usages`` / ``costs``) at its end. An evaluation record is a
+session ``<file>#<instance_id>`` (a resolver record ``<file>#issue-<number>``); its ``error``
+is the task's outcome: "maximum iteration" is ``exhausted(steps)``, "budget" ``exhausted(usd)``,
+another error ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import partial
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...errors import InvalidEvent
+from ..events import Call, Compaction, Event, Result, TaskEnd, Text, Usage
+from ._base import Item, Turns, block_text, items_at, json_lines, read_document
+from ._base import token_count_or_zero as _count
+
+NAME = "openhands"
+V1_KINDS = frozenset({
+    "SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent",
+    "UserRejectObservation", "AgentErrorEvent", "ConversationErrorEvent",
+    "ConversationStateUpdateEvent", "Condensation", "CondensationRequest",
+    "CondensationSummaryEvent", "PauseEvent", "InterruptEvent", "LLMCompletionLogEvent",
+    "HookExecutionEvent", "TokenEvent", "StreamingDeltaEvent", "ObservationBaseEvent"})
+#: V0 actions that run no tool
+_NOT_TOOLS = frozenset({"message", "system", "recall", "think", "change_agent_state", "null",
+                        "finish", "reject", "condensation", "condensation_request"})
+#: V0 observations that answer no tool call
+_NO_ANSWER = frozenset({"agent_state_changed", "null"})
+_EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F-]{8,})\.json$")
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+_UNKNOWN_TOOL = re.compile(
+    r"Tool ['\"]?[^\s'\"]+['\"]? (?:is not registered|not found|does not exist)")
+BASE_STATE = "base_state.json"
+EVENTS = "events"
+#: a directory holding one of these may be a V1 conversation (``sniff_folder`` decides)
+FOLDER_SIGNS = frozenset({BASE_STATE, EVENTS})
+
+
+def is_v1(value: Any) -> bool:
+    return (type(value) is dict and isinstance(value.get("kind"), str)
+            and value["kind"] in V1_KINDS and "id" in value)
+
+
+def _is_v0_event(value: Any) -> bool:
+    """A V0 event: an ``action`` or an ``observation`` (the earliest ones have no ``source``,
+    ``id`` or ``cause``: each observation follows its action)."""
+    return type(value) is dict and ("action" in value or "observation" in value)
+
+
+def is_v0_record(value: Any) -> bool:
+    """An evaluation (or resolver) record: its ``history`` of V0 events."""
+    return (type(value) is dict and isinstance(value.get("history"), list)
+            and any(k in value for k in ("instance_id", "metrics", "issue", "instruction"))
+            and all(_is_v0_event(e) for e in value["history"][:8]))
+
+
+def is_line(value: Any) -> bool:
+    return is_v1(value) or is_v0_record(value)
+
+
+def sniff(value: Any) -> bool:
+    """A V1 event, a V0 evaluation record, or a V0 trajectory (an array of events)."""
+    if type(value) is list:
+        return bool(value) and all(_is_v0_event(e) for e in value[:8])
+    return is_line(value)
+
+
+def sniff_folder(directory: Path, names: frozenset[str]) -> bool:
+    """A V1 conversation folder: an ``events`` folder of event files, beside
+    ``base_state.json`` (whose content is a conversation state) or not."""
+    if EVENTS not in names:
+        return False
+    events = directory / EVENTS
+    try:
+        first = next((n for n in sorted(p.name for p in events.iterdir())
+                      if _EVENT_FILE.match(n)), None)
+    except OSError:
+        return False
+    if first is None:
+        return False
+    try:
+        return is_v1(orjson.loads((events / first).read_bytes()))
+    except (OSError, orjson.JSONDecodeError):
+        return False
+
+
+def _text(content: Any) -> str:
+    return _THINK.sub("", block_text(content)).strip()
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value >= 0 else 0.0
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value
+
+
+class _Totals:
+    """Running usage totals (V1 stats, V0 llm_metrics), charged by difference."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[int, int, int, int, float]] = {}
+
+    def change(self, key: str, usage: Any, cost: Any, model: Any) -> Usage | None:
+        usage = usage if isinstance(usage, dict) else {}
+        now = (_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")),
+               _count(usage.get("cache_read_tokens")), _count(usage.get("cache_write_tokens")),
+               _number(cost))
+        before = self.last.get(key, (0, 0, 0, 0, 0.0))
+        if now == before:
+            return None
+        self.last[key] = now
+        prompt, completion, read, write, spent = (max(0, a - b) if not isinstance(a, float)
+                                                  else max(0.0, a - b)
+                                                  for a, b in zip(now, before, strict=True))
+        name = model if isinstance(model, str) and model and model != "default" else None
+        return Usage(model=name, input_tokens=int(prompt), output_tokens=int(completion),
+                     cache_read_tokens=int(read), cache_write_tokens=int(write),
+                     cost_usd=round(float(spent), 9) if spent else None)  # nano-dollars
+
+
+# -- V1 ------------------------------------------------------------------------------------------
+
+class _V1:
+    def __init__(self) -> None:
+        self.turns = Turns()
+        self.totals = _Totals()
+
+    def events(self, event: dict[str, Any]) -> Iterator[Event]:
+        kind, source = event["kind"], event.get("source")
+        if kind == "MessageEvent":
+            message = event.get("llm_message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if source == "user":
+                yield from self.turns.start()
+            elif source == "agent":
+                text = _text(content)
+                if text:
+                    yield Text(text)
+        elif kind == "ActionEvent":
+            text = _text(event.get("thought"))
+            if text:
+                yield Text(text)
+            name = event.get("tool_name")
+            if not isinstance(name, str):
+                raise InvalidEvent("an ActionEvent needs a string 'tool_name'")
+            call = event.get("tool_call")
+            args = call.get("arguments") if isinstance(call, dict) else None
+            yield Call(name, args if args is not None else event.get("action"),
+                       _str(event.get("tool_call_id")))
+        elif kind == "ObservationEvent":
+            observation = event.get("observation")
+            observation = observation if isinstance(observation, dict) else {}
+            text = block_text(observation.get("content"))
+            code = observation.get("exit_code")
+            failed = observation.get("is_error") is True or (
+                isinstance(code, int) and not isinstance(code, bool) and code != 0)
+            yield Result(name=_str(event.get("tool_name")), id=_str(event.get("tool_call_id")),
+                         error=(text or True) if failed else None, payload=text)
+        elif kind == "AgentErrorEvent":
+            error = event.get("error")
+            text = error if isinstance(error, str) else ""
+            yield Result(name=_str(event.get("tool_name")), id=_str(event.get("tool_call_id")),
+                         error=text or True, payload=text,
+                         unknown_tool=_UNKNOWN_TOOL.search(text) is not None)
+        elif kind == "UserRejectObservation":
+            reason = event.get("rejection_reason")
+            text = reason if isinstance(reason, str) else "rejected"
+            yield Result(name=_str(event.get("tool_name")), id=_str(event.get("tool_call_id")),
+                         error=text or True, payload=text)
+        elif kind == "Condensation":
+            yield Compaction(mechanical=not event.get("summary"), automatic=True)
+        elif kind == "ConversationStateUpdateEvent" and event.get("key") == "stats":
+            value = _decoded(event.get("value"))
+            metrics = value.get("usage_to_metrics") if isinstance(value, dict) else None
+            for key, entry in metrics.items() if isinstance(metrics, dict) else ():
+                if isinstance(entry, dict):
+                    usage = self.totals.change(key, entry.get("accumulated_token_usage"),
+                                               entry.get("accumulated_cost"),
+                                               entry.get("model_name"))
+                    if usage is not None:
+                        yield usage
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _v1_lines(path: Path, name: str, lines: Iterator[tuple[int, Any]],
+              where: Path | None = None) -> Iterator[Item]:
+    state = _V1()
+    last = 0
+    for number, value in lines:
+        last = number
+        source = where if where is not None else path
+        if isinstance(value, InvalidEvent):
+            yield Item(name, number, error=value)
+            continue
+        if not is_v1(value):
+            yield Item(name, number, error=InvalidEvent(
+                "not an OpenHands event (expected an object with a 'kind' such as ActionEvent "
+                "or ObservationEvent, and an 'id')", source=str(source), line=number))
+            continue
+        yield from items_at(name, number, source, partial(state.events, value))
+    for event in state.turns.end():
+        yield Item(name, last, event)
+
+
+def _folder(directory: Path, name: str) -> Iterator[Item]:
+    """A V1 conversation folder: its event files in the order of their index."""
+    try:
+        state = orjson.loads((directory / BASE_STATE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        state = None
+    ident = state.get("id") if isinstance(state, dict) else None
+    session = ident if isinstance(ident, str) and ident else name
+    events = directory / EVENTS
+    found = []
+    for path in events.iterdir():
+        match = _EVENT_FILE.match(path.name)
+        if match is not None:
+            found.append((int(match.group(1)), path))
+    found.sort()
+
+    def lines() -> Iterator[tuple[int, Any]]:
+        for index, path in found:
+            try:
+                yield index, orjson.loads(path.read_bytes())
+            except orjson.JSONDecodeError as exc:
+                yield index, InvalidEvent(f"not JSON ({exc})", source=str(path))
+
+    yield from _v1_lines(directory, session, lines(), events)
+
+
+# -- V0 ------------------------------------------------------------------------------------------
+
+class _V0:
+    def __init__(self, history: list[Any], model: Any = None) -> None:
+        self.turns = Turns()
+        self.totals = _Totals()
+        self.model = model
+        self.by_id: dict[Any, tuple[str | None, str]] = {}  # event id -> (call id, tool)
+        self.responses: set[str] = set()  # model responses whose text and usage were given
+        self.metered = any(isinstance(e, dict) and e.get("llm_metrics") for e in history)
+        self.charged = False
+        self.calls = 0  # calls of events without an id (the earliest shape)
+
+    def events(self, event: dict[str, Any]) -> Iterator[Event]:
+        if "action" in event:
+            yield from self.action(event)
+        else:
+            yield from self.observation(event)
+
+    def action(self, event: dict[str, Any]) -> Iterator[Event]:
+        action, source = event.get("action"), event.get("source")
+        args = _dict(event.get("args"))
+        metadata = event.get("tool_call_metadata")
+        response = metadata.get("model_response") if isinstance(metadata, dict) else None
+        yield from self.response(response, event)
+        if action == "message":
+            text = args.get("content", event.get("content", event.get("message")))
+            if source is None:  # the earliest shape: the task first, then the agent's
+                source = "agent" if self.turns.open else "user"
+            if source == "user":
+                yield from self.turns.start()
+            elif isinstance(text, str) and text.strip() and not isinstance(metadata, dict):
+                yield Text(text.strip())
+            return
+        if action == "condensation":
+            yield Compaction(mechanical=not args.get("summary"), automatic=True)
+            return
+        if action == "finish":  # the agent's last words
+            final = args.get("final_thought") or args.get("thought")
+            if isinstance(final, str) and final.strip():
+                yield Text(final.strip())
+        if isinstance(metadata, dict) and isinstance(metadata.get("function_name"), str):
+            name = metadata["function_name"]
+            ident = _str(metadata.get("tool_call_id"))
+            yield Call(name, _arguments(response, ident, args), ident)
+        elif isinstance(action, str) and action not in _NOT_TOOLS:
+            self.calls += 1
+            key = event.get("id", f"call-{self.calls}")
+            name, ident = action, f"event-{key}"
+            if not args:  # the earliest shape: the arguments beside the action
+                args = {k: v for k, v in event.items() if k not in ("action", "thought")}
+            yield Call(name, args, ident)
+        else:
+            return
+        self.by_id[event.get("id", f"call-{self.calls}")] = (ident, name)
+
+    def response(self, response: Any, event: dict[str, Any]) -> Iterator[Event]:
+        """A model response's text and (without ``llm_metrics``) usage, once per response;
+        ``llm_metrics``' change at this event."""
+        if self.metered and event.get("llm_metrics"):
+            metrics = event["llm_metrics"]
+            model = response.get("model") if isinstance(response, dict) else self.model
+            usage = self.totals.change("default", metrics.get("accumulated_token_usage"),
+                                       metrics.get("accumulated_cost"), model)
+            if usage is not None:
+                self.charged = True
+                yield usage
+        if not isinstance(response, dict) or not isinstance(response.get("id"), str) or \
+                response["id"] in self.responses:
+            return
+        self.responses.add(response["id"])
+        choices = response.get("choices")
+        message = choices[0].get("message") if isinstance(choices, list) and choices and \
+            isinstance(choices[0], dict) else None
+        text = _text(message.get("content")) if isinstance(message, dict) else ""
+        if text:
+            yield Text(text)
+        usage = response.get("usage")
+        if not self.metered and isinstance(usage, dict):
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, dict) else None
+            model = response.get("model")
+            self.charged = True
+            yield Usage(model=model if isinstance(model, str) else None,
+                        input_tokens=_count(usage.get("prompt_tokens")),
+                        output_tokens=_count(usage.get("completion_tokens")),
+                        cache_read_tokens=_count(cached))
+
+    def observation(self, event: dict[str, Any]) -> Iterator[Event]:
+        kind = event.get("observation")
+        if kind in _NO_ANSWER:
+            return
+        cause = event.get("cause")
+        if cause is None and "id" not in event and self.by_id:  # the earliest shape
+            cause = next(reversed(self.by_id))
+        call = self.by_id.pop(cause, None)
+        if call is None:
+            return  # it answers no call read (a message's, or one before the recording)
+        ident, name = call
+        content = event.get("content")
+        text = content if isinstance(content, str) else block_text(content)
+        extras = _dict(event.get("extras"))
+        meta = _dict(extras.get("metadata"))
+        code = meta.get("exit_code", extras.get("exit_code", event.get("exit_code")))
+        failed = kind == "error" or (isinstance(code, int) and not isinstance(code, bool)
+                                     and code != 0) or event.get("success") is False
+        yield Result(name=name, id=ident, error=(text or True) if failed else None,
+                     payload=text, unknown_tool=kind == "error" and
+                     _UNKNOWN_TOOL.search(text) is not None)
+
+    def record_usage(self, metrics: Any) -> Iterator[Usage]:
+        """An evaluation record's ``metrics`` when no event carried usage."""
+        if self.charged or not isinstance(metrics, dict):
+            return
+        usages = metrics.get("token_usages")
+        costs = metrics.get("costs")
+        costs = costs if isinstance(costs, list) else []
+        if isinstance(usages, list) and usages:
+            spent = [_cost(c) for c in costs] if len(costs) == len(usages) else []
+            for n, usage in enumerate(usages):
+                if isinstance(usage, dict):
+                    model = usage.get("model")
+                    yield Usage(model=model if isinstance(model, str) else None,
+                                input_tokens=_count(usage.get("prompt_tokens")),
+                                output_tokens=_count(usage.get("completion_tokens")),
+                                cache_read_tokens=_count(usage.get("cache_read_tokens")),
+                                cache_write_tokens=_count(usage.get("cache_write_tokens")),
+                                cost_usd=spent[n] if spent else None)
+            return
+        for cost in costs:  # one model call's cost each (older records: no tokens)
+            value = _cost(cost)
+            if value is not None:
+                model = cost.get("model") if isinstance(cost, dict) else None
+                yield Usage(model=model if isinstance(model, str) else None, cost_usd=value)
+
+
+def _cost(value: Any) -> float | None:
+    if isinstance(value, dict):
+        value = value.get("cost")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value >= 0 else None
+
+
+def _arguments(response: Any, ident: str | None, args: dict[str, Any]) -> Any:
+    """The arguments the model gave the call (its response's tool call of that id), else the
+    action's ``args``."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and \
+        isinstance(choices[0], dict) else None
+    for call in (message.get("tool_calls") or ()) if isinstance(message, dict) else ():
+        if isinstance(call, dict) and call.get("id") == ident:
+            function = call.get("function")
+            if isinstance(function, dict) and "arguments" in function:
+                return function["arguments"]
+    return args
+
+
+def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] | None,
+             number: int | None = None) -> Iterator[Item]:
+    """A V0 event list; ``number``: the line of its record (its events are at that line)."""
+    model = None
+    if record is not None:
+        metadata = record.get("metadata")
+        config = metadata.get("llm_config") if isinstance(metadata, dict) else None
+        model = config.get("model") if isinstance(config, dict) else None
+    state = _V0(history, model)
+    for position, event in enumerate(history, start=1):
+        at = number if number is not None else position
+        if not _is_v0_event(event):
+            yield Item(name, at, error=InvalidEvent(
+                "an OpenHands event needs 'source' and an 'action' or 'observation'",
+                source=str(path), line=at))
+            continue
+        yield from items_at(name, at, path, partial(state.events, event))
+    end = number if number is not None else len(history)
+    if record is not None:
+        for usage in state.record_usage(record.get("metrics")):
+            yield Item(name, end, usage)
+        outcome = _outcome(record.get("error"))
+        if outcome is not None:
+            if not state.turns.open:
+                for event in state.turns.start():
+                    yield Item(name, end, event)
+            yield Item(name, end, outcome)
+    for turn_end in state.turns.end():
+        yield Item(name, end, turn_end)
+
+
+def _outcome(error: Any) -> TaskEnd | None:
+    """An evaluation record's ``error`` as the task's outcome."""
+    if not isinstance(error, str) or not error:
+        return None
+    lowered = error.lower()
+    if "maximum iteration" in lowered:
+        return TaskEnd(unfinished=error, exhausted="steps")
+    if "budget" in lowered:
+        return TaskEnd(unfinished=error, exhausted="usd")
+    return TaskEnd(unfinished=error, interrupted=error)
+
+
+def _record_name(name: str, record: dict[str, Any], number: int) -> str:
+    ident = record.get("instance_id")
+    if isinstance(ident, (str, int)) and not isinstance(ident, bool) and str(ident):
+        return f"{name}#{ident}"
+    issue = record.get("issue")
+    if isinstance(issue, dict) and isinstance(issue.get("number"), int):
+        return f"{name}#issue-{issue['number']}"
+    return f"{name}#{number}"
+
+
+def _one_per_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    return False
+                return True
+    return True
+
+
+def _lines(path: Path, name: str) -> Iterator[Item]:
+    """A file of lines: V1 events (one session, the file: from its first event on, every
+    line is one) or V0 evaluation records (a session each)."""
+    lines = json_lines(path)
+    for number, value in lines:
+        if is_v1(value):
+            yield from _v1_lines(path, name, chain([(number, value)], lines))
+            return
+        if isinstance(value, InvalidEvent):
+            yield Item(name, number, error=value)
+        elif is_v0_record(value):
+            yield from _history(path, _record_name(name, value, number), value["history"],
+                                value, number)
+        else:
+            yield Item(name, number, error=InvalidEvent(
+                "not an OpenHands event or evaluation record (expected a 'kind', or a "
+                "'history' of events)", source=str(path), line=number))
+
+
+def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
+    if path.is_dir():
+        return _folder(path, name)
+    if document is None and _one_per_line(path):
+        return _lines(path, name)
+    document = read_document(path, document)
+    if isinstance(document, list) and sniff(document):
+        return _history(path, name, document, None)
+    if is_v0_record(document):
+        return _history(path, _record_name(name, document, 1), document["history"], document)
+    if is_v1(document):
+        return _v1_lines(path, name, iter([(1, document)]))
+    raise InvalidEvent("not an OpenHands conversation (expected V1 events, a V0 trajectory "
+                       "array or an evaluation record with 'history')", source=str(path))

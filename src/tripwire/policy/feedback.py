@@ -1,0 +1,73 @@
+"""The ``[watchdog]`` feedback block: alerts told to the model at the start of its next turn.
+
+Bounded (4 alerts, oldest dropped), delivered once, and filled only in ``feedback`` and
+``enforce`` modes, so raising the mode later delivers no stale backlog. The block is steering,
+not authentication: a user can type ``[watchdog]`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..signals import WITHDRAWN_BY_WORDS, Alert
+
+__all__ = ["FeedbackQueue", "render_feedback", "render_feedback_items", "HEADER"]
+
+HEADER = (
+    "[watchdog] Automated observation about your own previous turn \u2014 this is not a message "
+    "from the user, and the user cannot see it."
+)
+CLOSING = "Adjust your approach on this turn accordingly."
+
+
+def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
+    """One header, one ``- <signal>: <guidance>`` line per alert, one closing line."""
+    return render_feedback_items([(a.signal, a.model_text) for a in alerts])
+
+
+def render_feedback_items(items: Sequence[Sequence[str]]) -> str:
+    """The block from ``(signal, text the model is shown)`` pairs (a live hook keeps its
+    queued feedback as such pairs between invocations)."""
+    if not items:
+        return ""
+    lines = [HEADER]
+    lines += [f"- {signal}: {text}" for signal, text in items]
+    lines.append(CLOSING)
+    return "\n".join(lines)
+
+
+class FeedbackQueue:
+    """At most ``capacity`` alerts, oldest dropped. The list exists only while something is
+    queued: a fleet holds one queue per session, and most are empty."""
+
+    __slots__ = ("_alerts", "capacity")
+
+    def __init__(self, capacity: int = 4):
+        self.capacity = capacity
+        self._alerts: list[Alert] | None = None
+
+    def __len__(self) -> int:
+        return len(self._alerts) if self._alerts else 0
+
+    def push(self, alert: Alert) -> None:
+        if self._alerts is None:
+            self._alerts = []
+        self._alerts.append(alert)
+        if len(self._alerts) > self.capacity:
+            del self._alerts[0]  # a full queue drops its oldest
+
+    def withdraw_answered(self) -> list[Alert]:
+        """The agent spoke: queued notes its words answer (``SignalSpec.withdrawn_by_words``,
+        e.g. a silence that ended) are withdrawn; returns them."""
+        if not self._alerts:
+            return []
+        withdrawn = [a for a in self._alerts if a.signal in WITHDRAWN_BY_WORDS]
+        if withdrawn:
+            self._alerts = [a for a in self._alerts if a.signal not in WITHDRAWN_BY_WORDS] or None
+        return withdrawn
+
+    def drain(self) -> str:
+        """The block for the next turn; the queue is empty afterwards (delivered once)."""
+        block = render_feedback(self._alerts or ())
+        self._alerts = None
+        return block

@@ -1,0 +1,164 @@
+"""What holds a session, and the operator's view and reset of it (SPEC §3, §4).
+
+``Halts`` answers for one session's ``Guardrails``: whether it is halted and by which
+guardrails (the watchdog's halt, the cost ceiling's), the decision for a refused turn, the
+operator's reset (checked by the cost ceiling's ``check_reset`` before anything changes), and
+the ``Status`` view. ``Guardrails`` holds the lock and its blocked decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..base.decision import REFUSE_TURN, Decision
+from ..base.money import NANO
+from ..base.names import Guardrail
+from ..errors import ResetRefused
+from . import lines
+from .budget import BUDGET
+
+if TYPE_CHECKING:
+    from ..base.modes import Mode
+    from ..context.guard import ContextGuard, Utilization
+    from ..session.durability import Durability
+    from .budget import BudgetPolicy
+    from .cost_context import CostPolicy
+    from .reporting import OperatorChannel
+    from .watchdog import WatchdogPolicy
+
+__all__ = ["Status", "ResetOutcome", "Halts"]
+
+
+@dataclass(frozen=True)
+class Status:
+    session_id: str
+    mode: str
+    halted: bool
+    halted_by: tuple[str, ...]
+    watchdog_reason: str | None
+    cost_reason: str | None
+    spent_usd: float
+    turn_spent_usd: float
+    max_turn_cost_usd: float
+    max_session_cost_usd: float  # the ceiling with granted budget (0: no per-session bound)
+    granted_budget_usd: float
+    would_retrip: bool
+    budget_needed_usd: float  # add more than this for a reset to be accepted (0: none needed)
+    queued_feedback: int
+    counters: dict[str, Any]
+    context: Utilization | None
+    compaction_pending: bool
+
+
+@dataclass(frozen=True)
+class ResetOutcome:
+    cleared: tuple[str, ...]
+    still_halted_by: tuple[str, ...]
+    max_session_cost_usd: float
+    message: str
+
+
+class Halts:
+    """One session's halts: the watchdog policy's and the cost ceiling's."""
+
+    __slots__ = ("_channel", "_durable", "cost", "watchdog")
+
+    def __init__(self, watchdog: WatchdogPolicy, cost: CostPolicy, channel: OperatorChannel,
+                 durable: Durability):
+        self.watchdog = watchdog
+        self.cost = cost
+        self._channel = channel
+        self._durable = durable
+
+    @property
+    def halted(self) -> bool:
+        return self.watchdog.halt_reason is not None or self.cost.ceiling.halted
+
+    def by(self) -> tuple[str, ...]:
+        """The guardrails holding the session, watchdog first."""
+        by = []
+        if self.watchdog.halted:
+            by.append("watchdog")
+        if self.cost.ceiling.halted:
+            by.append("cost_ceiling")
+        return tuple(by)
+
+    def reason(self) -> str:
+        return " ".join(r for r in (self.watchdog.halt_reason, self.cost.ceiling.reason) if r)
+
+    def refusal(self, budget: BudgetPolicy) -> Decision:
+        """The decision for a turn refused at its start: while halted, or while the task is
+        exhausted under ``enforce`` (guardrail ``budget``)."""
+        halted = self.halted
+        if not halted:
+            refused = budget.refusal()
+            if refused is not None:
+                return Decision(REFUSE_TURN, BUDGET, refused)
+        return Decision(REFUSE_TURN, self.by()[0] if halted else None, self.reason())
+
+    def refuse_turn(self, budget: BudgetPolicy) -> Decision | None:
+        """A turn start: the refusal (counted and reported) while halted or while the task is
+        exhausted under ``enforce``, else None."""
+        decision = self.refusal(budget)
+        if decision.guardrail is None:
+            return None
+        self._channel.counters.count_refused()
+        self._channel.emit("refused_turn", lines.refused_turn(decision.reason),
+                           guardrail=decision.guardrail)
+        return decision
+
+    def reset(self, guardrail: str, additional_budget_usd: float,
+              unblock: Callable[[], None]) -> ResetOutcome:
+        """An operator reset of ``guardrail``: ``ResetRefused`` (nothing changed) while the
+        spend is at least the per-session ceiling plus the budget added; ``unblock`` is called
+        once the session is no longer halted, before the reset's row and line."""
+        scope = Guardrail.parse_reset(guardrail)
+        ceiling = self.cost.ceiling
+        try:
+            budget = ceiling.check_reset(additional_budget_usd, scope)
+        except ResetRefused as refused:
+            self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
+                               guardrail="cost_ceiling")
+            raise
+        cleared: list[str] = []
+        if scope.covers(Guardrail.WATCHDOG):
+            cleared += self.watchdog.reset()  # the watchdog's run state too
+        if scope.covers(Guardrail.COST_CEILING):
+            cleared += ceiling.reset(budget)
+        if not self.halted:
+            unblock()
+        still = self.by()
+        message = lines.reset_done(cleared, budget, ceiling.ceiling, still)
+        self._durable.put("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
+                                    "cleared": cleared, **self.cost.snapshot()})
+        self._channel.emit("reset", message,
+                           guardrail=None if scope is Guardrail.ALL else scope.value)
+        return ResetOutcome(tuple(cleared), still, ceiling.ceiling / NANO, message)
+
+    def status(self, session_id: str, mode: Mode, context: ContextGuard | None) -> Status:
+        cost = self.cost.ceiling
+        needed = 0.0
+        if cost.session_reason is not None and cost.would_retrip:
+            needed = (cost.spent - cost.ceiling) / NANO
+        return Status(
+            session_id=session_id,
+            mode=str(mode),
+            halted=self.halted,
+            halted_by=self.by(),
+            watchdog_reason=self.watchdog.halt_reason,
+            cost_reason=cost.reason,
+            spent_usd=cost.spent / NANO,
+            turn_spent_usd=cost.turn_spent() / NANO,
+            max_turn_cost_usd=cost.max_turn / NANO,
+            max_session_cost_usd=cost.ceiling / NANO,
+            granted_budget_usd=cost.granted / NANO,
+            would_retrip=cost.would_retrip,
+            budget_needed_usd=needed,
+            queued_feedback=len(self.watchdog.feedback),
+            counters=self._channel.counters.snapshot(),
+            context=context.utilization() if context is not None else None,
+            compaction_pending=context.pending if context is not None else False,
+        )

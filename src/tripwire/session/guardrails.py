@@ -1,0 +1,555 @@
+"""``Guardrails``: the one object a harness wires into its loop (one per session).
+
+A dispatcher: it holds the session's lock and its blocked decision (a cut turn or a halted
+session: later events get it), runs the turn lifecycle and hands each observation to the
+policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
+(§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
+The common path of ``on_call``, ``on_result`` and ``on_text`` is the engine's core's, the
+concrete class's first base (``_reference_guardrails.GuardrailsCore``, ``_native``'s twin),
+which calls back into the hand-offs here for policy. Halts, the refused turn, resets and
+``Status`` are ``status.Halts``'; rows, restore and the store sync are
+``persistence.Durability``'s; the constructor's checks are ``config``'s; what batch ingest reads
+of a session is ``session_batch.SessionBatch``'s. ``start_turn()`` returns the ``Turn`` (the
+feedback block to prepend) or raises ``GuardrailHalted`` before any model call when halted.
+
+    guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
+    turn = guardrails.start_turn()                 # GuardrailHalted if halted
+    prompt = turn.prepend(user_prompt)
+    for call in model_calls:
+        decision = guardrails.on_call(call.name, call.args, id=call.id)
+        if decision.cut_turn:
+            cancel_turn(decision.reason)
+    guardrails.end_turn()
+
+Thread-safe: one re-entrant lock per session serializes its observations (a fleet has one lock
+per session, not one global lock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import _engine, _reference_guardrails
+from .._common import remember_call_id
+from ..base.decision import CONTINUE, Decision, Turn, stronger
+from ..base.modes import Mode
+from ..budgets.task import Task
+from ..context.guard import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
+from ..errors import GuardrailHalted
+from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
+from ..policy.ceiling import CostCeiling, CostTrip, usage_cost_nano
+from ..policy.cost_context import ContextPolicy, CostPolicy
+from ..policy.halts import Halts, ResetOutcome, Status
+from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
+from ..policy.watchdog import WatchdogPolicy, session_watchdog
+from ..signals import Alert
+from ..watchdog import Watchdog, retracted_count
+from .batch import SessionBatch
+from .config import GuardrailsConfig, ResolvedConfig, resolve_session
+from .durability import DECISION_WAIT, Durability, SessionLog
+
+__all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
+           "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
+
+
+class SessionLock(Protocol):
+    """A session's lock: re-entrant, as ``threading.RLock`` (which the reference engine's
+    Guardrails uses; the native one holds its lock in the session's own object)."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None,
+                 tb: TracebackType | None, /) -> bool | None: ...
+
+
+# The fields of the concrete classes beside their core's (which holds those every observation
+# reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
+_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
+          "_cost_policy", "_context_policy", "session_id", "settings")
+
+
+class Guardrails:
+    """One session's guardrails. ``Guardrails(...)`` returns a ``NativeGuardrails`` (the C++
+    core, with its observations' common path in Cython) or a ``PythonGuardrails`` (the
+    reference engine), as ``Watchdog(...)`` does; both are ``Guardrails``."""
+
+    if not TYPE_CHECKING:
+        __slots__ = ()  # the fields are the concrete classes' (the native core's come first)
+    _lock: SessionLock
+    _blocked: Decision | None
+    _watchdog: Watchdog | None
+    _ids: dict[str, str]
+    last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
+    _context: ContextGuard | None
+    _task: Task
+    _budget: BudgetPolicy
+    mode: Mode
+    _policy: WatchdogPolicy
+    _channel: OperatorChannel
+    _cost: CostCeiling
+    _in_turn: bool
+    _durable: Durability
+    _halts: Halts
+    _cost_policy: CostPolicy
+    _context_policy: ContextPolicy
+    session_id: str
+    settings: ResolvedConfig
+
+    def __new__(cls, config: GuardrailsConfig | ResolvedConfig | None = None, *,
+                implementation: str | None = None, **_: Any) -> Guardrails:
+        # Guardrails(...) only (a concrete class's core comes first in its MRO): the engine's
+        # class, whose core makes the object (its fields first, its lock)
+        if cls is not Guardrails:
+            raise TypeError(f"{cls.__name__}: subclass PythonGuardrails or NativeGuardrails")
+        target = guardrails_class(implementation)
+        instance: Guardrails = target.__new__(target)
+        return instance
+
+    def __init__(self, config: GuardrailsConfig | ResolvedConfig | None = None, *,
+                 session_id: str = "default",
+                 on_event: Callable[[OperatorEvent], object] | None = None,
+                 counters: Counters | None = None, implementation: str | None = None,
+                 summarize: Callable[[Any, str | None], SummaryResult] | None = None,
+                 store: Any = None, history: Any = None, task: Task | None = None,
+                 clock: Callable[[], float | None] | None = None):
+        resolved = resolve_session(config, session_id,
+                                   {"on_event": on_event, "summarize": summarize})
+        self.session_id = session_id
+        self.settings = resolved
+        self.mode = resolved.mode
+        resolved.announce()  # the startup line, once per process per configuration
+        self._watchdog = session_watchdog(resolved, implementation)
+        self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
+                                 resolved.cost_escalate_after)
+        self._channel = channel = OperatorChannel(session_id, on_event, counters)
+        # the durable log (rows on their way to the store, the history read back), and the
+        # policies that write it
+        self._durable = durable = Durability(store, session_id, channel.line)
+        self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
+                                      resolved.feedback_queue, channel, durable.trip,
+                                      self._watchdog)
+        self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
+        durable.bind(self._policy, self._cost_policy)
+        self._halts = Halts(self._policy, self._cost_policy, channel, durable)
+        self._blocked = None  # the halt, or this turn's cut: later events get it
+        self._in_turn = False
+        self._ids = {}        # call id -> tool name, for results by id
+        self.last_used = 0.0
+        engine = _engine.load(_engine.resolve(implementation))
+        self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
+                         if resolved.context.enabled else None)
+        self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
+                                             durable.put, summarize,
+                                             enforce=resolved.mode == Mode.ENFORCE)
+        task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
+        self._budget = BudgetPolicy(task, self, resolved.mode, channel)
+        self._task = task  # the hot path's: the budget policy's task
+        if store is not None:  # history: this session's, read already (Fleet.restore_all)
+            self._restore(history)
+
+    def __repr__(self) -> str:
+        return f"<Guardrails session={self.session_id!r} mode={self.mode} halted={self.halted}>"
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def start_turn(self) -> Turn:
+        """Open a turn: the feedback block to prepend, or ``GuardrailHalted`` if halted.
+
+        A refused turn is not a turn boundary: nothing in it ran, so nothing resets.
+        """
+        with self._lock:
+            log = self._durable.log
+            if log is not None and len(log):
+                log.drain(DECISION_WAIT)  # a decision point, refused or not: retry the store
+            if self._in_turn:
+                self._close_turn()  # the last turn never said it ended
+            self._settle_cost()
+            if self._watchdog is not None:
+                self._watchdog.count_event()
+            self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
+            if log is not None and not len(log):
+                # an operator may have reset it from another process (only once every row of
+                # ours is in the store: a halt the store never saw must not read as reset)
+                if log.shared:  # other daemons' halts and spend, too
+                    if self._durable.sync_shared(self.halted):
+                        self._blocked = self.refusal() if self.halted else None
+                    self._settle_cost()  # on the summed spend
+                elif self.halted:
+                    self._durable.sync_resets()
+                    if not self.halted:
+                        self._blocked = None
+            refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
+            if refused is not None:
+                if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
+                    self._blocked = refused
+                raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
+            if self._watchdog is not None:
+                self._watchdog.turn_boundary()
+            self._cost_policy.start_turn()
+            self._in_turn = True
+            self._blocked = None
+            compact = self._context.start_turn() if self._context is not None else False
+            # the task's notes: 50% / 80% of a counter (SPEC §7.1), Task.tell
+            feedback = self._policy.drain_feedback(self._budget.notes())
+            return Turn(feedback, compact)
+
+    def end_turn(self) -> Decision:
+        """Close the turn: boundary checks, then the post-turn reports of warn/feedback modes."""
+        with self._lock:
+            if self._watchdog is not None:
+                self._watchdog.end_turn()
+            decision = self._settle_cost()
+            self._close_turn()
+            self._budget.end_turn()
+            self._durable.turn_end()
+            return decision
+
+    def _close_turn(self) -> None:
+        self._policy.close_turn()
+        self._cost.end_turn()
+        self._in_turn = False
+        if self._blocked is not None and not self.halted:
+            self._blocked = None
+
+    # -- observations ----------------------------------------------------------------------------
+    # on_call, on_result and on_text are the engine's core's: _reference_guardrails.GuardrailsCore
+    # (PythonGuardrails) and _native.GuardrailsCore (NativeGuardrails, _guardrails.pxi), twins
+    # that run the same steps in the same order (change them together) and call back into the
+    # hand-offs below. Declared here for type checkers and readers.
+
+    if TYPE_CHECKING:
+        def on_call(self, name: str, args: Any = None, id: str | None = None) -> Decision:
+            """A tool call the model asked for."""
+
+        def on_result(self, name: str | None = None, *, id: str | None = None,
+                      error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
+            """A tool's answer, by ``name`` or by the ``id`` of its call."""
+
+        def on_text(self, text: str) -> Decision:
+            """The agent's own words (not tool output, injected messages or private
+            reasoning)."""
+
+    def on_result_chunk(self, chunk: Any, *, id: str | None = None) -> Decision:
+        """Part of a tool result as it streams in: counted toward the context estimate now (the
+        same total whatever the chunking); the final ``on_result`` then skips the payload's
+        bytes for the estimate (its digest still needs the whole payload, if you have it)."""
+        with self._lock:
+            if self._blocked is not None:
+                return self._blocked
+            context = self._context
+            if context is None:
+                return CONTINUE
+            context.observe_bytes(chunk)
+            context.streamed = True
+            return self._context_check(CONTINUE)
+
+    def on_usage(self, *, model: str | None = None, input_tokens: int | None = None,
+                 output_tokens: int | None = None, cost_usd: float | None = None,
+                 estimated: bool = False, unpriced: bool = False) -> Decision:
+        """One model call's provider-reported usage; checked against the cost ceiling at once.
+
+        ``estimated``: ``cost_usd`` was computed from token prices (``tripwire.prices``), not
+        reported, so trips and store rows say so. ``unpriced``: the model has no price, so the
+        usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
+        nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
+        with self._lock:
+            if self._watchdog is not None:
+                self._watchdog.count_event()
+            # spend counts even while halted or cut
+            trip = self._cost_policy.charge(model, input_tokens, output_tokens, nano, estimated,
+                                            unpriced)
+            decision = CONTINUE
+            if trip is not None:
+                decision = self._cost_decision(trip, in_turn=self._in_turn)
+            elif self._blocked is not None:
+                decision = self._blocked
+            self._durable.persist_spend()  # a spent budget stays spent, even after a crash
+            spent = self._budget.on_usage(input_tokens, output_tokens, nano)  # the task's too
+            if spent is not None and decision is CONTINUE:
+                decision = spent
+                if not spent.proceed and self._in_turn:
+                    self._blocked = spent
+            if self._context is not None:
+                self._context_policy.observe_usage(model, input_tokens)
+                return self._context_check(decision)
+            return decision
+
+    # -- policy hand-offs (the engines' cores, the budget policy and batch ingest call back) ---
+
+    def _block(self, decision: Decision) -> Decision:
+        """A cut or halt: every later event of the turn gets it; the task's report records it."""
+        self._blocked = decision
+        self._budget.record(decision)
+        return decision
+
+    def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
+        decision = self._policy.on_alerts(alerts)
+        return decision if decision.proceed else self._block(decision)
+
+    def _cut_at_call(self, cut: Decision, name: str, args: Any, id: str | None) -> Decision:
+        """A call the task's budget cut (the cores' hand-off, both engines): the watchdog
+        still sees it, so an alert it raises at this same event is reported, never lost, and
+        acted on (a halt is recorded); the stronger decision stands (a halt over the cut,
+        ``decision.stronger``), carrying every alert."""
+        watchdog = self._watchdog
+        alerts: tuple[Alert, ...] = ()
+        if watchdog is not None:
+            if id is not None:
+                remember_call_id(self._ids, id, name)
+            alerts = watchdog.observe_call(name, args)
+        if not alerts:
+            self._blocked = cut
+            return cut
+        verdict = self._policy.on_alerts(alerts)
+        final = stronger(cut, verdict)
+        if final.action == verdict.action and final.guardrail == verdict.guardrail:
+            return self._block(final)  # the watchdog's halt: recorded as every halt is
+        self._blocked = final
+        return final
+
+    def _timed_out(self, name: str) -> Decision:
+        """A call cancelled for its timeout counts as a failed result for the watchdog."""
+        watchdog = self._watchdog
+        if watchdog is None:
+            return CONTINUE
+        alerts = watchdog.observe_result(name, error=TIMEOUT_ERROR)
+        return self._on_alerts(alerts) if alerts else CONTINUE
+
+    # -- the task (SPEC §7) ------------------------------------------------------------------
+
+    @property
+    def task(self) -> Task:
+        """The task this session runs under (its own implicit one when none was given)."""
+        return self._budget.task
+
+    def run_task(self, task: Task) -> None:
+        """Run the session's next work under ``task`` (a ``task_start``): its observations
+        charge it from now on. The previous task is no longer charged."""
+        task = checked_task(task)
+        with self._lock:
+            self._budget.detach()
+            self._budget = BudgetPolicy(task, self, self.mode, self._channel)
+            self._task = task
+            if self._blocked is not None and self._blocked.guardrail == BUDGET:
+                self._blocked = None  # the old task's exhaustion does not bind the new one
+
+    def on_stop_attempt(self, accepted: bool, answer: Any = None) -> Decision:
+        """The agent tried to finish; a stop hook accepted or refused it (SPEC §7.1). Past
+        the task's ``stop_rejections`` cap a refusal exhausts the task (its last answer
+        attached, unverified): under ``enforce``, a cut. ``answer`` defaults to the agent's
+        last words."""
+        with self._lock:
+            decision = self._budget.stop_attempt(accepted, answer)
+            return self._budget_decision(decision)
+
+    def on_retry(self, reason: str = "") -> Decision:
+        """A transport/provider retry of a failed model request (not a tool failure)."""
+        with self._lock:
+            return self._budget_decision(self._budget.retry(reason))
+
+    def poll(self) -> Decision:
+        """Judge the clock now (a host waiting on a tool calls it): ``cancel_tool`` for calls
+        past the task's tool timeout, a cut when the deadline passed (``enforce``)."""
+        with self._lock:
+            if self._blocked is not None:
+                return self._blocked
+            return self._budget_decision(self._budget.poll_time())
+
+    def _budget_decision(self, decision: Decision | None) -> Decision:
+        if decision is None:
+            return self._blocked if self._blocked is not None else CONTINUE
+        if not decision.proceed:
+            self._blocked = decision
+        return decision
+
+    # -- the fleet's ----------------------------------------------------------------------------
+
+    def touch(self, now: float) -> None:
+        """Note when the session was last fetched (Fleet's idle eviction): ``last_used``, in
+        the object the next call reads anyway (a float elsewhere would be one more cold
+        access)."""
+        self.last_used = now
+
+    @property
+    def lock(self) -> SessionLock:
+        """The session's lock (a batch holds every session's lock while it runs)."""
+        return self._lock
+
+    def batch_view(self) -> SessionBatch:
+        """This session as batch ingest drives it (``Fleet.observe_many``, holding the lock)."""
+        return SessionBatch(self)
+
+    def on_batch_stop(self, kind: str, alerts: tuple[Alert, ...]) -> Decision:
+        """The policy for a row the batch core observed and stopped at (``StopReason.POLICY``):
+        its alerts, agent words that answer queued notes, a context limit a result crossed."""
+        decision = self._on_alerts(alerts) if alerts else CONTINUE
+        if kind == "text":
+            self._policy.withdraw_answered()
+        elif self._context is not None and kind == "result":
+            decision = self._context_check(decision)
+        return decision
+
+    # -- cost and context (policies.py decides) ------------------------------------------
+
+    def _settle_cost(self) -> Decision:
+        """Outside a turn: a bound the spend recorded since the last check crossed."""
+        trip = self._cost.check()
+        return CONTINUE if trip is None else self._cost_decision(trip, in_turn=False)
+
+    def _cost_decision(self, trip: CostTrip, *, in_turn: bool) -> Decision:
+        decision = self._cost_policy.decide(trip, in_turn=in_turn)
+        return self._block(decision) if in_turn or trip.halts else decision
+
+    def _context_check(self, decision: Decision) -> Decision:
+        """After an observation that moved the estimate: pending compaction, or the 95% cut."""
+        checked = self._context_policy.check(decision)  # called only with a context guard
+        return checked if checked is decision else self._block(checked)
+
+    def compact(self, messages: Any, focus: str | None = None, *,
+                manual: bool = False) -> Compaction:
+        """Reduce the context now: the host's ``summarize`` (with tripwire's retry, backoff and
+        fallback rules), or mechanical truncation. Automatic (the default): call it when
+        ``start_turn().compact`` is true; a failure is a durable ``context-reduction-failed``
+        row and backs off. ``manual=True`` (the operator's ``/compact [focus]``): a failure is
+        reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
+        backoff. ``Compaction.apply(messages)`` is the new history."""
+        with self._lock:
+            return self._context_policy.compact(messages, focus, manual=manual)
+
+    def checkpoint(self, messages: Any, note: str | None = None, *,
+                   manual: bool = False) -> Compaction:
+        """A task-boundary checkpoint: slice the finished task out of the history through the
+        same summarizer policy (``summarize(messages, note)``; retry, backoff, mechanical
+        fallback), with ``operation: checkpoint`` in its records. Automatic (the model declared
+        the boundary) or ``manual=True`` (the operator's ``/done [note]``), as ``compact``."""
+        with self._lock:
+            return self._context_policy.checkpoint(messages, note, manual=manual)
+
+    def context_stats(self) -> ContextStats:
+        """The ``/context`` view: compactions (count, last time, last focus), checkpoints
+        (count, last note), characters summarized, the context's size against its window
+        (unknown when the model's window is), and the per-model usage, by descending cost."""
+        with self._lock:
+            return self._context_policy.stats(self._cost_policy.usage)
+
+    def utilization(self) -> Utilization | None:
+        """How full the context is (None when the context guard is disabled)."""
+        with self._lock:
+            return self._context_policy.utilization()
+
+    # -- halts, resets and status --------------------------------------------------------------
+
+    @property
+    def halted(self) -> bool:
+        return self._halts.halted
+
+    def refusal(self) -> Decision:
+        """The decision for a turn refused at its start (``refuse_turn``), while halted (or
+        while the task is exhausted, under ``enforce``: guardrail ``budget``)."""
+        return self._halts.refusal(self._budget)
+
+    def reset(self, guardrail: str = "all", additional_budget_usd: float = 0.0) -> ResetOutcome:
+        """An operator reset (SPEC §3, §4). Clears halts and the watchdog's run state but keeps
+        the queued feedback, so the resumed model learns why it was stopped.
+
+        Raises ``ResetRefused`` (nothing changed) while the spend is at least the per-session
+        ceiling plus ``additional_budget_usd``, and ``InvalidReset`` for budget the reset
+        cannot apply.
+        """
+        with self._lock:
+            return self._halts.reset(guardrail, additional_budget_usd, self._unblock)
+
+    def _unblock(self) -> None:
+        self._blocked = None
+
+    def retract_calls(self, calls: int) -> None:
+        """The last ``calls`` tool calls were refused by the host's permission gate and the
+        turn ended: they come off the watchdog's run state (``Watchdog.retract_calls``), so
+        the next turn's first identical call is not the next one in a row. A halt, a cut and
+        every alert already raised stay as they are (docs/guardrails.md)."""
+        with self._lock:
+            count = retracted_count(calls)  # checked in every mode
+            if self._watchdog is not None:
+                self._watchdog.retract_calls(count)
+
+    def status(self) -> Status:
+        with self._lock:
+            return self._halts.status(self.session_id, self.mode, self._context)
+
+    # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
+
+    def flush(self, wait: float | None = None) -> bool:
+        """Write what the store does not hold yet — the task's consumption (the tool calls
+        the fast path counts without a row: a process that exits after this keeps them, as a
+        hook must) and the rows it did not take yet — waiting the store's full timeout (or at
+        most ``wait`` seconds for each row); True when none is left (else ``store_problem``
+        says why)."""
+        self._task.persist()
+        return self._durable.flush(wait)
+
+    @property
+    def store_problem(self) -> str | None:
+        """Why rows are waiting for the store (its last error), or None when none is."""
+        return self._durable.problem
+
+    @property
+    def unpersisted_rows(self) -> int:
+        """Rows decided but not yet in the store (0 without a store)."""
+        return len(self._durable)
+
+    @property
+    def _log(self) -> SessionLog | None:
+        return self._durable.log
+
+    def restore(self, store: Any) -> None:
+        """Fold a store's history of this session forward (done at construction when a store
+        is given). Fails open: an unreadable store means the session runs unrestored, with a
+        logged warning naming it."""
+        with self._lock:
+            self._durable.attach(store, self._budget)
+            self._restore()
+
+    def _restore(self, history: Any = None) -> None:
+        self._durable.restore(self._budget, history)
+        if self.halted:
+            self._blocked = self.refusal()
+
+    @property
+    def counters(self) -> Counters:
+        return self._channel.counters
+
+    @property
+    def watchdog(self) -> Watchdog | None:
+        """The session's watchdog (None in ``off`` mode)."""
+        return self._watchdog
+
+
+class PythonGuardrails(_reference_guardrails.GuardrailsCore, Guardrails):
+    """A ``Guardrails`` on the pure-Python reference engine: ``on_call``, ``on_result`` and
+    ``on_text`` are its core's (``_reference_guardrails``), the rest is ``Guardrails``'."""
+
+    __slots__ = _SLOTS
+
+
+try:
+    from .._native import GuardrailsCore, register_guardrails
+except ImportError:  # not built: guardrails_class("native") raises the clear error when asked
+    GuardrailsCore = None  # type: ignore[assignment,misc]
+
+if GuardrailsCore is not None:
+
+    class NativeGuardrails(GuardrailsCore, Guardrails):
+        """A ``Guardrails`` on the C++ core: ``on_call``, ``on_result`` and ``on_text`` are
+        its core's (Cython, ``_guardrails.pxi``), the rest is ``Guardrails``'."""
+
+        __slots__ = _SLOTS
+
+    register_guardrails(NativeGuardrails)
+
+
+def guardrails_class(implementation: str | None = None) -> type[Guardrails]:
+    """The concrete ``Guardrails`` class of an implementation ("native" or "python")."""
+    return _engine.concrete(implementation, PythonGuardrails, lambda: NativeGuardrails)
