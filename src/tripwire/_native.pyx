@@ -21,6 +21,7 @@ from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
+    AnswerKeys, answer_digest as c_answer_digest, error_signature_key, scan_answer as c_scan_answer,
     CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
     kSignalCount, clean_path_string, is_path_key as c_is_path_key, normalize_error,
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
@@ -44,7 +45,8 @@ IMPLEMENTATION = "native"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable",
+    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "answer_digest",
 ]
 
 def _signal_bits():
@@ -563,6 +565,77 @@ include "_guardrails.pxi"
 
 # ------------------------------------------------------------------------------------------
 # Canonical keys and hashes
+
+
+cdef class _AnswerKeys:
+    """Host-configured JSON keys (``[results] ignore_json_keys``) as the C++ scanner reads
+    them; one per distinct key set, shared by every engine of a fleet (``_answer_keys``)."""
+
+    cdef AnswerKeys* keys
+
+    def __cinit__(self, keys):
+        self.keys = new AnswerKeys()
+        for key in keys:
+            self.keys.keys.push_back(key.encode("utf-8", "surrogatepass") if type(key) is str
+                                     else bytes(key))
+
+    def __dealloc__(self):
+        del self.keys
+
+
+cdef dict _KEYS = {}  # key tuple -> _AnswerKeys (a handful per process: one per config)
+
+
+cdef _AnswerKeys _answer_keys(object keys):
+    """The scanner's keys for a tuple of key strings; None when there are none."""
+    if not keys:
+        return None
+    keys = tuple(keys)
+    found = _KEYS.get(keys)
+    if found is None:
+        found = _KEYS[keys] = _AnswerKeys(keys)
+    return <_AnswerKeys>found
+
+
+cdef inline const AnswerKeys* _keys_ptr(_AnswerKeys keys):
+    if keys is None:
+        return NULL
+    return keys.keys
+
+
+def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
+    """The scanner (native ``scan_answer``, twin of ``tripwire._answer.scan``): the bytes with
+    their volatile spans replaced; None in answer mode when nothing was replaced."""
+    cdef Py_buffer buf
+    cdef string out
+    cdef bint changed
+    cdef _AnswerKeys k = _answer_keys(keys)
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        changed = c_scan_answer(<const char*>buf.buf, buf.len, classes, _keys_ptr(k), signature,
+                                out)
+    finally:
+        PyBuffer_Release(&buf)
+    if not changed:
+        return None
+    return PyBytes_FromStringAndSize(out.data(), out.size())
+
+
+def answer_digest(data, uint32_t classes=0x3F, keys=()):
+    """The 128-bit answer of a payload's bytes (as ``xxhash.xxh3_128_digest``), or None for
+    the empty answer (twin of ``tripwire._answer.answer_digest``)."""
+    cdef Py_buffer buf
+    cdef Hash128 h
+    cdef bint has
+    cdef _AnswerKeys k = _answer_keys(keys)
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        has = c_answer_digest(buf.buf, buf.len, classes, _keys_ptr(k), h)
+    finally:
+        PyBuffer_Release(&buf)
+    if not has:
+        return None
+    return ((<object>h.high64 << 64) | h.low64).to_bytes(16, "big")
 
 
 def error_signature(data):

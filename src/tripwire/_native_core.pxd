@@ -14,6 +14,17 @@ cdef extern from "hash.h" namespace "tw" nogil:
     Hash128 xxh3_128(const void* data, size_t length)
 
 
+cdef extern from "answer.h" namespace "tw" nogil:
+    cdef cppclass AnswerKeys:
+        vector[string] keys
+    cbool scan_answer(const char* data, size_t length, uint32_t classes, const AnswerKeys* keys,
+                      cbool signature, string& out) except +
+    cbool answer_digest(const void* data, size_t length, uint32_t classes,
+                        const AnswerKeys* keys, Hash128& digest)
+    uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
+                                 const AnswerKeys* keys)
+
+
 cdef extern from "canonical.h" namespace "tw" nogil:
     cdef cppclass CanonicalCall:
         uint64_t key

@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._answer import answer_digest
+from ._answer import scan as scan_answer
 from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
     MAX_DEPTH,
     MAX_EXPONENT_DIGITS,
@@ -75,7 +77,8 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable",
+    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "answer_digest",
 ]
 
 # --------------------------------------------------------------------------------------------

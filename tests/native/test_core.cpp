@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "answer.h"
 #include "canonical.h"
 #include "digest_lru.h"
 #include "hash.h"
@@ -299,8 +300,60 @@ void test_call_history_slides() {
     }
 }
 
+std::string scanned(const std::string& in, bool signature = false,
+                    const tw::AnswerKeys* keys = nullptr) {
+    std::string out = "untouched";
+    if (!tw::scan_answer(in.data(), in.size(), tw::kAllClasses, keys, signature, out))
+        return "(none)";
+    return out;
+}
+
+void test_answer_scanner() {
+    const std::string P(1, tw::kPlaceholder);
+    CHECK(scanned("1 failed in 0.53s") == "1 failed in " + P);
+    CHECK(scanned("/bin/bash: line 11301: cd: x") == "/bin/bash: line " + P + ": cd: x");
+    CHECK(scanned("<A at 0x7f3a9c2d> pid 42 /tmp/tmpab/o 2026-12-04T10:22:31Z") ==
+          "<A at " + P + "> pid " + P + " /tmp/" + P + "/o " + P);
+    CHECK(scanned("3 of 6 replicas") == "(none)");  // small integers stay
+    CHECK(scanned("a  b 12 py3 7f3a9c", true) == "a b # py# #");
+    CHECK(scanned("", true).empty());
+    tw::AnswerKeys keys;
+    keys.keys = {"request_id"};
+    CHECK(scanned("{\"request_id\": [1, \"]\"], \"a\": 1}", false, &keys) ==
+          "{\"request_id\": " + P + ", \"a\": 1}");
+    // spans at the very end of the input, truncated spans, lone anchors: no read past the end
+    const char* edges[] = {"0", "0x", "0x1234", "2026-", "2026-12-04T", "10:", "10:22:3",
+                           "/tmp/", "/var/folders/a/", "\\Temp\\", "\\", "pid ", "1.", "1m",
+                           "550e8400-e29b-41d4-a716-44665544", "\"request_id\": ", "\"",
+                           "1712345678.", "bash: line 3"};
+    for (const char* e : edges) {
+        const std::string in(e);
+        for (bool sig : {false, true}) {
+            std::string out;
+            tw::scan_answer(in.data(), in.size(), tw::kAllClasses, &keys, sig, out);
+        }
+        // heap copies, exactly sized, so ASan sees any read past the end
+        std::vector<char> exact(in.begin(), in.end());
+        std::string out;
+        tw::scan_answer(exact.data(), exact.size(), tw::kAllClasses, &keys, true, out);
+    }
+    tw::Hash128 a{}, b{};
+    const std::string x = "Ran 15 tests in 0.074s", y = "Ran 15 tests in 1.2s";
+    CHECK(tw::answer_digest(x.data(), x.size(), tw::kAllClasses, nullptr, a));
+    CHECK(tw::answer_digest(y.data(), y.size(), tw::kAllClasses, nullptr, b));
+    CHECK(a.low64 == b.low64 && a.high64 == b.high64);
+    const std::string clean = "3 of 6";
+    CHECK(tw::answer_digest(clean.data(), clean.size(), tw::kAllClasses, nullptr, a));
+    b = tw::xxh3_128(clean.data(), clean.size());
+    CHECK(a.low64 == b.low64 && a.high64 == b.high64);  // a clean payload hashed in place
+    CHECK(!tw::answer_digest(" \n\t", 3, tw::kAllClasses, nullptr, a));  // the empty answer
+    CHECK(tw::error_signature_key("pid 1", 5, tw::kAllClasses, nullptr) ==
+          tw::error_signature_key("pid 22", 6, tw::kAllClasses, nullptr));
+}
+
 int main() {
     test_hash();
+    test_answer_scanner();
     test_canonicalizer();
     test_detectors_through_the_session();
     test_polling_with_changing_output();
