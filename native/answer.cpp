@@ -113,7 +113,14 @@ private:
         emitted_ = end;
         changed_ = true;
     }
-    void replace(size_t start, size_t end) { replace(start, end, &kPlaceholder, 1); }
+    // a volatile span: the placeholder (signature mode: '#', as a number)
+    void span(size_t start, size_t end) {
+        if (signature_) {
+            number(start, end);
+        } else {
+            replace(start, end, &kPlaceholder, 1);
+        }
+    }
     void number(size_t start, size_t end) {
         flush(start);
         if (number_end_ >= 0 && out_.size() == static_cast<size_t>(number_end_) + 1 &&
@@ -422,7 +429,7 @@ size_t Scanner::at_digits(size_t i) {
             end = time_of_day(i, j);
         }
         if (end > 0) {
-            replace(i, static_cast<size_t>(end));
+            span(i, static_cast<size_t>(end));
             return static_cast<size_t>(end);
         }
     }
@@ -432,7 +439,7 @@ size_t Scanner::at_digits(size_t i) {
             bool hex = true;
             for (size_t k = j + 1; hex && k < e; ++k) hex = is(s_[k], kHex);
             if (hex && boundary_after(e)) {
-                replace(i, e);
+                span(i, e);
                 return e;
             }
         }
@@ -445,7 +452,7 @@ size_t Scanner::at_digits(size_t i) {
         for (int g = first; g >= 0 && g <= last; ++g) {
             const long long start = static_cast<long long>(w) - kGroupStarts[g];
             if (start >= static_cast<long long>(lo) && uuid_at(start)) {
-                replace(static_cast<size_t>(start), static_cast<size_t>(start) + 36);
+                span(static_cast<size_t>(start), static_cast<size_t>(start) + 36);
                 return static_cast<size_t>(start) + 36;
             }
         }
@@ -456,7 +463,7 @@ size_t Scanner::at_digits(size_t i) {
                 letter = letter || is(s_[k], kAlpha);
             }
             if (hex && letter) {
-                replace(w, e);
+                span(w, e);
                 return e;
             }
         }
@@ -467,7 +474,7 @@ size_t Scanner::at_digits(size_t i) {
             s_[i + 1] >= '5' && s_[i + 1] <= '9') {
             size_t end = fraction_end(j, false);
             if (!boundary_after(end)) end = j;
-            replace(i, end);
+            span(i, end);
             return end;
         }
         if (classes_ & kDurations) {
@@ -476,13 +483,13 @@ size_t Scanner::at_digits(size_t i) {
                 size_t start = i;
                 if (i > lo && (s_[i - 1] == '+' || s_[i - 1] == '-') && boundary_before(i - 1))
                     start = i - 1;  // the sign
-                replace(start, static_cast<size_t>(end));
+                span(start, static_cast<size_t>(end));
                 return static_cast<size_t>(end);
             }
         }
         if (boundary_after(j) && (((classes_ & kPids) && pid(i)) ||
                        ((classes_ & kLineCounters) && line_counter(i, j)))) {
-            replace(i, j);
+            span(i, j);
             return j;
         }
     }
@@ -528,7 +535,7 @@ bool Scanner::run() {
         } else if (c == '"') {
             size_t v, e;
             if (json_member_value(i, v, e)) {
-                replace(v, e);
+                span(v, e);
                 pos = e;
             } else {
                 pos = i + 1;
@@ -536,7 +543,7 @@ bool Scanner::run() {
         } else {  // '/' or '\'
             size_t p, q;
             if ((classes_ & kTempPaths) && temp_component(i, p, q)) {
-                replace(p, q);
+                span(p, q);
                 pos = q;
             } else {
                 pos = i + 1;

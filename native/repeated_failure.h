@@ -1,21 +1,13 @@
 // repeated-failure (SPEC §7.3): failed results of one tool carrying one error signature, with
 // no productive result between them. Reference: tripwire/signals/repeated_failure.py (its
-// docstring states the signature's rules and the decisions this struct implements).
+// docstring states the decisions this struct implements). The signature is the answer
+// scanner's signature mode (answer.h error_signature_key): one scanner, not two.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace tw {
-
-// The error text with its volatile parts replaced (temporary paths, numbers and hex ids,
-// joined timestamps/versions/line:column, whitespace runs), written to `out` (cleared first).
-// The twin of tripwire.signals.repeated_failure.error_signature, byte for byte.
-void normalize_error(const char* data, size_t length, std::string& out);
-
-// XXH3-64 of the normalized error; `scratch` is reused across calls.
-uint64_t error_signature_key(const char* data, size_t length, std::string& scratch);
 
 // Per (tool, signature), the failures since the last productive success: one alert per pair
 // until a productive success clears the memory. kMemory pairs, the least recently failed

@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "answer.h"
 #include "hash.h"
 
 namespace tw {
@@ -87,14 +88,8 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     uint32_t mask = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
-            static thread_local std::string scratch;
-            uint64_t signature;
-            try {
-                signature = error_signature_key(error ? error : "", error ? error_len : 0,
-                                                scratch);
-            } catch (const std::bad_alloc&) {  // no memory for the scratch: the raw text
-                signature = xxh3_64(error, error ? error_len : 0);
-            }
+            const uint64_t signature =
+                error_signature_key(error, error ? error_len : 0, kAllClasses, nullptr);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it

@@ -186,7 +186,9 @@ def test_error_signatures() -> None:
     a = error_signature("Timeout after 30s contacting 10.0.0.7 (request 0x7fa3c2)")
     assert a == error_signature("Timeout after 45s contacting 10.0.0.9 (request 0xdeadbeef)")
     assert a != error_signature("Connection refused contacting 10.0.0.7")
+    # the temporary component goes, the file under it stays (SPEC §12.1)
     assert error_signature("disk full: /var/tmp/build-a81f/out.o") == \
+        error_signature("disk full: /var/tmp/build-c03d/out.o") != \
         error_signature("disk full: /var/tmp/build-c03d/other.o")
     assert error_signature(True) == error_signature("  ") != error_signature("x")
     assert error_signature({"code": 1}) == error_signature({"code": 2})

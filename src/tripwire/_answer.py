@@ -10,9 +10,10 @@ modes:
   for byte (small integers stay: ``3 of 6`` and ``4 of 6`` are different answers). When no span
   is found the payload is its own scan (``scan`` returns None), so a clean payload's answer is
   the digest of its bytes, as before answers existed;
-- *signature* (``repeated-failure``'s error signature, SPEC §7.3): the same spans replaced, and
-  then every remaining number too (``#``; joined numbers collapse into one), and whitespace
-  runs collapsed to one space, leading and trailing whitespace dropped.
+- *signature* (``repeated-failure``'s error signature, SPEC §7.3): the same spans, and then
+  every remaining number too, become ``#`` (a number or span right after ``#`` and one of
+  ``.:-/`` joins it: ``a.py:12:5`` -> ``a.py:#``), and whitespace runs collapse to one space,
+  leading and trailing whitespace dropped.
 
 One pass, left to right: the scan jumps to the next byte that can start or anchor a span (a
 digit, ``/``, ``\\``, and ``"`` when JSON keys are configured; whitespace too in signature
@@ -388,10 +389,11 @@ class _Out:
     """The scanned bytes, built only once a span is found: the input between spans is copied
     in one piece when the next span (or the end) is reached."""
 
-    __slots__ = ("buf", "changed", "emitted", "number_end", "s")
+    __slots__ = ("buf", "changed", "emitted", "number_end", "s", "signature")
 
-    def __init__(self, s: bytes):
+    def __init__(self, s: bytes, signature: bool):
         self.s = s
+        self.signature = signature
         self.buf = bytearray()
         self.emitted = 0  # input before this index is in buf
         self.changed = False
@@ -406,6 +408,13 @@ class _Out:
         self.buf += by
         self.emitted = end
         self.changed = True
+
+    def span(self, start: int, end: int) -> None:
+        """A volatile span: the placeholder (signature mode: '#', as a number)."""
+        if self.signature:
+            self.number(start, end)
+        else:
+            self.replace(start, end)
 
     def number(self, start: int, end: int) -> None:
         """Signature mode: a number word becomes '#', joining a number just before it."""
@@ -440,21 +449,21 @@ def _at_digits(s: bytes, i: int, out: _Out, classes: int, signature: bool) -> in
         elif j < n and s[j] == 0x3A:
             end = _time(s, i, j)
         if end > 0:
-            out.replace(i, end)
+            out.span(i, end)
             return end
     if classes & HEX:
         if (starts_number and s[i] == 0x30 and j == i + 1 and e - j >= 5 and s[j] in b"xX"
                 and all(c in _HEX for c in s[j + 1:e]) and _boundary_after(s, e)):
-            out.replace(i, e)
+            out.span(i, e)
             return e
         for group in _UUID_GROUPS.get(e - w, ()):
             start = w - _UUID_GROUP_STARTS[group]
             if start >= lo and _uuid_at(s, start):
-                out.replace(start, start + 36)
+                out.span(start, start + 36)
                 return start + 36
         if e - w >= 12 and w >= lo and _boundary_before(s, w) and _boundary_after(s, e) \
                 and all(c in _HEX for c in s[w:e]) and any(c in _ALPHA for c in s[w:e]):
-            out.replace(w, e)
+            out.span(w, e)
             return e
     if starts_number:
         if classes & TIMESTAMPS and j - i in (10, 13) and _boundary_after(s, j) \
@@ -462,7 +471,7 @@ def _at_digits(s: bytes, i: int, out: _Out, classes: int, signature: bool) -> in
             end = _fraction_end(s, j)
             if not _boundary_after(s, end):
                 end = j
-            out.replace(i, end)
+            out.span(i, end)
             return end
         if classes & DURATIONS:
             end = _duration(s, j)
@@ -470,11 +479,11 @@ def _at_digits(s: bytes, i: int, out: _Out, classes: int, signature: bool) -> in
                 start = i
                 if i > lo and s[i - 1] in b"+-" and _boundary_before(s, i - 1):
                     start = i - 1  # the sign
-                out.replace(start, end)
+                out.span(start, end)
                 return end
         if _boundary_after(s, j) and ((classes & PIDS and _pid(s, i))
                        or (classes & LINE_COUNTERS and _line_counter(s, i, j))):
-            out.replace(i, j)
+            out.span(i, j)
             return j
     if not signature:
         return e  # the rest of the word anchors nothing new
@@ -501,7 +510,7 @@ def scan(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = (),
         anchors = _ANCHOR_SIGNATURE_KEYS if key_set else _ANCHOR_SIGNATURE
     else:
         anchors = _ANCHOR_KEYS if key_set else _ANCHOR
-    out = _Out(s)
+    out = _Out(s, signature)
     pos = 0
     while True:
         m = anchors.search(s, pos)
@@ -523,14 +532,14 @@ def scan(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = (),
             if span is None:
                 pos = i + 1
             else:
-                out.replace(*span)
+                out.span(*span)
                 pos = span[1]
         else:  # '/' or '\'
             span = _temp_component(s, i) if classes & TEMP_PATHS else None
             if span is None:
                 pos = i + 1
             else:
-                out.replace(*span)
+                out.span(*span)
                 pos = span[1]
     if not out.changed and not signature:
         return None

@@ -23,7 +23,7 @@ from libcpp.vector cimport vector
 from tripwire._native_core cimport (
     AnswerKeys, answer_digest as c_answer_digest, error_signature_key, scan_answer as c_scan_answer,
     CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
-    kSignalCount, clean_path_string, is_path_key as c_is_path_key, normalize_error,
+    kSignalCount, clean_path_string, is_path_key as c_is_path_key,
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
@@ -638,17 +638,10 @@ def answer_digest(data, uint32_t classes=0x3F, keys=()):
     return ((<object>h.high64 << 64) | h.low64).to_bytes(16, "big")
 
 
-def error_signature(data):
-    """A failure's error bytes with their volatile parts replaced (native ``normalize_error``,
-    the twin of ``tripwire.signals.repeated_failure.error_signature``)."""
-    cdef Py_buffer buf
-    cdef string out
-    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
-    try:
-        normalize_error(<const char*>buf.buf, buf.len, out)
-    finally:
-        PyBuffer_Release(&buf)
-    return PyBytes_FromStringAndSize(out.data(), out.size())
+def error_signature(data, uint32_t classes=0x3F, keys=()):
+    """A failure's error bytes in the scanner's signature mode (native ``scan_answer``, the
+    twin of ``tripwire._answer.signature``)."""
+    return scan_answer(data, classes, keys, True)
 
 
 def canonical_key(name, args=None):

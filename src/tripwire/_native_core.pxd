@@ -79,7 +79,6 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass RepeatedFailureDetector:
         uint32_t last
-    void normalize_error(const char* data, size_t length, string& out) except +
 
 
 cdef extern from "stats.h" namespace "tw" nogil:

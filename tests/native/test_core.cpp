@@ -215,10 +215,10 @@ void test_repeated_failure_and_retraction() {
     }
     CHECK(s.repeated_failure.size == tw::RepeatedFailureDetector::kMemory);
     s.observe_result(3, true, false, false, nullptr, 0, false, nullptr, 0);
-    std::string out;
-    tw::normalize_error("\0/tmp/x", 7, out);
-    CHECK(out == std::string("\0<tmp>", 6));
-    tw::normalize_error("", 0, out);
+    std::string out;  // the signature: the answer scanner's signature mode (a NUL ends no path)
+    tw::scan_answer("\0/tmp/x", 7, tw::kAllClasses, nullptr, true, out);
+    CHECK(out == std::string("\0/tmp/\x1a", 7));
+    tw::scan_answer("", 0, tw::kAllClasses, nullptr, true, out);
     CHECK(out.empty());
     // retraction: more than the ring holds, then an empty session
     s.reset();
