@@ -240,7 +240,10 @@ def near_the_window(events: list[tuple]) -> list[tuple]:
             for e in events]
 
 
-@pytest.mark.parametrize("seed", range(4))
+# seeds 6, 12 and 13: a turn starts with the context already past the cut, and its first result
+# carries no bytes: one event at a time cuts there (on_result checks after every result), and
+# the batch core must too (it used to check only results that added bytes)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 6, 12, 13])
 @pytest.mark.parametrize("limit", ["session_ceiling", "context"])
 def test_a_batch_decides_what_one_at_a_time_decides_at_every_limit(
         implementation: str, seed: int, limit: str) -> None:

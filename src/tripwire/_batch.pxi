@@ -545,9 +545,12 @@ cdef class Batch:
                     mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
                                                      it.exempt, it.data, it.data_len,
                                                      it.has_payload, it.error, it.error_len)
-                    if sl.has_context and it.context_bytes:
-                        sl.added += it.context_bytes
-                        self._mark_dirty(sl, it.slot)
+                    if sl.has_context:
+                        # every result is checked, as on_result checks the context after each
+                        # (a limit already crossed, say since a turn started, cuts here too)
+                        if it.context_bytes:
+                            sl.added += it.context_bytes
+                            self._mark_dirty(sl, it.slot)
                         tokens = sl.measured + tokens_for_bytes(sl.carried + sl.added)
                         if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
                                              sl.cut):

@@ -665,13 +665,14 @@ class Batch:
                 continue
             _, _, name, payload, error, no_op = item
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
-            if st.has_context and payload is not None:
-                size = utf8_length(payload) if isinstance(payload, (
+            if st.has_context:
+                size = 0 if payload is None else utf8_length(payload) if isinstance(payload, (
                     str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
-                if size:
-                    st.added += size
-                    if st.crosses(st.tokens()):
-                        return i, alerts, StopReason.POLICY
+                st.added += size
+                # every result is checked, as on_result checks the context after each (a limit
+                # already crossed, say since a turn started, cuts here too)
+                if st.crosses(st.tokens()):
+                    return i, alerts, StopReason.POLICY
             if alerts:
                 return i, alerts, StopReason.POLICY
         return n, (), StopReason.END
