@@ -74,33 +74,35 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
 
 uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                                  const void* payload, size_t payload_len, bool has_payload,
-                                 const char* error, size_t error_len) {
+                                 const char* error, size_t error_len, const AnswerKeys* keys) {
     const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
-                                      has_payload, error, error_len);
+                                      has_payload, error, error_len, keys);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
 uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                               const void* payload, size_t payload_len, bool has_payload,
-                              const char* error, size_t error_len) {
+                              const char* error, size_t error_len, const AnswerKeys* keys) {
     const uint32_t on = enabled;
+    const uint32_t classes = settings.answer_volatile;
     uint32_t mask = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
             const uint64_t signature =
-                error_signature_key(error, error ? error_len : 0, kAllClasses, nullptr);
+                error_signature_key(error, error ? error_len : 0, classes, keys);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it
         }
     }
-    // one digest for both readers: the repeat run (SPEC §10.24) and the seen-set
+    // one answer for both readers: the repeat run (SPEC §10.24) and the seen-set; the empty
+    // answer is no payload to either (SPEC §12.1)
     const bool for_run = repeat.awaits(name_hash);
-    const bool digested = has_payload && !failed && !no_op && (for_run || !exempt);
-    Hash128 digest{};
-    if (digested) digest = xxh3_128(payload, payload_len);
-    if (for_run) repeat.observe_result(failed, no_op, digested ? &digest : nullptr);
+    Hash128 answer{};
+    const bool answered = has_payload && !failed && !no_op && (for_run || !exempt) &&
+                          answer_digest(payload, payload_len, classes, keys, answer);
+    if (for_run) repeat.observe_result(failed, no_op, answered ? &answer : nullptr);
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
         if (failures.extend() && (on & kFailure)) mask |= kFailure;
@@ -113,9 +115,9 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     }
     no_ops.reset();
     if (exempt) return mask;
-    if (!has_payload) {
-        stale.reset();  // cannot fingerprint: no evidence of a stall
-    } else if (digests.seen_before(digest)) {
+    if (!answered) {
+        stale.reset();  // no payload, or the empty answer: no evidence of a stall
+    } else if (digests.seen_before(answer)) {
         if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
     } else {
         stale.reset();  // new information breaks the run

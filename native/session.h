@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "answer.h"
 #include "canonical.h"
 #include "detectors.h"
 #include "digest_lru.h"
@@ -59,6 +60,7 @@ struct Settings {
     uint32_t silence_threshold;
     uint32_t digest_memory;
     uint32_t repeated_failure_threshold;
+    uint32_t answer_volatile;  // SPEC §12.1: the AnswerClass bits an answer replaces
 };
 
 class Session {
@@ -93,10 +95,13 @@ public:
     }
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
     // its tool's); exempt: no-new-state and repeated-failure skip it (its payload still
-    // reaches the repeat run); error: a failure's error text (repeated-failure's signature)
+    // reaches the repeat run); error: a failure's error text (repeated-failure's signature);
+    // keys: the tool's [results] ignore_json_keys (null: none). Every reader compares the
+    // payload's answer (SPEC §12.1), computed here at most once.
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                             const void* payload, size_t payload_len, bool has_payload,
-                            const char* error = nullptr, size_t error_len = 0);
+                            const char* error = nullptr, size_t error_len = 0,
+                            const AnswerKeys* keys = nullptr);
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
@@ -139,7 +144,7 @@ private:
 
     uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                          const void* payload, size_t payload_len, bool has_payload,
-                         const char* error, size_t error_len);
+                         const char* error, size_t error_len, const AnswerKeys* keys);
 };
 
 }  // namespace tw

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -121,7 +122,15 @@ def test_concurrent_sessions_from_threads(implementation: str) -> None:
 
 # -- batch ingest ------------------------------------------------------------------------------
 
-def random_traffic(seed: int, n: int = 600) -> list[tuple]:
+def volatile_payloads(rng: random.Random, volatile: bool) -> list[Any]:
+    """Payloads whose answers (SPEC §12.1) are equal but for a volatile span, and empty ones."""
+    if not volatile:
+        return []
+    return [f"1 failed in 0.{rng.randrange(10, 99)}s",
+            f"/bin/bash: line {rng.randrange(9000, 9999)}: cd: x", "", " \n"]
+
+
+def random_traffic(seed: int, n: int = 600, volatile: bool = False) -> list[tuple]:
     rng = random.Random(seed)
     events: list[tuple] = []
     for _ in range(n):
@@ -135,7 +144,8 @@ def random_traffic(seed: int, n: int = 600) -> list[tuple]:
         elif roll < 0.85:
             # by name or by call id; str, bytes, JSON-able and non-ASCII payloads
             name = rng.choice(["read_file", None])
-            payload = rng.choice([None, "A", "B", "x" * 3000, b"B", {"k": [1, 2]}, "é" * 999])
+            payload = rng.choice([None, "A", "B", "x" * 3000, b"B", {"k": [1, 2]}, "é" * 999,
+                                  *volatile_payloads(rng, volatile)])
             events.append((sid, "result", name, payload, rng.choice([None, None, "boom"]),
                            rng.random() < 0.1, rng.choice(["c1", "c2", "c3"])))
         elif roll < 0.9:
@@ -218,7 +228,7 @@ def summary(outcomes: list[tuple]) -> list[tuple]:
 @pytest.mark.parametrize("mode", ["warn", "feedback", "enforce"])
 def test_a_batch_decides_exactly_what_one_event_at_a_time_decides(
         implementation: str, seed: int, mode: str) -> None:
-    events = random_traffic(seed)
+    events = random_traffic(seed, volatile=seed % 2 == 1)
     config = {"mode": mode, "max_turn_cost_usd": 0.05}
     batch_fleet, single_fleet = fleet(implementation, **config), fleet(implementation, **config)
     got = summary(batch_fleet.observe_many(events))

@@ -86,8 +86,15 @@ def test_respelled_commands_with_one_error_trip_at_the_third_failure(implementat
 def test_polling_with_changing_successful_output_stays_quiet(implementation: str) -> None:
     events = []
     for i in range(11):  # (12 calls without text would be tools-without-text's)
-        events += [bash("kubectl get pods"), ok(f"pod-a Pending {i}s")]
+        events += [bash("kubectl get pods"), ok(f"{i} of 11 pods Running")]
     assert run(implementation, events, WatchdogConfig()) == []
+    # output that changes only by a timing (the pod's age) is the same answer (SPEC §12.1): a
+    # loop, at the fifth call
+    events = []
+    for i in range(6):
+        events += [bash("kubectl get pods"), ok(f"pod-a 0/1 Pending {i * 2 + 3}s")]
+    assert [(a.event, a.signal) for a in run(implementation, events, WatchdogConfig())] == [
+        (8, "repeated-tool-call")]
 
 
 def test_a_poll_that_fails_then_succeeds_is_rearmed_each_time(implementation: str) -> None:

@@ -67,11 +67,13 @@ from typing import Any
 
 import xxhash
 
+from ._common import payload_bytes
 from .errors import ConfigError
 
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",
-    "LINE_COUNTERS", "TEMP_PATHS", "scan", "is_empty", "answer_digest", "signature",
+    "LINE_COUNTERS", "TEMP_PATHS", "scan", "is_empty", "answer_digest", "payload_answer",
+    "signature",
     "ResultsConfig",
 ]
 
@@ -559,6 +561,17 @@ def answer_digest(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes]
         return None
     scanned = scan(data, classes, keys)
     return xxhash.xxh3_128_digest(data if scanned is None else scanned)
+
+
+def payload_answer(payload: Any, classes: int = ALL_CLASSES, keys: Iterable[bytes] = ()
+                   ) -> bytes | None:
+    """The answer of a result's payload (str, bytes, any buffer or a JSON value, as
+    ``_common.payload_bytes`` reads it), or None when it has no payload or the empty answer:
+    either way there is nothing to compare."""
+    data = payload_bytes(payload)
+    if data is None:
+        return None
+    return answer_digest(data, classes, keys)
 
 
 def signature(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = ()) -> bytes:

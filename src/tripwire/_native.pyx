@@ -194,6 +194,42 @@ cdef tuple _new_ring(Py_ssize_t size):
     return tuple(slots)
 
 
+cdef class _AnswerKeys:
+    """Host-configured JSON keys (``[results] ignore_json_keys``) as the C++ scanner reads
+    them; one per distinct key set, shared by every engine of a fleet (``_answer_keys``)."""
+
+    cdef AnswerKeys* keys
+
+    def __cinit__(self, keys):
+        self.keys = new AnswerKeys()
+        for key in keys:
+            self.keys.keys.push_back(key.encode("utf-8", "surrogatepass") if type(key) is str
+                                     else bytes(key))
+
+    def __dealloc__(self):
+        del self.keys
+
+
+cdef dict _KEYS = {}  # key tuple -> _AnswerKeys (a handful per process: one per config)
+
+
+cdef _AnswerKeys _answer_keys(object keys):
+    """The scanner's keys for a tuple of key strings; None when there are none."""
+    if not keys:
+        return None
+    keys = tuple(keys)
+    found = _KEYS.get(keys)
+    if found is None:
+        found = _KEYS[keys] = _AnswerKeys(keys)
+    return <_AnswerKeys>found
+
+
+cdef inline const AnswerKeys* _keys_ptr(_AnswerKeys keys):
+    if keys is None:
+        return NULL
+    return keys.keys
+
+
 cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
@@ -211,6 +247,7 @@ cdef Settings _settings(object s) except *:
     c.silence_threshold = s.silence_threshold
     c.digest_memory = s.digest_memory
     c.repeated_failure_threshold = s.repeated_failure_threshold
+    c.answer_volatile = s.answer_volatile
     return c
 
 
@@ -232,6 +269,8 @@ cdef class Engine:
     cdef frozenset _exempt
     cdef public object settings
     cdef public object config  # the WatchdogConfig the settings came from
+    cdef _AnswerKeys _keys    # [results] ignore_json_keys for every tool (None: none)...
+    cdef dict _keys_by_tool   # ...and per tool (None: no tool has its own)
     cdef list _failure_names
     cdef list _no_op_names
     cdef Py_ssize_t _failure_threshold
@@ -262,6 +301,9 @@ cdef class Engine:
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
         self._shell = frozenset(settings.shell_tools)
+        self._keys = _answer_keys(settings.ignore_json_keys)
+        self._keys_by_tool = {tool: _answer_keys(keys)
+                              for tool, keys in settings.ignore_json_keys_by_tool} or None
         self._failure_threshold = settings.failure_threshold
         self._no_op_threshold = settings.no_op_threshold
         self._clear_texts()
@@ -390,6 +432,7 @@ cdef class Engine:
         cdef _View p
         cdef object keep
         cdef Py_buffer buf
+        cdef const AnswerKeys* keys
         if type(name) is not str:
             name = name_str(name)
         # the same name hash as observe_call's: the repeat run takes its tool's results
@@ -402,28 +445,35 @@ cdef class Engine:
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
+        exempt = name in self._exempt
+        keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
-            mask = s.observe_result(h, True, False, name in self._exempt, NULL, 0, False,
-                                    p.data, p.size)
-        elif noop:
-            mask = s.observe_result(h, False, True, False, NULL, 0, False, NULL, 0)
+            mask = s.observe_result(h, True, False, exempt, NULL, 0, False, p.data, p.size,
+                                    keys)
+        elif payload is None or (exempt and not s.repeat.awaits(h)):
+            mask = s.observe_result(h, False, noop, exempt, NULL, 0, False, NULL, 0, keys)
+        elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
+            PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
+            try:
+                mask = s.observe_result(h, False, noop, exempt, buf.buf, buf.len, True, NULL, 0,
+                                        keys)
+            finally:
+                PyBuffer_Release(&buf)
         else:
-            exempt = name in self._exempt
-            if payload is None or (exempt and not s.repeat.awaits(h)):
-                mask = s.observe_result(h, False, False, exempt, NULL, 0, False, NULL, 0)
-            elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
-                PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
-                try:
-                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True, NULL, 0)
-                finally:
-                    PyBuffer_Release(&buf)
-            else:
-                keep = _view(payload, &p, True)
-                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True, NULL, 0)
+            keep = _view(payload, &p, True)
+            mask = s.observe_result(h, False, noop, exempt, p.data, p.size, True, NULL, 0, keys)
         if mask:
             return self._fired(mask, name, error)
         return ()
+
+    cdef inline const AnswerKeys* _keys_for(self, object name):
+        """The [results] ignore_json_keys the answers of tool ``name`` ignore (NULL: none)."""
+        cdef object k
+        if self._keys_by_tool is None:
+            return _keys_ptr(self._keys)
+        k = self._keys_by_tool.get(name)
+        return _keys_ptr(<_AnswerKeys>k if k is not None else self._keys)
 
     def observe_text(self, text):
         cdef Session* s = self._session()
@@ -565,42 +615,6 @@ include "_guardrails.pxi"
 
 # ------------------------------------------------------------------------------------------
 # Canonical keys and hashes
-
-
-cdef class _AnswerKeys:
-    """Host-configured JSON keys (``[results] ignore_json_keys``) as the C++ scanner reads
-    them; one per distinct key set, shared by every engine of a fleet (``_answer_keys``)."""
-
-    cdef AnswerKeys* keys
-
-    def __cinit__(self, keys):
-        self.keys = new AnswerKeys()
-        for key in keys:
-            self.keys.keys.push_back(key.encode("utf-8", "surrogatepass") if type(key) is str
-                                     else bytes(key))
-
-    def __dealloc__(self):
-        del self.keys
-
-
-cdef dict _KEYS = {}  # key tuple -> _AnswerKeys (a handful per process: one per config)
-
-
-cdef _AnswerKeys _answer_keys(object keys):
-    """The scanner's keys for a tuple of key strings; None when there are none."""
-    if not keys:
-        return None
-    keys = tuple(keys)
-    found = _KEYS.get(keys)
-    if found is None:
-        found = _KEYS[keys] = _AnswerKeys(keys)
-    return <_AnswerKeys>found
-
-
-cdef inline const AnswerKeys* _keys_ptr(_AnswerKeys keys):
-    if keys is None:
-        return NULL
-    return keys.keys
 
 
 def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):

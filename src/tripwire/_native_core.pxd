@@ -109,6 +109,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t silence_threshold
         uint32_t digest_memory
         uint32_t repeated_failure_threshold
+        uint32_t answer_volatile
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -123,7 +124,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         const void* next_join() noexcept
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
                                 const void* payload, size_t payload_len, cbool has_payload,
-                                const char* error, size_t error_len)
+                                const char* error, size_t error_len, const AnswerKeys* keys)
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._answer import answer_digest
+from ._answer import answer_digest, payload_answer
 from ._answer import scan as scan_answer
 from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
     MAX_DEPTH,
@@ -177,6 +177,12 @@ class Engine:
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
+        # SPEC §12.1 [results] ignore_json_keys, as the scanner reads them (bytes)
+        self._answer_keys = tuple(
+            k.encode("utf-8", "surrogatepass") for k in settings.ignore_json_keys)
+        self._answer_keys_by_tool = {
+            tool: tuple(k.encode("utf-8", "surrogatepass") for k in keys)
+            for tool, keys in settings.ignore_json_keys_by_tool}
         self.events = 0
         self._stats: SessionStats | None = None
         self._clear()
@@ -221,15 +227,21 @@ class Engine:
         mask = 0
         repeat = self._repeat
         exempt = name in self.settings.exempt_tools
-        digest = None
+        classes = self.settings.answer_volatile
+        keys = self._answer_keys
+        if self._answer_keys_by_tool:
+            keys = self._answer_keys_by_tool.get(name, keys)
+        # one answer for both readers: the repeat run (SPEC §10.24) and the seen-set; no
+        # payload and the empty answer are both None: nothing to compare (SPEC §12.1)
+        answer = None
         for_run = repeat.awaits(name)
         if not failed and not no_op and (for_run or not exempt):
-            digest = payload_digest(payload)
+            answer = payload_answer(payload, classes, keys)
         if for_run:
-            repeat.observe_result(failed, bool(no_op), digest)  # SPEC §10.24
+            repeat.observe_result(failed, bool(no_op), answer)  # SPEC §10.24
         if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
             if failed:
-                signature = xxh3_64(error_signature(error_bytes(error)))
+                signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
                 if self._repeated_failure.fail(name, signature):
                     mask |= REPEATED_FAILURE
             elif not no_op:
@@ -251,9 +263,9 @@ class Engine:
                 self._no_ops.reset()
                 self._no_op_names = []
             if not no_op and not exempt:
-                if digest is None:
-                    self._stale.reset()  # cannot fingerprint: no evidence of a stall
-                elif self._digests.seen_before(digest):
+                if answer is None:
+                    self._stale.reset()  # no payload, or the empty answer: no stall shown
+                elif self._digests.seen_before(answer):
                     if self._stale.extend() and on & NO_NEW_STATE:
                         mask |= NO_NEW_STATE
                 else:

@@ -176,7 +176,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
     from ..context import ContextConfig
     from ..guardrails import GuardrailsConfig
     from ..reporting import LOGGER
-    from ..signals import WatchdogConfig
+    from ..signals import ResultsConfig, WatchdogConfig
     from ..store import DEFAULT_KEY_NOTICE
     from ._session import HookSession
     from ._transcript import transcript_usage
@@ -196,7 +196,8 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any,
     # Hooks see no agent text between tool calls, so tools-without-text would fire on every
     # session; the context guard needs the conversation, which the harness compacts itself.
     watchdog = WatchdogConfig(signals={**signals,
-                                       "tools-without-text": {"enabled": False}})
+                                       "tools-without-text": {"enabled": False}},
+                              results=ResultsConfig.from_mapping(file.get("results", {})))
     config = GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
                               context=ContextConfig(enabled=False), file=file)
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)

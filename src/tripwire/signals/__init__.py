@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._answer import ResultsConfig
 from .._common import EngineSettings
 from ..errors import ConfigError
 from . import (
@@ -47,6 +48,7 @@ from ._spec import (
 from .alternating_tool_cycle import MAX_HISTORY
 
 __all__ = [
+    "ResultsConfig",
     "Alert",
     "Knob",
     "SignalSpec",
@@ -106,10 +108,13 @@ class WatchdogConfig:
     ``signals`` maps a signal id to knob overrides, e.g.
     ``{"repeated-tool-call": {"threshold": 3}, "no-new-state": {"enabled": False}}``.
     ``only`` restricts the run to a set of signal ids (every other one disabled).
+    ``results`` says how results are compared (``[results]``: the volatile classes and the
+    JSON keys an answer ignores, SPEC §12.1).
     """
 
     signals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     only: frozenset[str] | None = None
+    results: ResultsConfig = field(default_factory=ResultsConfig)
 
     def __post_init__(self) -> None:
         checked: dict[str, dict[str, Any]] = {}
@@ -124,20 +129,24 @@ class WatchdogConfig:
             for signal_id in only:
                 _spec(signal_id)
             object.__setattr__(self, "only", only)
+        if not isinstance(self.results, ResultsConfig):
+            raise ConfigError("WatchdogConfig(results=...) must be a ResultsConfig, "
+                              f"not {type(self.results).__name__}")
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> WatchdogConfig:
-        """Build from a config file's table: ``{"signals": {<id>: {<knob>: value}}}``."""
-        unknown = set(mapping) - {"signals"}
+        """Build from a config file's tables: ``{"signals": {<id>: {<knob>: value}},
+        "results": {...}}`` (``[results]``: ``ResultsConfig.from_mapping``)."""
+        unknown = set(mapping) - {"signals", "results"}
         if unknown:
             raise ConfigError(f"unknown watchdog setting(s): {', '.join(sorted(unknown))}")
         signals = mapping.get("signals", {})
         if not isinstance(signals, Mapping):
             raise ConfigError("'signals' must be a table keyed by signal id")
-        return cls(signals=signals)
+        return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})))
 
     def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
-        return WatchdogConfig(signals=self.signals, only=frozenset(ids))
+        return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results)
 
     def value(self, signal_id: str, knob: str) -> Any:
         spec = BY_ID[signal_id]
@@ -166,6 +175,7 @@ class WatchdogConfig:
                 resolved.update(spec.resolve(functools.partial(self.effective, spec.id), resolved))
                 if self.is_enabled(spec.id):
                     enabled |= spec.bit
+            resolved.update(self.results.settings())
             cached = EngineSettings(enabled=enabled, **resolved)
             object.__setattr__(self, "_engine_settings", cached)
         return cached
