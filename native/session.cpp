@@ -45,7 +45,7 @@ Session::Session(const Settings& s, void* storage)
       history(ring_capacity(s), storage),
       name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
       silence(s.silence_threshold),
-      repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
+      repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0, s.poll_plateau),
       cycle(s.cycle_max_period, s.cycle_cycles),
       density(s.density_window, s.density_threshold, s.density_defer_run,
               s.density_defer_cycle_period),

@@ -47,6 +47,7 @@ inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[
 struct Settings {
     uint32_t enabled;
     uint32_t repeat_threshold;
+    uint32_t poll_plateau;  // SPEC §12.2
     uint32_t cycle_max_period;
     uint32_t cycle_cycles;
     uint32_t density_window;

@@ -104,6 +104,7 @@ class EngineSettings(NamedTuple):
 
     enabled: int  # bitmask: bit i = the i-th signal of the SPEC §1 table
     repeat_threshold: int
+    poll_plateau: int  # SPEC §12.2: a poll's results in a row with one answer that trip it
     cycle_max_period: int
     cycle_cycles: int
     density_window: int

@@ -234,6 +234,7 @@ cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
     c.repeat_threshold = s.repeat_threshold
+    c.poll_plateau = s.poll_plateau
     c.cycle_max_period = s.cycle_max_period
     c.cycle_cycles = s.cycle_cycles
     c.density_window = s.density_window

@@ -96,6 +96,7 @@ cdef extern from "session.h" namespace "tw" nogil:
     cdef struct Settings:
         uint32_t enabled
         uint32_t repeat_threshold
+        uint32_t poll_plateau
         uint32_t cycle_max_period
         uint32_t cycle_cycles
         uint32_t density_window

@@ -156,7 +156,8 @@ class Engine:
     def _engine_init(self, settings: EngineSettings) -> None:
         self.settings = settings
         on = settings.enabled
-        self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT))
+        self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT),
+                                      settings.poll_plateau)
         self._cycle = CycleDetector(
             settings.cycle_max_period, settings.cycle_cycles, bool(on & CYCLE)
         )

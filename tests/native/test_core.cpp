@@ -35,6 +35,7 @@ tw::Settings defaults() {
     tw::Settings s{};
     s.enabled = 0xFF;
     s.repeat_threshold = 5;
+    s.poll_plateau = 10;
     s.cycle_max_period = 4;
     s.cycle_cycles = 3;
     s.density_window = 12;
@@ -150,9 +151,15 @@ void test_polling_with_changing_output() {
     }
     CHECK(mask == 0);
     CHECK(s.repeat.run == 20 && s.repeat.poll == tw::kPollChanging);
-    const std::string same = "19 of 20 updated replicas";
-    CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
-    CHECK(s.repeat.poll == tw::kPollStoppedChanging);
+    // SPEC §12.2: stuck at its last answer (only a timing differs), it trips at the call after
+    // the poll_plateau-th (10th) result with that answer
+    for (int i = 0; i < 10; ++i) {
+        CHECK(call(s, c, tool, R"({"deploy": "api"})") == 0);
+        const std::string same = "20 of 20 updated replicas in " + std::to_string(i) + ".5s";
+        CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
+        CHECK(s.repeat.poll == (i < 9 ? tw::kPollChanging : tw::kPollStoppedChanging));
+    }
+    CHECK(s.repeat.plateau == 10);
     CHECK(call(s, c, tool, R"({"deploy": "api"})") == tw::kRepeat);
 }
 
