@@ -9,4 +9,5 @@
 #include "repeated_tool_call.h"
 #include "repeated_tool_name.h"
 #include "streak.h"
+#include "tool_failure_streak.h"
 #include "tools_without_text.h"

@@ -4,7 +4,7 @@ namespace tw {
 
 bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
     ++clock;
-    const uint64_t key = signature ^ ((tool | 1) * 0x9E3779B97F4A7C15ull);
+    const uint64_t key = pair_key(tool, signature);
     uint32_t at = size;
     for (uint32_t k = 0; k < size; ++k) {
         if (entries[k].key == key) {

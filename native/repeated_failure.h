@@ -30,6 +30,10 @@ struct RepeatedFailureDetector {
     Entry entries[kMemory];
 
     explicit RepeatedFailureDetector(uint32_t threshold_) : threshold(threshold_) {}
+    // The one 64-bit key of a (tool, signature) pair.
+    static uint64_t pair_key(uint64_t tool, uint64_t signature) noexcept {
+        return signature ^ ((tool | 1) * 0x9E3779B97F4A7C15ull);
+    }
     // one failed result; true when its pair reaches the threshold for the first time
     bool fail(uint64_t tool, uint64_t signature) noexcept;
     // a productive success: anything may have changed

@@ -55,7 +55,8 @@ bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& f
     return joined;
 }
 
-void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* answer) noexcept {
+void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* answer,
+                                    uint32_t poll_plateau) noexcept {
     uint8_t end;
     if (failed) {
         end = kPollFailed;

@@ -31,12 +31,12 @@ enum Poll : uint8_t {
 // repeated-tool-call: run-consistent repeats (SPEC §2.3 Decision).
 struct RepeatDetector {
     uint32_t threshold;
-    uint32_t poll_plateau;
     bool enabled;
     bool tripped = false;
     bool is_object = false;
     uint8_t poll = kPollAwaiting;
     uint32_t run = 0;
+    uint32_t plateau = 0;  // results of the run in a row carrying its last answer (`last`)
     uint64_t rest = 0;
     uint64_t name = 0;  // the run's tool (its name hash): whose results are the run's
     // The longest spelling seen in the run for each top-level path key, concatenated;
@@ -44,10 +44,8 @@ struct RepeatDetector {
     std::string longest;
     std::vector<uint32_t> ends;
     Hash128 last{};     // the run's previous answer (results only: after the above)
-    uint32_t plateau = 0;  // results in a row carrying that answer
 
-    RepeatDetector(uint32_t threshold_, bool enabled_, uint32_t poll_plateau_ = 10)
-        : threshold(threshold_), poll_plateau(poll_plateau_), enabled(enabled_) {}
+    RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
     // Returns whether the call joined the current run; sets `fired`.
     bool observe(const CanonicalCall& c, uint64_t name_hash, bool& fired);
     // Whether a result of tool `name_hash` arriving now is the current run's and can still
@@ -58,8 +56,10 @@ struct RepeatDetector {
         return run > 0 && name_hash == name && poll < kPollEnded;
     }
     // A result `awaits` said is the run's; `answer` null when it has no payload or the empty
-    // answer (SPEC §12.1).
-    void observe_result(bool failed, bool no_op, const Hash128* answer) noexcept;
+    // answer (SPEC §12.1); `poll_plateau`: the setting (SPEC §12.2; not kept here, so the
+    // detector stays in its 104 bytes).
+    void observe_result(bool failed, bool no_op, const Hash128* answer,
+                        uint32_t poll_plateau) noexcept;
     // The last `calls` calls are taken back: the run loses them; a run made only of them is
     // forgotten (reference: RepeatDetector.retract).
     void retract(uint32_t calls) noexcept {

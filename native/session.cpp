@@ -45,7 +45,7 @@ Session::Session(const Settings& s, void* storage)
       history(ring_capacity(s), storage),
       name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
       silence(s.silence_threshold),
-      repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0, s.poll_plateau),
+      repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
       cycle(s.cycle_max_period, s.cycle_cycles),
       density(s.density_window, s.density_threshold, s.density_defer_run,
               s.density_defer_cycle_period),
@@ -87,10 +87,15 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     const uint32_t on = enabled;
     const uint32_t classes = settings.answer_volatile;
     uint32_t mask = 0;
+    // a failure repeated-failure counts: its (tool, signature), which the failure streak reads
+    // too (SPEC §12.3)
+    const bool signed_failure = failed && (on & kRepeatedFailure) && !exempt;
+    uint64_t pair = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
             const uint64_t signature =
                 error_signature_key(error, error ? error_len : 0, classes, keys);
+            pair = RepeatedFailureDetector::pair_key(name_hash, signature);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it
@@ -102,10 +107,13 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     Hash128 answer{};
     const bool answered = has_payload && !failed && !no_op && (for_run || !exempt) &&
                           answer_digest(payload, payload_len, classes, keys, answer);
-    if (for_run) repeat.observe_result(failed, no_op, answered ? &answer : nullptr);
+    if (for_run) {
+        repeat.observe_result(failed, no_op, answered ? &answer : nullptr,
+                              settings.poll_plateau);
+    }
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
-        if (failures.extend() && (on & kFailure)) mask |= kFailure;
+        if (failures.fail(pair, signed_failure) && (on & kFailure)) mask |= kFailure;
         return mask;
     }
     failures.reset();
@@ -156,8 +164,13 @@ void Session::retract_calls(uint32_t calls) noexcept {
 }
 
 size_t Session::state_bytes() const noexcept {
+    // the run's longest spellings are on the heap only past the string's own (inline) buffer,
+    // which sizeof(Session) already counts
+    static const size_t inline_capacity = std::string().capacity();
+    const size_t longest = repeat.longest.capacity();
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
-           repeat.longest.capacity() + repeat.ends.capacity() * sizeof(uint32_t);
+           (longest > inline_capacity ? longest + 1 : 0) +
+           repeat.ends.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace tw

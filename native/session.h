@@ -128,7 +128,7 @@ public:
     RepeatDetector repeat;
     CycleDetector cycle;
     DensityDetector density;
-    StreakDetector failures;
+    FailureStreakDetector failures;
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;

@@ -368,7 +368,7 @@ def test_columns_and_event_objects(implementation: str) -> None:
                                                  for i in range(2)]
                          + [("y", Result(id="c1", error="denied"))] * 3)
     assert [(i, a.signal) for i, _, d in out for a in d.alerts] == [
-        (5, "tool-failure-streak"), (5, "repeated-failure")]  # one error three times
+        (5, "repeated-failure")]  # one error three times: one behaviour (SPEC §12.3)
     assert "grep" in out[0][2].alerts[0].reason  # the name came from the call id
 
 

@@ -132,10 +132,9 @@ def test_a_failing_poll_trips_as_before(implementation: str) -> None:
     trace: list[tuple] = []
     for _ in range(5):
         trace += [call(), result(None, error="connection refused")]
-    # the third failure is a streak (and one error three times); the fifth call a repeat, as
-    # with no results at all
-    assert replay(wd, trace) == [(5, "tool-failure-streak"), (5, "repeated-failure"),
-                                 (8, "repeated-tool-call")]
+    # the third failure is one error three times (repeated-failure's alone, SPEC §12.3); the
+    # fifth call a repeat, as with no results at all
+    assert replay(wd, trace) == [(5, "repeated-failure"), (8, "repeated-tool-call")]
     plain = Watchdog(implementation=implementation)
     before = repeat_alert(plain, [call()] * 5)
     again = Watchdog(only_repeat(), implementation=implementation)

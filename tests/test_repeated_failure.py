@@ -193,13 +193,42 @@ def test_structured_and_bare_errors(implementation: str) -> None:
     assert '"message": "Forbidden"' in alerts[0].guidance
 
 
+def test_three_identical_failures_are_repeated_failure_alone(implementation: str) -> None:
+    """SPEC §12.3: one behaviour, one alert. The failure streak stands down while its last
+    three failures are one tool with one error signature (repeated-failure's run), and a streak
+    it stood down on counts as reported."""
+    def signals(events: list[tuple], config: WatchdogConfig = WatchdogConfig()) -> list:
+        return [(a.event, a.signal) for a in run(implementation, events, config)]
+
+    assert signals([fail(MISSING)] * 3) == [(2, "repeated-failure")]
+    # spelled with another pid and timing each time: still one signature
+    assert signals([fail(f"worker pid {p} crashed after {t}s: {MISSING}")
+                    for p, t in ((41, 0.2), (57, 0.3), (63, 1.5))]) == [(2, "repeated-failure")]
+    # a streak it stood down on counts as reported: another error later is no new streak
+    assert signals([fail("E")] * 3 + [fail("F"), fail("G")]) == [(2, "repeated-failure")]
+    # different errors, or two tools: the streak's
+    assert signals([fail("E"), fail("F"), fail("E")]) == [(2, "tool-failure-streak")]
+    assert signals([fail("E"), fail("E", "grep"), fail("E")]) == [(2, "tool-failure-streak")]
+    # the last three decide: F, E, E, E is repeated-failure's at the third E only
+    assert signals([fail("F"), fail("E"), fail("E"), fail("E")]) == [
+        (2, "tool-failure-streak"), (3, "repeated-failure")]
+    # a success re-arms both
+    assert signals([fail("E")] * 3 + [ok()] + [fail("E")] * 3) == [
+        (2, "repeated-failure"), (6, "repeated-failure")]
+    # stand-downs need the detector they defer to (SPEC §10.19): repeated-failure off, or an
+    # exempt tool (it does not count those), and the streak alerts
+    off = WatchdogConfig(signals={"repeated-failure": {"enabled": False}})
+    assert signals([fail("E")] * 3, off) == [(2, "tool-failure-streak")]
+    assert signals([fail("E", "wait_and_verify")] * 3) == [(2, "tool-failure-streak")]
+
+
 def test_threshold_knob_and_alongside_the_failure_streak(implementation: str) -> None:
     config = WatchdogConfig(signals={"repeated-failure": {"threshold": 2}})
+    # the second E is repeated-failure's; the streak's three are one error: it stands down
     alerts = run(implementation, [fail("E"), fail("E"), fail("E")], config)
-    assert [(a.event, a.signal) for a in alerts] == [
-        (1, "repeated-failure"), (2, "tool-failure-streak")]
-    # default thresholds: both at the third failure, in catalogue order
-    alerts = run(implementation, [fail("E")] * 3, WatchdogConfig())
+    assert [(a.event, a.signal) for a in alerts] == [(1, "repeated-failure")]
+    # a streak of several errors fires alongside, in catalogue order
+    alerts = run(implementation, [fail("F"), fail("E"), fail("E")], config)
     assert [(a.event, a.signal) for a in alerts] == [
         (2, "tool-failure-streak"), (2, "repeated-failure")]
 
@@ -211,7 +240,7 @@ def test_severity_knob_promotes_to_a_turn_scoped_critical(implementation: str) -
     config = WatchdogConfig(signals={"repeated-failure": {"severity": " Critical "}})
     alerts = run(implementation, [fail("E")] * 3, config)
     assert [(a.event, a.signal, a.severity, a.scope) for a in alerts] == [
-        (2, "tool-failure-streak", "warn", None), (2, "repeated-failure", "critical", "turn")]
+        (2, "repeated-failure", "critical", "turn")]
     with pytest.raises(ConfigError, match="severity must be one of warn, critical"):
         WatchdogConfig(signals={"repeated-failure": {"severity": "fatal"}})
     with pytest.raises(ConfigError, match="severity must be one of"):
@@ -237,7 +266,7 @@ def test_promoted_under_enforce_it_cuts_the_turn_and_escalates(implementation: s
         g.on_call("bash", {"command": f"pytest -q -k t{turn}"})
         d = g.on_result("bash", error=MISSING)
         assert d.action == expected and d.guardrail == "watchdog"
-        assert [a.signal for a in d.alerts] == ["tool-failure-streak", "repeated-failure"]
+        assert [a.signal for a in d.alerts] == ["repeated-failure"]  # one error (SPEC §12.3)
         g.end_turn()
     assert g.halted
 
@@ -248,7 +277,7 @@ def test_default_warn_under_enforce_never_cuts(implementation: str) -> None:
     g.start_turn()
     decisions = [g.on_result("bash", error=MISSING) for _ in range(3)]
     assert [d.action for d in decisions] == ["continue"] * 3
-    assert [a.signal for a in decisions[2].alerts] == ["tool-failure-streak", "repeated-failure"]
+    assert [a.signal for a in decisions[2].alerts] == ["repeated-failure"]
 
 
 # -- the signature, both engines ---------------------------------------------------------------

@@ -136,8 +136,9 @@ def test_results_and_the_event_index_are_untouched(implementation: str) -> None:
     wd.retract_calls(2)
     assert wd.failure_streak == 2  # a refusal reported as a failed result stays a failure
     assert wd.events == 4
+    # the third refusal, the same error: repeated-failure's (one behaviour, SPEC §12.3)
     assert replay(wd, [call("bash"), ("result", "bash", "denied by the operator", False, None)]
-                  ) == [(5, "tool-failure-streak"), (5, "repeated-failure")]
+                  ) == [(5, "repeated-failure")]
 
 
 def test_retracting_nothing_or_more_than_was_seen(implementation: str) -> None:

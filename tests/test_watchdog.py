@@ -102,6 +102,8 @@ def _trip_everything(wd: Watchdog) -> list[Alert]:
         alerts += wd.observe_result("mark_task_done", no_op=True, payload="already recorded")
     for _ in range(7):
         alerts += wd.observe_result("read_file", payload="same bytes")
+    for error in ("timeout", "connection refused", "Forbidden: nodes is forbidden"):
+        alerts += wd.observe_result("kubectl_get", error=error)  # the streak: three errors
     for _ in range(3):
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("poll", "{}")
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("x", '{"i":1}')

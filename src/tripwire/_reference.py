@@ -64,9 +64,15 @@ from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from .signals.no_new_state import DigestMemory
-from .signals.repeated_failure import RepeatedFailureDetector, error_bytes, error_signature
+from .signals.repeated_failure import (
+    RepeatedFailureDetector,
+    error_bytes,
+    error_signature,
+    pair_key,
+)
 from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
+from .signals.tool_failure_streak import FailureStreakDetector
 from .signals.tools_without_text import SilenceDetector
 from .thresholds import context_crosses, cost_trips
 from .validate import check_id, check_no_op
@@ -170,7 +176,7 @@ class Engine:
         stand_down = settings.repeat_threshold if on & REPEAT else 0
         self._name = NameRunDetector(settings.name_threshold, stand_down)
         self._silence = SilenceDetector(settings.silence_threshold)
-        self._failures = StreakDetector(settings.failure_threshold)
+        self._failures = FailureStreakDetector(settings.failure_threshold)
         self._no_ops = StreakDetector(settings.no_op_threshold)
         self._stale = StreakDetector(settings.no_new_state_threshold)
         self._digests = DigestMemory(settings.digest_memory)
@@ -240,15 +246,17 @@ class Engine:
             answer = payload_answer(payload, classes, keys)
         if for_run:
             repeat.observe_result(failed, bool(no_op), answer)  # SPEC §10.24
+        pair = None  # a failure repeated-failure counts: its pair key, read by the streak
         if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
             if failed:
                 signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
+                pair = pair_key(hash(name), signature)
                 if self._repeated_failure.fail(name, signature):
                     mask |= REPEATED_FAILURE
             elif not no_op:
                 self._repeated_failure.succeed()  # a productive success may have changed it
         if failed:
-            if self._failures.extend() and on & FAILURE:
+            if self._failures.fail(pair) and on & FAILURE:  # SPEC §12.3
                 mask |= FAILURE
             if len(self._failure_names) < self.settings.failure_threshold:
                 self._failure_names.append(name)

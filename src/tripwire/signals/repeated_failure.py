@@ -54,7 +54,7 @@ from ._spec import WARN, Knob, SignalSpec, error_text, threshold, tool_label
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
 
-__all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key",
+__all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key", "pair_key",
            "RepeatedFailureDetector"]
 
 #: (tool, signature) pairs remembered since the last productive success (native: kMemory).
@@ -78,6 +78,17 @@ def error_signature(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[byte
     """The error text in the answer scanner's signature mode (the module docstring's rules 1-4);
     ``signature_key`` hashes it. Native: ``answer.h`` ``error_signature_key``."""
     return signature(data, classes, keys)
+
+
+def pair_key(tool_hash: int, signature: int) -> int:
+    """The one 64-bit key of a (tool, signature) pair, as the native detector keys it:
+    ``tool_hash`` is ``hash(tool name)`` (the bindings' name hash, as an unsigned 64-bit
+    integer). Native twin: ``RepeatedFailureDetector::pair_key``."""
+    mixed = (((tool_hash & _MASK64) | 1) * 0x9E3779B97F4A7C15) & _MASK64
+    return (signature ^ mixed) & _MASK64
+
+
+_MASK64 = (1 << 64) - 1
 
 
 def signature_key(error: Any) -> int:
