@@ -157,6 +157,9 @@ void Session::reset() noexcept {
 void Session::retract_calls(uint32_t calls) noexcept {
     if (calls == 0) return;
     history.pop(calls);
+    // density's fast path holds that only the newest key's count rose since the last window;
+    // with calls taken back, older ones are in the window again: count it whole next time
+    density.below = false;
     repeat.retract(calls);
     name.retract(calls);
     silence.retract(calls);
