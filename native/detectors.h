@@ -5,6 +5,7 @@
 #include "alternating_tool_cycle.h"
 #include "call_history.h"
 #include "dominant_tool_call.h"
+#include "recycled_calls.h"
 #include "repeated_failure.h"
 #include "repeated_tool_call.h"
 #include "repeated_tool_name.h"

@@ -55,6 +55,7 @@ Session::Session(const Settings& s, void* storage)
       digests(s.digest_memory,
               storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
       repeated_failure(s.repeated_failure_threshold),
+      recycled(s.recycled_threshold, s.recycled_window),
       settings(s) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
@@ -68,6 +69,7 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
     if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
+    if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
     if (stats) stats->after_call(*this);
     return mask;
 }
@@ -87,29 +89,44 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     const uint32_t on = enabled;
     const uint32_t classes = settings.answer_volatile;
     uint32_t mask = 0;
-    // a failure repeated-failure counts: its (tool, signature), which the failure streak reads
-    // too (SPEC §12.3)
+    // recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call of its
+    // tool (taken off for an exempt tool too, whose results neither count nor break the run)
+    uint32_t call_key = 0;
+    const bool recycles = (on & kRecycled) && pending.take(name_hash, call_key) && !exempt;
+    // the error signature, for repeated-failure, the failure streak's stand-down (SPEC §12.3)
+    // and recycled-calls (a failure's answer)
     const bool signed_failure = failed && (on & kRepeatedFailure) && !exempt;
+    const uint64_t signature = failed && (signed_failure || recycles)
+        ? error_signature_key(error, error ? error_len : 0, classes, keys) : 0;
     uint64_t pair = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
-            const uint64_t signature =
-                error_signature_key(error, error ? error_len : 0, classes, keys);
             pair = RepeatedFailureDetector::pair_key(name_hash, signature);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it
         }
     }
-    // one answer for both readers: the repeat run (SPEC §10.24) and the seen-set; the empty
-    // answer is no payload to either (SPEC §12.1)
+    // one answer for its readers: the repeat run (SPEC §10.24), the seen-set (both take the
+    // empty answer as no payload, SPEC §12.1) and recycled-calls
     const bool for_run = repeat.awaits(name_hash);
     Hash128 answer{};
-    const bool answered = has_payload && !failed && !no_op && (for_run || !exempt) &&
+    const bool answered = has_payload && !failed &&
+                          ((!no_op && (for_run || !exempt)) || recycles) &&
                           answer_digest(payload, payload_len, classes, keys, answer);
     if (for_run) {
         repeat.observe_result(failed, no_op, answered ? &answer : nullptr,
                               settings.poll_plateau);
+    }
+    if (recycles) {
+        using R = RecycledCallsDetector;
+        const uint32_t tag = failed  ? R::answer_tag(R::kFailure, signature)
+                             : no_op ? R::answer_tag(R::kNoOp, answered ? answer.low64 : 0)
+                                     : R::answer_tag(R::kSuccess, answered ? answer.low64 : 0);
+        if (recycled.observe(call_key, tag) &&
+            !recycled.stands_down(history, (on & kRepeat) != 0,
+                                  (on & kCycle) ? settings.cycle_max_period : 0))
+            mask |= kRecycled;  // (a run stood down on stays tripped: counted as reported)
     }
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
@@ -151,6 +168,8 @@ void Session::reset() noexcept {
     stale.reset();
     digests.clear();
     repeated_failure.reset();
+    pending.clear();
+    recycled.reset();
     if (stats) stats->after_reset();
 }
 
@@ -163,6 +182,7 @@ void Session::retract_calls(uint32_t calls) noexcept {
     repeat.retract(calls);
     name.retract(calls);
     silence.retract(calls);
+    pending.retract(calls);
     if (stats) stats->after_reset();  // the history changed under its per-period counts
 }
 

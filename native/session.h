@@ -27,6 +27,7 @@ enum SignalBit : uint32_t {
     kNoNewState = 1u << 6,
     kSilence = 1u << 7,
     kRepeatedFailure = 1u << 8,
+    kRecycled = 1u << 9,
 };
 
 struct SignalBitName {
@@ -38,7 +39,7 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"dominant-tool-call", kDensity},    {"repeated-tool-name", kName},
     {"tool-failure-streak", kFailure},   {"no-op-streak", kNoOp},
     {"no-new-state", kNoNewState},       {"tools-without-text", kSilence},
-    {"repeated-failure", kRepeatedFailure},
+    {"repeated-failure", kRepeatedFailure}, {"recycled-calls", kRecycled},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -62,6 +63,8 @@ struct Settings {
     uint32_t digest_memory;
     uint32_t repeated_failure_threshold;
     uint32_t answer_volatile;  // SPEC §12.1: the AnswerClass bits an answer replaces
+    uint32_t recycled_threshold;
+    uint32_t recycled_window;
 };
 
 class Session {
@@ -85,13 +88,14 @@ public:
     const void* next_join() const noexcept { return history.next_join(); }
     // Starts fetching the call-path detectors' state (the first lines of this object), so
     // that a caller holding the session's address overlaps those memory accesses with its
-    // own work (canonicalizing the call) when the session is cold in cache. Changes nothing,
+    // own work (canonicalizing the call) when the session is cold in cache (up to the pending
+    // calls recycled-calls reads, the last state a call writes). Changes nothing,
     // and branches on nothing it loads: a mispredicted branch on a line still in flight would
     // throw away the work done past it. (The call ring's recent keys are not fetched: their
     // address depends on this object's first line, and measured, fetching them gained nothing.)
     void prefetch_call_path() const noexcept {
         const char* at = reinterpret_cast<const char*>(this);
-        const char* end = reinterpret_cast<const char*>(&density + 1);
+        const char* end = reinterpret_cast<const char*>(&pending + 1);
         for (; at < end; at += 64) __builtin_prefetch(at);
     }
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
@@ -128,11 +132,13 @@ public:
     RepeatDetector repeat;
     CycleDetector cycle;
     DensityDetector density;
+    PendingCalls pending;  // recycled-calls' calls without a result: the call writes one slot
     FailureStreakDetector failures;
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;
     RepeatedFailureDetector repeated_failure;
+    RecycledCallsDetector recycled;
     const Settings settings;
 
 private:

@@ -22,8 +22,9 @@ VECTORS = read_jsonl(CONFORMANCE / "reference-vectors.jsonl")
 PAIRS = read_jsonl(CONFORMANCE / "canonical-pairs.jsonl")
 
 #: The data's "default" is tripwire's eight signals of SPEC §1 with their defaults (its
-#: README); SPEC §7.3's repeated-failure came later and is tested in test_repeated_failure.py.
-SPEC1_SIGNALS = frozenset(SIGNAL_IDS) - {"repeated-failure"}
+#: README); SPEC §7.3's repeated-failure and §12.4's recycled-calls came later and are tested
+#: in test_repeated_failure.py and test_recycled_calls.py.
+SPEC1_SIGNALS = frozenset(SIGNAL_IDS) - {"repeated-failure", "recycled-calls"}
 
 
 def config_for(signals: Any) -> WatchdogConfig:

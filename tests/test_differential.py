@@ -338,7 +338,8 @@ def events(draw: st.DrawFn) -> list[tuple]:
         kind = draw(
             st.sampled_from(
                 ["call"] * 6
-                + ["repeat", "cycle", "poll", "result", "result", "text", "turn_end", "reset"]
+                + ["repeat", "cycle", "poll", "lap", "result", "result", "text", "turn_end",
+                   "reset"]
             )
         )
         if kind == "call":
@@ -354,6 +355,13 @@ def events(draw: st.DrawFn) -> list[tuple]:
             out.extend(block * draw(st.integers(2, 4)))
         elif kind == "poll":
             out.extend(draw(poll_run()))
+        elif kind == "lap":  # recycled calls (SPEC §12.4): a 5..8-call lap, each answered
+            block = []
+            for _ in range(draw(st.integers(5, 8))):
+                name = draw(st.sampled_from(NAMES))
+                block += [("call", name, draw(st.sampled_from(ARG_POOL))),
+                          ("result", name, None, False, draw(st.sampled_from(PAYLOADS)))]
+            out.extend(block * draw(st.integers(2, 3)))
         elif kind == "result":
             error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied",
                                           # repeated-failure: one signature, spelled three ways
@@ -396,6 +404,8 @@ def configs(draw: st.DrawFn) -> WatchdogConfig:
         "no-new-state": {"threshold": draw(st.integers(1, 6)), "memory": draw(st.integers(1, 6))},
         "tools-without-text": {"threshold": draw(st.integers(1, 10))},
         "repeated-failure": {"threshold": draw(st.integers(1, 4))},
+        "recycled-calls": {"threshold": draw(st.integers(1, 9)),
+                           "window": draw(st.integers(2, 64))},
     }
     only = draw(st.none() | st.sets(st.sampled_from(list(knobs)), min_size=1))
     results = draw(st.sampled_from([
@@ -440,6 +450,7 @@ def test_random_traces_raise_identical_alerts(trace: list[tuple], config: Watchd
         "failure_streak",
         "no_op_run",
         "stale_results",
+        "recycled_run",
         "events",
     ):
         assert getattr(fast, attr) == getattr(spec, attr), attr

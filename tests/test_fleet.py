@@ -164,20 +164,27 @@ def patterned_traffic(seed: int, n: int = 900) -> list[tuple]:
     signals whose texts quote earlier calls (the text ring the batch writes back)."""
     rng = random.Random(seed)
     events: list[tuple] = []
-    step = dict.fromkeys(range(8), 0)
+    step = dict.fromkeys(range(10), 0)
     for _ in range(n):
-        k = rng.randrange(8)
+        k = rng.randrange(10)
         sid, i = f"p{k}", step[k]
         step[k] += 1
+        out = f"out {rng.randrange(3)}"
         if k < 4:  # a cycle, broken now and then
             period = 2 + k % 2
             j = i % period if rng.random() < 0.9 else rng.randrange(100)
             call = (["read_file", "grep", "bash"][j % 3], {"path": f"f{j}.py"})
+        elif k >= 8:  # recycled calls: a 6- or 7-call lap, each call with its answer (its
+            # timing aside), broken now and then
+            period = 6 + k % 2
+            j = i % period if rng.random() < 0.95 else 100 + rng.randrange(100)
+            call = (["read_file", "grep", "bash"][j % 3], {"path": f"g{j}.py"})
+            out = f"answer {j} in 0.{rng.randrange(10, 99)}s"
         else:  # one call dominating fresh ones
             call = ("read_file", {"path": "hot.py"}) if rng.random() < 0.6 else \
                 (rng.choice(["grep", "bash"]), {"q": rng.randrange(10_000)})
         events.append((sid, "call", *call))
-        events.append((sid, "result", call[0], f"out {rng.randrange(3)}"))
+        events.append((sid, "result", call[0], out))
         if rng.random() < 0.05:
             events.append((sid, "text", "still working on it"))
     return events
@@ -285,7 +292,7 @@ def test_batch_alert_texts_quote_the_same_calls(implementation: str, seed: int) 
     want = summary(one_by_one(single_fleet, events))
     assert got == want
     fired = {signal for row in got if row[2] != "turn" for signal, _ in row[5]}
-    assert {"alternating-tool-cycle", "dominant-tool-call"} <= fired
+    assert {"alternating-tool-cycle", "dominant-tool-call", "recycled-calls"} <= fired
     for sid in {e[0] for e in events}:  # the recent calls the next alert would quote
         a, b = batch_fleet.session(sid).watchdog, single_fleet.session(sid).watchdog
         assert [a.recent_call(age) for age in range(8)] == \

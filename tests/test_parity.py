@@ -36,7 +36,7 @@ def test_native_signal_bits_are_the_catalogue_order() -> None:
 def test_reference_bits_come_from_the_catalogue() -> None:
     bits = [_reference.REPEAT, _reference.CYCLE, _reference.DENSITY, _reference.NAME,
             _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE,
-            _reference.REPEATED_FAILURE]
+            _reference.REPEATED_FAILURE, _reference.RECYCLED]
     assert bits == [s.bit for s in SIGNALS]
 
 

@@ -119,6 +119,8 @@ class EngineSettings(NamedTuple):
     digest_memory: int
     repeated_failure_threshold: int
     answer_volatile: int  # SPEC §12.1: the classes of volatile spans an answer replaces
+    recycled_threshold: int
+    recycled_window: int
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
     # SPEC §12.1 [results] ignore_json_keys: for every tool, and per tool (the global ones

@@ -249,6 +249,8 @@ cdef Settings _settings(object s) except *:
     c.digest_memory = s.digest_memory
     c.repeated_failure_threshold = s.repeated_failure_threshold
     c.answer_volatile = s.answer_volatile
+    c.recycled_threshold = s.recycled_threshold
+    c.recycled_window = s.recycled_window
     return c
 
 
@@ -529,6 +531,11 @@ cdef class Engine:
         return self._texts[2 * i], self._texts[2 * i + 1]
 
     @property
+    def calls_held(self):
+        """How many recent calls ``recent_call`` can return (the call ring's size)."""
+        return self._session().history.size()
+
+    @property
     def repeat_run(self):
         return self._session().repeat.run
 
@@ -579,6 +586,11 @@ cdef class Engine:
         """Failures of the last failed result's (tool, error signature) since a success."""
         return self._session().repeated_failure.last
 
+    @property
+    def recycled_run(self):
+        """Results in a row each answering a repeated call with its earlier answer."""
+        return self._session().recycled.run
+
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 
     def enable_stats(self):
@@ -592,7 +604,7 @@ cdef class Engine:
         cdef SessionStats* st = self._session().stats()
         if st == NULL:
             return None
-        return tuple(st.peak[i] for i in range(9))
+        return tuple(st.peak[i] for i in range(10))
 
     @property
     def state_bytes(self):

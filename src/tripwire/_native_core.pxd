@@ -61,6 +61,8 @@ cdef extern from "tokens.h" namespace "tw" nogil:
 
 
 cdef extern from "detectors.h" namespace "tw" nogil:
+    cdef cppclass CallHistory:
+        uint32_t size()
     cdef cppclass RepeatDetector:
         uint32_t run
         uint8_t poll
@@ -79,11 +81,13 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass RepeatedFailureDetector:
         uint32_t last
+    cdef cppclass RecycledCallsDetector:
+        uint32_t run
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
-        uint32_t peak[9]
+        uint32_t peak[10]
 
 
 cdef extern from "session.h" namespace "tw" nogil:
@@ -111,6 +115,8 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t digest_memory
         uint32_t repeated_failure_threshold
         uint32_t answer_volatile
+        uint32_t recycled_threshold
+        uint32_t recycled_window
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -133,6 +139,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()
+        CallHistory history
         RepeatDetector repeat
         CycleDetector cycle
         DensityDetector density
@@ -142,3 +149,4 @@ cdef extern from "session.h" namespace "tw" nogil:
         StreakDetector no_ops
         StreakDetector stale
         RepeatedFailureDetector repeated_failure
+        RecycledCallsDetector recycled

@@ -8,7 +8,8 @@ side is the one that reads like SPEC.md, so read it first.
 Where each part lives:
 
 1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
-2. the nine detectors (SPEC §1, §7.3): each in its signal's module (``signals/<signal>.py``);
+2. the ten detectors (SPEC §1, §7.3, §12.4): each in its signal's module
+   (``signals/<signal>.py``);
 3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
    bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
 4. ``TokenEstimator`` (here): streaming bytes -> tokens at 3 bytes per token (SPEC §6);
@@ -64,6 +65,10 @@ from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from .signals.no_new_state import DigestMemory
+from .signals.recycled_calls import FAILURE as FAILURE_ANSWER
+from .signals.recycled_calls import NO_OP as NO_OP_ANSWER
+from .signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
+from .signals.recycled_calls import RecycledCallsDetector, answer_tag, stands_down
 from .signals.repeated_failure import (
     RepeatedFailureDetector,
     error_bytes,
@@ -101,6 +106,7 @@ NO_OP = BY_ID["no-op-streak"].bit
 NO_NEW_STATE = BY_ID["no-new-state"].bit
 SILENCE = BY_ID["tools-without-text"].bit
 REPEATED_FAILURE = BY_ID["repeated-failure"].bit
+RECYCLED = BY_ID["recycled-calls"].bit
 
 
 class SessionStats:
@@ -137,6 +143,7 @@ class SessionStats:
         peak[6] = max(peak[6], engine._stale.run)
         # only the pair that just failed rose: the peak is the highest count it reached
         peak[8] = max(peak[8], engine._repeated_failure.last)
+        peak[9] = max(peak[9], engine._recycled.run)
 
     def after_reset(self) -> None:
         self._matches.clear()  # the history was cleared
@@ -181,6 +188,8 @@ class Engine:
         self._stale = StreakDetector(settings.no_new_state_threshold)
         self._digests = DigestMemory(settings.digest_memory)
         self._repeated_failure = RepeatedFailureDetector(settings.repeated_failure_threshold)
+        self._recycled = RecycledCallsDetector(settings.recycled_threshold,
+                                               settings.recycled_window)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
@@ -216,6 +225,8 @@ class Engine:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE
+        if on & RECYCLED:  # its result will say which call it answers
+            self._recycled.push_call(hash(name), call.key)
         if self._stats is not None:
             self._stats.after_call(self)
         if mask:
@@ -238,18 +249,37 @@ class Engine:
         keys = self._answer_keys
         if self._answer_keys_by_tool:
             keys = self._answer_keys_by_tool.get(name, keys)
-        # one answer for both readers: the repeat run (SPEC §10.24) and the seen-set; no
-        # payload and the empty answer are both None: nothing to compare (SPEC §12.1)
+        # recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call
+        # of its tool (taken off for an exempt tool too, whose results neither count nor break)
+        call_key = self._recycled.take(hash(name)) if on & RECYCLED else None
+        recycles = call_key is not None and not exempt
+        # one answer for its readers: the repeat run (SPEC §10.24), the seen-set (both take no
+        # payload and the empty answer, None here, as nothing to compare: SPEC §12.1) and
+        # recycled-calls
         answer = None
         for_run = repeat.awaits(name)
-        if not failed and not no_op and (for_run or not exempt):
+        if not failed and ((not no_op and (for_run or not exempt)) or recycles):
             answer = payload_answer(payload, classes, keys)
         if for_run:
             repeat.observe_result(failed, bool(no_op), answer)  # SPEC §10.24
+        # the error signature: repeated-failure, the streak's stand-down, recycled-calls
+        signature = 0
+        if failed and ((on & REPEATED_FAILURE and not exempt) or recycles):
+            signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
+        if recycles:
+            assert call_key is not None
+            if failed:
+                tag = answer_tag(FAILURE_ANSWER, signature)
+            else:
+                low = 0 if answer is None else int.from_bytes(answer[8:], "big")
+                tag = answer_tag(NO_OP_ANSWER if no_op else SUCCESS_ANSWER, low)
+            if self._recycled.observe(call_key, tag) and not stands_down(
+                    self._keys, self._joins, self._recycled.threshold, bool(on & REPEAT),
+                    self.settings.cycle_max_period if on & CYCLE else 0):
+                mask |= RECYCLED  # (a run stood down on stays tripped: counted as reported)
         pair = None  # a failure repeated-failure counts: its pair key, read by the streak
         if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
             if failed:
-                signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
                 pair = pair_key(hash(name), signature)
                 if self._repeated_failure.fail(name, signature):
                     mask |= REPEATED_FAILURE
@@ -312,6 +342,7 @@ class Engine:
         for detector in (
             self._repeat, self._cycle, self._density, self._name, self._silence,
             self._failures, self._no_ops, self._stale, self._repeated_failure,
+            self._recycled,
         ):
             detector.reset()
         self._digests.clear()
@@ -338,6 +369,7 @@ class Engine:
         self._repeat.retract(calls)
         self._name.retract(calls)
         self._silence.retract(calls)
+        self._recycled.retract(calls)
         if self._stats is not None:
             self._stats.after_reset()  # the history changed under its per-period counts
 
@@ -361,6 +393,11 @@ class Engine:
     def recent_call(self, age: int) -> tuple[str, Any]:
         """The (name, args) of the call `age` calls ago (0 = the latest)."""
         return self._calls[-1 - age]
+
+    @property
+    def calls_held(self) -> int:
+        """How many recent calls ``recent_call`` can return (the call ring's size)."""
+        return len(self._calls)
 
     @property
     def repeat_run(self) -> int:
@@ -413,6 +450,11 @@ class Engine:
     def same_error_failures(self) -> int:
         """Failures of the last failed result's (tool, error signature) since a success."""
         return self._repeated_failure.last
+
+    @property
+    def recycled_run(self) -> int:
+        """Results in a row each answering a repeated call with its earlier answer."""
+        return self._recycled.run
 
 
 # --------------------------------------------------------------------------------------------

@@ -49,6 +49,8 @@ tw::Settings defaults() {
     s.silence_threshold = 12;
     s.digest_memory = 64;
     s.answer_volatile = tw::kAllClasses;
+    s.recycled_threshold = 8;
+    s.recycled_window = 64;
     return s;
 }
 
@@ -359,9 +361,48 @@ void test_answer_scanner() {
           tw::error_signature_key("pid 22", 6, tw::kAllClasses, nullptr));
 }
 
+void test_recycled_calls_and_the_failure_streak() {
+    tw::Settings st = defaults();
+    st.enabled = 0x3FF;
+    st.repeated_failure_threshold = 3;
+    tw::Canonicalizer c;
+    tw::Session s(st);
+    // a 6-call lap with identical answers: the eighth repeated call's answer trips, once
+    uint32_t mask = 0;
+    int fired_at = -1;
+    for (int i = 0; i < 30; ++i) {
+        const std::string tool = "t" + std::to_string(i % 6);
+        const uint64_t h = tw::xxh3_64(tool.data(), tool.size());
+        call(s, c, tool, R"({"a": 1})");
+        const std::string out = "answer " + std::to_string(i % 6) + " in 0." +
+                                std::to_string(10 + i) + "s";
+        const uint32_t m = s.observe_result(h, false, false, false, out.data(), out.size(), true);
+        if ((m & tw::kRecycled) && fired_at < 0) fired_at = i;
+        mask |= m;
+        s.observe_text(true);
+    }
+    CHECK(fired_at == 13 && s.recycled.run == 24);
+    CHECK((mask & ~(tw::kRecycled | tw::kNoNewState)) == 0);
+    // more calls in flight than the pending calls hold: the oldest is forgotten, nothing breaks
+    for (int i = 0; i < 20; ++i) call(s, c, "g", R"({"p": 2})");
+    CHECK(s.pending.size == tw::PendingCalls::kPending);
+    s.retract_calls(100);
+    CHECK(s.pending.size == 0);
+    // SPEC §12.3: three identical failures are repeated-failure's alone
+    s.reset();
+    const std::string e = "ModuleNotFoundError: No module named 'yaml' (pid 42)";
+    mask = 0;
+    for (int i = 0; i < 3; ++i)
+        mask = s.observe_result(7, true, false, false, nullptr, 0, false, e.data(), e.size());
+    CHECK(mask == tw::kRepeatedFailure && s.failures.run == 3 && s.failures.same == 3);
+    mask = s.observe_result(7, true, false, false, nullptr, 0, false, "other", 5);
+    CHECK(mask == 0);  // the streak it stood down on counts as reported
+}
+
 int main() {
     test_hash();
     test_answer_scanner();
+    test_recycled_calls_and_the_failure_streak();
     test_canonicalizer();
     test_detectors_through_the_session();
     test_polling_with_changing_output();

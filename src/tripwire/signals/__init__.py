@@ -1,5 +1,5 @@
-"""The signal catalogue: the nine watchdog signals (SPEC §1's eight and §7.3's
-repeated-failure), one module each.
+"""The signal catalogue: the ten watchdog signals (SPEC §1's eight, §7.3's repeated-failure
+and §12.4's recycled-calls), one module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -24,6 +24,7 @@ from . import (
     dominant_tool_call,
     no_new_state,
     no_op_streak,
+    recycled_calls,
     repeated_failure,
     repeated_tool_call,
     repeated_tool_name,
@@ -65,8 +66,8 @@ __all__ = [
     "error_text",
 ]
 
-#: The catalogue, in SPEC §1 table order and then SPEC §7.3's signal: the only place the bit
-#: order is written (and the order of alerts within one event, SPEC §10.12).
+#: The catalogue, in SPEC §1 table order, then SPEC §7.3's signal and SPEC §12.4's: the only
+#: place the bit order is written (and the order of alerts within one event, SPEC §10.12).
 CATALOGUE = (
     repeated_tool_call,
     alternating_tool_cycle,
@@ -77,6 +78,7 @@ CATALOGUE = (
     no_new_state,
     tools_without_text,
     repeated_failure,
+    recycled_calls,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))
