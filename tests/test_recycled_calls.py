@@ -288,3 +288,43 @@ def test_spec_entry() -> None:
     assert (settings.recycled_threshold, settings.recycled_window) == (8, 64)
     assert WatchdogConfig(signals={"recycled-calls": {"threshold": 1}}) \
         .engine_settings().recycled_threshold == 2
+
+
+def test_a_recorded_loop_of_the_corpus(implementation: str) -> None:
+    """tau-bench task 9, trial 2: the agent books, fails with the same payment error, thinks
+    the same thought, and books again, five times. (The shared corpus holds no recycled run of
+    8: this loop's is 5, the longest.) It is a clean 2-call cycle, so it is the cycle
+    detector's, and recycled-calls stands down for it: one loop, one alert. Without the cycle
+    detector, recycled-calls reports it, here with a threshold of 5, at its fifth repeat."""
+    from conftest import need_shared
+
+    from tripwire.adapters import read, transcripts
+    from tripwire.events import Call, Result, Text
+
+    (transcript,) = transcripts([str(need_shared("corpus", "tau-bench-airline"))])
+    events = [item.event for item in read(transcript)
+              if item.session.endswith("#task-9-trial-2") and item.event is not None]
+
+    def alerts(config: WatchdogConfig) -> list[tuple[int, str]]:
+        wd = Watchdog(config, implementation=implementation)
+        got = []
+        for e in events:
+            if isinstance(e, Call):
+                fired = wd.observe_call(e.name, e.args)
+            elif isinstance(e, Result):
+                fired = wd.observe_result(e.name or "", error=e.error, no_op=e.no_op,
+                                          payload=e.payload)
+            elif isinstance(e, Text):
+                fired = wd.observe_text(e.text)
+            else:  # turn boundaries
+                fired = wd.end_turn()
+            got += [(a.event, a.signal) for a in fired]
+        assert wd.recycled_run == 5
+        return got
+
+    assert len(events) == 70
+    assert alerts(WatchdogConfig()) == [(65, "alternating-tool-cycle")]
+    no_cycle = {"alternating-tool-cycle": {"enabled": False}}
+    assert alerts(WatchdogConfig(signals=no_cycle)) == []
+    assert alerts(WatchdogConfig(signals={**no_cycle, "recycled-calls": {"threshold": 5}})) == [
+        (68, "recycled-calls")]
