@@ -62,17 +62,28 @@ inline bool alnum(uint8_t c) noexcept { return is(c, kDigit | kAlpha); }
 
 // A duration's unit spellings (tripwire/_answer.py _UNITS, _COMPOUND_UNITS); "us" for µs/μs.
 bool unit_in(const char* u, size_t len, bool compound) noexcept {
-    static const char* const kUnits[] = {"ns", "us", "ms", "s", "sec", "secs", "second",
-                                         "seconds", "min", "h"};
-    static const char* const kCompound[] = {"h", "m", "s", "ms", "us", "ns"};
-    if (compound) {
-        for (const char* w : kCompound)
-            if (std::strlen(w) == len && std::memcmp(w, u, len) == 0) return true;
-        return false;
+    auto is = [u](const char* w) { return std::memcmp(u, w, std::strlen(w)) == 0; };
+    switch (len) {
+        case 1:
+            return u[0] == 's' || u[0] == 'h' || (compound && u[0] == 'm');
+        case 2:
+            return is("ns") || is("us") || is("ms");
+        case 3:
+            return !compound && (is("sec") || is("min"));
+        case 4:
+            return !compound && is("secs");
+        case 6:
+            return !compound && is("second");
+        case 7:
+            return !compound && is("seconds");
+        default:
+            return false;
     }
-    for (const char* w : kUnits)
-        if (std::strlen(w) == len && std::memcmp(w, u, len) == 0) return true;
-    return false;
+}
+
+// The first byte of every unit spelling (n u m s h, and µ's or μ's lead byte).
+inline bool unit_start(uint8_t c) noexcept {
+    return c == 'n' || c == 'u' || c == 'm' || c == 's' || c == 'h' || c == 0xC2 || c == 0xCE;
 }
 
 class Scanner {
@@ -103,7 +114,11 @@ private:
 
     // -- output --------------------------------------------------------------------------
     void flush(size_t upto) {
-        if (!started_) { out_.clear(); started_ = true; }
+        if (!started_) {  // the scan is never longer than the input (a span: one byte)
+            out_.clear();
+            out_.reserve(n_);
+            started_ = true;
+        }
         out_.append(reinterpret_cast<const char*>(s_) + emitted_, upto - emitted_);
         emitted_ = upto;
     }
@@ -157,8 +172,9 @@ private:
             return digits_end(k + 1);
         return k;
     }
-    bool starts_with(size_t k, const char* p) const noexcept {
-        const size_t len = std::strlen(p);
+    template <size_t N>
+    bool starts_with(size_t k, const char (&p)[N]) const noexcept {
+        constexpr size_t len = N - 1;  // a string literal's length
         return k <= n_ && n_ - k >= len && std::memcmp(s_ + k, p, len) == 0;
     }
     long long date_time(size_t i) const noexcept;
@@ -245,6 +261,7 @@ bool Scanner::uuid_at(long long start) const noexcept {
 }
 
 bool Scanner::unit(size_t k, size_t& end, const char*& spelling, size_t& len) const noexcept {
+    if (k >= n_ || !unit_start(s_[k])) return false;  // no unit starts so: no need to read on
     if (starts_with(k, "\xc2\xb5s") || starts_with(k, "\xce\xbcs")) {
         end = k + 3;
         spelling = "us";
@@ -291,6 +308,8 @@ bool Scanner::pid(size_t i) const noexcept {
         --k;
         while (k > 0 && s_[k - 1] == ' ') --k;
     }
+    // every keyword ends in d, D or s: most numbers are rejected on one byte
+    if (k < 3 || !(s_[k - 1] == 'd' || s_[k - 1] == 'D' || s_[k - 1] == 's')) return false;
     static const char* const kWords[] = {"pid", "PID", "process"};
     for (const char* w : kWords) {
         const size_t len = std::strlen(w);
@@ -301,7 +320,8 @@ bool Scanner::pid(size_t i) const noexcept {
 }
 
 bool Scanner::line_counter(size_t i, size_t j) const noexcept {
-    if (!(j < n_ && s_[j] == ':')) return false;
+    if (!(j < n_ && s_[j] == ':') || i == 0 || (s_[i - 1] != ' ' && s_[i - 1] != ':'))
+        return false;  // every prefix ends in a space or a colon
     static const char* const kPrefixes[] = {"bash: line ", "sh: ", "zsh:"};
     for (const char* p : kPrefixes) {
         const size_t len = std::strlen(p);
@@ -319,27 +339,26 @@ bool Scanner::temp_component(size_t i, size_t& p, size_t& q) const noexcept {
         p = i + 6;
         while (p < n_ && s_[p] == '\\') ++p;
     } else {
+        // every prefix starts /t, /v or /p: most slashes are rejected on one byte
+        if (i + 1 >= n_ || !(s_[i + 1] == 't' || s_[i + 1] == 'v' || s_[i + 1] == 'p'))
+            return false;
         if (i > 0 && is(s_[i - 1], kName) && !escape_letter(i)) return false;
-        static const char* const kPrefixes[] = {"/tmp/", "/var/tmp/", "/private/tmp/",
-                                                "/private/var/tmp/"};
-        static const char* const kFolders[] = {"/var/folders/", "/private/var/folders/"};
-        bool found = false;
-        for (const char* prefix : kPrefixes) {
-            if (starts_with(i, prefix)) {
-                p = i + std::strlen(prefix);
-                found = true;
-                break;
+        if (starts_with(i, "/tmp/")) {
+            p = i + 5;
+        } else if (starts_with(i, "/var/tmp/")) {
+            p = i + 9;
+        } else if (starts_with(i, "/private/tmp/")) {
+            p = i + 13;
+        } else if (starts_with(i, "/private/var/tmp/")) {
+            p = i + 17;
+        } else {
+            if (starts_with(i, "/var/folders/")) {
+                p = i + 13;
+            } else if (starts_with(i, "/private/var/folders/")) {
+                p = i + 21;
+            } else {
+                return false;
             }
-        }
-        if (!found) {
-            for (const char* prefix : kFolders) {
-                if (starts_with(i, prefix)) {
-                    p = i + std::strlen(prefix);
-                    found = true;
-                    break;
-                }
-            }
-            if (!found) return false;
             for (int c = 0; c < 2; ++c) {  // /var/folders/X/Y/T/: two components, then T
                 size_t e = p;
                 while (e < n_ && !is(s_[e], kComponentEnd)) ++e;
@@ -414,10 +433,23 @@ bool Scanner::json_member_value(size_t i, size_t& v, size_t& e) const noexcept {
 
 size_t Scanner::at_digits(size_t i) {
     const size_t j = digits_end(i);
-    size_t w = i;  // the word's start (letters and digits)
-    while (w > 0 && alnum(s_[w - 1]) && !escape_letter(w)) --w;
+    // the word (letters and digits) around the run, and whether it is all hex digits and has
+    // a letter, found in the one walk over it (the long hex id test reads them)
+    bool word_hex = true, word_letter = false;
+    size_t w = i;
+    while (w > 0 && alnum(s_[w - 1]) && !escape_letter(w)) {
+        --w;
+        const uint8_t f = kTables.cls[s_[w]];
+        word_hex = word_hex && (f & kHex);
+        word_letter = word_letter || (f & kAlpha);
+    }
     size_t e = j;
-    while (e < n_ && alnum(s_[e])) ++e;
+    for (; e < n_; ++e) {
+        const uint8_t f = kTables.cls[s_[e]];
+        if (!(f & (kDigit | kAlpha))) break;
+        word_hex = word_hex && (f & kHex);
+        word_letter = word_letter || (f & kAlpha);
+    }
     const size_t lo = emitted_;
     const bool starts_number = w == i && boundary_before(i) &&
                                !(i >= 2 && s_[i - 1] == '.' && digit(s_[i - 2]));
@@ -456,16 +488,10 @@ size_t Scanner::at_digits(size_t i) {
                 return static_cast<size_t>(start) + 36;
             }
         }
-        if (len >= 12 && w >= lo && boundary_before(w) && boundary_after(e)) {
-            bool hex = true, letter = false;
-            for (size_t k = w; hex && k < e; ++k) {
-                hex = is(s_[k], kHex);
-                letter = letter || is(s_[k], kAlpha);
-            }
-            if (hex && letter) {
-                span(w, e);
-                return e;
-            }
+        if (len >= 12 && word_hex && word_letter && w >= lo && boundary_before(w) &&
+            boundary_after(e)) {
+            span(w, e);
+            return e;
         }
     }
     if (starts_number) {
