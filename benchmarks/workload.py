@@ -63,11 +63,13 @@ def _pytest_run(rng: random.Random, i: int) -> list[str]:
              "rootdir: /testbed", f"collected {180 + i % 40} items", ""]
     lines += [f"{f} {'.' * rng.randrange(10, 40)}{'F' if rng.random() < 0.2 else ''}"
               f"{' ' * 8}[{rng.randrange(1, 100):3d}%]" for f in files * 6]
-    lines += ["", "=================================== FAILURES ===================================",
-              f"_________________________________ test_case_{i} _________________________________",
-              "", f"    def test_case_{i}():", f">       assert parse_date('2026-12-{1 + i % 28:02d}') "
-              "== date(2026, 12, 4)", "E       AssertionError: assert None == datetime.date(2026,"
-              " 12, 4)", "", f"tests/test_dates.py:{40 + i % 60}: AssertionError",
+    rule = "=" * 35
+    lines += ["", f"{rule} FAILURES {rule}",
+              f"{'_' * 33} test_case_{i} {'_' * 33}",
+              "", f"    def test_case_{i}():",
+              f">       assert parse_date('2026-12-{1 + i % 28:02d}') == date(2026, 12, 4)",
+              "E       AssertionError: assert None == datetime.date(2026, 12, 4)",
+              "", f"tests/test_dates.py:{40 + i % 60}: AssertionError",
               f"==================== 1 failed, {170 + i % 40} passed in {rng.random() * 9:.2f}s "
               "===================="]
     return lines
@@ -76,12 +78,13 @@ def _pytest_run(rng: random.Random, i: int) -> list[str]:
 def _log_tail(rng: random.Random, i: int) -> list[str]:
     return [f"2026-12-04T10:{k % 60:02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z "
             f"{rng.choice(['INFO ', 'WARN ', 'ERROR'])} [worker-{k % 8}] request "
-            f"{rng.getrandbits(64):016x} GET /api/v1/items/{i * 100 + k} {rng.choice([200, 404, 503])}"
-            f" {rng.randrange(1, 900)}ms" for k in range(40)]
+            f"{rng.getrandbits(64):016x} GET /api/v1/items/{i * 100 + k} "
+            f"{rng.choice([200, 404, 503])} {rng.randrange(1, 900)}ms" for k in range(40)]
 
 
 def _json_records(rng: random.Random, i: int) -> list[str]:
-    return json.dumps([{"reservation_id": f"R{i:05d}{k}", "status": rng.choice(["active", "cancelled"]),
+    return json.dumps([{"reservation_id": f"R{i:05d}{k}",
+                        "status": rng.choice(["active", "cancelled"]),
                         "created_at": f"2024-05-{1 + k % 28:02d}T{k % 24:02d}:00:00",
                         "flights": [{"flight_number": f"HAT{rng.randrange(300):03d}",
                                      "price": rng.randrange(50, 900)}],
@@ -94,7 +97,8 @@ def _source_read(rng: random.Random, i: int) -> list[str]:
             "    for attempt in range(retries):", "        try:",
             "            return dispatch(request, timeout=30)",
             "        except TimeoutError as exc:  # the upstream is slow",
-            "            log.warning('attempt %d failed: %s', attempt, exc)", "    raise Busy()", ""]
+            "            log.warning('attempt %d failed: %s', attempt, exc)",
+            "    raise Busy()", ""]
     return [f"{n + 1:6d}\t{line.format(n=i + n // 9)}"
             for n, line in enumerate(body * 12)]
 

@@ -116,9 +116,9 @@ def compact_args(args: Any) -> str:
 def payload_digest(payload: Any, settings: EngineSettings, tool: str | None,
                    engine: Any) -> str | None:
     """A payload as the hook observes and stores it: its answer (SPEC §12.1: volatile spans
-    replaced, the tool's ignored JSON keys; by the session's ``engine`` module) in base32, which the answer scanner leaves as it is
-    (a hex digest would be one long hex id to it), or None for no payload or the empty
-    answer."""
+    replaced, the tool's ignored JSON keys; by the session's ``engine`` module) in base32,
+    which the answer scanner leaves as it is (a hex digest would be one long hex id to it), or
+    None for no payload or the empty answer."""
     if payload is None:
         return None
     if isinstance(payload, bytes):
