@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..config import builtin_signals, read_config_file
+from ..config import read_config_file, watchdog_config
 from ..errors import ConfigError
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
@@ -102,7 +102,7 @@ def add_parser(verbs: Any) -> None:
 
 def _config(args: argparse.Namespace) -> WatchdogConfig:
     file = read_config_file(args.config) if args.config else {}
-    config = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})  # built-ins only
+    config = watchdog_config(file)  # built-ins only
     config.engine_settings()  # a bad value is a usage error before any file is read
     return config
 
