@@ -56,6 +56,76 @@ def payload(size: int, seed: int = 3) -> str:
     return ((line + "\n") * (size // 80 + 1))[:size]
 
 
+def _pytest_run(rng: random.Random, i: int) -> list[str]:
+    files = [f"tests/test_{w}.py" for w in ("api", "parser", "dates", "cli", "store")]
+    lines = ["============================= test session starts ==============================",
+             "platform linux -- Python 3.11.9, pytest-8.2.0, pluggy-1.5.0",
+             "rootdir: /testbed", f"collected {180 + i % 40} items", ""]
+    lines += [f"{f} {'.' * rng.randrange(10, 40)}{'F' if rng.random() < 0.2 else ''}"
+              f"{' ' * 8}[{rng.randrange(1, 100):3d}%]" for f in files * 6]
+    rule = "=" * 35
+    lines += ["", f"{rule} FAILURES {rule}",
+              f"{'_' * 33} test_case_{i} {'_' * 33}",
+              "", f"    def test_case_{i}():",
+              f">       assert parse_date('2026-12-{1 + i % 28:02d}') == date(2026, 12, 4)",
+              "E       AssertionError: assert None == datetime.date(2026, 12, 4)",
+              "", f"tests/test_dates.py:{40 + i % 60}: AssertionError",
+              f"==================== 1 failed, {170 + i % 40} passed in {rng.random() * 9:.2f}s "
+              "===================="]
+    return lines
+
+
+def _log_tail(rng: random.Random, i: int) -> list[str]:
+    return [f"2026-12-04T10:{k % 60:02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z "
+            f"{rng.choice(['INFO ', 'WARN ', 'ERROR'])} [worker-{k % 8}] request "
+            f"{rng.getrandbits(64):016x} GET /api/v1/items/{i * 100 + k} "
+            f"{rng.choice([200, 404, 503])} {rng.randrange(1, 900)}ms" for k in range(40)]
+
+
+def _json_records(rng: random.Random, i: int) -> list[str]:
+    return json.dumps([{"reservation_id": f"R{i:05d}{k}",
+                        "status": rng.choice(["active", "cancelled"]),
+                        "created_at": f"2024-05-{1 + k % 28:02d}T{k % 24:02d}:00:00",
+                        "flights": [{"flight_number": f"HAT{rng.randrange(300):03d}",
+                                     "price": rng.randrange(50, 900)}],
+                        "payment_id": f"credit_card_{rng.randrange(10**7)}", "amount": k * 37}
+                       for k in range(16)], indent=2).splitlines()
+
+
+def _source_read(rng: random.Random, i: int) -> list[str]:
+    body = ["def handle_{n}(request, *, retries=3):", "    \"\"\"Serve one request.\"\"\"",
+            "    for attempt in range(retries):", "        try:",
+            "            return dispatch(request, timeout=30)",
+            "        except TimeoutError as exc:  # the upstream is slow",
+            "            log.warning('attempt %d failed: %s', attempt, exc)",
+            "    raise Busy()", ""]
+    return [f"{n + 1:6d}\t{line.format(n=i + n // 9)}"
+            for n, line in enumerate(body * 12)]
+
+
+def _grep_hits(rng: random.Random, i: int) -> list[str]:
+    return [f"src/tripwire/pkg{rng.randrange(40)}/module_{i + k}.py:{rng.randrange(1, 900)}:"
+            f"    def handle_{i + k}(request, *, retries=3):" for k in range(50)]
+
+
+_OUTPUTS = (_pytest_run, _log_tail, _json_records, _source_read, _grep_hits)
+
+
+def tool_outputs(size: int, n: int = CALLS, seed: int = 11) -> list[tuple[str, str]]:
+    """Distinct tool outputs of `size` bytes, as agents get them: a pytest run, a log tail, a
+    JSON API response, a source file read with line numbers, grep hits, in turn (each with its
+    own numbers, timings, timestamps and ids)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        make = _OUTPUTS[i % len(_OUTPUTS)]
+        text = "\n".join(make(rng, i))
+        while len(text) < size:
+            text += "\n" + "\n".join(make(rng, i))
+        out.append(("bash", text[:size]))
+    return out
+
+
 def results(size: int, n: int = CALLS) -> list[tuple[str, str]]:
     """Distinct payloads of `size` bytes (each result is new information)."""
     base = payload(size)
@@ -103,7 +173,8 @@ def fleet_traffic(sessions: int, events: int, seed: int = 11, *,
     next (the rows batch ingest hands to Python)."""
     rng = random.Random(seed)
     calls = call_mix(max(events // 2, 1), seed)
-    payloads = [payload(600, seed=s) for s in range(8)]
+    # tool output (each result then made distinct): its answer is what the result path reads
+    payloads = [p for _, p in tool_outputs(600, 8)]
     steps = [0] * sessions
     out: list[tuple] = []
     for i, (name, args) in enumerate(calls):

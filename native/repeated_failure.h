@@ -1,21 +1,13 @@
 // repeated-failure (SPEC §7.3): failed results of one tool carrying one error signature, with
 // no productive result between them. Reference: tripwire/signals/repeated_failure.py (its
-// docstring states the signature's rules and the decisions this struct implements).
+// docstring states the decisions this struct implements). The signature is the answer
+// scanner's signature mode (answer.h error_signature_key): one scanner, not two.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace tw {
-
-// The error text with its volatile parts replaced (temporary paths, numbers and hex ids,
-// joined timestamps/versions/line:column, whitespace runs), written to `out` (cleared first).
-// The twin of tripwire.signals.repeated_failure.error_signature, byte for byte.
-void normalize_error(const char* data, size_t length, std::string& out);
-
-// XXH3-64 of the normalized error; `scratch` is reused across calls.
-uint64_t error_signature_key(const char* data, size_t length, std::string& scratch);
 
 // Per (tool, signature), the failures since the last productive success: one alert per pair
 // until a productive success clears the memory. kMemory pairs, the least recently failed
@@ -38,6 +30,10 @@ struct RepeatedFailureDetector {
     Entry entries[kMemory];
 
     explicit RepeatedFailureDetector(uint32_t threshold_) : threshold(threshold_) {}
+    // The one 64-bit key of a (tool, signature) pair.
+    static uint64_t pair_key(uint64_t tool, uint64_t signature) noexcept {
+        return signature ^ ((tool | 1) * 0x9E3779B97F4A7C15ull);
+    }
     // one failed result; true when its pair reaches the threshold for the first time
     bool fail(uint64_t tool, uint64_t signature) noexcept;
     // a productive success: anything may have changed

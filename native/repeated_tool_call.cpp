@@ -9,6 +9,7 @@ void RepeatDetector::start_run(const CanonicalCall& c, uint64_t name_hash) {
     is_object = c.is_object;
     tripped = false;
     poll = kPollAwaiting;
+    plateau = 0;
     longest.clear();
     ends.clear();
     for (std::string_view p : c.paths) {
@@ -54,26 +55,31 @@ bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& f
     return joined;
 }
 
-void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* digest) noexcept {
+void RepeatDetector::observe_result(bool failed, bool no_op, const Hash128* answer,
+                                    uint32_t poll_plateau) noexcept {
     uint8_t end;
     if (failed) {
         end = kPollFailed;
     } else if (no_op) {
         end = kPollNoOp;
-    } else if (digest == nullptr) {
+    } else if (answer == nullptr) {
         end = kPollNoPayload;
     } else if (poll == kPollAwaiting) {
         poll = kPollOnePayload;
-        last = *digest;
+        last = *answer;
+        plateau = 1;
         return;
-    } else if (digest->low64 != last.low64 || digest->high64 != last.high64) {
+    } else if (answer->low64 != last.low64 || answer->high64 != last.high64) {
         poll = kPollChanging;
-        last = *digest;
+        last = *answer;
+        plateau = 1;
         return;
     } else {
+        if (plateau < UINT32_MAX) ++plateau;
+        if (poll == kPollChanging && plateau < poll_plateau) return;  // a poll waiting (§12.2)
         end = kPollStoppedChanging;
     }
-    // sticky for the run: a poll that repeats itself once is not polling again later
+    // sticky for the run: a run that ended is not polling again later
     poll = poll == kPollChanging ? end : static_cast<uint8_t>(kPollEnded);
 }
 

@@ -1,5 +1,6 @@
 // repeated-tool-call (SPEC §1, §2.3), unless the run is polling something that changes
-// (SPEC §10.24). Reference: tripwire/signals/repeated_tool_call.py.
+// (SPEC §10.24, §12.2: results compare by their answer; a poll whose answer has not changed
+// for poll_plateau results trips). Reference: tripwire/signals/repeated_tool_call.py.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +19,10 @@ namespace tw {
 enum Poll : uint8_t {
     kPollAwaiting = 0,    // no result of the run's tool yet
     kPollOnePayload = 1,  // one successful payload: nothing to compare it with yet
-    kPollChanging = 2,    // every result a success with a payload, each differing from the last
+    kPollChanging = 2,    // a poll: every result a success with a payload, its answer changed
+                          // at least once and the same for fewer than poll_plateau results
     kPollEnded = 3,       // ended before the run ever observed change: an ordinary repeat
-    kPollStoppedChanging = 4,
+    kPollStoppedChanging = 4,  // the same answer for poll_plateau results in a row
     kPollFailed = 5,
     kPollNoOp = 6,
     kPollNoPayload = 7,
@@ -34,13 +36,14 @@ struct RepeatDetector {
     bool is_object = false;
     uint8_t poll = kPollAwaiting;
     uint32_t run = 0;
+    uint32_t plateau = 0;  // results of the run in a row carrying its last answer (`last`)
     uint64_t rest = 0;
     uint64_t name = 0;  // the run's tool (its name hash): whose results are the run's
     // The longest spelling seen in the run for each top-level path key, concatenated;
     // ends[i] is where slot i ends.
     std::string longest;
     std::vector<uint32_t> ends;
-    Hash128 last{};     // the run's previous payload digest (results only: after the above)
+    Hash128 last{};     // the run's previous answer (results only: after the above)
 
     RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
     // Returns whether the call joined the current run; sets `fired`.
@@ -52,8 +55,11 @@ struct RepeatDetector {
     bool awaits(uint64_t name_hash) const noexcept {
         return run > 0 && name_hash == name && poll < kPollEnded;
     }
-    // A result `awaits` said is the run's; `digest` null when it has no payload.
-    void observe_result(bool failed, bool no_op, const Hash128* digest) noexcept;
+    // A result `awaits` said is the run's; `answer` null when it has no payload or the empty
+    // answer (SPEC §12.1); `poll_plateau`: the setting (SPEC §12.2; not kept here, so the
+    // detector stays in its 104 bytes).
+    void observe_result(bool failed, bool no_op, const Hash128* answer,
+                        uint32_t poll_plateau) noexcept;
     // The last `calls` calls are taken back: the run loses them; a run made only of them is
     // forgotten (reference: RepeatDetector.retract).
     void retract(uint32_t calls) noexcept {
@@ -66,6 +72,7 @@ struct RepeatDetector {
         is_object = false;
         tripped = false;
         poll = kPollAwaiting;
+        plateau = 0;
         ends.clear();
     }
 

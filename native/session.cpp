@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "answer.h"
 #include "hash.h"
 
 namespace tw {
@@ -54,6 +55,7 @@ Session::Session(const Settings& s, void* storage)
       digests(s.digest_memory,
               storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
       repeated_failure(s.repeated_failure_threshold),
+      recycled(s.recycled_threshold, s.recycled_window),
       settings(s) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
@@ -67,48 +69,68 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
     if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
+    if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
     if (stats) stats->after_call(*this);
     return mask;
 }
 
 uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                                  const void* payload, size_t payload_len, bool has_payload,
-                                 const char* error, size_t error_len) {
+                                 const char* error, size_t error_len, const AnswerKeys* keys) {
     const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
-                                      has_payload, error, error_len);
+                                      has_payload, error, error_len, keys);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
 uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                               const void* payload, size_t payload_len, bool has_payload,
-                              const char* error, size_t error_len) {
+                              const char* error, size_t error_len, const AnswerKeys* keys) {
     const uint32_t on = enabled;
+    const uint32_t classes = settings.answer_volatile;
     uint32_t mask = 0;
+    // recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call of its
+    // tool (taken off for an exempt tool too, whose results neither count nor break the run)
+    uint32_t call_key = 0;
+    const bool recycles = (on & kRecycled) && pending.take(name_hash, call_key) && !exempt;
+    // the error signature, for repeated-failure, the failure streak's stand-down (SPEC §12.3)
+    // and recycled-calls (a failure's answer)
+    const bool signed_failure = failed && (on & kRepeatedFailure) && !exempt;
+    const uint64_t signature = failed && (signed_failure || recycles)
+        ? error_signature_key(error, error ? error_len : 0, classes, keys) : 0;
+    uint64_t pair = 0;
     if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
-            static thread_local std::string scratch;
-            uint64_t signature;
-            try {
-                signature = error_signature_key(error ? error : "", error ? error_len : 0,
-                                                scratch);
-            } catch (const std::bad_alloc&) {  // no memory for the scratch: the raw text
-                signature = xxh3_64(error, error ? error_len : 0);
-            }
+            pair = RepeatedFailureDetector::pair_key(name_hash, signature);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it
         }
     }
-    // one digest for both readers: the repeat run (SPEC §10.24) and the seen-set
+    // one answer for its readers: the repeat run (SPEC §10.24), the seen-set (both take the
+    // empty answer as no payload, SPEC §12.1) and recycled-calls
     const bool for_run = repeat.awaits(name_hash);
-    const bool digested = has_payload && !failed && !no_op && (for_run || !exempt);
-    Hash128 digest{};
-    if (digested) digest = xxh3_128(payload, payload_len);
-    if (for_run) repeat.observe_result(failed, no_op, digested ? &digest : nullptr);
+    Hash128 answer{};
+    const bool answered = has_payload && !failed &&
+                          ((!no_op && (for_run || !exempt)) || recycles) &&
+                          answer_digest(payload, payload_len, classes, keys, answer);
+    if (for_run) {
+        repeat.observe_result(failed, no_op, answered ? &answer : nullptr,
+                              settings.poll_plateau);
+    }
+    if (recycles) {
+        using R = RecycledCallsDetector;
+        const uint32_t tag = failed  ? R::answer_tag(R::kFailure, signature)
+                             : no_op ? R::answer_tag(R::kNoOp, answered ? answer.low64 : 0)
+                                     : R::answer_tag(R::kSuccess, answered ? answer.low64 : 0);
+        if (recycled.observe(call_key, tag) &&
+            !recycled.stands_down(history, (on & kRepeat) != 0,
+                                  (on & kCycle) ? settings.cycle_max_period : 0))
+            mask |= kRecycled;  // (a run stood down on stays tripped: counted as reported)
+    }
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
-        if (failures.extend() && (on & kFailure)) mask |= kFailure;
+        if (failures.fail(pair, signed_failure) && (on & kFailure)) mask |= kFailure;
         return mask;
     }
     failures.reset();
@@ -118,9 +140,9 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     }
     no_ops.reset();
     if (exempt) return mask;
-    if (!has_payload) {
-        stale.reset();  // cannot fingerprint: no evidence of a stall
-    } else if (digests.seen_before(digest)) {
+    if (!answered) {
+        stale.reset();  // no payload, or the empty answer: no evidence of a stall
+    } else if (digests.seen_before(answer)) {
         if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
     } else {
         stale.reset();  // new information breaks the run
@@ -146,21 +168,32 @@ void Session::reset() noexcept {
     stale.reset();
     digests.clear();
     repeated_failure.reset();
+    pending.clear();
+    recycled.reset();
     if (stats) stats->after_reset();
 }
 
 void Session::retract_calls(uint32_t calls) noexcept {
     if (calls == 0) return;
     history.pop(calls);
+    // density's fast path holds that only the newest key's count rose since the last window;
+    // with calls taken back, older ones are in the window again: count it whole next time
+    density.below = false;
     repeat.retract(calls);
     name.retract(calls);
     silence.retract(calls);
+    pending.retract(calls);
     if (stats) stats->after_reset();  // the history changed under its per-period counts
 }
 
 size_t Session::state_bytes() const noexcept {
+    // the run's longest spellings are on the heap only past the string's own (inline) buffer,
+    // which sizeof(Session) already counts
+    static const size_t inline_capacity = std::string().capacity();
+    const size_t longest = repeat.longest.capacity();
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
-           repeat.longest.capacity() + repeat.ends.capacity() * sizeof(uint32_t);
+           (longest > inline_capacity ? longest + 1 : 0) +
+           repeat.ends.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace tw

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "answer.h"
 #include "canonical.h"
 #include "detectors.h"
 #include "digest_lru.h"
@@ -26,6 +27,7 @@ enum SignalBit : uint32_t {
     kNoNewState = 1u << 6,
     kSilence = 1u << 7,
     kRepeatedFailure = 1u << 8,
+    kRecycled = 1u << 9,
 };
 
 struct SignalBitName {
@@ -37,7 +39,7 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"dominant-tool-call", kDensity},    {"repeated-tool-name", kName},
     {"tool-failure-streak", kFailure},   {"no-op-streak", kNoOp},
     {"no-new-state", kNoNewState},       {"tools-without-text", kSilence},
-    {"repeated-failure", kRepeatedFailure},
+    {"repeated-failure", kRepeatedFailure}, {"recycled-calls", kRecycled},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -46,6 +48,7 @@ inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[
 struct Settings {
     uint32_t enabled;
     uint32_t repeat_threshold;
+    uint32_t poll_plateau;  // SPEC §12.2
     uint32_t cycle_max_period;
     uint32_t cycle_cycles;
     uint32_t density_window;
@@ -59,6 +62,9 @@ struct Settings {
     uint32_t silence_threshold;
     uint32_t digest_memory;
     uint32_t repeated_failure_threshold;
+    uint32_t answer_volatile;  // SPEC §12.1: the AnswerClass bits an answer replaces
+    uint32_t recycled_threshold;
+    uint32_t recycled_window;
 };
 
 class Session {
@@ -82,21 +88,25 @@ public:
     const void* next_join() const noexcept { return history.next_join(); }
     // Starts fetching the call-path detectors' state (the first lines of this object), so
     // that a caller holding the session's address overlaps those memory accesses with its
-    // own work (canonicalizing the call) when the session is cold in cache. Changes nothing,
+    // own work (canonicalizing the call) when the session is cold in cache (up to the pending
+    // calls recycled-calls reads, the last state a call writes). Changes nothing,
     // and branches on nothing it loads: a mispredicted branch on a line still in flight would
     // throw away the work done past it. (The call ring's recent keys are not fetched: their
     // address depends on this object's first line, and measured, fetching them gained nothing.)
     void prefetch_call_path() const noexcept {
         const char* at = reinterpret_cast<const char*>(this);
-        const char* end = reinterpret_cast<const char*>(&density + 1);
+        const char* end = reinterpret_cast<const char*>(&pending + 1);
         for (; at < end; at += 64) __builtin_prefetch(at);
     }
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
     // its tool's); exempt: no-new-state and repeated-failure skip it (its payload still
-    // reaches the repeat run); error: a failure's error text (repeated-failure's signature)
+    // reaches the repeat run); error: a failure's error text (repeated-failure's signature);
+    // keys: the tool's [results] ignore_json_keys (null: none). Every reader compares the
+    // payload's answer (SPEC §12.1), computed here at most once.
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                             const void* payload, size_t payload_len, bool has_payload,
-                            const char* error = nullptr, size_t error_len = 0);
+                            const char* error = nullptr, size_t error_len = 0,
+                            const AnswerKeys* keys = nullptr);
     void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
@@ -122,11 +132,13 @@ public:
     RepeatDetector repeat;
     CycleDetector cycle;
     DensityDetector density;
-    StreakDetector failures;
+    PendingCalls pending;  // recycled-calls' calls without a result: the call writes one slot
+    FailureStreakDetector failures;
     StreakDetector no_ops;
     StreakDetector stale;
     DigestLRU digests;
     RepeatedFailureDetector repeated_failure;
+    RecycledCallsDetector recycled;
     const Settings settings;
 
 private:
@@ -139,7 +151,7 @@ private:
 
     uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                          const void* payload, size_t payload_len, bool has_payload,
-                         const char* error, size_t error_len);
+                         const char* error, size_t error_len, const AnswerKeys* keys);
 };
 
 }  // namespace tw

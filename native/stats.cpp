@@ -46,6 +46,7 @@ void SessionStats::after_result(const Session& s) noexcept {
     raise_to(peak[6], s.stale.run);
     // only the pair that just failed rose: the peak is the highest count it reached
     raise_to(peak[8], s.repeated_failure.last);
+    raise_to(peak[9], s.recycled.run);
 }
 
 void SessionStats::after_reset() noexcept {

@@ -83,6 +83,44 @@ CORPUS_COUNTS = {
 }
 
 
+def test_every_reader_that_knows_an_exit_status_fails_a_non_zero_one() -> None:
+    """SPEC §12.1's premise: a failed command is a failure, not a payload. mini-swe-agent
+    records each command's return code: every non-zero one (and every timeout) is a failed
+    result, counted here from the raw files. SWE-agent's .traj (every version among the
+    samples: action/observation pairs, tool calls, replay configs) records no exit status at
+    all: its only failures are the timeouts it announces. (Codex's exit codes: the rollout
+    tests; OTel: an error status.)"""
+    import re
+
+    from conftest import need_shared
+
+    corpus = need_shared("corpus")
+    returncode = re.compile(r"<returncode>(-?\d+)</returncode>")
+    nonzero = timeouts = 0
+    for path in sorted((corpus / "mini-swe-agent-swebench").glob("*.traj.json")):
+        messages = json.loads(path.read_text())["messages"]
+        for message in messages[2:]:
+            content = message["content"]
+            if message["role"] != "user" or not isinstance(content, str):
+                continue
+            found = returncode.match(content)
+            nonzero += found is not None and found.group(1) != "0"
+            timeouts += content.startswith("The last command")
+    assert (nonzero, timeouts) == (728, 17)
+    failed = Counter()
+    for transcript in transcripts([str(corpus / "mini-swe-agent-swebench"),
+                                   str(corpus / "swe-agent-demos")]):
+        for item in read(transcript):
+            if isinstance(item.event, Result) and item.event.error:
+                failed[transcript.format] += 1
+    assert failed == {"mini-swe-agent": 728 + 17, "swe-agent": 2}
+    exit_keys = re.compile(r'"(exit_code|exitCode|returncode|exit_status_code)"')
+    for path in (corpus / "swe-agent-demos").rglob("*.traj"):
+        document = json.loads(path.read_text())
+        steps = document.get("history", []) + document.get("trajectory", [])
+        assert not any(exit_keys.search(json.dumps(step)) for step in steps), path
+
+
 @pytest.mark.parametrize("corpus", sorted(CORPUS_COUNTS))
 def test_every_corpus_session_parses_with_exact_counts(corpus: str) -> None:
     from conftest import need_shared

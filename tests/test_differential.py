@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tripwire import Watchdog, WatchdogConfig, _engine
+from tripwire.signals import ResultsConfig
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 reference = _engine.load("python")
@@ -297,7 +298,10 @@ ARG_POOL = [
     '{"' + "k" * 70000 + '":1}',
     '{ "' + "k" * 70000 + '" : 1.0 }',
 ]
-PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]}, "x" * 300]
+PAYLOADS = [None, "", "A", "B", "pod web-1 Running", b"\x00\xff", {"k": [1, 2]}, "x" * 300,
+            # answers (SPEC §12.1): equal but for a volatile span; whitespace only
+            "1 failed in 0.53s", "1 failed in 0.61s", "pid 4242 exited", "pid 7 exited", " \n",
+            {"request_id": "r-1", "n": 1}, {"request_id": "r-2", "n": 1}]
 
 
 @st.composite
@@ -317,7 +321,8 @@ def poll_run(draw: st.DrawFn) -> list[tuple]:
             results.append(("result", name, None, False, None))
         else:
             level += draw(st.sampled_from([1, 1, 1, 0]))
-            results.append(("result", name, None, False, f"{level} of 20 updated"))
+            took = draw(st.sampled_from(["", " in 0.5s", " in 12 ms", " at 10:22:31"]))
+            results.append(("result", name, None, False, f"{level} of 20 updated{took}"))
     out: list[tuple] = []
     for i in range(n):
         out.append(("call", name, args))
@@ -333,7 +338,8 @@ def events(draw: st.DrawFn) -> list[tuple]:
         kind = draw(
             st.sampled_from(
                 ["call"] * 6
-                + ["repeat", "cycle", "poll", "result", "result", "text", "turn_end", "reset"]
+                + ["repeat", "cycle", "poll", "lap", "result", "result", "text", "turn_end",
+                   "reset"]
             )
         )
         if kind == "call":
@@ -349,6 +355,13 @@ def events(draw: st.DrawFn) -> list[tuple]:
             out.extend(block * draw(st.integers(2, 4)))
         elif kind == "poll":
             out.extend(draw(poll_run()))
+        elif kind == "lap":  # recycled calls (SPEC §12.4): a 5..8-call lap, each answered
+            block = []
+            for _ in range(draw(st.integers(5, 8))):
+                name = draw(st.sampled_from(NAMES))
+                block += [("call", name, draw(st.sampled_from(ARG_POOL))),
+                          ("result", name, None, False, draw(st.sampled_from(PAYLOADS)))]
+            out.extend(block * draw(st.integers(2, 3)))
         elif kind == "result":
             error = draw(st.sampled_from([None, False, "", "boom", True, "PermissionDenied",
                                           # repeated-failure: one signature, spelled three ways
@@ -391,9 +404,16 @@ def configs(draw: st.DrawFn) -> WatchdogConfig:
         "no-new-state": {"threshold": draw(st.integers(1, 6)), "memory": draw(st.integers(1, 6))},
         "tools-without-text": {"threshold": draw(st.integers(1, 10))},
         "repeated-failure": {"threshold": draw(st.integers(1, 4))},
+        "recycled-calls": {"threshold": draw(st.integers(1, 9)),
+                           "window": draw(st.integers(2, 64))},
     }
     only = draw(st.none() | st.sets(st.sampled_from(list(knobs)), min_size=1))
-    return WatchdogConfig(signals=knobs, only=frozenset(only) if only else None)
+    results = draw(st.sampled_from([
+        ResultsConfig(), ResultsConfig(volatile=("durations", "hex")),
+        ResultsConfig(ignore_json_keys=("request_id",)),
+        ResultsConfig(tools={NAMES[0]: ("request_id",)})]))
+    return WatchdogConfig(signals=knobs, only=frozenset(only) if only else None,
+                          results=results)
 
 
 def _replay(watchdog: Watchdog, trace: list[tuple]) -> list[tuple]:
@@ -430,6 +450,7 @@ def test_random_traces_raise_identical_alerts(trace: list[tuple], config: Watchd
         "failure_streak",
         "no_op_run",
         "stale_results",
+        "recycled_run",
         "events",
     ):
         assert getattr(fast, attr) == getattr(spec, attr), attr

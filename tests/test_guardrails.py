@@ -102,9 +102,12 @@ def test_reset_clears_the_halt_and_keeps_the_feedback(implementation: str) -> No
 def test_warn_alerts_never_cut_under_enforce(implementation: str) -> None:
     g = make(implementation, mode="enforce")
     g.start_turn()
-    decisions = [g.on_result("kubectl_get", error="Forbidden") for _ in range(3)]
-    assert [d.action for d in decisions] == ["continue"] * 3
-    assert [a.signal for a in decisions[2].alerts] == ["tool-failure-streak", "repeated-failure"]
+    decisions = [g.on_result("kubectl_get", error=e) for e in ("Forbidden", "Not Found",
+                                                                 "Forbidden", "Forbidden")]
+    assert [d.action for d in decisions] == ["continue"] * 4
+    # three failures, not all one error: the streak; the third Forbidden: repeated-failure
+    assert [[a.signal for a in d.alerts] for d in decisions] == [
+        [], [], ["tool-failure-streak"], ["repeated-failure"]]
 
 
 # -- turn scope and escalation ---------------------------------------------------------------

@@ -156,12 +156,8 @@ def test_feedback_reaches_the_model_in_post_tool_use_additional_context(claude: 
     assert claude(failure(2, failing[2], "Exit code 2\nmake: *** No rule")) == {
         "hookSpecificOutput": {
             "hookEventName": "PostToolUseFailure",
+            # one error three times: repeated-failure's alone (SPEC §12.3)
             "additionalContext": block((
-                "tool-failure-streak",
-                "Your last 3 tool calls all failed (Bash) and none succeeded, so nothing has "
-                "been verified. Last error: Exit code 2\nmake: *** No rule. Do not describe anything as healthy, "
-                "fixed or resolved on this evidence. Find a call that works, or tell the user "
-                "what you could not check and why, and stop."), (
                 "repeated-failure",
                 "Bash has now failed 3 times with the same error, and nothing changed in "
                 "between: Exit code 2\nmake: *** No rule. Running it again, even spelled "

@@ -19,8 +19,12 @@ native = pytest.importorskip("tripwire._native", reason="the native core is not 
 #: Native-only members, and why: the reference has no native state to measure.
 NATIVE_ONLY = {"state_bytes"}
 #: EngineSettings fields the native Settings struct does not carry, and why: exemptions are
-#: decided in the bindings (a Python set of names), not in C++.
-PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools"}
+#: decided in the bindings (a Python set of names), not in C++; the JSON keys an answer ignores
+#: are handed to the scanner per result (a native key list per tool, made by the bindings).
+PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools", "ignore_json_keys",
+                        "ignore_json_keys_by_tool"}
+#: EngineSettings fields [results] resolves (SPEC §12.1), not a signal module.
+RESULTS_SETTINGS = {"answer_volatile", "ignore_json_keys", "ignore_json_keys_by_tool"}
 
 
 def test_native_signal_bits_are_the_catalogue_order() -> None:
@@ -32,7 +36,7 @@ def test_native_signal_bits_are_the_catalogue_order() -> None:
 def test_reference_bits_come_from_the_catalogue() -> None:
     bits = [_reference.REPEAT, _reference.CYCLE, _reference.DENSITY, _reference.NAME,
             _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE,
-            _reference.REPEATED_FAILURE]
+            _reference.REPEATED_FAILURE, _reference.RECYCLED]
     assert bits == [s.bit for s in SIGNALS]
 
 
@@ -50,7 +54,7 @@ def test_settings_fields_agree() -> None:
     native_fields = tuple(f for f in fields if f not in PYTHON_ONLY_SETTINGS)
     assert native_fields == native.SETTINGS_FIELDS
     assert 4 * len(native_fields) == native.SETTINGS_BYTES  # all 32-bit: no undeclared field
-    # every field but the enabled mask is resolved by exactly one signal module
+    # every field but the enabled mask and [results]' is resolved by exactly one signal module
     default = signals.WatchdogConfig()
     owners: dict[str, str] = {}
     resolved: dict[str, object] = {}
@@ -60,7 +64,8 @@ def test_settings_fields_agree() -> None:
             assert name not in owners, f"{name} resolved by {owners[name]} and {spec.id}"
             owners[name] = spec.id
         resolved.update(out)
-    assert set(owners) == set(fields) - {"enabled"}
+    assert set(owners) == set(fields) - {"enabled"} - RESULTS_SETTINGS
+    assert set(signals.ResultsConfig().settings()) == RESULTS_SETTINGS
 
 
 def _public(obj: object, *, callables_only: bool = False) -> set[str]:

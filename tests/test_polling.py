@@ -1,8 +1,10 @@
-"""Polling is not a loop (SPEC §10.24): the repeat detector weighs the results of its run.
+"""Polling is not a loop (SPEC §10.24, §12.2): the repeat detector weighs the results of its run.
 
-A run of equivalent calls is exempt while it is observing change: every result of the run's
-tool that has arrived since the run began is a success with a payload, and each payload differs
-from the one before it. Every test runs on both engines and names the exact events.
+A run of equivalent calls is a *poll* once it has observed change: every result of the run's
+tool that has arrived since the run began is a success with a payload, and its answer (SPEC
+§12.1) changed at least once. A poll trips when its answer has not changed for
+``poll_plateau`` (10) results, at the run's next call; a failure, a no-op or a result without
+payload ends it at once. Every test runs on both engines and names the exact events.
 """
 
 from __future__ import annotations
@@ -72,22 +74,57 @@ def test_polling_with_changing_output_stays_quiet_for_20_polls(implementation: s
     assert wd.repeat_run == 20 and wd.repeat_poll == Poll.CHANGING
 
 
-def test_a_poll_whose_output_stops_changing_trips_at_the_next_call(implementation: str) -> None:
+def stuck(n: int, answer: str = "7 of 20 updated replicas are available") -> list[tuple]:
+    """n more polls, all with one answer (``answer``, then the time the check took, which
+    changes every time: the first is a change from the polls before)."""
+    out: list[tuple] = []
+    for i in range(n):
+        out += [call(), result(f"{answer} (checked in {0.4 + i / 10:.1f}s)")]
+    return out
+
+
+def test_a_poll_stuck_for_poll_plateau_answers_trips_at_the_next_call(
+        implementation: str) -> None:
+    # seven polls that move (events 0..13), then ten stuck ones: the tenth result with one
+    # answer is event 33, so the next call (34) trips
+    trace = [*polls(7), *stuck(10), call()]
+    assert replay(Watchdog(only_repeat(), implementation=implementation), trace) == [
+        (34, "repeated-tool-call")]
+    # stuck for 12: the same event, whatever follows
     wd = Watchdog(only_repeat(), implementation=implementation)
-    trace = [*polls(8), call(), result("7 of 20 updated replicas are available"), call()]
-    # events 0..15: eight polls; 16: the ninth call; 17: its output, the same as the eighth's
-    assert replay(wd, trace) == [(18, "repeated-tool-call")]
-    assert wd.repeat_run == 10
+    assert replay(wd, [*polls(7), *stuck(12), call()]) == [(34, "repeated-tool-call")]
+    assert wd.repeat_run == 20 and wd.repeat_poll == Poll.STOPPED_CHANGING
+
+
+def test_a_poll_with_progress_and_a_7_answer_plateau_stays_quiet(implementation: str) -> None:
+    # a rollout that sits at "5 of 20" for seven polls, then moves on: healthy (with the
+    # defaults no-new-state reports the plateau to the operator, a warning)
+    trace = [*polls(6), *stuck(7, "5 of 20 updated replicas are available"), *polls(6, 6)]
+    assert replay(Watchdog(only_repeat(), implementation=implementation), trace) == []
+    # default config: the plateau's seventh answer is the sixth already seen (no-new-state),
+    # and the twelfth call without a word (event 22) is tools-without-text's
+    assert replay(Watchdog(implementation=implementation), trace) == [
+        (22, "tools-without-text"), (25, "no-new-state")]
+
+
+def test_poll_plateau_is_a_knob(implementation: str) -> None:
+    config = WatchdogConfig(signals={"repeated-tool-call": {"poll_plateau": 3}},
+                            only=frozenset({"repeated-tool-call"}))
+    # seven polls (0..13), three stuck: the third result with one answer is event 19
+    assert replay(Watchdog(config, implementation=implementation),
+                  [*polls(7), *stuck(3), call()]) == [(20, "repeated-tool-call")]
+    assert WatchdogConfig(signals={"repeated-tool-call": {"poll_plateau": 0}}) \
+        .engine_settings().poll_plateau == 2  # counts below 2 become 2
 
 
 def test_the_alert_after_the_output_stopped_changing_says_so(implementation: str) -> None:
     wd = Watchdog(only_repeat(), implementation=implementation)
-    same = result("5 of 20 updated replicas are available")  # the sixth poll's output again
-    alert = repeat_alert(wd, [*polls(6), call(), same, call()])
-    assert alert.count == 8
-    assert "the output stopped changing" in alert.guidance
-    assert "the output stopped changing" in alert.reason
-    assert "You called bash 8 times in a row with the same arguments" in alert.guidance
+    alert = repeat_alert(wd, [*polls(6), *stuck(10, "5 of 20 updated replicas are available"),
+                              call()])
+    assert alert.count == 17
+    assert "the output has not changed for the last 10 polls" in alert.guidance
+    assert "until the output has not changed for the last 10 polls" in alert.reason
+    assert "You called bash 17 times in a row with the same arguments" in alert.guidance
 
 
 def test_a_failing_poll_trips_as_before(implementation: str) -> None:
@@ -95,10 +132,9 @@ def test_a_failing_poll_trips_as_before(implementation: str) -> None:
     trace: list[tuple] = []
     for _ in range(5):
         trace += [call(), result(None, error="connection refused")]
-    # the third failure is a streak (and one error three times); the fifth call a repeat, as
-    # with no results at all
-    assert replay(wd, trace) == [(5, "tool-failure-streak"), (5, "repeated-failure"),
-                                 (8, "repeated-tool-call")]
+    # the third failure is one error three times (repeated-failure's alone, SPEC §12.3); the
+    # fifth call a repeat, as with no results at all
+    assert replay(wd, trace) == [(5, "repeated-failure"), (8, "repeated-tool-call")]
     plain = Watchdog(implementation=implementation)
     before = repeat_alert(plain, [call()] * 5)
     again = Watchdog(only_repeat(), implementation=implementation)
@@ -131,11 +167,16 @@ def test_a_no_op_or_a_result_without_payload_ends_the_exemption(
 
 
 def test_the_exemption_stays_ended_for_the_run(implementation: str) -> None:
-    # one repeated output ends it; new output afterwards does not bring it back
+    # a failed poll ends it; new output afterwards does not bring it back
     wd = Watchdog(only_repeat(), implementation=implementation)
-    trace = [*polls(2), call(), result("1 of 20 updated replicas are available")]
+    trace = [*polls(2), call(), result(None, error="connection reset")]
     trace += polls(4, start=2)
     assert replay(wd, trace) == [(8, "repeated-tool-call")]  # the fifth call
+    assert wd.repeat_poll == Poll.FAILED
+    # nor after a plateau
+    wd = Watchdog(only_repeat(), implementation=implementation)
+    assert replay(wd, [*polls(2), *stuck(10, "1 of 20 updated replicas are available"),
+                       *polls(4, start=2)]) == [(24, "repeated-tool-call")]
     assert wd.repeat_poll == Poll.STOPPED_CHANGING
 
 
@@ -166,9 +207,9 @@ def test_late_results_of_parallel_calls_use_what_has_arrived(implementation: str
     # two polls answered, then four more in parallel: at the fifth and sixth call the run has
     # observed change (what has arrived), so it is exempt
     trace = polls(2) + [call()] * 4
-    # then their results, late: the third new, the fourth the same as the third
+    # then their results, late: the third new, the fourth failed, the fifth new again
     trace += [result("2 of 20 updated replicas are available"),
-              result("2 of 20 updated replicas are available"),
+              result(None, error="timed out"),
               result("3 of 20 updated replicas are available")]
     trace += [call()]
     assert replay(wd, trace) == [(11, "repeated-tool-call")]
@@ -245,9 +286,10 @@ def test_a_polling_session_is_not_halted_by_id(implementation: str) -> None:
                        ("s", "result", None, f"{i} of 12 ready", None, False, f"c{i}")]
             if i % 4 == 3:
                 events.append(("s", "text", "still rolling out"))
-        events += [("s", "call", *POLL, "c12"),
-                   ("s", "result", None, "11 of 12 ready", None, False, "c12"),
-                   ("s", "call", *POLL, "c13")]
+        for i in range(12, 21):  # stuck at its last answer: nine more, the tenth such result
+            events += [("s", "call", *POLL, f"c{i}"),
+                       ("s", "result", None, "11 of 12 ready", None, False, f"c{i}")]
+        events += [("s", "call", *POLL, "c21")]
         if batched:
             outcomes = f.observe_many(events)
             halts = [(i, d.action) for i, _, d in outcomes if getattr(d, "halt_session", False)]

@@ -86,8 +86,15 @@ def test_respelled_commands_with_one_error_trip_at_the_third_failure(implementat
 def test_polling_with_changing_successful_output_stays_quiet(implementation: str) -> None:
     events = []
     for i in range(11):  # (12 calls without text would be tools-without-text's)
-        events += [bash("kubectl get pods"), ok(f"pod-a Pending {i}s")]
+        events += [bash("kubectl get pods"), ok(f"{i} of 11 pods Running")]
     assert run(implementation, events, WatchdogConfig()) == []
+    # output that changes only by a timing (the pod's age) is the same answer (SPEC §12.1): a
+    # loop, at the fifth call
+    events = []
+    for i in range(6):
+        events += [bash("kubectl get pods"), ok(f"pod-a 0/1 Pending {i * 2 + 3}s")]
+    assert [(a.event, a.signal) for a in run(implementation, events, WatchdogConfig())] == [
+        (8, "repeated-tool-call")]
 
 
 def test_a_poll_that_fails_then_succeeds_is_rearmed_each_time(implementation: str) -> None:
@@ -115,10 +122,14 @@ def test_alternating_two_errors_trip_once_per_error(implementation: str) -> None
     # only a timestamp differs
     ["2026-12-03T14:11:20.123Z ERROR could not reach db", "2026-12-03T14:12:01.907Z ERROR "
      "could not reach db", "2026-12-04T09:00:00.000Z ERROR could not reach db"],
-    # only a temporary path differs
+    # only a temporary path differs: pytest's numbered basetemp, a mkdtemp component (the
+    # temporary root stays: /tmp/X and /var/folders/../T/X are two signatures, SPEC §12.1)
     ["FileNotFoundError: /tmp/pytest-of-ci/pytest-41/test_load0/config.yaml",
      "FileNotFoundError: /tmp/pytest-of-ci/pytest-42/test_load0/config.yaml",
-     "FileNotFoundError: /var/folders/x7/k2_9/T/tmpq1w2e3/config.yaml"],
+     "FileNotFoundError: /tmp/pytest-of-ci/pytest-107/test_load0/config.yaml"],
+    ["OSError: /var/folders/x7/k2_9/T/tmpq1w2e3/config.yaml is locked",
+     "OSError: /var/folders/x7/k2_9/T/tmpa8b7c6/config.yaml is locked",
+     "OSError: /var/folders/x7/k2_9/T/tmp_0zz41/config.yaml is locked"],
     # line numbers, pids, hex ids, whitespace layout
     ["Traceback: app.py:41:7 in main (pid 4242, req 7f3a9c0e)",
      "Traceback: app.py:57:12  in main (pid 99, req 0x1f2e)",
@@ -182,13 +193,42 @@ def test_structured_and_bare_errors(implementation: str) -> None:
     assert '"message": "Forbidden"' in alerts[0].guidance
 
 
+def test_three_identical_failures_are_repeated_failure_alone(implementation: str) -> None:
+    """SPEC §12.3: one behaviour, one alert. The failure streak stands down while its last
+    three failures are one tool with one error signature (repeated-failure's run), and a streak
+    it stood down on counts as reported."""
+    def signals(events: list[tuple], config: WatchdogConfig = WatchdogConfig()) -> list:
+        return [(a.event, a.signal) for a in run(implementation, events, config)]
+
+    assert signals([fail(MISSING)] * 3) == [(2, "repeated-failure")]
+    # spelled with another pid and timing each time: still one signature
+    assert signals([fail(f"worker pid {p} crashed after {t}s: {MISSING}")
+                    for p, t in ((41, 0.2), (57, 0.3), (63, 1.5))]) == [(2, "repeated-failure")]
+    # a streak it stood down on counts as reported: another error later is no new streak
+    assert signals([fail("E")] * 3 + [fail("F"), fail("G")]) == [(2, "repeated-failure")]
+    # different errors, or two tools: the streak's
+    assert signals([fail("E"), fail("F"), fail("E")]) == [(2, "tool-failure-streak")]
+    assert signals([fail("E"), fail("E", "grep"), fail("E")]) == [(2, "tool-failure-streak")]
+    # the last three decide: F, E, E, E is repeated-failure's at the third E only
+    assert signals([fail("F"), fail("E"), fail("E"), fail("E")]) == [
+        (2, "tool-failure-streak"), (3, "repeated-failure")]
+    # a success re-arms both
+    assert signals([fail("E")] * 3 + [ok()] + [fail("E")] * 3) == [
+        (2, "repeated-failure"), (6, "repeated-failure")]
+    # stand-downs need the detector they defer to (SPEC §10.19): repeated-failure off, or an
+    # exempt tool (it does not count those), and the streak alerts
+    off = WatchdogConfig(signals={"repeated-failure": {"enabled": False}})
+    assert signals([fail("E")] * 3, off) == [(2, "tool-failure-streak")]
+    assert signals([fail("E", "wait_and_verify")] * 3) == [(2, "tool-failure-streak")]
+
+
 def test_threshold_knob_and_alongside_the_failure_streak(implementation: str) -> None:
     config = WatchdogConfig(signals={"repeated-failure": {"threshold": 2}})
+    # the second E is repeated-failure's; the streak's three are one error: it stands down
     alerts = run(implementation, [fail("E"), fail("E"), fail("E")], config)
-    assert [(a.event, a.signal) for a in alerts] == [
-        (1, "repeated-failure"), (2, "tool-failure-streak")]
-    # default thresholds: both at the third failure, in catalogue order
-    alerts = run(implementation, [fail("E")] * 3, WatchdogConfig())
+    assert [(a.event, a.signal) for a in alerts] == [(1, "repeated-failure")]
+    # a streak of several errors fires alongside, in catalogue order
+    alerts = run(implementation, [fail("F"), fail("E"), fail("E")], config)
     assert [(a.event, a.signal) for a in alerts] == [
         (2, "tool-failure-streak"), (2, "repeated-failure")]
 
@@ -200,7 +240,7 @@ def test_severity_knob_promotes_to_a_turn_scoped_critical(implementation: str) -
     config = WatchdogConfig(signals={"repeated-failure": {"severity": " Critical "}})
     alerts = run(implementation, [fail("E")] * 3, config)
     assert [(a.event, a.signal, a.severity, a.scope) for a in alerts] == [
-        (2, "tool-failure-streak", "warn", None), (2, "repeated-failure", "critical", "turn")]
+        (2, "repeated-failure", "critical", "turn")]
     with pytest.raises(ConfigError, match="severity must be one of warn, critical"):
         WatchdogConfig(signals={"repeated-failure": {"severity": "fatal"}})
     with pytest.raises(ConfigError, match="severity must be one of"):
@@ -226,7 +266,7 @@ def test_promoted_under_enforce_it_cuts_the_turn_and_escalates(implementation: s
         g.on_call("bash", {"command": f"pytest -q -k t{turn}"})
         d = g.on_result("bash", error=MISSING)
         assert d.action == expected and d.guardrail == "watchdog"
-        assert [a.signal for a in d.alerts] == ["tool-failure-streak", "repeated-failure"]
+        assert [a.signal for a in d.alerts] == ["repeated-failure"]  # one error (SPEC §12.3)
         g.end_turn()
     assert g.halted
 
@@ -237,11 +277,16 @@ def test_default_warn_under_enforce_never_cuts(implementation: str) -> None:
     g.start_turn()
     decisions = [g.on_result("bash", error=MISSING) for _ in range(3)]
     assert [d.action for d in decisions] == ["continue"] * 3
-    assert [a.signal for a in decisions[2].alerts] == ["tool-failure-streak", "repeated-failure"]
+    assert [a.signal for a in decisions[2].alerts] == ["repeated-failure"]
 
 
 # -- the signature, both engines ---------------------------------------------------------------
 
+# The signature is the answer scanner's signature mode (SPEC §12.1: "the same scan with every
+# remaining number removed"): spans and numbers alike become "#". Changed from the normalizer
+# it replaced: a timestamp is one span (was "#-#T#:#.#Z"); a temporary path loses only its
+# component after the temporary root (was "<tmp>" to the next delimiter), and /dev/shm/ is no
+# temporary root (not in SPEC §12.1's list).
 SIGNATURES = [
     (b"", b""),
     (b"  \t\n ", b""),
@@ -250,17 +295,18 @@ SIGNATURES = [
     (b"pid=4242 port 8080", b"pid=# port #"),
     (b"id 7f3a9c0e and deadbeef", b"id # and deadbeef"),
     (b"addr 0x7ffe12ab 0X1F 0x 0xzz", b"addr # # #x #xzz"),
-    (b"2026-12-03T14:11:20.123Z", b"#-#T#:#.#Z"),
-    (b"2026-12-03 14:11:20", b"# #"),
+    (b"2026-12-03T14:11:20.123Z", b"#"),
+    (b"2026-12-03 14:11:20", b"#"),
     (b"v1.2.3 py3 utf8", b"v#.# py# utf#"),
     (b"a.py:12:5: E501 W6x", b"a.py:#: # W#x"),  # E501 is a hex word
-    (b"at /tmp/pytest-of-ci/pytest-3/x.py:12 end", b"at <tmp>:# end"),
-    (b"'/var/tmp/abc' (/private/var/folders/x/T/y) /dev/shm/q", b"'<tmp>' (<tmp>) <tmp>"),
-    (b"/home/u/tmp/x and x/tmp/y and =/tmp/z", b"/home/u/tmp/x and x/tmp/y and =<tmp>"),
+    (b"at /tmp/pytest-of-ci/pytest-3/x.py:12 end", b"at /tmp/#/pytest-#/x.py:# end"),
+    (b"'/var/tmp/abc' (/private/var/folders/x7/k2/T/y) /dev/shm/q",
+     b"'/var/tmp/#' (/private/var/folders/x7/k2/T/#) /dev/shm/q"),
+    (b"/home/u/tmp/x and x/tmp/y and =/tmp/z", b"/home/u/tmp/x and x/tmp/y and =/tmp/#"),
     (b"/tmpfoo /tmp", b"/tmpfoo /tmp"),
     (b"uuid 550e8400-e29b-41d4-a716-446655440000", b"uuid #"),
     ("caf\u00e9 12 \u00e9t\u00e9".encode(), "caf\u00e9 # \u00e9t\u00e9".encode()),
-    (b"\x00/tmp/x\x00y z", b"\x00<tmp> z"),  # a NUL does not end a path
+    (b"\x00/tmp/x\x00y z", b"\x00/tmp/# z"),  # a NUL does not end a component
     (b"\xff\xfe 12", b"\xff\xfe #"),
 ]
 
@@ -273,8 +319,9 @@ def test_signature_table_both_engines(raw: bytes, normalized: bytes) -> None:
 
 
 _ALPHABET = st.sampled_from(
-    list("ab fxXT019:.-/_~=,;'\"()\t\n") + ["/tmp/", "/var/tmp/", "/dev/shm/", "0x", "\u00e9",
-                                              "\x00", "2026-12-03T14:11:20Z", "/private/tmp/"])
+    list("ab fxXT019:.-/_~=,;'\"()\t\n") + ["/tmp/", "/var/tmp/", "/var/folders/a/b/T/", "0x",
+                                              "\u00e9", "\x00", "2026-12-03T14:11:20Z",
+                                              "/private/tmp/", "pid ", "bash: line ", "s"])
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from test_differential import _replay, configs, events
 from tripwire import Watchdog, WatchdogConfig
 from tripwire.signals import SIGNAL_IDS
 
-REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, STALE, SILENCE, SAME_ERROR = range(9)
+REPEAT, CYCLE, DENSITY, NAME, FAILURE, NO_OP, STALE, SILENCE, SAME_ERROR, RECYCLED = range(10)
 
 
 def _stats(implementation: str, trace: list[tuple], config: WatchdogConfig | None = None):
@@ -38,7 +38,7 @@ def test_stats_are_off_until_enabled(implementation: str) -> None:
     wd.observe_call("a", "{}")
     assert wd.stats is None
     wd.enable_stats()
-    assert wd.stats == (0,) * 9  # only what comes after enabling is measured
+    assert wd.stats == (0,) * 10  # only what comes after enabling is measured
 
 
 def test_repeat_run_and_path_respellings(implementation: str) -> None:
@@ -101,8 +101,8 @@ def test_result_streaks(implementation: str) -> None:
     assert stats[NO_OP] == 3  # a failure neither counts nor resets it
     assert stats[STALE] == 2  # P seen twice more in the first turn; the turn end forgets it
     assert stats[SAME_ERROR] == 3  # the same "boom" three times before the success
-    assert [(a[0], a[5]) for a in alerts] == [
-        ("tool-failure-streak", 3), ("repeated-failure", 3), ("no-op-streak", 8)]
+    # the peaks count the failure streak's run; its alert stood down for the one error (§12.3)
+    assert [(a[0], a[5]) for a in alerts] == [("repeated-failure", 3), ("no-op-streak", 8)]
 
 
 def test_silence_run_is_cleared_by_words_only(implementation: str) -> None:
@@ -184,7 +184,8 @@ def test_signal_ids_follow_the_stats_order() -> None:
     assert SIGNAL_IDS[CYCLE] == "alternating-tool-cycle"
     assert SIGNAL_IDS[SILENCE] == "tools-without-text"
     assert SIGNAL_IDS[SAME_ERROR] == "repeated-failure"
-    assert len(SIGNAL_IDS) == 9
+    assert SIGNAL_IDS[RECYCLED] == "recycled-calls"
+    assert len(SIGNAL_IDS) == 10
 
 
 @pytest.mark.parametrize("laps", [2, 3, 5])

@@ -82,7 +82,7 @@ def test_a_failure_streak_asks_for_a_review_at_the_next_turn_start(implementatio
     s.start_turn()
     fail_tests(s, 2)
     assert s.pending_triggers == ()
-    fail_tests(s, 1, first=2)  # the third failure: tool-failure-streak and repeated-failure
+    fail_tests(s, 1, first=2)  # the third failure, one error thrice: repeated-failure (§12.3)
     assert s.pending_triggers == ("failure",)
     fail_tests(s, 1, first=3)
     s.end_turn()
@@ -90,7 +90,7 @@ def test_a_failure_streak_asks_for_a_review_at_the_next_turn_start(implementatio
     s.start_turn()
     assert len(sup.reviews) == 1
     review = sup.reviews[0]
-    assert review.triggers == ("failure",) and review.alerts == ("tool-failure-streak", "repeated-failure")
+    assert review.triggers == ("failure",) and review.alerts == ("repeated-failure",)
     assert (review.number, review.run, review.task, review.revision) == (1, "s", task.task_id, 0)
     assert task.used("reviews") == 1 and s.pending_triggers == ()
     s.start_turn()  # answered: no new trigger, no review
@@ -186,7 +186,9 @@ def test_error_signatures() -> None:
     a = error_signature("Timeout after 30s contacting 10.0.0.7 (request 0x7fa3c2)")
     assert a == error_signature("Timeout after 45s contacting 10.0.0.9 (request 0xdeadbeef)")
     assert a != error_signature("Connection refused contacting 10.0.0.7")
+    # the temporary component goes, the file under it stays (SPEC §12.1)
     assert error_signature("disk full: /var/tmp/build-a81f/out.o") == \
+        error_signature("disk full: /var/tmp/build-c03d/out.o") != \
         error_signature("disk full: /var/tmp/build-c03d/other.o")
     assert error_signature(True) == error_signature("  ") != error_signature("x")
     assert error_signature({"code": 1}) == error_signature({"code": 2})
@@ -208,7 +210,7 @@ def test_redirect_delivers_guidance_and_its_check_is_judged(implementation: str)
         "- supervisor: The last three test runs failed before any test ran: install the "
         "missing dependency (pip install parsimonious), then run the test again. Checkpoint: "
         "a call of bash with 'pip install' in its arguments succeeds.")
-    assert lines[1].startswith("- tool-failure-streak: ")  # the watchdog's note stays
+    assert lines[1].startswith("- repeated-failure: ")  # the watchdog's note stays
     # the worker follows it: the check holds
     s.on_call("bash", {"command": "pip install parsimonious"}, id="p")
     s.on_result(id="p", payload="Successfully installed parsimonious-0.10.0")

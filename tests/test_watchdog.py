@@ -102,6 +102,12 @@ def _trip_everything(wd: Watchdog) -> list[Alert]:
         alerts += wd.observe_result("mark_task_done", no_op=True, payload="already recorded")
     for _ in range(7):
         alerts += wd.observe_result("read_file", payload="same bytes")
+    for error in ("timeout", "connection refused", "Forbidden: nodes is forbidden"):
+        alerts += wd.observe_result("kubectl_get", error=error)  # the streak: three errors
+    for _ in range(3):  # recycled calls: a 6-call lap, thrice, each call with its answer
+        for k in range(6):
+            alerts += wd.observe_call(f"step{k}", "{}") + wd.observe_text("again")
+            alerts += wd.observe_result(f"step{k}", payload=f"answer {k}")
     for _ in range(3):
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("poll", "{}")
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("x", '{"i":1}')
@@ -202,7 +208,9 @@ def test_default_config_is_spec_section_1() -> None:
     ) == (15, 3, 3, 6, 12, 64)
     assert s.exempt_tools == frozenset({"wait_and_verify"})
     assert s.repeated_failure_threshold == 3  # SPEC §7.3's signal, on by default
-    assert s.enabled == 0x1FF
+    assert (s.recycled_threshold, s.recycled_window) == (8, 64)  # SPEC §12.4's, on too
+    assert s.poll_plateau == 10  # SPEC §12.2
+    assert s.enabled == 0x3FF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:
@@ -366,11 +374,20 @@ def test_unknown_implementation_is_a_config_error() -> None:
         _engine.load("fortran")
 
 
-def test_native_session_state_fits_in_two_kib() -> None:
+def test_native_session_state_is_bounded() -> None:
+    """A session's native state is fixed-size rings plus the repeat run's longest spelling:
+    1,152 bytes of payload answers (no-new-state), 512 of recycled-calls' window (64 calls'
+    32-bit key and answer tags) and 64 of its pending calls, 216 of call ring, ~600 of
+    detectors and settings. It must not grow with the session."""
     native = pytest.importorskip("tripwire._native")
     wd = Watchdog(implementation="native")
+    fresh = wd.state_bytes
     for i in range(200):
         wd.observe_call("read_file", json.dumps({"path": f"src/pkg/module_{i % 7}.py"}))
         wd.observe_result("read_file", payload=f"contents {i}")
     assert native is not None
-    assert wd.state_bytes <= 2048
+    assert fresh <= wd.state_bytes <= 2688
+    for i in range(2000):
+        wd.observe_call("grep", json.dumps({"pattern": f"p{i % 50}"}))
+        wd.observe_result("grep", payload=f"{i % 7}")
+    assert wd.state_bytes <= 2688

@@ -18,6 +18,7 @@ cdef struct _Item:
     Py_ssize_t data_len
     const char* error    # a failed result's error bytes (repeated-failure's signature)
     Py_ssize_t error_len
+    const AnswerKeys* keys  # a result's [results] ignore_json_keys (NULL: none)
     int64_t context_bytes  # a result payload's bytes, for the context estimate
     uint64_t name_hash
     uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
@@ -277,6 +278,7 @@ cdef class Batch:
             it.error, it.error_len = v.data, v.size
         it.noop = False  # checked last, in the reference's order
         it.exempt = False
+        it.keys = NULL
         it.has_payload = False
         it.name = NULL  # a name from a call id is resolved at bind()
         it.name_len = 0
@@ -294,7 +296,7 @@ cdef class Batch:
                 it.context_bytes = _utf8_length(payload)
             else:
                 it.context_bytes = len(payload_bytes(payload))
-            if not it.failed and not it.noop:
+            if not it.failed:
                 obj = _view(payload, &v, True)
                 if obj is not None:
                     self.keep.append(obj)
@@ -303,7 +305,6 @@ cdef class Batch:
         # claim is a bool, an id a str
         if size > 5 and check_no_op(row[5]) and not it.failed:
             it.noop = True
-            it.has_payload = False  # a no-op's payload is not fingerprinted
         if size > 6:
             check_id(row[6])
         return 0
@@ -415,9 +416,10 @@ cdef class Batch:
                 it.name_hash = <uint64_t>hash(name)
             if slp.session == NULL:
                 it.kind = b'p'
-            elif it.kind == b'r' and slp.has_exempt and not it.noop:
-                if self._name(i) in (<Engine>slp.engine)._exempt:
+            elif it.kind == b'r':
+                if slp.has_exempt and self._name(i) in (<Engine>slp.engine)._exempt:
                     it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
+                it.keys = (<Engine>slp.engine)._keys_for(self._name(i))
         self.bound = True
 
     cdef int _set_state(self, _Slot* sl, object st) except -1:
@@ -551,10 +553,14 @@ cdef class Batch:
                         sl.streaks = True
                     mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
                                                      it.exempt, it.data, it.data_len,
-                                                     it.has_payload, it.error, it.error_len)
-                    if sl.has_context and it.context_bytes:
-                        sl.added += it.context_bytes
-                        self._mark_dirty(sl, it.slot)
+                                                     it.has_payload, it.error, it.error_len,
+                                                     it.keys)
+                    if sl.has_context:
+                        # every result is checked, as on_result checks the context after each
+                        # (a limit already crossed, say since a turn started, cuts here too)
+                        if it.context_bytes:
+                            sl.added += it.context_bytes
+                            self._mark_dirty(sl, it.slot)
                         tokens = sl.measured + tokens_for_bytes(sl.carried + sl.added)
                         if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
                                              sl.cut):

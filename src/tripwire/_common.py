@@ -104,6 +104,7 @@ class EngineSettings(NamedTuple):
 
     enabled: int  # bitmask: bit i = the i-th signal of the SPEC §1 table
     repeat_threshold: int
+    poll_plateau: int  # SPEC §12.2: a poll's results in a row with one answer that trip it
     cycle_max_period: int
     cycle_cycles: int
     density_window: int
@@ -117,8 +118,15 @@ class EngineSettings(NamedTuple):
     silence_threshold: int
     digest_memory: int
     repeated_failure_threshold: int
+    answer_volatile: int  # SPEC §12.1: the classes of volatile spans an answer replaces
+    recycled_threshold: int
+    recycled_window: int
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
+    # SPEC §12.1 [results] ignore_json_keys: for every tool, and per tool (the global ones
+    # included), as (tool, keys) pairs sorted by tool
+    ignore_json_keys: tuple[str, ...] = ()
+    ignore_json_keys_by_tool: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def name_str(name: Any) -> str:

@@ -21,8 +21,9 @@ from libcpp.string_view cimport string_view
 from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
+    AnswerKeys, answer_digest as c_answer_digest, error_signature_key, scan_answer as c_scan_answer,
     CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
-    kSignalCount, clean_path_string, is_path_key as c_is_path_key, normalize_error,
+    kSignalCount, clean_path_string, is_path_key as c_is_path_key,
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
@@ -44,7 +45,8 @@ IMPLEMENTATION = "native"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable",
+    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "answer_digest",
 ]
 
 def _signal_bits():
@@ -192,10 +194,47 @@ cdef tuple _new_ring(Py_ssize_t size):
     return tuple(slots)
 
 
+cdef class _AnswerKeys:
+    """Host-configured JSON keys (``[results] ignore_json_keys``) as the C++ scanner reads
+    them; one per distinct key set, shared by every engine of a fleet (``_answer_keys``)."""
+
+    cdef AnswerKeys* keys
+
+    def __cinit__(self, keys):
+        self.keys = new AnswerKeys()
+        for key in keys:
+            self.keys.keys.push_back(key.encode("utf-8", "surrogatepass") if type(key) is str
+                                     else bytes(key))
+
+    def __dealloc__(self):
+        del self.keys
+
+
+cdef dict _KEYS = {}  # key tuple -> _AnswerKeys (a handful per process: one per config)
+
+
+cdef _AnswerKeys _answer_keys(object keys):
+    """The scanner's keys for a tuple of key strings; None when there are none."""
+    if not keys:
+        return None
+    keys = tuple(keys)
+    found = _KEYS.get(keys)
+    if found is None:
+        found = _KEYS[keys] = _AnswerKeys(keys)
+    return <_AnswerKeys>found
+
+
+cdef inline const AnswerKeys* _keys_ptr(_AnswerKeys keys):
+    if keys is None:
+        return NULL
+    return keys.keys
+
+
 cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
     c.repeat_threshold = s.repeat_threshold
+    c.poll_plateau = s.poll_plateau
     c.cycle_max_period = s.cycle_max_period
     c.cycle_cycles = s.cycle_cycles
     c.density_window = s.density_window
@@ -209,6 +248,9 @@ cdef Settings _settings(object s) except *:
     c.silence_threshold = s.silence_threshold
     c.digest_memory = s.digest_memory
     c.repeated_failure_threshold = s.repeated_failure_threshold
+    c.answer_volatile = s.answer_volatile
+    c.recycled_threshold = s.recycled_threshold
+    c.recycled_window = s.recycled_window
     return c
 
 
@@ -230,6 +272,8 @@ cdef class Engine:
     cdef frozenset _exempt
     cdef public object settings
     cdef public object config  # the WatchdogConfig the settings came from
+    cdef _AnswerKeys _keys    # [results] ignore_json_keys for every tool (None: none)...
+    cdef dict _keys_by_tool   # ...and per tool (None: no tool has its own)
     cdef list _failure_names
     cdef list _no_op_names
     cdef Py_ssize_t _failure_threshold
@@ -260,6 +304,9 @@ cdef class Engine:
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
         self._shell = frozenset(settings.shell_tools)
+        self._keys = _answer_keys(settings.ignore_json_keys)
+        self._keys_by_tool = {tool: _answer_keys(keys)
+                              for tool, keys in settings.ignore_json_keys_by_tool} or None
         self._failure_threshold = settings.failure_threshold
         self._no_op_threshold = settings.no_op_threshold
         self._clear_texts()
@@ -388,6 +435,7 @@ cdef class Engine:
         cdef _View p
         cdef object keep
         cdef Py_buffer buf
+        cdef const AnswerKeys* keys
         if type(name) is not str:
             name = name_str(name)
         # the same name hash as observe_call's: the repeat run takes its tool's results
@@ -400,28 +448,35 @@ cdef class Engine:
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
+        exempt = name in self._exempt
+        keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
-            mask = s.observe_result(h, True, False, name in self._exempt, NULL, 0, False,
-                                    p.data, p.size)
-        elif noop:
-            mask = s.observe_result(h, False, True, False, NULL, 0, False, NULL, 0)
+            mask = s.observe_result(h, True, False, exempt, NULL, 0, False, p.data, p.size,
+                                    keys)
+        elif payload is None or (exempt and not s.repeat.awaits(h)):
+            mask = s.observe_result(h, False, noop, exempt, NULL, 0, False, NULL, 0, keys)
+        elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
+            PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
+            try:
+                mask = s.observe_result(h, False, noop, exempt, buf.buf, buf.len, True, NULL, 0,
+                                        keys)
+            finally:
+                PyBuffer_Release(&buf)
         else:
-            exempt = name in self._exempt
-            if payload is None or (exempt and not s.repeat.awaits(h)):
-                mask = s.observe_result(h, False, False, exempt, NULL, 0, False, NULL, 0)
-            elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
-                PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
-                try:
-                    mask = s.observe_result(h, False, False, exempt, buf.buf, buf.len, True, NULL, 0)
-                finally:
-                    PyBuffer_Release(&buf)
-            else:
-                keep = _view(payload, &p, True)
-                mask = s.observe_result(h, False, False, exempt, p.data, p.size, True, NULL, 0)
+            keep = _view(payload, &p, True)
+            mask = s.observe_result(h, False, noop, exempt, p.data, p.size, True, NULL, 0, keys)
         if mask:
             return self._fired(mask, name, error)
         return ()
+
+    cdef inline const AnswerKeys* _keys_for(self, object name):
+        """The [results] ignore_json_keys the answers of tool ``name`` ignore (NULL: none)."""
+        cdef object k
+        if self._keys_by_tool is None:
+            return _keys_ptr(self._keys)
+        k = self._keys_by_tool.get(name)
+        return _keys_ptr(<_AnswerKeys>k if k is not None else self._keys)
 
     def observe_text(self, text):
         cdef Session* s = self._session()
@@ -476,6 +531,11 @@ cdef class Engine:
         return self._texts[2 * i], self._texts[2 * i + 1]
 
     @property
+    def calls_held(self):
+        """How many recent calls ``recent_call`` can return (the call ring's size)."""
+        return self._session().history.size()
+
+    @property
     def repeat_run(self):
         return self._session().repeat.run
 
@@ -526,6 +586,11 @@ cdef class Engine:
         """Failures of the last failed result's (tool, error signature) since a success."""
         return self._session().repeated_failure.last
 
+    @property
+    def recycled_run(self):
+        """Results in a row each answering a repeated call with its earlier answer."""
+        return self._session().recycled.run
+
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 
     def enable_stats(self):
@@ -539,7 +604,7 @@ cdef class Engine:
         cdef SessionStats* st = self._session().stats()
         if st == NULL:
             return None
-        return tuple(st.peak[i] for i in range(9))
+        return tuple(st.peak[i] for i in range(10))
 
     @property
     def state_bytes(self):
@@ -565,17 +630,45 @@ include "_guardrails.pxi"
 # Canonical keys and hashes
 
 
-def error_signature(data):
-    """A failure's error bytes with their volatile parts replaced (native ``normalize_error``,
-    the twin of ``tripwire.signals.repeated_failure.error_signature``)."""
+def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
+    """The scanner (native ``scan_answer``, twin of ``tripwire._answer.scan``): the bytes with
+    their volatile spans replaced; None in answer mode when nothing was replaced."""
     cdef Py_buffer buf
     cdef string out
+    cdef bint changed
+    cdef _AnswerKeys k = _answer_keys(keys)
     PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
     try:
-        normalize_error(<const char*>buf.buf, buf.len, out)
+        changed = c_scan_answer(<const char*>buf.buf, buf.len, classes, _keys_ptr(k), signature,
+                                out)
     finally:
         PyBuffer_Release(&buf)
+    if not changed:
+        return None
     return PyBytes_FromStringAndSize(out.data(), out.size())
+
+
+def answer_digest(data, uint32_t classes=0x3F, keys=()):
+    """The 128-bit answer of a payload's bytes (as ``xxhash.xxh3_128_digest``), or None for
+    the empty answer (twin of ``tripwire._answer.answer_digest``)."""
+    cdef Py_buffer buf
+    cdef Hash128 h
+    cdef bint has
+    cdef _AnswerKeys k = _answer_keys(keys)
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        has = c_answer_digest(buf.buf, buf.len, classes, _keys_ptr(k), h)
+    finally:
+        PyBuffer_Release(&buf)
+    if not has:
+        return None
+    return ((<object>h.high64 << 64) | h.low64).to_bytes(16, "big")
+
+
+def error_signature(data, uint32_t classes=0x3F, keys=()):
+    """A failure's error bytes in the scanner's signature mode (native ``scan_answer``, the
+    twin of ``tripwire._answer.signature``)."""
+    return scan_answer(data, classes, keys, True)
 
 
 def canonical_key(name, args=None):

@@ -14,6 +14,17 @@ cdef extern from "hash.h" namespace "tw" nogil:
     Hash128 xxh3_128(const void* data, size_t length)
 
 
+cdef extern from "answer.h" namespace "tw" nogil:
+    cdef cppclass AnswerKeys:
+        vector[string] keys
+    cbool scan_answer(const char* data, size_t length, uint32_t classes, const AnswerKeys* keys,
+                      cbool signature, string& out) except +
+    cbool answer_digest(const void* data, size_t length, uint32_t classes,
+                        const AnswerKeys* keys, Hash128& digest)
+    uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
+                                 const AnswerKeys* keys)
+
+
 cdef extern from "canonical.h" namespace "tw" nogil:
     cdef cppclass CanonicalCall:
         uint64_t key
@@ -50,6 +61,8 @@ cdef extern from "tokens.h" namespace "tw" nogil:
 
 
 cdef extern from "detectors.h" namespace "tw" nogil:
+    cdef cppclass CallHistory:
+        uint32_t size()
     cdef cppclass RepeatDetector:
         uint32_t run
         uint8_t poll
@@ -68,12 +81,13 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass RepeatedFailureDetector:
         uint32_t last
-    void normalize_error(const char* data, size_t length, string& out) except +
+    cdef cppclass RecycledCallsDetector:
+        uint32_t run
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
-        uint32_t peak[9]
+        uint32_t peak[10]
 
 
 cdef extern from "session.h" namespace "tw" nogil:
@@ -86,6 +100,7 @@ cdef extern from "session.h" namespace "tw" nogil:
     cdef struct Settings:
         uint32_t enabled
         uint32_t repeat_threshold
+        uint32_t poll_plateau
         uint32_t cycle_max_period
         uint32_t cycle_cycles
         uint32_t density_window
@@ -99,6 +114,9 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t silence_threshold
         uint32_t digest_memory
         uint32_t repeated_failure_threshold
+        uint32_t answer_volatile
+        uint32_t recycled_threshold
+        uint32_t recycled_window
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -113,7 +131,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         const void* next_join() noexcept
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
                                 const void* payload, size_t payload_len, cbool has_payload,
-                                const char* error, size_t error_len)
+                                const char* error, size_t error_len, const AnswerKeys* keys)
         void observe_text(cbool has_words)
         void turn_boundary()
         void reset()
@@ -121,6 +139,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         size_t state_bytes()
         void enable_stats() except +
         SessionStats* stats "stats.get"()
+        CallHistory history
         RepeatDetector repeat
         CycleDetector cycle
         DensityDetector density
@@ -130,3 +149,4 @@ cdef extern from "session.h" namespace "tw" nogil:
         StreakDetector no_ops
         StreakDetector stale
         RepeatedFailureDetector repeated_failure
+        RecycledCallsDetector recycled

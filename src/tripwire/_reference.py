@@ -8,7 +8,8 @@ side is the one that reads like SPEC.md, so read it first.
 Where each part lives:
 
 1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
-2. the nine detectors (SPEC §1, §7.3): each in its signal's module (``signals/<signal>.py``);
+2. the ten detectors (SPEC §1, §7.3, §12.4): each in its signal's module
+   (``signals/<signal>.py``);
 3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
    bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
 4. ``TokenEstimator`` (here): streaming bytes -> tokens at 3 bytes per token (SPEC §6);
@@ -21,6 +22,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._answer import answer_digest, payload_answer
+from ._answer import scan as scan_answer
 from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
     MAX_DEPTH,
     MAX_EXPONENT_DIGITS,
@@ -64,9 +67,19 @@ from .signals._spec import StreakDetector
 from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from .signals.no_new_state import DigestMemory
-from .signals.repeated_failure import RepeatedFailureDetector, error_bytes, error_signature
+from .signals.recycled_calls import FAILURE as FAILURE_ANSWER
+from .signals.recycled_calls import NO_OP as NO_OP_ANSWER
+from .signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
+from .signals.recycled_calls import RecycledCallsDetector, answer_tag, stands_down
+from .signals.repeated_failure import (
+    RepeatedFailureDetector,
+    error_bytes,
+    error_signature,
+    pair_key,
+)
 from .signals.repeated_tool_call import RepeatDetector
 from .signals.repeated_tool_name import NameRunDetector
+from .signals.tool_failure_streak import FailureStreakDetector
 from .signals.tools_without_text import SilenceDetector
 
 IMPLEMENTATION = "python"
@@ -75,7 +88,8 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable",
+    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "answer_digest",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -92,6 +106,7 @@ NO_OP = BY_ID["no-op-streak"].bit
 NO_NEW_STATE = BY_ID["no-new-state"].bit
 SILENCE = BY_ID["tools-without-text"].bit
 REPEATED_FAILURE = BY_ID["repeated-failure"].bit
+RECYCLED = BY_ID["recycled-calls"].bit
 
 
 class SessionStats:
@@ -128,6 +143,7 @@ class SessionStats:
         peak[6] = max(peak[6], engine._stale.run)
         # only the pair that just failed rose: the peak is the highest count it reached
         peak[8] = max(peak[8], engine._repeated_failure.last)
+        peak[9] = max(peak[9], engine._recycled.run)
 
     def after_reset(self) -> None:
         self._matches.clear()  # the history was cleared
@@ -153,7 +169,8 @@ class Engine:
     def _engine_init(self, settings: EngineSettings) -> None:
         self.settings = settings
         on = settings.enabled
-        self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT))
+        self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT),
+                                      settings.poll_plateau)
         self._cycle = CycleDetector(
             settings.cycle_max_period, settings.cycle_cycles, bool(on & CYCLE)
         )
@@ -166,14 +183,22 @@ class Engine:
         stand_down = settings.repeat_threshold if on & REPEAT else 0
         self._name = NameRunDetector(settings.name_threshold, stand_down)
         self._silence = SilenceDetector(settings.silence_threshold)
-        self._failures = StreakDetector(settings.failure_threshold)
+        self._failures = FailureStreakDetector(settings.failure_threshold)
         self._no_ops = StreakDetector(settings.no_op_threshold)
         self._stale = StreakDetector(settings.no_new_state_threshold)
         self._digests = DigestMemory(settings.digest_memory)
         self._repeated_failure = RepeatedFailureDetector(settings.repeated_failure_threshold)
+        self._recycled = RecycledCallsDetector(settings.recycled_threshold,
+                                               settings.recycled_window)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
+        # SPEC §12.1 [results] ignore_json_keys, as the scanner reads them (bytes)
+        self._answer_keys = tuple(
+            k.encode("utf-8", "surrogatepass") for k in settings.ignore_json_keys)
+        self._answer_keys_by_tool = {
+            tool: tuple(k.encode("utf-8", "surrogatepass") for k in keys)
+            for tool, keys in settings.ignore_json_keys_by_tool}
         self.events = 0
         self._stats: SessionStats | None = None
         self._clear()
@@ -200,6 +225,8 @@ class Engine:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE
+        if on & RECYCLED:  # its result will say which call it answers
+            self._recycled.push_call(hash(name), call.key)
         if self._stats is not None:
             self._stats.after_call(self)
         if mask:
@@ -218,21 +245,48 @@ class Engine:
         mask = 0
         repeat = self._repeat
         exempt = name in self.settings.exempt_tools
-        digest = None
+        classes = self.settings.answer_volatile
+        keys = self._answer_keys
+        if self._answer_keys_by_tool:
+            keys = self._answer_keys_by_tool.get(name, keys)
+        # recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call
+        # of its tool (taken off for an exempt tool too, whose results neither count nor break)
+        call_key = self._recycled.take(hash(name)) if on & RECYCLED else None
+        recycles = call_key is not None and not exempt
+        # one answer for its readers: the repeat run (SPEC §10.24), the seen-set (both take no
+        # payload and the empty answer, None here, as nothing to compare: SPEC §12.1) and
+        # recycled-calls
+        answer = None
         for_run = repeat.awaits(name)
-        if not failed and not no_op and (for_run or not exempt):
-            digest = payload_digest(payload)
+        if not failed and ((not no_op and (for_run or not exempt)) or recycles):
+            answer = payload_answer(payload, classes, keys)
         if for_run:
-            repeat.observe_result(failed, bool(no_op), digest)  # SPEC §10.24
+            repeat.observe_result(failed, bool(no_op), answer)  # SPEC §10.24
+        # the error signature: repeated-failure, the streak's stand-down, recycled-calls
+        signature = 0
+        if failed and ((on & REPEATED_FAILURE and not exempt) or recycles):
+            signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
+        if recycles:
+            assert call_key is not None
+            if failed:
+                tag = answer_tag(FAILURE_ANSWER, signature)
+            else:
+                low = 0 if answer is None else int.from_bytes(answer[8:], "big")
+                tag = answer_tag(NO_OP_ANSWER if no_op else SUCCESS_ANSWER, low)
+            if self._recycled.observe(call_key, tag) and not stands_down(
+                    self._keys, self._joins, self._recycled.threshold, bool(on & REPEAT),
+                    self.settings.cycle_max_period if on & CYCLE else 0):
+                mask |= RECYCLED  # (a run stood down on stays tripped: counted as reported)
+        pair = None  # a failure repeated-failure counts: its pair key, read by the streak
         if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
             if failed:
-                signature = xxh3_64(error_signature(error_bytes(error)))
+                pair = pair_key(hash(name), signature)
                 if self._repeated_failure.fail(name, signature):
                     mask |= REPEATED_FAILURE
             elif not no_op:
                 self._repeated_failure.succeed()  # a productive success may have changed it
         if failed:
-            if self._failures.extend() and on & FAILURE:
+            if self._failures.fail(pair) and on & FAILURE:  # SPEC §12.3
                 mask |= FAILURE
             if len(self._failure_names) < self.settings.failure_threshold:
                 self._failure_names.append(name)
@@ -248,9 +302,9 @@ class Engine:
                 self._no_ops.reset()
                 self._no_op_names = []
             if not no_op and not exempt:
-                if digest is None:
-                    self._stale.reset()  # cannot fingerprint: no evidence of a stall
-                elif self._digests.seen_before(digest):
+                if answer is None:
+                    self._stale.reset()  # no payload, or the empty answer: no stall shown
+                elif self._digests.seen_before(answer):
                     if self._stale.extend() and on & NO_NEW_STATE:
                         mask |= NO_NEW_STATE
                 else:
@@ -288,6 +342,7 @@ class Engine:
         for detector in (
             self._repeat, self._cycle, self._density, self._name, self._silence,
             self._failures, self._no_ops, self._stale, self._repeated_failure,
+            self._recycled,
         ):
             detector.reset()
         self._digests.clear()
@@ -314,6 +369,7 @@ class Engine:
         self._repeat.retract(calls)
         self._name.retract(calls)
         self._silence.retract(calls)
+        self._recycled.retract(calls)
         if self._stats is not None:
             self._stats.after_reset()  # the history changed under its per-period counts
 
@@ -337,6 +393,11 @@ class Engine:
     def recent_call(self, age: int) -> tuple[str, Any]:
         """The (name, args) of the call `age` calls ago (0 = the latest)."""
         return self._calls[-1 - age]
+
+    @property
+    def calls_held(self) -> int:
+        """How many recent calls ``recent_call`` can return (the call ring's size)."""
+        return len(self._calls)
 
     @property
     def repeat_run(self) -> int:
@@ -389,6 +450,11 @@ class Engine:
     def same_error_failures(self) -> int:
         """Failures of the last failed result's (tool, error signature) since a success."""
         return self._repeated_failure.last
+
+    @property
+    def recycled_run(self) -> int:
+        """Results in a row each answering a repeated call with its earlier answer."""
+        return self._recycled.run
 
 
 # --------------------------------------------------------------------------------------------
@@ -662,13 +728,14 @@ class Batch:
                 continue
             _, _, name, payload, error, no_op = item
             alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
-            if st.has_context and payload is not None:
-                size = utf8_length(payload) if isinstance(payload, (
+            if st.has_context:
+                size = 0 if payload is None else utf8_length(payload) if isinstance(payload, (
                     str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")
-                if size:
-                    st.added += size
-                    if st.crosses(st.tokens()):
-                        return i, alerts, StopReason.POLICY
+                st.added += size
+                # every result is checked, as on_result checks the context after each (a limit
+                # already crossed, say since a turn started, cuts here too)
+                if st.crosses(st.tokens()):
+                    return i, alerts, StopReason.POLICY
             if alerts:
                 return i, alerts, StopReason.POLICY
         return n, (), StopReason.END

@@ -1,4 +1,4 @@
-"""``Watchdog``: one session's nine signals, turning the engine's fired codes into ``Alert``s.
+"""``Watchdog``: one session's ten signals, turning the engine's fired codes into ``Alert``s.
 
 The engine (native or reference, see ``_engine``) counts and compares; it calls back into
 ``Watchdog._fired`` only when a signal trips, which is rare, so the texts (each signal module's
@@ -38,8 +38,8 @@ else:
 
 
 class Watchdog(_EngineAPI):
-    """One session's watchdog. ``Watchdog()`` runs the nine signals (SPEC §1's eight and
-    §7.3's repeated-failure) with their defaults.
+    """One session's watchdog. ``Watchdog()`` runs the ten signals (SPEC §1's eight, §7.3's
+    repeated-failure and §12.4's recycled-calls) with their defaults.
 
     ``Watchdog(config, implementation="python")`` picks an engine explicitly; by default it is
     ``TRIPWIRE_IMPLEMENTATION``'s. The instance is a ``NativeWatchdog`` or a ``PythonWatchdog``.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "answer.h"
 #include "canonical.h"
 #include "digest_lru.h"
 #include "hash.h"
@@ -34,6 +35,7 @@ tw::Settings defaults() {
     tw::Settings s{};
     s.enabled = 0xFF;
     s.repeat_threshold = 5;
+    s.poll_plateau = 10;
     s.cycle_max_period = 4;
     s.cycle_cycles = 3;
     s.density_window = 12;
@@ -46,6 +48,9 @@ tw::Settings defaults() {
     s.no_new_state_threshold = 6;
     s.silence_threshold = 12;
     s.digest_memory = 64;
+    s.answer_volatile = tw::kAllClasses;
+    s.recycled_threshold = 8;
+    s.recycled_window = 64;
     return s;
 }
 
@@ -148,9 +153,15 @@ void test_polling_with_changing_output() {
     }
     CHECK(mask == 0);
     CHECK(s.repeat.run == 20 && s.repeat.poll == tw::kPollChanging);
-    const std::string same = "19 of 20 updated replicas";
-    CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
-    CHECK(s.repeat.poll == tw::kPollStoppedChanging);
+    // SPEC §12.2: stuck at its last answer (only a timing differs), it trips at the call after
+    // the poll_plateau-th (10th) result with that answer
+    for (int i = 0; i < 10; ++i) {
+        CHECK(call(s, c, tool, R"({"deploy": "api"})") == 0);
+        const std::string same = "20 of 20 updated replicas in " + std::to_string(i) + ".5s";
+        CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
+        CHECK(s.repeat.poll == (i < 9 ? tw::kPollChanging : tw::kPollStoppedChanging));
+    }
+    CHECK(s.repeat.plateau == 10);
     CHECK(call(s, c, tool, R"({"deploy": "api"})") == tw::kRepeat);
 }
 
@@ -199,7 +210,7 @@ void test_repeated_failure_and_retraction() {
     tw::Canonicalizer c;
     tw::Session s(st);
     const std::string e1 = "ModuleNotFoundError at 2026-12-03T14:11:20Z in /tmp/x1/a.py:12";
-    const std::string e2 = "ModuleNotFoundError at 2026-12-04T09:00:01Z in /tmp/y22/b.py:7";
+    const std::string e2 = "ModuleNotFoundError at 2026-12-04T09:00:01Z in /tmp/y22/a.py:7";
     uint32_t mask = 0;
     mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e1.data(), e1.size());
     mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e2.data(), e2.size());
@@ -214,10 +225,10 @@ void test_repeated_failure_and_retraction() {
     }
     CHECK(s.repeated_failure.size == tw::RepeatedFailureDetector::kMemory);
     s.observe_result(3, true, false, false, nullptr, 0, false, nullptr, 0);
-    std::string out;
-    tw::normalize_error("\0/tmp/x", 7, out);
-    CHECK(out == std::string("\0<tmp>", 6));
-    tw::normalize_error("", 0, out);
+    std::string out;  // the signature: the answer scanner's signature mode (a NUL ends no path)
+    tw::scan_answer("\0/tmp/x", 7, tw::kAllClasses, nullptr, true, out);
+    CHECK(out == std::string("\0/tmp/#", 7));
+    tw::scan_answer("", 0, tw::kAllClasses, nullptr, true, out);
     CHECK(out.empty());
     // retraction: more than the ring holds, then an empty session
     s.reset();
@@ -299,8 +310,99 @@ void test_call_history_slides() {
     }
 }
 
+std::string scanned(const std::string& in, bool signature = false,
+                    const tw::AnswerKeys* keys = nullptr) {
+    std::string out = "untouched";
+    if (!tw::scan_answer(in.data(), in.size(), tw::kAllClasses, keys, signature, out))
+        return "(none)";
+    return out;
+}
+
+void test_answer_scanner() {
+    const std::string P(1, tw::kPlaceholder);
+    CHECK(scanned("1 failed in 0.53s") == "1 failed in " + P);
+    CHECK(scanned("/bin/bash: line 11301: cd: x") == "/bin/bash: line " + P + ": cd: x");
+    CHECK(scanned("<A at 0x7f3a9c2d> pid 42 /tmp/tmpab/o 2026-12-04T10:22:31Z") ==
+          "<A at " + P + "> pid " + P + " /tmp/" + P + "/o " + P);
+    CHECK(scanned("3 of 6 replicas") == "(none)");  // small integers stay
+    CHECK(scanned("a  b 12 py3 7f3a9c", true) == "a b # py# #");
+    CHECK(scanned("", true).empty());
+    tw::AnswerKeys keys;
+    keys.keys = {"request_id"};
+    CHECK(scanned("{\"request_id\": [1, \"]\"], \"a\": 1}", false, &keys) ==
+          "{\"request_id\": " + P + ", \"a\": 1}");
+    // spans at the very end of the input, truncated spans, lone anchors: no read past the end
+    const char* edges[] = {"0", "0x", "0x1234", "2026-", "2026-12-04T", "10:", "10:22:3",
+                           "/tmp/", "/var/folders/a/", "\\Temp\\", "\\", "pid ", "1.", "1m",
+                           "550e8400-e29b-41d4-a716-44665544", "\"request_id\": ", "\"",
+                           "1712345678.", "bash: line 3"};
+    for (const char* e : edges) {
+        const std::string in(e);
+        for (bool sig : {false, true}) {
+            std::string out;
+            tw::scan_answer(in.data(), in.size(), tw::kAllClasses, &keys, sig, out);
+        }
+        // heap copies, exactly sized, so ASan sees any read past the end
+        std::vector<char> exact(in.begin(), in.end());
+        std::string out;
+        tw::scan_answer(exact.data(), exact.size(), tw::kAllClasses, &keys, true, out);
+    }
+    tw::Hash128 a{}, b{};
+    const std::string x = "Ran 15 tests in 0.074s", y = "Ran 15 tests in 1.2s";
+    CHECK(tw::answer_digest(x.data(), x.size(), tw::kAllClasses, nullptr, a));
+    CHECK(tw::answer_digest(y.data(), y.size(), tw::kAllClasses, nullptr, b));
+    CHECK(a.low64 == b.low64 && a.high64 == b.high64);
+    const std::string clean = "3 of 6";
+    CHECK(tw::answer_digest(clean.data(), clean.size(), tw::kAllClasses, nullptr, a));
+    b = tw::xxh3_128(clean.data(), clean.size());
+    CHECK(a.low64 == b.low64 && a.high64 == b.high64);  // a clean payload hashed in place
+    CHECK(!tw::answer_digest(" \n\t", 3, tw::kAllClasses, nullptr, a));  // the empty answer
+    CHECK(tw::error_signature_key("pid 1", 5, tw::kAllClasses, nullptr) ==
+          tw::error_signature_key("pid 22", 6, tw::kAllClasses, nullptr));
+}
+
+void test_recycled_calls_and_the_failure_streak() {
+    tw::Settings st = defaults();
+    st.enabled = 0x3FF;
+    st.repeated_failure_threshold = 3;
+    tw::Canonicalizer c;
+    tw::Session s(st);
+    // a 6-call lap with identical answers: the eighth repeated call's answer trips, once
+    uint32_t mask = 0;
+    int fired_at = -1;
+    for (int i = 0; i < 30; ++i) {
+        const std::string tool = "t" + std::to_string(i % 6);
+        const uint64_t h = tw::xxh3_64(tool.data(), tool.size());
+        call(s, c, tool, R"({"a": 1})");
+        const std::string out = "answer " + std::to_string(i % 6) + " in 0." +
+                                std::to_string(10 + i) + "s";
+        const uint32_t m = s.observe_result(h, false, false, false, out.data(), out.size(), true);
+        if ((m & tw::kRecycled) && fired_at < 0) fired_at = i;
+        mask |= m;
+        s.observe_text(true);
+    }
+    CHECK(fired_at == 13 && s.recycled.run == 24);
+    CHECK((mask & ~(tw::kRecycled | tw::kNoNewState)) == 0);
+    // more calls in flight than the pending calls hold: the oldest is forgotten, nothing breaks
+    for (int i = 0; i < 20; ++i) call(s, c, "g", R"({"p": 2})");
+    CHECK(s.pending.size == tw::PendingCalls::kPending);
+    s.retract_calls(100);
+    CHECK(s.pending.size == 0);
+    // SPEC §12.3: three identical failures are repeated-failure's alone
+    s.reset();
+    const std::string e = "ModuleNotFoundError: No module named 'yaml' (pid 42)";
+    mask = 0;
+    for (int i = 0; i < 3; ++i)
+        mask = s.observe_result(7, true, false, false, nullptr, 0, false, e.data(), e.size());
+    CHECK(mask == tw::kRepeatedFailure && s.failures.run == 3 && s.failures.same == 3);
+    mask = s.observe_result(7, true, false, false, nullptr, 0, false, "other", 5);
+    CHECK(mask == 0);  // the streak it stood down on counts as reported
+}
+
 int main() {
     test_hash();
+    test_answer_scanner();
+    test_recycled_calls_and_the_failure_streak();
     test_canonicalizer();
     test_detectors_through_the_session();
     test_polling_with_changing_output();

@@ -309,12 +309,12 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     """Replay's policy: explicit flags > the config file > warn with no ceilings (a recording
     is analysed, not guarded, unless asked)."""
     from ..custom_signals import factories_from_config, signal_ids
-    from ..session.config import builtin_signals, read_config_file
+    from ..session.config import read_config_file, watchdog_config
     from ..session.guardrails import GuardrailsConfig
     from ..signals import SIGNAL_IDS, WatchdogConfig
 
     file = read_config_file(args.config) if args.config else {}
-    watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})
+    watchdog = watchdog_config(file)
     factories = factories_from_config(file)
     if args.signals:
         custom = dict(zip(signal_ids(factories), factories, strict=True))

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigError
-from ..session.config import builtin_signals, read_config_file
+from ..session.config import builtin_signals, read_config_file, watchdog_config
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
 if TYPE_CHECKING:  # the analysis imports numpy (the corpus extra): at run time, in the verb
@@ -102,7 +102,7 @@ def add_parser(verbs: Any) -> None:
 
 def _config(args: argparse.Namespace) -> WatchdogConfig:
     file = read_config_file(args.config) if args.config else {}
-    config = WatchdogConfig.from_mapping({"signals": builtin_signals(file)})  # built-ins only
+    config = watchdog_config(file)  # built-ins only
     config.engine_settings()  # a bad value is a usage error before any file is read
     return config
 

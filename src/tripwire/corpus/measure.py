@@ -83,7 +83,7 @@ def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
     s = config.engine_settings()
     return (s.repeat_threshold, s.cycle_cycles, s.density_threshold, s.name_threshold,
             s.failure_threshold, s.no_op_threshold, s.no_new_state_threshold,
-            s.silence_threshold, s.repeated_failure_threshold)
+            s.silence_threshold, s.repeated_failure_threshold, s.recycled_threshold)
 
 
 def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:

@@ -27,6 +27,12 @@ A config file is one table whose sections configure each part of tripwire:
     steps = 200
     deadline_s = 1800
 
+    [results]                        # SPEC §12.1: how results are compared
+    volatile = ["durations", "timestamps", "hex", "pids", "line_counters", "temp_paths"]
+    ignore_json_keys = ["request_id"]
+    [results.tools.http_get]
+    ignore_json_keys = ["etag"]
+
 Unknown sections, signals or knobs are errors that name the file: a typo that silently
 changed nothing would leave an operator believing in a threshold that is not in force.
 """
@@ -51,12 +57,12 @@ from ..context.guard import ContextConfig
 from ..errors import ConfigError
 from ..signals import WatchdogConfig
 
-__all__ = ["read_config_file", "builtin_signals", "SECTIONS", "GuardrailsConfig",
+__all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS", "GuardrailsConfig",
            "ResolvedConfig", "resolve_session"]
 
 #: Top-level sections a config file may hold.
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
-            "budget")
+            "budget", "results")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -240,7 +246,7 @@ class GuardrailsConfig:
         mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)
         watchdog = self.watchdog
         if watchdog is None:
-            watchdog = WatchdogConfig.from_mapping({"signals": builtin_signals(f)})
+            watchdog = watchdog_config(f)
         elif not isinstance(watchdog, WatchdogConfig):
             raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
                               "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
@@ -363,6 +369,13 @@ def resolve_session(config: object, session_id: object,
     check_session_id(session_id, ConfigError)
     return (config if isinstance(config, ResolvedConfig)
             else (config or GuardrailsConfig()).resolve())
+
+
+def watchdog_config(file: Mapping[str, Any]) -> WatchdogConfig:
+    """The built-in signals' knobs (``[signals.<id>]``) and ``[results]`` of a parsed config
+    file, as a ``WatchdogConfig``."""
+    return WatchdogConfig.from_mapping({"signals": builtin_signals(file),
+                                        "results": file.get("results", {})})
 
 
 def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,5 +1,5 @@
-"""The signal catalogue: the nine watchdog signals (SPEC §1's eight and §7.3's
-repeated-failure), one module each.
+"""The signal catalogue: the ten watchdog signals (SPEC §1's eight, §7.3's repeated-failure
+and §12.4's recycled-calls), one module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._answer import ResultsConfig
 from .._common import EngineSettings
 from ..errors import ConfigError
 from . import (
@@ -23,6 +24,7 @@ from . import (
     dominant_tool_call,
     no_new_state,
     no_op_streak,
+    recycled_calls,
     repeated_failure,
     repeated_tool_call,
     repeated_tool_name,
@@ -47,6 +49,7 @@ from ._spec import (
 from .alternating_tool_cycle import MAX_HISTORY
 
 __all__ = [
+    "ResultsConfig",
     "Alert",
     "Knob",
     "SignalSpec",
@@ -63,8 +66,8 @@ __all__ = [
     "error_text",
 ]
 
-#: The catalogue, in SPEC §1 table order and then SPEC §7.3's signal: the only place the bit
-#: order is written (and the order of alerts within one event, SPEC §10.12).
+#: The catalogue, in SPEC §1 table order, then SPEC §7.3's signal and SPEC §12.4's: the only
+#: place the bit order is written (and the order of alerts within one event, SPEC §10.12).
 CATALOGUE = (
     repeated_tool_call,
     alternating_tool_cycle,
@@ -75,6 +78,7 @@ CATALOGUE = (
     no_new_state,
     tools_without_text,
     repeated_failure,
+    recycled_calls,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))
@@ -106,10 +110,13 @@ class WatchdogConfig:
     ``signals`` maps a signal id to knob overrides, e.g.
     ``{"repeated-tool-call": {"threshold": 3}, "no-new-state": {"enabled": False}}``.
     ``only`` restricts the run to a set of signal ids (every other one disabled).
+    ``results`` says how results are compared (``[results]``: the volatile classes and the
+    JSON keys an answer ignores, SPEC §12.1).
     """
 
     signals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     only: frozenset[str] | None = None
+    results: ResultsConfig = field(default_factory=ResultsConfig)
 
     def __post_init__(self) -> None:
         checked: dict[str, dict[str, Any]] = {}
@@ -124,20 +131,24 @@ class WatchdogConfig:
             for signal_id in only:
                 _spec(signal_id)
             object.__setattr__(self, "only", only)
+        if not isinstance(self.results, ResultsConfig):
+            raise ConfigError("WatchdogConfig(results=...) must be a ResultsConfig, "
+                              f"not {type(self.results).__name__}")
 
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> WatchdogConfig:
-        """Build from a config file's table: ``{"signals": {<id>: {<knob>: value}}}``."""
-        unknown = set(mapping) - {"signals"}
+        """Build from a config file's tables: ``{"signals": {<id>: {<knob>: value}},
+        "results": {...}}`` (``[results]``: ``ResultsConfig.from_mapping``)."""
+        unknown = set(mapping) - {"signals", "results"}
         if unknown:
             raise ConfigError(f"unknown watchdog setting(s): {', '.join(sorted(unknown))}")
         signals = mapping.get("signals", {})
         if not isinstance(signals, Mapping):
             raise ConfigError("'signals' must be a table keyed by signal id")
-        return cls(signals=signals)
+        return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})))
 
     def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
-        return WatchdogConfig(signals=self.signals, only=frozenset(ids))
+        return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results)
 
     def value(self, signal_id: str, knob: str) -> Any:
         spec = BY_ID[signal_id]
@@ -166,6 +177,7 @@ class WatchdogConfig:
                 resolved.update(spec.resolve(functools.partial(self.effective, spec.id), resolved))
                 if self.is_enabled(spec.id):
                     enabled |= spec.bit
+            resolved.update(self.results.settings())
             cached = EngineSettings(enabled=enabled, **resolved)
             object.__setattr__(self, "_engine_settings", cached)
         return cached

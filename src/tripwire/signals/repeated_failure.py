@@ -1,21 +1,19 @@
 """repeated-failure: failed results of one tool carrying one error signature, with no
 successful result between them (SPEC §7.3). Native twin: ``native/repeated_failure.*``.
 
-The signature is the error text with its volatile parts replaced, hashed (XXH3-64), so the same
-failure reported at another time, under another temporary directory or by another process is one
-signature, and the call's spelling does not matter (results carry no args):
+The signature is the error text through the answer scanner (``tripwire._answer``, SPEC §12.1)
+in its *signature* mode, hashed (XXH3-64), so the same failure reported at another time, under
+another temporary directory or by another process is one signature, and the call's spelling does
+not matter (results carry no args). One scanner serves results and errors:
 
-1. *temporary paths* — a path that starts a token with ``/tmp/``, ``/var/tmp/``,
-   ``/var/folders/``, ``/private/tmp/``, ``/private/var/folders/`` or ``/dev/shm/`` becomes
-   ``<tmp>`` up to the next whitespace or one of ``"'`()[]{}<>,;:`` (a token starts at the text's
-   start or after a byte that is not a letter, digit or one of ``_.~-/``);
-2. *numbers and hex ids* — every word (a run of ASCII letters and digits) made only of hex digits
-   and holding a decimal digit (``42``, ``7f3a9c``, a UUID's groups), or ``0x`` and hex digits,
+1. the *volatile spans* of an answer are replaced (durations, timestamps, ``0x``/UUID/long hex
+   ids, PIDs, a shell's line counter, temporary path components, configured JSON members);
+2. *numbers and hex ids* — every remaining word (a run of ASCII letters and digits) made only of
+   hex digits and holding a decimal digit (``42``, ``7f3a9c``), or ``0x`` and hex digits,
    becomes ``#``; in any other word each run of digits becomes ``#`` (``py3`` -> ``py#``);
-3. *timestamps, versions, line:column* — a number directly after ``#`` and one of ``.:-/``
-   joins it (``2026-12-03`` -> ``#``, ``14:11:20.123`` -> ``#``, ``a.py:12:5`` -> ``a.py:#``);
-4. *layout* — every run of ASCII whitespace becomes one space; leading and trailing whitespace
-   goes.
+3. *versions, line:column, dates* — a number directly after ``#`` and one of ``.:-/`` joins it
+   (``v1.2.3`` -> ``v#.#``, ``a.py:12:5`` -> ``a.py:#``, ``2026-12-03`` -> ``#``);
+4. *layout* — every run of whitespace becomes one space; leading and trailing whitespace goes.
 
 Bytes outside ASCII are kept as they are. The error's bytes are its text as UTF-8 (a structured
 error: its compact JSON; ``error=True``: no text, one signature for all such failures of a tool).
@@ -45,9 +43,10 @@ Decisions (SPEC §7.3 leaves them open):
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._answer import ALL_CLASSES, signature
 from .._canonical import xxh3_64
 from .._common import json_text
 from ._spec import WARN, Knob, SignalSpec, error_text, threshold, tool_label
@@ -55,21 +54,11 @@ from ._spec import WARN, Knob, SignalSpec, error_text, threshold, tool_label
 if TYPE_CHECKING:
     from ..watchdog import Watchdog
 
-__all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key",
+__all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key", "pair_key",
            "RepeatedFailureDetector"]
 
 #: (tool, signature) pairs remembered since the last productive success (native: kMemory).
 MEMORY = 8
-
-_TMP_PREFIXES = (b"/tmp/", b"/var/tmp/", b"/var/folders/", b"/private/tmp/",
-                 b"/private/var/folders/", b"/dev/shm/")
-_PATH_END = frozenset(b" \t\n\r\v\f\"'`()[]{}<>,;:")
-_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~-/")
-_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-_DIGITS = frozenset(b"0123456789")
-_HEX = frozenset(b"0123456789abcdefABCDEF")
-_JOINERS = frozenset(b".:-/")
-_SPACE = frozenset(b" \t\n\r\v\f")
 
 
 def error_bytes(error: Any) -> bytes:
@@ -84,61 +73,22 @@ def error_bytes(error: Any) -> bytes:
     return json_text(error).encode("utf-8", "surrogatepass")
 
 
-def _is_number(word: bytes) -> bool:
-    if len(word) > 2 and word[0] == 0x30 and word[1] in b"xX":
-        return all(c in _HEX for c in word[2:])
-    return all(c in _HEX for c in word) and any(c in _DIGITS for c in word)
+def error_signature(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = ()
+                    ) -> bytes:
+    """The error text in the answer scanner's signature mode (the module docstring's rules 1-4);
+    ``signature_key`` hashes it. Native: ``answer.h`` ``error_signature_key``."""
+    return signature(data, classes, keys)
 
 
-def error_signature(data: bytes) -> bytes:
-    """The error text with its volatile parts replaced (the module docstring's rules 1-4);
-    ``signature_key`` hashes it. The twin of native ``normalize_error``, byte for byte."""
-    out = bytearray()
-    number_end = -1  # len(out) just after the last number written (rule 3)
-    pending_space = False
-    n = len(data)
-    i = 0
-    while i < n:
-        c = data[i]
-        if c in _SPACE:
-            pending_space = bool(out)
-            i += 1
-            continue
-        if pending_space:
-            out.append(0x20)
-            pending_space = False
-        if c == 0x2F and (i == 0 or data[i - 1] not in _NAME_CHARS) \
-                and any(data.startswith(p, i) for p in _TMP_PREFIXES):
-            while i < n and data[i] not in _PATH_END:
-                i += 1
-            out += b"<tmp>"
-            continue
-        if c in _ALNUM:
-            j = i
-            while j < n and data[j] in _ALNUM:
-                j += 1
-            word = data[i:j]
-            if _is_number(word):
-                if number_end >= 0 and len(out) == number_end + 1 and out[-1] in _JOINERS:
-                    del out[-1]  # rule 3: joins the number before
-                else:
-                    out.append(0x23)
-                number_end = len(out)
-            else:
-                k = 0
-                while k < len(word):
-                    if word[k] in _DIGITS:
-                        while k < len(word) and word[k] in _DIGITS:
-                            k += 1
-                        out.append(0x23)
-                    else:
-                        out.append(word[k])
-                        k += 1
-            i = j
-            continue
-        out.append(c)
-        i += 1
-    return bytes(out)
+def pair_key(tool_hash: int, signature: int) -> int:
+    """The one 64-bit key of a (tool, signature) pair, as the native detector keys it:
+    ``tool_hash`` is ``hash(tool name)`` (the bindings' name hash, as an unsigned 64-bit
+    integer). Native twin: ``RepeatedFailureDetector::pair_key``."""
+    mixed = (((tool_hash & _MASK64) | 1) * 0x9E3779B97F4A7C15) & _MASK64
+    return (signature ^ mixed) & _MASK64
+
+
+_MASK64 = (1 << 64) - 1
 
 
 def signature_key(error: Any) -> int:

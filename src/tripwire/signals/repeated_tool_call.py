@@ -1,11 +1,13 @@
 """repeated-tool-call: N calls in a row with equivalent arguments (SPEC §1, §2.3), unless the
-run is polling something that changes (SPEC §10.24).
+run is polling something that changes (SPEC §10.24, §12.2): results compare by their answer
+(SPEC §12.1), and a poll whose answer has not changed for ``poll_plateau`` results trips.
 
 Native twin: ``native/repeated_tool_call.*``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -13,10 +15,10 @@ from .._canonical import CanonicalCall, paths_suffix_match
 from ._spec import (
     CRITICAL,
     SESSION,
+    Knob,
     SignalSpec,
     quote_args,
     threshold,
-    threshold_setting,
     tool_label,
 )
 
@@ -25,25 +27,29 @@ if TYPE_CHECKING:
 
 
 class Poll(IntEnum):
-    """What the results of the current run's calls have shown, in arrival order (SPEC §10.24).
+    """What the results of the current run's calls have shown, in arrival order (SPEC §10.24,
+    §12.2).
 
-    Native twin: ``tw::Poll`` (the same values). Only ``CHANGING`` exempts the run; the last
-    four are the ways an exemption that held can end, which the alert's texts name.
+    Native twin: ``tw::Poll`` (the same values). Only ``CHANGING`` exempts the run (a *poll*:
+    its answer changed at least once, and has not stayed the same for ``poll_plateau``
+    results); the last four are the ways an exemption that held can end, which the alert's
+    texts name.
     """
 
     AWAITING = 0  # no result of the run's tool yet
     ONE_PAYLOAD = 1  # one successful payload: nothing to compare it with yet
-    CHANGING = 2  # every result a success with a payload, each differing from the one before
+    CHANGING = 2  # a poll: every result a success with a payload, its answer changed at least
+    #               once and has been the same for fewer than poll_plateau results
     ENDED = 3  # ended before the run ever observed change: an ordinary repeat
-    STOPPED_CHANGING = 4
+    STOPPED_CHANGING = 4  # the same answer for poll_plateau results in a row
     FAILED = 5
     NO_OP = 6
     NO_PAYLOAD = 7
 
 
-#: What changed, for an alert raised after the run's exemption ended.
+#: What changed, for an alert raised after the run's exemption ended ({polls}: the knob).
 POLL_ENDED = {
-    Poll.STOPPED_CHANGING: "the output stopped changing",
+    Poll.STOPPED_CHANGING: "the output has not changed for the last {polls} polls",
     Poll.FAILED: "the last poll failed",
     Poll.NO_OP: "the last poll reported that it did nothing",
     Poll.NO_PAYLOAD: "the last poll returned no output",
@@ -55,6 +61,8 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     quoted = quote_args(args)
     tool = tool_label(name)
     ended = POLL_ENDED.get(Poll(wd.repeat_poll))
+    if ended is not None:
+        ended = ended.format(polls=wd.settings.poll_plateau)
     if ended is None:
         reason = (
             f"{tool} was called {n} times in a row with equivalent arguments ({quoted}): a likely "
@@ -77,14 +85,20 @@ def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
     return reason, guidance, n
 
 
-resolve = threshold_setting("repeat_threshold")
+def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[str, Any]:
+    return {"repeat_threshold": value("threshold"), "poll_plateau": value("poll_plateau")}
 
 
 SPEC = SignalSpec(
     "repeated-tool-call", CRITICAL, SESSION,
     "calls in a row with equivalent arguments",
     (threshold(5, "calls in a row with equivalent args",
-               "the read_file loop of the seed; five identical calls are no sweep"),),
+               "the read_file loop of the seed; five identical calls are no sweep"),
+     Knob("poll_plateau", 10, "results of a poll in a row with the same answer", minimum=2,
+          why="twice the threshold: a poll has shown it is waiting on something, so it gets "
+              "longer than a plain repeat before its unchanged answer counts as stuck; "
+              "OpenClaw's no-progress poll rule warns at 10 identical results (and blocks at "
+              "20), and a rollout sitting at '5 of 6 replicas' for a few polls is healthy")),
     texts, resolve,
 )
 
@@ -99,9 +113,10 @@ class RepeatDetector:
     arrive; a call decides on those that have arrived by then.
     """
 
-    def __init__(self, threshold: int, enabled: bool):
+    def __init__(self, threshold: int, enabled: bool, poll_plateau: int = 10):
         self.threshold = threshold
         self.enabled = enabled
+        self.poll_plateau = poll_plateau
         self.reset()
 
     def reset(self) -> None:
@@ -112,7 +127,8 @@ class RepeatDetector:
         self.tripped = False
         self.name = ""
         self.poll = Poll.AWAITING
-        self.last: bytes | None = None  # the previous payload digest of the run
+        self.last: bytes | None = None  # the previous answer of the run
+        self.plateau = 0  # results in a row carrying that answer
 
     def retract(self, calls: int) -> None:
         """The last `calls` calls are taken back (``Watchdog.retract_calls``): the run loses
@@ -146,6 +162,7 @@ class RepeatDetector:
             self.tripped = False
             self.name = name
             self.poll = Poll.AWAITING
+            self.plateau = 0
         if (self.enabled and self.run >= self.threshold and not self.tripped
                 and self.poll != Poll.CHANGING):
             self.tripped = True
@@ -157,21 +174,25 @@ class RepeatDetector:
         change its exemption (then the engine digests its payload, exempt tool or not)."""
         return self.run > 0 and name == self.name and self.poll < Poll.ENDED
 
-    def observe_result(self, failed: bool, no_op: bool, digest: bytes | None) -> None:
-        """A result that ``awaits`` said is the run's: ``digest`` None when it has no payload."""
+    def observe_result(self, failed: bool, no_op: bool, answer: bytes | None) -> None:
+        """A result that ``awaits`` said is the run's: ``answer`` None when it has no payload
+        or the empty answer (SPEC §12.1)."""
         if failed:
             end = Poll.FAILED
         elif no_op:
             end = Poll.NO_OP
-        elif digest is None:
+        elif answer is None:
             end = Poll.NO_PAYLOAD
         elif self.poll == Poll.AWAITING:
-            self.poll, self.last = Poll.ONE_PAYLOAD, digest
+            self.poll, self.last, self.plateau = Poll.ONE_PAYLOAD, answer, 1
             return
-        elif digest != self.last:
-            self.poll, self.last = Poll.CHANGING, digest
+        elif answer != self.last:
+            self.poll, self.last, self.plateau = Poll.CHANGING, answer, 1
             return
         else:
+            self.plateau += 1
+            if self.poll == Poll.CHANGING and self.plateau < self.poll_plateau:
+                return  # a poll waiting (SPEC §12.2)
             end = Poll.STOPPED_CHANGING
-        # sticky for the run: a poll that repeats itself once is not polling again later
+        # sticky for the run: a run that ended is not polling again later
         self.poll = end if self.poll == Poll.CHANGING else Poll.ENDED

@@ -254,7 +254,7 @@ def _config(args: argparse.Namespace) -> Any:
     """The hook's configuration: the command's options over the config file."""
     from ...context.guard import ContextConfig
     from ...session.guardrails import GuardrailsConfig
-    from ...signals import WatchdogConfig
+    from ...signals import ResultsConfig, WatchdogConfig
 
     file: dict[str, Any] = {}
     signals: Any = {}
@@ -266,7 +266,8 @@ def _config(args: argparse.Namespace) -> Any:
     # Hooks see no agent text between tool calls, so tools-without-text would fire on every
     # session; the context guard needs the conversation, which the harness compacts itself.
     watchdog = WatchdogConfig(signals={**signals,
-                                       "tools-without-text": {"enabled": False}})
+                                       "tools-without-text": {"enabled": False}},
+                              results=ResultsConfig.from_mapping(file.get("results", {})))
     return GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
                             context=ContextConfig(enabled=False), file=file)
 

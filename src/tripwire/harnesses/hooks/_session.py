@@ -21,7 +21,8 @@ Every hook invocation is a new process, so the session lives in the store:
 
 Stored arguments and payloads are compact: a top-level argument value longer than 256
 characters (a file's content) is replaced by its BLAKE3 digest, and a result payload is kept as
-its digest only. Live events are observed in the same form, so equal calls stay equal.
+its answer's digest only (``payload_digest``). Live events are observed in the same form, so
+equal calls stay equal.
 
 Invocations of one store are serialized by an exclusive lock on ``<store>.lock`` (a harness
 runs the hooks of parallel tool calls concurrently). The hook table is not sealed: editing it
@@ -37,6 +38,7 @@ it (``store_unreadable``), so its calls are denied.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
@@ -48,11 +50,14 @@ from typing import Any
 import blake3
 import msgpack
 
+from ... import _engine
+from ..._common import EngineSettings
 from ...base.decision import Decision
 from ...base.modes import Mode
 from ...policy.budget import BUDGET
 from ...policy.feedback import render_feedback, render_feedback_items
 from ...session.guardrails import Guardrails, GuardrailsConfig
+from ...signals import WatchdogConfig
 from ._model import HookEvent, Verdict
 
 __all__ = ["WINDOW", "WAIT", "HookEvent", "Verdict", "HookSession"]
@@ -130,7 +135,12 @@ def compact_args(args: Any) -> str:
     return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
 
 
-def payload_digest(payload: Any) -> str | None:
+def payload_digest(payload: Any, settings: EngineSettings, tool: str | None,
+                   engine: Any) -> str | None:
+    """A payload as the hook observes and stores it: its answer (SPEC §12.1: volatile spans
+    replaced, the tool's ignored JSON keys; by the session's ``engine`` module) in base32,
+    which the answer scanner leaves as it is (a hex digest would be one long hex id to it), or
+    None for no payload or the empty answer."""
     if payload is None:
         return None
     if isinstance(payload, bytes):
@@ -139,7 +149,11 @@ def payload_digest(payload: Any) -> str | None:
         text = payload if isinstance(payload, str) else json.dumps(
             payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         data = text.encode("utf-8", "surrogatepass")
-    return _digest(data) if data else None
+    keys = dict(settings.ignore_json_keys_by_tool).get(tool or "", settings.ignore_json_keys)
+    answer = engine.answer_digest(data, settings.answer_volatile, keys)
+    if answer is None:
+        return None
+    return "answer:" + base64.b32encode(answer).decode("ascii").rstrip("=").lower()
 
 
 def _no_op(payload: Any) -> bool:
@@ -203,6 +217,9 @@ class HookSession:
                 history = None  # the guardrails' restore reads it again and says what it means
             self.guardrails = Guardrails(config, session_id=session, store=self.store,
                                          history=history, implementation=implementation)
+            # how its watchdog compares results (the payload is observed as its answer)
+            self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
+            self._engine = _engine.load(_engine.resolve(implementation))
         except BaseException:
             self._lock.close()
             raise
@@ -321,7 +338,8 @@ class HookSession:
             return Verdict()
         error = event.error
         no_op = error is None and _no_op(event.payload)
-        digest = None if error is not None else payload_digest(event.payload)
+        digest = None if error is not None else payload_digest(
+            event.payload, self._settings, event.name, self._engine)
         decision = g.on_result(event.name, id=event.call_id, error=error, no_op=no_op,
                                payload=digest)
         self._record(["r", event.name, error, no_op, digest])

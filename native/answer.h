@@ -1,0 +1,57 @@
+// The answer of a tool result (SPEC §12.1): the payload with its volatile spans (durations,
+// timestamps, hex ids, PIDs, a shell's line counter, temporary path components, host-configured
+// JSON members) replaced by one placeholder byte, hashed. One pass, no regex engine: the scan
+// skips (a table, 16 bytes at a time with SSE2) to the next byte that can start or anchor a span
+// and looks back and forward from there. The same scanner makes repeated-failure's error
+// signature ("signature" mode: every remaining number removed as well, whitespace collapsed).
+// Reference, byte for byte: tripwire/_answer.py (its docstring states the rules).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hash.h"
+
+namespace tw {
+
+// [results] volatile: the classes of spans a scan replaces (tripwire._answer.CLASSES).
+enum AnswerClass : uint32_t {
+    kDurations = 1u << 0,
+    kTimestamps = 1u << 1,
+    kHexIds = 1u << 2,
+    kPids = 1u << 3,
+    kLineCounters = 1u << 4,
+    kTempPaths = 1u << 5,
+    kAllClasses = (1u << 6) - 1,
+};
+
+inline constexpr char kPlaceholder = '\x1a';
+
+// [results] ignore_json_keys for one tool (the global keys and the tool's own): the values of
+// JSON members with these keys (the bytes between the quotes, as written) are replaced.
+struct AnswerKeys {
+    std::vector<std::string> keys;
+    bool contains(const char* key, size_t length) const noexcept;
+};
+
+// Scans `data`. Answer mode: returns false when no span was found (`out` untouched: the payload
+// is its own scan); else true with the scanned bytes in `out` (cleared first). Signature mode
+// always writes the signature to `out` and returns true.
+bool scan_answer(const char* data, size_t length, uint32_t classes, const AnswerKeys* keys,
+                 bool signature, std::string& out);
+
+// Empty or whitespace only (str.isspace on ASCII): the *empty answer*.
+bool is_empty_answer(const void* data, size_t length) noexcept;
+
+// The 128-bit answer (XXH3-128 of the scan, of the payload itself when nothing was replaced);
+// false for the empty answer (`digest` then untouched). Scratch memory is per thread.
+bool answer_digest(const void* data, size_t length, uint32_t classes, const AnswerKeys* keys,
+                   Hash128& digest);
+
+// repeated-failure's error signature, hashed (XXH3-64 of the signature-mode scan).
+uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
+                             const AnswerKeys* keys);
+
+}  // namespace tw
