@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 import workload
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, _reference_guardrails, guardrails
+from tripwire import Guardrails, GuardrailsConfig, Watchdog, guardrails
 from tripwire.budgets.task import Budget, Task
+from tripwire.session import core as _reference_guardrails
 
 CALLS = workload.call_mix()
 BEGIN, END = "# task accounting: begin", "# task accounting: end"

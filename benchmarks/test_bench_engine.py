@@ -70,7 +70,7 @@ def test_poll(benchmark, impl: str) -> None:
 @pytest.mark.parametrize("impl", ["native", "python"])
 @pytest.mark.parametrize("kind", ["str", "bytes", "str64KiB"])
 def test_token_estimate_1mib(benchmark, impl: str, kind: str) -> None:
-    from tripwire import _engine
+    from tripwire.engine import select as _engine
 
     module = _engine.load(impl)
 

@@ -27,7 +27,8 @@ import sys
 import time
 from typing import Any
 
-from tripwire import GuardrailsConfig, TripwireError, Watchdog, _engine
+from tripwire import GuardrailsConfig, TripwireError, Watchdog
+from tripwire.engine import select as _engine
 from tripwire.fleet.fleet import Fleet
 from tripwire.interchange.events import Call, Result, Text, Usage
 

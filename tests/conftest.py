@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tripwire import _engine
+from tripwire.engine import select as _engine
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -113,7 +113,7 @@ def test_canonical_pair(pair: dict[str, Any], implementation: str) -> None:
     tw = pair["tripwire"]
     # same_key: the cycle and density detectors' key
     probe = Watchdog(implementation=implementation)
-    from tripwire import _engine
+    from tripwire.engine import select as _engine
 
     canonical_key = _engine.load(implementation).canonical_key
     assert (canonical_key("tool", pair["a"]) == canonical_key("tool", pair["b"])) is tw["same_key"]

@@ -10,7 +10,7 @@ from conftest import CONFORMANCE, SHARED, read_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tripwire import Guardrails, GuardrailsConfig, OperatorEvent, _engine
+from tripwire import Guardrails, GuardrailsConfig, OperatorEvent
 from tripwire.context.guard import (
     _ANNOUNCED,
     TRUNCATION_NOTICE,
@@ -19,6 +19,7 @@ from tripwire.context.guard import (
     SummaryResult,
     mechanical_truncation,
 )
+from tripwire.engine import select as _engine
 from tripwire.errors import ConfigError
 
 

@@ -422,8 +422,8 @@ def test_an_unwritable_report_directory_is_one_line_and_exit_2(tmp_path: Path) -
 def _identity_runs(paths: list[str]) -> dict[str, int]:
     """Each session's longest run of calls with one tool identity, by the rule's owner
     (``tool_identity``: ``tool:program`` for a shell tool), not by the engines."""
-    from tripwire._common import tool_identity
     from tripwire.corpus.sessions import corpus_files, session_events
+    from tripwire.engine.common import tool_identity
     from tripwire.interchange.events import Call
 
     shells = WatchdogConfig().engine_settings().shell_tools

@@ -13,12 +13,12 @@ import pytest
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, OperatorEvent
 from tripwire.cli.main import main
-from tripwire.custom_signals import CustomSignal, SignalAlert, custom_watchdog
 from tripwire.durability.store import SQLiteStore
+from tripwire.engine.custom import CustomSignal, SignalAlert, custom_watchdog
+from tripwire.engine.watchdog import watchdog_class
 from tripwire.errors import ConfigError
 from tripwire.fleet.fleet import Fleet
 from tripwire.signals import WatchdogConfig
-from tripwire.watchdog import watchdog_class
 
 
 class GrepRun(CustomSignal):
@@ -219,7 +219,7 @@ def test_fleet_batches_run_custom_signals_too(implementation) -> None:
 def test_the_config_entry_point_and_replay_signals(implementation, tmp_path,
                                                    monkeypatch) -> None:
     (tmp_path / "my_signals.py").write_text(textwrap.dedent('''
-        from tripwire.custom_signals import CustomSignal, SignalAlert
+        from tripwire.engine.custom import CustomSignal, SignalAlert
 
         class Ls(CustomSignal):
             id = "ls-twice"

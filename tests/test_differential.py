@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tripwire import Watchdog, WatchdogConfig, _engine
+from tripwire import Watchdog, WatchdogConfig
+from tripwire.engine import select as _engine
 from tripwire.signals import ResultsConfig
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
@@ -520,7 +521,7 @@ def shell_args(draw: st.DrawFn) -> object:
 @SETTINGS
 @given(shell_args() | st.binary(max_size=80))
 def test_shell_program_words_agree(args: object) -> None:
-    from tripwire._common import shell_program
+    from tripwire.engine.common import shell_program
 
     assert native.shell_program(args) == shell_program(args)
 

@@ -43,7 +43,7 @@ def test_importing_the_command_line_imports_no_optional_module() -> None:
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHER_VERBS) == []
     # nor the engine, the readers' JSON libraries, or the version lookup (--version only)
-    assert loaded(modules, ("tripwire.session.guardrails", "tripwire.watchdog", "tripwire._native",
+    assert loaded(modules, ("tripwire.session.guardrails", "tripwire.engine.watchdog", "tripwire._native",
                             "orjson", "msgspec", "importlib.metadata")) == []
 
 

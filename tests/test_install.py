@@ -72,6 +72,6 @@ def test_a_failed_native_build_gives_a_pure_python_wheel(tmp_path: Path) -> None
     assert wheel.name == "tripwire-0.1.0-py3-none-any.whl"
     names = zipfile.ZipFile(wheel).namelist()
     assert "tripwire-0.1.0.dist-info/licenses/LICENSE" in names
-    assert "tripwire/_reference.py" in names and "tripwire/py.typed" in names
+    assert "tripwire/engine/reference.py" in names and "tripwire/py.typed" in names
     sources = [n for n in names if n.endswith((".pyx", ".pxd", ".pxi", ".cpp", ".h", ".so"))]
     assert sources == []

@@ -12,7 +12,9 @@ import inspect
 
 import pytest
 
-from tripwire import SIGNALS, Watchdog, _common, _reference, signals
+from tripwire import SIGNALS, Watchdog, signals
+from tripwire.engine import common as _common
+from tripwire.engine import reference as _reference
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 

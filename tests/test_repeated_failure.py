@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig, _reference
+from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig
+from tripwire.engine import reference as _reference
 from tripwire.errors import ConfigError
 from tripwire.signals import BY_ID
 from tripwire.signals.repeated_failure import error_bytes, error_signature, signature_key

@@ -192,7 +192,7 @@ def test_results_from_a_config_file(tmp_path: Any, implementation: str) -> None:
 def test_a_hook_observes_a_payload_as_its_answer(implementation: str) -> None:
     """The live hooks store a result as a digest; it is the answer's, in a spelling the
     scanner leaves alone (a hex digest would be one long hex id to it: every result equal)."""
-    from tripwire import _engine
+    from tripwire.engine import select as _engine
     from tripwire.harnesses.hooks._session import payload_digest
 
     settings = WatchdogConfig().engine_settings()

@@ -138,7 +138,7 @@ def test_the_observations_are_the_engine_cores(implementation: str) -> None:
     core = cls.__mro__[1]
     assert core.__name__ == "GuardrailsCore" and cls.__mro__[2] is Guardrails
     assert core.__module__ == {"native": "tripwire._native",
-                               "python": "tripwire._reference_guardrails"}[implementation]
+                               "python": "tripwire.session.core"}[implementation]
     for name in ("on_call", "on_result", "on_text"):
         assert name in vars(core) and name not in vars(Guardrails)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tripwire import Watchdog, WatchdogConfig
-from tripwire._common import SHELL_TOOLS, shell_program, tool_identity
+from tripwire.engine.common import SHELL_TOOLS, shell_program, tool_identity
 from tripwire.errors import ConfigError
 
 PROGRAMS = [

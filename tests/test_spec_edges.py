@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig, _engine
-from tripwire._common import payload_bytes
+from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig
+from tripwire.engine import select as _engine
+from tripwire.engine.common import payload_bytes
 from tripwire.interchange.events import Text, read_events
 
 

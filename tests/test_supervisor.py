@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from tripwire import Guardrails, GuardrailsConfig, _engine
+from tripwire import Guardrails, GuardrailsConfig
 from tripwire.budgets.task import Task
+from tripwire.engine import select as _engine
 from tripwire.errors import ConfigError, GuardrailHalted, MalformedDecision, TaskEnded
 from tripwire.policy.feedback import CLOSING, HEADER
 from tripwire.policy.reporting import OperatorEvent

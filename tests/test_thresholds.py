@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tripwire import _reference
 from tripwire.base import thresholds
+from tripwire.engine import reference as _reference
 from tripwire.policy.ceiling import CostCeiling
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")

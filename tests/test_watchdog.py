@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from tripwire import SIGNAL_IDS, Alert, ConfigError, InvalidEvent, Watchdog, WatchdogConfig, _engine
+from tripwire import SIGNAL_IDS, Alert, ConfigError, InvalidEvent, Watchdog, WatchdogConfig
+from tripwire.engine import select as _engine
 from tripwire.signals import truncate_utf8
 
 OPERATOR_WORDS = (

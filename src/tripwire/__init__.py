@@ -23,12 +23,13 @@ _LAZY = {
     "Counters": "policy.reporting", "OperatorEvent": "policy.reporting",
     "SIGNAL_IDS": "signals", "SIGNALS": "signals", "Alert": "signals",
     "WatchdogConfig": "signals",
-    "IMPLEMENTATION": "watchdog", "Watchdog": "watchdog",
+    "IMPLEMENTATION": "engine.watchdog", "Watchdog": "engine.watchdog",
 }
 
 if TYPE_CHECKING:
     from .base.decision import CONTINUE, Decision, Turn
     from .base.modes import Mode
+    from .engine.watchdog import IMPLEMENTATION, Watchdog
     from .errors import (
         BatchInterrupted,
         ConfigError,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from .policy.reporting import Counters, OperatorEvent
     from .session.guardrails import Guardrails, GuardrailsConfig, ResetOutcome, Status
     from .signals import SIGNAL_IDS, SIGNALS, Alert, WatchdogConfig
-    from .watchdog import IMPLEMENTATION, Watchdog
 
 
 def __getattr__(name: str) -> object:

@@ -4,7 +4,7 @@
 # alerts) is the Python class's; this core only holds the fields every observation reads and
 # calls the engine at C level.
 #
-# Twins: tripwire._reference_guardrails.GuardrailsCore.on_call / on_result / on_text are the same
+# Twins: tripwire.session.core.GuardrailsCore.on_call / on_result / on_text are the same
 # dispatch in Python (the reference engine's Guardrails runs them); the suite runs both. Change
 # them together.
 #

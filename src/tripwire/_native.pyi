@@ -1,10 +1,10 @@
-"""Type stubs of the Cython bindings (the same API as tripwire._reference)."""
+"""Type stubs of the Cython bindings (the same API as tripwire.engine.reference)."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._common import EngineSettings
 from .base.decision import Decision
+from .engine.common import EngineSettings
 
 IMPLEMENTATION: str
 SIGNAL_BITS: dict[str, int]

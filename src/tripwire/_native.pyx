@@ -3,9 +3,9 @@
 # distutils: language = c++
 """Thin Cython bindings of the C++ core: buffers in, small integers out.
 
-The same names and behaviour as ``tripwire._reference`` (the executable spec). str and bytes
+The same names and behaviour as ``tripwire.engine.reference`` (the executable spec). str and bytes
 arguments are read in place (``PyUnicode_AsUTF8AndSize`` / the bytes buffer), never copied;
-other types go through the shared normalization of ``tripwire._common``.
+other types go through the shared normalization of ``tripwire.engine.common``.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
@@ -29,11 +29,11 @@ from tripwire._native_core cimport (
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
 )
 
-from tripwire._common import (
+from tripwire.engine.common import (
     BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, no_op_flag,
     payload_bytes, text_has_words,
 )
-from tripwire._common import MAX_CALL_IDS as _MAX_CALL_IDS
+from tripwire.engine.common import MAX_CALL_IDS as _MAX_CALL_IDS
 from tripwire.policy.ceiling import usage_cost_nano
 from tripwire.signals.repeated_failure import error_bytes as _error_bytes
 from tripwire.errors import InvalidEvent
@@ -255,7 +255,7 @@ cdef Settings _settings(object s) except *:
 
 
 cdef class Engine:
-    """One session's detector state in the C++ core. See ``tripwire._reference.Engine``."""
+    """One session's detector state in the C++ core. See ``tripwire.engine.reference.Engine``."""
 
     # first: what a call reads (the object's first line or two; a fleet's session is cold)
     cdef Session* _s
@@ -509,7 +509,7 @@ cdef class Engine:
 
     def _retract_calls(self, Py_ssize_t calls):
         """The last `calls` calls were refused by the host's gate and the turn ended (see
-        ``tripwire._reference.Engine._retract_calls``)."""
+        ``tripwire.engine.reference.Engine._retract_calls``)."""
         cdef Py_ssize_t pos
         if calls <= 0:
             return
@@ -518,7 +518,7 @@ cdef class Engine:
         pos = self._pos - calls % self._ring
         self._pos = pos + self._ring if pos < 0 else pos
 
-    def _fired(self, mask, name, detail):  # supplied by tripwire.watchdog.Watchdog
+    def _fired(self, mask, name, detail):  # supplied by tripwire.engine.watchdog.Watchdog
         raise NotImplementedError
 
     # -- what alert texts need -------------------------------------------------------------
@@ -631,7 +631,7 @@ include "_guardrails.pxi"
 
 
 def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
-    """The scanner (native ``scan_answer``, twin of ``tripwire._answer.scan``): the bytes with
+    """The scanner (native ``scan_answer``, twin of ``tripwire.engine.answer.scan``): the bytes with
     their volatile spans replaced; None in answer mode when nothing was replaced."""
     cdef Py_buffer buf
     cdef string out
@@ -650,7 +650,7 @@ def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
 
 def answer_digest(data, uint32_t classes=0x3F, keys=()):
     """The 128-bit answer of a payload's bytes (as ``xxhash.xxh3_128_digest``), or None for
-    the empty answer (twin of ``tripwire._answer.answer_digest``)."""
+    the empty answer (twin of ``tripwire.engine.answer.answer_digest``)."""
     cdef Py_buffer buf
     cdef Hash128 h
     cdef bint has
@@ -667,7 +667,7 @@ def answer_digest(data, uint32_t classes=0x3F, keys=()):
 
 def error_signature(data, uint32_t classes=0x3F, keys=()):
     """A failure's error bytes in the scanner's signature mode (native ``scan_answer``, the
-    twin of ``tripwire._answer.signature``)."""
+    twin of ``tripwire.engine.answer.signature``)."""
     return scan_answer(data, classes, keys, True)
 
 

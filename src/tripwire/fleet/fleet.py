@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import _engine
-from .._common import BATCH_KINDS, BatchState, StopReason, remember_call_id
 from ..base.decision import CONTINUE, Decision, Turn
 from ..base.validate import check_session_id
 from ..budgets.task import TASK_PREFIX, Budget, Task
+from ..engine import select as _engine
+from ..engine.common import BATCH_KINDS, BatchState, StopReason, remember_call_id
 from ..errors import (
     BatchInterrupted,
     GuardrailHalted,
@@ -35,7 +35,7 @@ from ..session.batch import SessionBatch
 from ..session.guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
 
 if TYPE_CHECKING:
-    from .._reference_guardrails import SessionTable  # its native twin has the same API
+    from ..session.core import SessionTable  # its native twin has the same API
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
 

@@ -19,11 +19,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._common import MAX_CALL_IDS
 from ..base.decision import CANCEL_TOOL, CUT_TURN, Decision
 from ..base.modes import Mode
 from ..budgets.outcomes import UncertainCall
 from ..budgets.task import NOTE_SIGNAL, Task
+from ..engine.common import MAX_CALL_IDS
 from ..errors import ConfigError
 from ..signals import Alert
 from . import lines

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._common import ContextState, CostState
 from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..context.guard import (
     Compaction,
@@ -24,6 +23,7 @@ from ..context.guard import (
     Utilization,
     usage_stats,
 )
+from ..engine.common import ContextState, CostState
 from . import lines
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from .feedback import FeedbackQueue
 
 if TYPE_CHECKING:
     from ..durability.fold import Folded
+    from ..engine.watchdog import Watchdog
     from ..session.config import ResolvedConfig
-    from ..watchdog import Watchdog
     from .reporting import OperatorChannel
 
 __all__ = ["WatchdogPolicy", "session_watchdog"]
@@ -40,11 +40,11 @@ def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Wa
     if resolved.mode <= Mode.OFF:
         return None
     if resolved.custom_signals:
-        from ..custom_signals import custom_watchdog
+        from ..engine.custom import custom_watchdog
 
         return custom_watchdog(resolved.watchdog, resolved.custom_signals,
                                implementation=implementation)
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
     return Watchdog(resolved.watchdog, implementation=implementation)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._common import BatchChange, BatchState
+from ..engine.common import BatchChange, BatchState
 
 if TYPE_CHECKING:
     from ..base.decision import Decision

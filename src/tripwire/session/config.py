@@ -350,7 +350,7 @@ class GuardrailsConfig:
         section = f.get("signals")
         if not isinstance(section, Mapping) or "custom" not in section:
             return ()  # the common case imports nothing (a hook pays for each import)
-        from ..custom_signals import factories_from_config
+        from ..engine.custom import factories_from_config
 
         return factories_from_config(f)
 

@@ -31,12 +31,13 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import _engine, _reference_guardrails
-from .._common import remember_call_id
 from ..base.decision import CONTINUE, Decision, Turn, stronger
 from ..base.modes import Mode
 from ..budgets.task import Task
 from ..context.guard import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
+from ..engine import select as _engine
+from ..engine.common import remember_call_id
+from ..engine.watchdog import Watchdog, retracted_count
 from ..errors import GuardrailHalted
 from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
 from ..policy.ceiling import CostCeiling, CostTrip, usage_cost_nano
@@ -45,7 +46,7 @@ from ..policy.halts import Halts, ResetOutcome, Status
 from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
 from ..policy.watchdog import WatchdogPolicy, session_watchdog
 from ..signals import Alert
-from ..watchdog import Watchdog, retracted_count
+from . import core as _reference_guardrails
 from .batch import SessionBatch
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
 from .durability import DECISION_WAIT, Durability, SessionLog

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._answer import ResultsConfig
-from .._common import EngineSettings
+from ..engine.answer import ResultsConfig
+from ..engine.common import EngineSettings
 from ..errors import ConfigError
 from . import (
     alternating_tool_cycle,

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .._common import json_text, safe_repr
+from ..engine.common import json_text, safe_repr
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 __all__ = [
     "CRITICAL", "WARN", "SESSION", "TURN", "MAX_COUNT", "Knob", "SignalSpec", "Alert", "Texts",

@@ -9,12 +9,12 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._common import tool_identity
+from ..engine.common import tool_identity
 from ..errors import ConfigError
 from ._spec import CRITICAL, SESSION, Knob, SignalSpec, tool_label
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 #: The longest call history the native rings hold (cycle laps x period, density window).
 MAX_HISTORY = 64

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._spec import WARN, Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ._spec import CRITICAL, TURN, SignalSpec, threshold, threshold_setting, tool_list
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:

@@ -38,11 +38,11 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._common import tool_identity
+from ..engine.common import tool_identity
 from ._spec import CRITICAL, SESSION, Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 __all__ = ["SPEC", "PENDING", "MAX_WINDOW", "SUCCESS", "NO_OP", "FAILURE", "answer_tag",
            "stands_down", "RecycledCallsDetector"]

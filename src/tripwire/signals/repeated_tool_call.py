@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from .._canonical import CanonicalCall, paths_suffix_match
+from ..engine.canonical import CanonicalCall, paths_suffix_match
 from ._spec import (
     CRITICAL,
     SESSION,
@@ -23,7 +23,7 @@ from ._spec import (
 )
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 class Poll(IntEnum):

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._common import SHELL_TOOLS, tool_identity
+from ..engine.common import SHELL_TOOLS, tool_identity
 from ._spec import WARN, Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:

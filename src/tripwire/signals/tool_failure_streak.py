@@ -19,7 +19,7 @@ from ._spec import (
 )
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._spec import WARN, SignalSpec, StreakDetector, threshold, threshold_setting
 
 if TYPE_CHECKING:
-    from ..watchdog import Watchdog
+    from ..engine.watchdog import Watchdog
 
 
 def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:

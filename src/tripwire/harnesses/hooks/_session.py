@@ -50,10 +50,10 @@ from typing import Any
 import blake3
 import msgpack
 
-from ... import _engine
-from ..._common import EngineSettings
 from ...base.decision import Decision
 from ...base.modes import Mode
+from ...engine import select as _engine
+from ...engine.common import EngineSettings
 from ...policy.budget import BUDGET
 from ...policy.feedback import render_feedback, render_feedback_items
 from ...session.guardrails import Guardrails, GuardrailsConfig

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _engine, _reference
-from .errors import InvalidEvent
-from .signals import SIGNALS, Alert, WatchdogConfig
+from ..errors import InvalidEvent
+from ..signals import SIGNALS, Alert, WatchdogConfig
+from . import reference as _reference
+from . import select as _engine
 
 __all__ = [  # noqa: F822 (IMPLEMENTATION: module __getattr__)
     "Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "watchdog_class"]
@@ -101,7 +102,7 @@ class PythonWatchdog(Watchdog, _reference.Engine):
 
 
 try:
-    from ._native import Engine as _NativeEngine
+    from .._native import Engine as _NativeEngine
 except ImportError:  # not built: _engine.load("native") raises the clear error when asked for
     _NativeEngine = None  # type: ignore[assignment,misc]
 

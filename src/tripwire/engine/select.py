@@ -17,10 +17,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TypeVar
 
-from .errors import ConfigError, NativeUnavailable
+from ..errors import ConfigError, NativeUnavailable
 
 IMPLEMENTATIONS = ("native", "python")
-_MODULES = {"native": "tripwire._native", "python": "tripwire._reference"}
+_MODULES = {"native": "tripwire._native", "python": "tripwire.engine.reference"}
 
 
 T = TypeVar("T")

@@ -11,8 +11,8 @@ import enum
 import json
 from typing import Any, NamedTuple
 
-from .base.validate import check_no_op, check_text
-from .errors import InvalidEvent
+from ..base.validate import check_no_op, check_text
+from ..errors import InvalidEvent
 
 #: Batch ingest rows: (session, kind, *fields), the fields of each kind in order (SPEC §0).
 BATCH_KINDS: dict[str, tuple[str, ...]] = {

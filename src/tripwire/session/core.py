@@ -19,13 +19,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._common import MAX_CALL_IDS, payload_bytes, text_has_words
-from .base.decision import CONTINUE, Decision, with_cancel
-from .base.modes import Mode
-from .base.validate import check_id, check_no_op, check_text
+from ..base.decision import CONTINUE, Decision, with_cancel
+from ..base.modes import Mode
+from ..base.validate import check_id, check_no_op, check_text
+from ..engine.common import MAX_CALL_IDS, payload_bytes, text_has_words
 
 if TYPE_CHECKING:
-    from .session.guardrails import Guardrails as _Guardrails
+    from .guardrails import Guardrails as _Guardrails
 else:
     _Guardrails = object  # type checkers see the Guardrails API the methods call back into
 

@@ -22,9 +22,33 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ._answer import answer_digest, payload_answer
-from ._answer import scan as scan_answer
-from ._canonical import (  # noqa: F401 - the engine module's API, the same as _native's
+from ..base.thresholds import context_crosses, cost_trips
+from ..base.validate import check_id, check_no_op
+from ..errors import InvalidEvent
+from ..policy.ceiling import usage_cost_nano
+from ..session.core import SessionTable
+from ..signals import BY_ID, Alert
+from ..signals._spec import StreakDetector
+from ..signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
+from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
+from ..signals.no_new_state import DigestMemory
+from ..signals.recycled_calls import FAILURE as FAILURE_ANSWER
+from ..signals.recycled_calls import NO_OP as NO_OP_ANSWER
+from ..signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
+from ..signals.recycled_calls import RecycledCallsDetector, answer_tag, stands_down
+from ..signals.repeated_failure import (
+    RepeatedFailureDetector,
+    error_bytes,
+    error_signature,
+    pair_key,
+)
+from ..signals.repeated_tool_call import RepeatDetector
+from ..signals.repeated_tool_name import NameRunDetector
+from ..signals.tool_failure_streak import FailureStreakDetector
+from ..signals.tools_without_text import SilenceDetector
+from .answer import answer_digest, payload_answer
+from .answer import scan as scan_answer
+from .canonical import (
     MAX_DEPTH,
     MAX_EXPONENT_DIGITS,
     PATH_WORDS,
@@ -42,7 +66,7 @@ from ._canonical import (  # noqa: F401 - the engine module's API, the same as _
     xxh3_64,
     xxh3_128,
 )
-from ._common import (
+from .common import (
     BATCH_FIELDS,
     BatchChange,
     BatchState,
@@ -57,30 +81,6 @@ from ._common import (
     text_has_words,
     tool_identity,
 )
-from ._reference_guardrails import SessionTable
-from .base.thresholds import context_crosses, cost_trips
-from .base.validate import check_id, check_no_op
-from .errors import InvalidEvent
-from .policy.ceiling import usage_cost_nano
-from .signals import BY_ID, Alert
-from .signals._spec import StreakDetector
-from .signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
-from .signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
-from .signals.no_new_state import DigestMemory
-from .signals.recycled_calls import FAILURE as FAILURE_ANSWER
-from .signals.recycled_calls import NO_OP as NO_OP_ANSWER
-from .signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
-from .signals.recycled_calls import RecycledCallsDetector, answer_tag, stands_down
-from .signals.repeated_failure import (
-    RepeatedFailureDetector,
-    error_bytes,
-    error_signature,
-    pair_key,
-)
-from .signals.repeated_tool_call import RepeatDetector
-from .signals.repeated_tool_name import NameRunDetector
-from .signals.tool_failure_streak import FailureStreakDetector
-from .signals.tools_without_text import SilenceDetector
 
 IMPLEMENTATION = "python"
 
@@ -153,7 +153,7 @@ class Engine:
     """One session's detector state. Observations return ``()`` or ``self._fired(...)``.
 
     ``_fired(mask, name, args_or_error)`` is supplied by the subclass that builds alert texts
-    (``tripwire.watchdog.Watchdog``); the engine itself only counts and compares.
+    (``tripwire.engine.watchdog.Watchdog``); the engine itself only counts and compares.
     """
 
     implementation = IMPLEMENTATION
