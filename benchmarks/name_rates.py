@@ -23,7 +23,7 @@ CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 def identity_of():
     """The identity the name-level signals use (the plain name before shell-tool identity)."""
     try:
-        from tripwire.engine.common import tool_identity
+        from tripwire.identity.shell import tool_identity
         from tripwire.signals import WatchdogConfig
 
         shells = WatchdogConfig().engine_settings().shell_tools

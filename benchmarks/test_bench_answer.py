@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import workload
 
-from tripwire.engine import answer as _answer
+from tripwire.identity import answer as _answer
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 

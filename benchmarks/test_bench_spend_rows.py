@@ -31,7 +31,7 @@ from tripwire import Guardrails, GuardrailsConfig
 from tripwire.durability.fold import fold_history
 from tripwire.durability.store import SQLiteStore
 from tripwire.fleet.fleet import Fleet
-from tripwire.policy.ceiling import SpendTally
+from tripwire.durability.fold import SpendTally
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1e6)
 NEW_FIELDS = ("spend_writer", "spend_nano")

@@ -9,10 +9,10 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tripwire.engine import answer as _answer
 from tripwire.engine import reference as _reference
-from tripwire.engine.answer import ALL_CLASSES, CLASSES, ResultsConfig
 from tripwire.errors import ConfigError
+from tripwire.identity import answer as _answer
+from tripwire.identity.answer import ALL_CLASSES, CLASSES, ResultsConfig
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 
@@ -219,7 +219,7 @@ def test_twins_agree_on_any_bytes(data: bytes, signature: bool) -> None:
 def _corpus_results() -> tuple[list[bytes], list[bytes]]:
     from conftest import need_shared
 
-    from tripwire.engine.common import error_failed, payload_bytes
+    from tripwire.base.inputs import error_failed, payload_bytes
     from tripwire.interchange.adapters import read, transcripts
     from tripwire.interchange.events import Result
     from tripwire.signals.repeated_failure import error_bytes

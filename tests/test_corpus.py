@@ -423,7 +423,7 @@ def _identity_runs(paths: list[str]) -> dict[str, int]:
     """Each session's longest run of calls with one tool identity, by the rule's owner
     (``tool_identity``: ``tool:program`` for a shell tool), not by the engines."""
     from tripwire.corpus.sessions import corpus_files, session_events
-    from tripwire.engine.common import tool_identity
+    from tripwire.identity.shell import tool_identity
     from tripwire.interchange.events import Call
 
     shells = WatchdogConfig().engine_settings().shell_tools

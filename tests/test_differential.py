@@ -521,7 +521,7 @@ def shell_args(draw: st.DrawFn) -> object:
 @SETTINGS
 @given(shell_args() | st.binary(max_size=80))
 def test_shell_program_words_agree(args: object) -> None:
-    from tripwire.engine.common import shell_program
+    from tripwire.identity.shell import shell_program
 
     assert native.shell_program(args) == shell_program(args)
 

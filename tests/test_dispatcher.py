@@ -63,7 +63,7 @@ def test_restore_applies_the_folded_history_to_each_policy(tmp_path: Path,
     assert restored._cost.snapshot()["spend_writer"] != g._cost.snapshot()["spend_writer"]
     assert restored._cost.in_a_row == g._cost.in_a_row == 1
     # the session's own history applied again changes no policy: apply takes a fold forward
-    folded = g._log.read()
+    folded = g.durable_log.read()
     before = [p.snapshot() for p in (g._policy, g._cost_policy, g._context_policy, g._budget)]
     for policy in (g._policy, g._cost_policy, g._context_policy, g._budget):
         policy.apply(folded)

@@ -246,14 +246,14 @@ def test_a_failing_store_keeps_the_halt_and_retries(tmp_path: Path, implementati
     g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s2",
                    implementation=implementation, store=None)
     g.restore(_EmptyStore())
-    g._log.store = _BrokenStore()
+    g.durable_log.store = _BrokenStore()
     g.start_turn()
     for _ in range(5):
         decision = g.on_call(*LOOP)
     assert decision.halt_session and g.halted  # the halt stands in memory
     assert not g.flush()  # the row waits in the outbox
     good = SQLiteStore(tmp_path / "g.sqlite")
-    g._log.store = good
+    g.durable_log.store = good
     assert g.flush()
     assert [r.kind for r in good.history("s2").rows] == ["trip"]
     assert any("could not persist a trip row" in r.getMessage() for r in caplog.records)

@@ -140,7 +140,7 @@ def test_circular_args_are_observed(implementation: str) -> None:
 
 
 def test_deep_serialization_agrees_with_json_where_both_apply() -> None:
-    from tripwire.engine.common import _iterative_json, _to_json
+    from tripwire.base.inputs import _iterative_json, _to_json
 
     value = {"b": [1, 2.5, None, True, "é"], "a": {"z": {}, "y": []}, 3: "int key"}
     import json

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from transcript_counts import SKIPPED, counts, events_of
 

@@ -13,8 +13,8 @@ import inspect
 import pytest
 
 from tripwire import SIGNALS, Watchdog, signals
-from tripwire.engine import common as _common
 from tripwire.engine import reference as _reference
+from tripwire.signals.settings import EngineSettings
 
 native = pytest.importorskip("tripwire._native", reason="the native core is not built")
 
@@ -52,7 +52,7 @@ def test_catalogue_lists_each_signal_module_once() -> None:
 
 
 def test_settings_fields_agree() -> None:
-    fields = _common.EngineSettings._fields
+    fields = EngineSettings._fields
     native_fields = tuple(f for f in fields if f not in PYTHON_ONLY_SETTINGS)
     assert native_fields == native.SETTINGS_FIELDS
     assert 4 * len(native_fields) == native.SETTINGS_BYTES  # all 32-bit: no undeclared field
@@ -91,7 +91,10 @@ def test_engines_have_the_same_public_members() -> None:
     assert _public(native.TokenEstimator()) == _public(_reference.TokenEstimator())
     assert _public(native.Batch([]), callables_only=True) == \
         _public(_reference.Batch([]), callables_only=True)
-    assert _public(native.SessionTable(str)) == _public(_reference.SessionTable(str))
+    from tripwire.fleet.table import SessionTable, session_table_class
+
+    assert session_table_class("native") is native.SessionTable
+    assert _public(native.SessionTable(str)) == _public(SessionTable(str))
 
 
 def test_withdrawal_is_a_property_of_the_spec() -> None:

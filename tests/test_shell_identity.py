@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tripwire import Watchdog, WatchdogConfig
-from tripwire.engine.common import SHELL_TOOLS, shell_program, tool_identity
 from tripwire.errors import ConfigError
+from tripwire.identity.shell import SHELL_TOOLS, shell_program, tool_identity
 
 PROGRAMS = [
     ({"command": "ls -la"}, b"ls"),

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig
+from tripwire.base.inputs import payload_bytes
 from tripwire.engine import select as _engine
-from tripwire.engine.common import payload_bytes
 from tripwire.interchange.events import Text, read_events
 
 

@@ -413,7 +413,7 @@ cdef class GuardrailsCore:
                 return _CONTINUE_ if pending is None else pending
             alerts = self._wd.observe_text(text)  # () but from a custom signal
             if self.mode >= _FEEDBACK and text_has_words(text):
-                self._policy.withdraw_answered()
+                self._withdraw_answered()
             if alerts:
                 return self._on_alerts(alerts)
             return _CONTINUE_ if pending is None else pending

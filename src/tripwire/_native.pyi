@@ -4,7 +4,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .base.decision import Decision
-from .engine.common import EngineSettings
+from .signals.settings import EngineSettings
 
 IMPLEMENTATION: str
 SIGNAL_BITS: dict[str, int]

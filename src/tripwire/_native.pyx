@@ -5,7 +5,7 @@
 
 The same names and behaviour as ``tripwire.engine.reference`` (the executable spec). str and bytes
 arguments are read in place (``PyUnicode_AsUTF8AndSize`` / the bytes buffer), never copied;
-other types go through the shared normalization of ``tripwire.engine.common``.
+other types go through the shared normalization of ``tripwire.base.inputs``.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer, PyObject_CheckBuffer
@@ -29,12 +29,12 @@ from tripwire._native_core cimport (
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
 )
 
-from tripwire.engine.common import (
-    BATCH_FIELDS, BatchChange, StopReason, args_bytes, error_failed, name_str, no_op_flag,
-    payload_bytes, text_has_words,
+from tripwire.engine.batch import BATCH_FIELDS, BatchChange, StopReason
+from tripwire.base.inputs import (
+    args_bytes, error_failed, name_str, no_op_flag, payload_bytes, text_has_words,
 )
-from tripwire.engine.common import MAX_CALL_IDS as _MAX_CALL_IDS
-from tripwire.policy.ceiling import usage_cost_nano
+from tripwire.base.inputs import MAX_CALL_IDS as _MAX_CALL_IDS
+from tripwire.base.money import usage_cost_nano
 from tripwire.signals.repeated_failure import error_bytes as _error_bytes
 from tripwire.errors import InvalidEvent
 from tripwire.base.validate import check_id, check_no_op
@@ -45,7 +45,7 @@ IMPLEMENTATION = "native"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "cost_trips", "context_crosses", "error_signature", "scan_answer",
     "answer_digest",
 ]
 
@@ -631,7 +631,7 @@ include "_guardrails.pxi"
 
 
 def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
-    """The scanner (native ``scan_answer``, twin of ``tripwire.engine.answer.scan``): the bytes with
+    """The scanner (native ``scan_answer``, twin of ``tripwire.identity.answer.scan``): the bytes with
     their volatile spans replaced; None in answer mode when nothing was replaced."""
     cdef Py_buffer buf
     cdef string out
@@ -650,7 +650,7 @@ def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
 
 def answer_digest(data, uint32_t classes=0x3F, keys=()):
     """The 128-bit answer of a payload's bytes (as ``xxhash.xxh3_128_digest``), or None for
-    the empty answer (twin of ``tripwire.engine.answer.answer_digest``)."""
+    the empty answer (twin of ``tripwire.identity.answer.answer_digest``)."""
     cdef Py_buffer buf
     cdef Hash128 h
     cdef bint has
@@ -667,7 +667,7 @@ def answer_digest(data, uint32_t classes=0x3F, keys=()):
 
 def error_signature(data, uint32_t classes=0x3F, keys=()):
     """A failure's error bytes in the scanner's signature mode (native ``scan_answer``, the
-    twin of ``tripwire.engine.answer.signature``)."""
+    twin of ``tripwire.identity.answer.signature``)."""
     return scan_answer(data, classes, keys, True)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..signals import Alert
+from .alert import Alert
 
 __all__ = ["Decision", "Turn", "CONTINUE", "CUT_TURN", "HALT_SESSION", "REFUSE_TURN",
            "CANCEL_TOOL"]

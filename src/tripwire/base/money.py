@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, overload
 
-from ..errors import ConfigError, TripwireError
-from .validate import shown_value
+from ..errors import ConfigError, InvalidEvent, TripwireError
+from .validate import check_usage, shown_value
 
 __all__ = ["NANO", "MAX_USD", "parse_dollars", "dollars_from_text", "to_nano", "usd",
-           "usd_more_than"]
+           "usd_more_than", "bound_nano", "cost_nano", "usage_cost_nano"]
 
 NANO = 1_000_000_000
 #: The largest amount tripwire accepts anywhere: $1e9 is 1e18 nano-dollars, and int64 holds
@@ -77,3 +77,22 @@ def usd_more_than(nano: int) -> str:
     (Rounding the exact need to 4 decimals can print $0.0000, which is never enough.)"""
     step = NANO // 10_000
     return usd((nano // step + 1) * step)
+
+
+def bound_nano(value: float | None, name: str) -> int:
+    """A configured bound: None or 0 disable it; anything ``parse_dollars`` refuses
+    (negative, non-finite, out of range) is a ConfigError."""
+    return to_nano(parse_dollars(value, name, allow_none=True) or 0.0)
+
+
+def cost_nano(value: float | None) -> int:
+    """A usage event's cost: absent is 0; anything ``parse_dollars`` refuses is InvalidEvent."""
+    return to_nano(parse_dollars(value, "cost_usd", error=InvalidEvent, allow_none=True) or 0.0)
+
+
+def usage_cost_nano(input_tokens: Any, output_tokens: Any, cost_usd: Any,
+                    model: Any = None) -> int:
+    """Check a usage event's fields (``validate.check_usage``) before any of it is applied;
+    returns the cost in nano-dollars."""
+    check_usage(model, input_tokens, output_tokens)
+    return cost_nano(cost_usd)

@@ -76,7 +76,7 @@ from .outcomes import (
 )
 
 if TYPE_CHECKING:
-    from ..session.durability import SessionLog
+    from ..durability.log import SessionLog
 
 __all__ = ["Budget", "Task", "Exhaustion", "COUNTERS", "TASK_PREFIX", "WallClock",
            "ReplayClock", "task_log_id"]
@@ -420,7 +420,7 @@ class Task:
         self.started_at: float | None = self._clock()
         self._log = _log
         if _log is None and store is not None:
-            from ..session.durability import SessionLog
+            from ..durability.log import SessionLog
             self._log = SessionLog(store, task_log_id(self.task_id),
                                    lambda text: f"[task {self.task_id}] {text}")
         if self._log is not None:

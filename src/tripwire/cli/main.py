@@ -311,7 +311,7 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     from ..engine.custom import factories_from_config, signal_ids
     from ..session.config import read_config_file, watchdog_config
     from ..session.guardrails import GuardrailsConfig
-    from ..signals import SIGNAL_IDS, WatchdogConfig
+    from ..signals import SIGNAL_IDS
 
     file = read_config_file(args.config) if args.config else {}
     watchdog = watchdog_config(file)

@@ -382,7 +382,7 @@ class _Session:
             if self.tasks else None
         self.tasks += 1
         budget = Budget.from_mapping(event.budget or {}).over(self.budget)
-        log = self.guardrails._log
+        log = self.guardrails.durable_log
         task = Task(event.objective, budget, task_id=f"{self.name}#{self.tasks}",
                     clock=self.clock, store=log.store if log is not None else None)
         self.guardrails.run_task(task)

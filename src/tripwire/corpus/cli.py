@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigError
-from ..session.config import builtin_signals, read_config_file, watchdog_config
+from ..session.config import read_config_file, watchdog_config
 from ..signals import SIGNAL_IDS, WatchdogConfig
 
 if TYPE_CHECKING:  # the analysis imports numpy (the corpus extra): at run time, in the verb

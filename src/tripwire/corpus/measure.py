@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from ..base.decision import Decision
+from ..base.log import LOGGER
 from ..context.guard import ContextConfig
 from ..errors import ConfigError
 from ..fleet.fleet import Fleet, batch_row
 from ..interchange.adapters import Transcript, detected
-from ..policy.reporting import LOGGER
 from ..session.guardrails import GuardrailsConfig, ResolvedConfig
 from ..signals import SIGNAL_IDS, WatchdogConfig
 from .sessions import corpus_files, empty_directory, session_events

@@ -4,7 +4,8 @@ The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_h
 them forward into what a restarted process needs: which halts stand, the spend, the budget
 granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
 it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
-running total (``cost.SpendTally``: exact when several processes charge the session at once). ``Guardrails`` then applies the fold *subject to its live
+running total (``SpendTally``: exact when several processes charge the session at once). ``Guardrails``
+then applies the fold *subject to its live
 configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
 not applied to a per-session ceiling that is no longer configured).
 
@@ -19,13 +20,13 @@ proven complete (a replayed older head, a session deleted with its manifest reco
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.money import NANO
 from ..base.names import Guardrail
 from ..errors import InvalidReset
-from ..policy.ceiling import SpendTally
 
 __all__ = ["Folded", "fold_history", "fold_unreadable", "carried_rows", "RESTORED_SIGNAL",
            "UNREADABLE"]
@@ -38,6 +39,34 @@ TASK_KINDS = frozenset({"task", "budget", "outcome"})
 RESTORED_SIGNAL = "restored-watchdog-halt"
 #: The reason's name for a session restored from a store that cannot be read.
 UNREADABLE = "store_unreadable"
+
+
+@dataclass(slots=True)
+class SpendTally:
+    """A session's spend from its stored rows, in row order (``restore.fold_history`` feeds
+    it every row): the last previous-format total, plus each writer's latest own total."""
+
+    legacy: int = 0  # nano-dollars: the last row of the previous format (no spend_writer)
+    writers: dict[str, int] = field(default_factory=dict)  # spend_writer -> its spend_nano
+
+    def add(self, data: Mapping[str, Any]) -> None:
+        writer = data.get("spend_writer")
+        if isinstance(writer, str):
+            own = data.get("spend_nano")
+            if type(own) is int and own > self.writers.get(writer, 0):
+                self.writers[writer] = own  # a writer's total only grows: its largest is latest
+        elif "spent_usd" in data:  # the previous format: the session's total as written
+            self.legacy = round(float(data["spent_usd"]) * NANO)
+
+    @property
+    def total(self) -> int:
+        """The session's spend in nano-dollars."""
+        return self.legacy + sum(self.writers.values())
+
+    def others(self, writer: str | None) -> int:
+        """The session's spend but what ``writer`` charged (as far as the rows say)."""
+        return self.total - (self.writers.get(writer, 0) if writer is not None else 0)
+
 
 
 @dataclass

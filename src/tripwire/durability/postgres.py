@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..base.log import LOGGER
 from ..errors import ConfigError
-from ..policy.reporting import LOGGER
 from ..signals import CRITICAL, SESSION, SIGNAL_IDS, TURN, WARN, Alert, WatchdogConfig
 from .watchdog import Watchdog, watchdog_class
 

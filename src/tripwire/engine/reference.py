@@ -22,11 +22,31 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..base.inputs import (
+    args_bytes,
+    error_failed,
+    name_str,
+    no_op_flag,
+    payload_bytes,
+    remember_call_id,
+    text_has_words,
+)
+from ..base.money import usage_cost_nano
 from ..base.thresholds import context_crosses, cost_trips
 from ..base.validate import check_id, check_no_op
 from ..errors import InvalidEvent
-from ..policy.ceiling import usage_cost_nano
-from ..session.core import SessionTable
+from ..identity.answer import answer_digest, payload_answer
+from ..identity.answer import scan as scan_answer
+from ..identity.canonical import (
+    canonical_form,
+    canonical_key,
+    canonicalize,
+    clean_path,
+    is_path_key,
+    xxh3_64,
+    xxh3_128,
+)
+from ..identity.shell import tool_identity
 from ..signals import BY_ID, Alert
 from ..signals._spec import StreakDetector
 from ..signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
@@ -44,43 +64,10 @@ from ..signals.repeated_failure import (
 )
 from ..signals.repeated_tool_call import RepeatDetector
 from ..signals.repeated_tool_name import NameRunDetector
+from ..signals.settings import EngineSettings
 from ..signals.tool_failure_streak import FailureStreakDetector
 from ..signals.tools_without_text import SilenceDetector
-from .answer import answer_digest, payload_answer
-from .answer import scan as scan_answer
-from .canonical import (
-    MAX_DEPTH,
-    MAX_EXPONENT_DIGITS,
-    PATH_WORDS,
-    REST_PLACEHOLDER,
-    CanonicalCall,
-    canonical_form,
-    canonical_key,
-    canonical_number,
-    canonicalize,
-    clean_path,
-    is_path_key,
-    key_words,
-    paths_suffix_match,
-    payload_digest,
-    xxh3_64,
-    xxh3_128,
-)
-from .common import (
-    BATCH_FIELDS,
-    BatchChange,
-    BatchState,
-    EngineSettings,
-    StopReason,
-    args_bytes,
-    error_failed,
-    name_str,
-    no_op_flag,
-    payload_bytes,
-    remember_call_id,
-    text_has_words,
-    tool_identity,
-)
+from .batch import BATCH_FIELDS, BatchChange, BatchState, StopReason
 
 IMPLEMENTATION = "python"
 
@@ -88,7 +75,7 @@ IMPLEMENTATION = "python"
 __all__ = [
     "IMPLEMENTATION", "Engine", "TokenEstimator", "Batch", "canonical_key", "canonical_form",
     "is_path_key", "clean_path", "xxh3_64", "xxh3_128", "utf8_length", "estimate_tokens",
-    "cost_trips", "context_crosses", "error_signature", "SessionTable", "scan_answer",
+    "cost_trips", "context_crosses", "error_signature", "scan_answer",
     "answer_digest",
 ]
 

@@ -14,13 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base.decision import CONTINUE, Decision, Turn
+from ..base.inputs import remember_call_id
 from ..base.validate import check_session_id
 from ..budgets.task import TASK_PREFIX, Budget, Task
 from ..engine import select as _engine
-from ..engine.common import BATCH_KINDS, BatchState, StopReason, remember_call_id
+from ..engine.batch import BATCH_KINDS, BatchState, StopReason
 from ..errors import (
     BatchInterrupted,
     GuardrailHalted,
@@ -31,11 +32,9 @@ from ..errors import (
 )
 from ..interchange.events import Call, Compaction, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from ..policy.reporting import Counters, OperatorEvent
-from ..session.batch import SessionBatch
+from ..session.guardrails import SessionBatch
 from ..session.guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
-
-if TYPE_CHECKING:
-    from ..session.core import SessionTable  # its native twin has the same API
+from .table import SessionTable, session_table_class  # its native twin has the same API
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]
 
@@ -68,7 +67,7 @@ class Fleet:
         self._engine = _engine.load(self.implementation)
         # sessions by id; the table's on_call is this fleet's (the native one runs the lookup,
         # the last-used time and the session's on_call in one C call)
-        self._sessions: SessionTable = self._engine.SessionTable(self.session)
+        self._sessions: SessionTable = session_table_class(self.implementation)(self.session)
         self.on_call = self._sessions.on_call  # type: ignore[method-assign]
         self._tasks: dict[str, Task] = {}
         self._session_task: dict[str, Task] = {}  # sessions bound to a task (kept over evictions)

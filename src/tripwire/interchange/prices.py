@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..policy.reporting import LOGGER
+from ..base.log import LOGGER
 from .events import Usage
 
 __all__ = ["Priced", "estimate", "PriceCatalogue"]

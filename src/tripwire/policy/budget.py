@@ -16,27 +16,24 @@ task's ``call_mark`` and calls ``on_call`` here only past it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base.decision import CANCEL_TOOL, CUT_TURN, Decision
+from ..base.inputs import MAX_CALL_IDS
 from ..base.modes import Mode
 from ..budgets.outcomes import UncertainCall
 from ..budgets.task import NOTE_SIGNAL, Task
-from ..engine.common import MAX_CALL_IDS
 from ..errors import ConfigError
 from ..signals import Alert
 from . import lines
 
 if TYPE_CHECKING:
     from ..durability.fold import Folded
-    from ..session.config import ResolvedConfig
-    from ..session.durability import SessionLog
-    from ..session.guardrails import Guardrails, SessionLock
+    from ..durability.log import SessionLog
     from .reporting import OperatorChannel
 
-__all__ = ["BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR", "checked_task",
-           "session_task"]
+__all__ = ["BudgetSession", "BudgetPolicy", "BUDGET", "NOTE_SIGNAL", "TIMEOUT_ERROR",
+           "checked_task"]
 
 #: The guardrail name of budget cuts and refusals.
 BUDGET = "budget"
@@ -51,25 +48,32 @@ def checked_task(task: Any) -> Task:
     return task
 
 
-def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
-                 clock: Callable[[], float | None] | None, lock: SessionLock,
-                 log: SessionLog | None) -> Task:
-    """The task a session runs under (SPEC §7.1): the host's, or its own implicit one, whose
-    rows go into the session's own chain."""
-    if task is not None:
-        return checked_task(task)
-    task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
-    task._log = log
-    if task.caps["deadline_s"]:
-        task._written = None  # its start time is written at the first decision point
-    return task
+class BudgetSession(Protocol):
+    """What the budget policy reads of the session it charges (``Guardrails`` is one)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def durable_log(self) -> SessionLog | None:
+        """The session's durable log (None without a store): its implicit task shares it."""
+        ...
+
+    @property
+    def halted_by(self) -> tuple[str, ...]:
+        """The guardrails holding the session halted (empty: not halted)."""
+        ...
+
+    def timed_out(self, name: str) -> Decision:
+        """A call of tool ``name`` cancelled for its timeout, observed as a failed result."""
+        ...
 
 
 class BudgetPolicy:
-    __slots__ = ("_channel", "_g", "_reported", "cancelled", "last_text", "mode", "open",
+    __slots__ = ("_channel", "_reported", "_session", "cancelled", "last_text", "mode", "open",
                  "started", "task")
 
-    def __init__(self, task: Task, guardrails: Guardrails, mode: Mode,
+    def __init__(self, task: Task, session: BudgetSession, mode: Mode,
                  channel: OperatorChannel):
         self.task = task
         self.mode = mode
@@ -80,7 +84,7 @@ class BudgetPolicy:
         self.cancelled: set[str] | None = None
         self.last_text: str | None = None    # the agent's last words (the attempted answer)
         self._channel = channel
-        self._g = guardrails
+        self._session = session
         self._reported = False
         with task._lock:
             task.sessions.append(self)
@@ -104,7 +108,7 @@ class BudgetPolicy:
         """The implicit task shares the session's chain: its rows come back with the
         session's history (a host's task restores from its own chain)."""
         task = self.task
-        if task._log is None or task._log is not self._g._log or not folded.task_rows:
+        if task._log is None or task._log is not self._session.durable_log or not folded.task_rows:
             return
         task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
         task._remark()
@@ -199,7 +203,7 @@ class BudgetPolicy:
             with task._lock:
                 for t in task.chain:
                     t.tool_timeouts += 1
-            decision = self._g._timed_out(name)  # a failed result, for the watchdog
+            decision = self._session.timed_out(name)  # a failed result, for the watchdog
             alerts += decision.alerts
             if not decision.proceed:
                 return decision
@@ -288,16 +292,16 @@ class BudgetPolicy:
 
     def record(self, decision: Decision) -> None:
         """A cut or halt of this session, for the task's report."""
-        self.task.record({"session": self._g.session_id, "action": decision.action,
+        self.task.record({"session": self._session.session_id, "action": decision.action,
                           "guardrail": decision.guardrail, "reason": decision.reason})
 
     def uncertain(self) -> list[UncertainCall]:
-        sid = self._g.session_id
+        sid = self._session.session_id
         return [UncertainCall(sid, i, n) for i, n in self.open.items()]
 
     def halted_by(self) -> str | None:
-        halts = self._g._halts
-        return halts.by()[0] if halts.halted else None
+        by = self._session.halted_by
+        return by[0] if by else None
 
     @property
     def usage_armed(self) -> bool:

@@ -24,38 +24,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..base.money import NANO, parse_dollars, to_nano, usd, usd_more_than
+from ..base.money import NANO, bound_nano, parse_dollars, to_nano, usd, usd_more_than
 from ..base.names import Guardrail
 from ..base.thresholds import session_bound_reached, turn_bound_reached
-from ..base.validate import check_usage
-from ..errors import InvalidEvent, InvalidReset, ResetRefused
+from ..errors import InvalidReset, ResetRefused
 
 if TYPE_CHECKING:
     from ..durability.fold import Folded
 
-__all__ = ["CostCeiling", "CostTrip", "SpendTally", "usd", "NANO", "reset_refusal"]
-
-
-def bound_nano(value: float | None, name: str) -> int:
-    """A configured bound: None or 0 disable it; anything ``parse_dollars`` refuses
-    (negative, non-finite, out of range) is a ConfigError."""
-    return to_nano(parse_dollars(value, name, allow_none=True) or 0.0)
-
-
-def cost_nano(value: float | None) -> int:
-    """A usage event's cost: absent is 0; anything ``parse_dollars`` refuses is InvalidEvent."""
-    return to_nano(parse_dollars(value, "cost_usd", error=InvalidEvent, allow_none=True) or 0.0)
-
-
-def usage_cost_nano(input_tokens: Any, output_tokens: Any, cost_usd: Any,
-                    model: Any = None) -> int:
-    """Check a usage event's fields (``validate.check_usage``) before any of it is applied;
-    returns the cost in nano-dollars."""
-    check_usage(model, input_tokens, output_tokens)
-    return cost_nano(cost_usd)
+__all__ = ["CostCeiling", "CostTrip", "usd", "NANO", "reset_refusal"]
 
 
 def reset_refusal(spent: int, ceiling_with_budget: int) -> str:
@@ -77,33 +57,6 @@ class CostTrip:
     @property
     def halts(self) -> bool:
         return self.kind != "turn"
-
-
-@dataclass(slots=True)
-class SpendTally:
-    """A session's spend from its stored rows, in row order (``restore.fold_history`` feeds
-    it every row): the last previous-format total, plus each writer's latest own total."""
-
-    legacy: int = 0  # nano-dollars: the last row of the previous format (no spend_writer)
-    writers: dict[str, int] = field(default_factory=dict)  # spend_writer -> its spend_nano
-
-    def add(self, data: Mapping[str, Any]) -> None:
-        writer = data.get("spend_writer")
-        if isinstance(writer, str):
-            own = data.get("spend_nano")
-            if type(own) is int and own > self.writers.get(writer, 0):
-                self.writers[writer] = own  # a writer's total only grows: its largest is latest
-        elif "spent_usd" in data:  # the previous format: the session's total as written
-            self.legacy = round(float(data["spent_usd"]) * NANO)
-
-    @property
-    def total(self) -> int:
-        """The session's spend in nano-dollars."""
-        return self.legacy + sum(self.writers.values())
-
-    def others(self, writer: str | None) -> int:
-        """The session's spend but what ``writer`` charged (as far as the rows say)."""
-        return self.total - (self.writers.get(writer, 0) if writer is not None else 0)
 
 
 class CostCeiling:

@@ -23,7 +23,7 @@ from ..context.guard import (
     Utilization,
     usage_stats,
 )
-from ..engine.common import ContextState, CostState
+from ..engine.batch import ContextState, CostState
 from . import lines
 
 if TYPE_CHECKING:

@@ -23,11 +23,10 @@ from .budget import BUDGET
 if TYPE_CHECKING:
     from ..base.modes import Mode
     from ..context.guard import ContextGuard, Utilization
-    from ..session.durability import Durability
     from .budget import BudgetPolicy
     from .cost_context import CostPolicy
     from .reporting import OperatorChannel
-    from .watchdog import WatchdogPolicy
+    from .watchdog import Persist, WatchdogPolicy
 
 __all__ = ["Status", "ResetOutcome", "Halts"]
 
@@ -64,14 +63,14 @@ class ResetOutcome:
 class Halts:
     """One session's halts: the watchdog policy's and the cost ceiling's."""
 
-    __slots__ = ("_channel", "_durable", "cost", "watchdog")
+    __slots__ = ("_channel", "_persist", "cost", "watchdog")
 
     def __init__(self, watchdog: WatchdogPolicy, cost: CostPolicy, channel: OperatorChannel,
-                 durable: Durability):
+                 persist: Persist):
         self.watchdog = watchdog
         self.cost = cost
         self._channel = channel
-        self._durable = durable
+        self._persist = persist  # appends a row to the session's durable log
 
     @property
     def halted(self) -> bool:
@@ -132,7 +131,7 @@ class Halts:
             unblock()
         still = self.by()
         message = lines.reset_done(cleared, budget, ceiling.ceiling, still)
-        self._durable.put("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
+        self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
                                     "cleared": cleared, **self.cost.snapshot()})
         self._channel.emit("reset", message,
                            guardrail=None if scope is Guardrail.ALL else scope.value)

@@ -154,20 +154,3 @@ def reset_done(cleared: list[str], budget: int, ceiling: int, still: tuple[str, 
     return "reset: " + "; ".join(parts)
 
 
-def store_failed(kind: str, exc: Exception) -> str:
-    return (f"could not persist a {kind} row ({exc}); kept in memory and retried in the "
-            "background and at the next guardrail decision")
-
-
-def row_dropped(kind: str, exc: Exception) -> str:
-    return (f"a {kind} row cannot be stored ({exc}) and was dropped, so the rows behind it "
-            "are not held up; the decision it recorded stands in memory")
-
-
-def store_unreadable(exc: Exception) -> str:
-    return (f"the guardrail store cannot be read ({exc}): not a transient fault, so the "
-            "session restores halted (store_unreadable) with what the anchor proves")
-
-
-def history_unreadable(exc: Exception) -> str:
-    return f"guardrail history unreadable ({exc}); the session runs without it"

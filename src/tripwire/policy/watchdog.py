@@ -25,28 +25,12 @@ from .feedback import FeedbackQueue
 if TYPE_CHECKING:
     from ..durability.fold import Folded
     from ..engine.watchdog import Watchdog
-    from ..session.config import ResolvedConfig
     from .reporting import OperatorChannel
 
-__all__ = ["WatchdogPolicy", "session_watchdog"]
+__all__ = ["WatchdogPolicy"]
 
 #: (row kind, row data): append a row to the session's durable log
 Persist = Callable[[str, dict[str, Any]], None]
-
-
-def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
-    """A session's watchdog: the built-in signals of its configuration, and its custom ones
-    (None in ``off`` mode)."""
-    if resolved.mode <= Mode.OFF:
-        return None
-    if resolved.custom_signals:
-        from ..engine.custom import custom_watchdog
-
-        return custom_watchdog(resolved.watchdog, resolved.custom_signals,
-                               implementation=implementation)
-    from ..engine.watchdog import Watchdog
-
-    return Watchdog(resolved.watchdog, implementation=implementation)
 
 
 class WatchdogPolicy:

@@ -16,29 +16,63 @@ Change them together (the suite runs each on its engine).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base.decision import CONTINUE, Decision, with_cancel
+from ..base.inputs import MAX_CALL_IDS, payload_bytes, text_has_words
 from ..base.modes import Mode
 from ..base.validate import check_id, check_no_op, check_text
-from ..engine.common import MAX_CALL_IDS, payload_bytes, text_has_words
 
 if TYPE_CHECKING:
-    from .guardrails import Guardrails as _Guardrails
-else:
-    _Guardrails = object  # type checkers see the Guardrails API the methods call back into
+    from ..base.alert import Alert
+    from ..budgets.task import Task
+    from ..context.guard import ContextGuard
+    from ..engine.watchdog import Watchdog
+    from ..policy.budget import BudgetPolicy
 
-__all__ = ["GuardrailsCore", "SessionTable"]
+__all__ = ["GuardrailsCore", "SessionLock"]
+
+class SessionLock(Protocol):
+    """A session's lock: re-entrant, as ``threading.RLock`` (which the reference engine's
+    Guardrails uses; the native one holds its lock in the session's own object)."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None,
+                 tb: TracebackType | None, /) -> bool | None: ...
 
 
-class GuardrailsCore(_Guardrails):
+
+class GuardrailsCore:
     """The fields every observation of a ``PythonGuardrails`` reads, and its hot entry points
     (the reference twin of ``_native.GuardrailsCore``)."""
 
     # first: the object's first cache lines (the native core holds the same fields in place)
     __slots__ = ("_lock", "_blocked", "_task", "_budget",  # noqa: RUF023 (in this order)
                  "_watchdog", "_ids", "last_used", "_context", "__weakref__")
+
+    _lock: SessionLock
+    _blocked: Decision | None  # the halt, or this turn's cut: later events get it
+    _task: Task
+    _budget: BudgetPolicy
+    _watchdog: Watchdog | None
+    _ids: dict[str, str]  # call id -> tool name, for results named by id
+    last_used: float
+    _context: ContextGuard | None
+
+    if TYPE_CHECKING:
+        # The hand-offs: policy, which the concrete class (``Guardrails``, after the core in
+        # its bases) defines, and which the core calls; declared here for type checkers only
+        # (a definition here would come first in the MRO and hide the concrete one).
+        mode: Mode
+
+        def _on_alerts(self, alerts: tuple[Alert, ...]) -> Decision: ...
+        def _context_check(self, decision: Decision) -> Decision: ...
+        def _cut_at_call(self, cut: Decision, name: str, args: Any, id: str | None,
+                         ) -> Decision: ...
+        def _withdraw_answered(self) -> None: ...
 
     def __new__(cls, *args: Any, **kwargs: Any) -> GuardrailsCore:
         instance = object.__new__(cls)
@@ -150,52 +184,9 @@ class GuardrailsCore(_Guardrails):
                 return CONTINUE if pending is None else pending
             alerts = watchdog.observe_text(text)  # () but from a custom signal
             if self.mode >= Mode.FEEDBACK and text_has_words(text):
-                self._policy.withdraw_answered()
+                self._withdraw_answered()
             if alerts:
                 return self._on_alerts(alerts)
             return CONTINUE if pending is None else pending
 
 
-class SessionTable:
-    """A Fleet's sessions by id, and its ``on_call`` (the reference twin of
-    ``_native.SessionTable``, which also indexes its sessions by the id object so that a call on
-    a session cold in cache finds it in one memory access). ``add`` and ``remove`` are the only
-    writers."""
-
-    __slots__ = ("_by_id", "_session")
-
-    def __init__(self, session: Callable[[str], _Guardrails]) -> None:
-        self._by_id: dict[str, _Guardrails] = {}
-        self._session = session  # Fleet.session: creates (and restores) a session on first use
-
-    def get(self, session_id: str) -> _Guardrails | None:
-        return self._by_id.get(session_id)
-
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self._by_id
-
-    def __len__(self) -> int:
-        return len(self._by_id)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._by_id))
-
-    def items(self) -> list[tuple[str, _Guardrails]]:
-        return list(self._by_id.items())
-
-    def add(self, session_id: str, g: _Guardrails) -> None:
-        """Keep ``g`` as the session ``session_id`` (which the table does not hold yet)."""
-        if session_id in self._by_id:
-            raise KeyError(f"session {session_id!r} is in the table already")
-        self._by_id[session_id] = g
-
-    def remove(self, session_id: str, g: _Guardrails) -> bool:
-        """Drop the session ``session_id`` if it is ``g``; True when it was."""
-        if self._by_id.get(session_id) is not g:
-            return False
-        del self._by_id[session_id]
-        return True
-
-    def on_call(self, session_id: str, name: str, args: Any = None,
-                id: str | None = None) -> Decision:
-        return self._session(session_id).on_call(name, args, id)

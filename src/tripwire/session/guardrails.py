@@ -9,7 +9,7 @@ concrete class's first base (``_reference_guardrails.GuardrailsCore``, ``_native
 which calls back into the hand-offs here for policy. Halts, the refused turn, resets and
 ``Status`` are ``status.Halts``'; rows, restore and the store sync are
 ``persistence.Durability``'s; the constructor's checks are ``config``'s; what batch ingest reads
-of a session is ``session_batch.SessionBatch``'s. ``start_turn()`` returns the ``Turn`` (the
+of a session is ``SessionBatch``'s (below). ``start_turn()`` returns the ``Turn`` (the
 feedback block to prepend) or raises ``GuardrailHalted`` before any model call when halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
@@ -28,48 +28,68 @@ per session, not one global lock).
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..base.decision import CONTINUE, Decision, Turn, stronger
+from ..base.inputs import remember_call_id
 from ..base.modes import Mode
+from ..base.money import usage_cost_nano
 from ..budgets.task import Task
 from ..context.guard import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
+from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
-from ..engine.common import remember_call_id
+from ..engine.batch import BatchChange, BatchState
 from ..engine.watchdog import Watchdog, retracted_count
 from ..errors import GuardrailHalted
-from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task, session_task
-from ..policy.ceiling import CostCeiling, CostTrip, usage_cost_nano
+from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
+from ..policy.ceiling import CostCeiling, CostTrip
 from ..policy.cost_context import ContextPolicy, CostPolicy
 from ..policy.halts import Halts, ResetOutcome, Status
 from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
-from ..policy.watchdog import WatchdogPolicy, session_watchdog
+from ..policy.watchdog import WatchdogPolicy
 from ..signals import Alert
 from . import core as _reference_guardrails
-from .batch import SessionBatch
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
-from .durability import DECISION_WAIT, Durability, SessionLog
+from .core import SessionLock
+from .durability import Durability
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
-
-
-class SessionLock(Protocol):
-    """A session's lock: re-entrant, as ``threading.RLock`` (which the reference engine's
-    Guardrails uses; the native one holds its lock in the session's own object)."""
-
-    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
-    def release(self) -> None: ...
-    def __enter__(self) -> bool: ...
-    def __exit__(self, t: type[BaseException] | None, v: BaseException | None,
-                 tb: TracebackType | None, /) -> bool | None: ...
 
 
 # The fields of the concrete classes beside their core's (which holds those every observation
 # reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
 _SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
           "_cost_policy", "_context_policy", "session_id", "settings")
+
+
+def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
+    """A session's watchdog: the built-in signals of its configuration, and its custom ones
+    (None in ``off`` mode)."""
+    if resolved.mode <= Mode.OFF:
+        return None
+    if resolved.custom_signals:
+        from ..engine.custom import custom_watchdog
+
+        return custom_watchdog(resolved.watchdog, resolved.custom_signals,
+                               implementation=implementation)
+    from ..engine.watchdog import Watchdog
+
+    return Watchdog(resolved.watchdog, implementation=implementation)
+
+
+def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
+                 clock: Callable[[], float | None] | None, lock: SessionLock,
+                 log: SessionLog | None) -> Task:
+    """The task a session runs under (SPEC §7.1): the host's, or its own implicit one, whose
+    rows go into the session's own chain."""
+    if task is not None:
+        return checked_task(task)
+    task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
+    task._log = log
+    if task.caps["deadline_s"]:
+        task._written = None  # its start time is written at the first decision point
+    return task
 
 
 class Guardrails:
@@ -134,7 +154,7 @@ class Guardrails:
                                       self._watchdog)
         self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
         durable.bind(self._policy, self._cost_policy)
-        self._halts = Halts(self._policy, self._cost_policy, channel, durable)
+        self._halts = Halts(self._policy, self._cost_policy, channel, durable.put)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
         self._ids = {}        # call id -> tool name, for results by id
@@ -290,6 +310,11 @@ class Guardrails:
         decision = self._policy.on_alerts(alerts)
         return decision if decision.proceed else self._block(decision)
 
+    def _withdraw_answered(self) -> None:
+        """The agent spoke: its queued notes that words answer are withdrawn (the cores'
+        hand-off, both engines)."""
+        self._policy.withdraw_answered()
+
     def _cut_at_call(self, cut: Decision, name: str, args: Any, id: str | None) -> Decision:
         """A call the task's budget cut (the cores' hand-off, both engines): the watchdog
         still sees it, so an alert it raises at this same event is reported, never lost, and
@@ -311,7 +336,7 @@ class Guardrails:
         self._blocked = final
         return final
 
-    def _timed_out(self, name: str) -> Decision:
+    def timed_out(self, name: str) -> Decision:
         """A call cancelled for its timeout counts as a failed result for the watchdog."""
         watchdog = self._watchdog
         if watchdog is None:
@@ -502,8 +527,16 @@ class Guardrails:
         return len(self._durable)
 
     @property
-    def _log(self) -> SessionLog | None:
+    def durable_log(self) -> SessionLog | None:
+        """The session's durable log: its rows on their way to the store, its history read
+        back (None without a store)."""
         return self._durable.log
+
+    @property
+    def halted_by(self) -> tuple[str, ...]:
+        """The guardrails holding the session halted, in the order they tripped (empty when it
+        is not halted)."""
+        return self._halts.by() if self._halts.halted else ()
 
     def restore(self, store: Any) -> None:
         """Fold a store's history of this session forward (done at construction when a store
@@ -554,3 +587,56 @@ if GuardrailsCore is not None:
 def guardrails_class(implementation: str | None = None) -> type[Guardrails]:
     """The concrete ``Guardrails`` class of an implementation ("native" or "python")."""
     return _engine.concrete(implementation, PythonGuardrails, lambda: NativeGuardrails)
+
+
+class SessionBatch:
+    """A view of one session's fields for the length of a batch (the batch holds its lock);
+    the session's own, as ``SessionLock`` is a view of a native session's lock."""
+
+    __slots__ = ("_g",)
+
+    def __init__(self, guardrails: Guardrails):
+        self._g = guardrails
+
+    def state(self) -> BatchState:
+        """What the batch core needs of this session. The engine is None when the batch must
+        hand every row to ``Guardrails``: off mode, a result streaming in chunk by chunk (its
+        final result skips the bytes already counted, which only on_result knows), custom
+        signals (they observe in Python), a task bounding calls or time (each row is charged
+        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
+        each usage row in Python."""
+        g = self._g
+        guard, budget = g._context, g._budget
+        engine = None if (guard is not None and guard.streamed) or g.settings.custom_signals \
+            or budget.calls_armed else g._watchdog
+        return BatchState(engine, g._blocked is not None,
+                          None if guard is None else g._context_policy.batch_state(), g._ids,
+                          g._policy.words_matter(),
+                          None if budget.usage_armed else g._cost_policy.batch_state())
+
+    def take_change(self, change: BatchChange) -> None:
+        """What the batch core changed in this session, before policy looks at it: spend it
+        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
+        g = self._g
+        if change.spent is not None:  # its task's dollars too
+            g._budget.take_usd(g._cost_policy.take_spent(change.spent))
+        if g._context is not None:
+            g._context_policy.take_change(change.measured, change.added)
+
+    @property
+    def blocked(self) -> Decision | None:
+        """The halt, or this turn's cut, that every later event of the turn gets."""
+        return self._g._blocked
+
+    @property
+    def call_ids(self) -> dict[Any, str]:
+        """Call id -> tool name, for results named by id (the batch replaces the map whole)."""
+        return self._g._ids
+
+    @call_ids.setter
+    def call_ids(self, ids: dict[Any, str]) -> None:
+        self._g._ids = ids
+
+    def persist_spend(self) -> None:
+        """Write the spend if the store does not have it yet (the batch charged usage rows)."""
+        self._g._durable.persist_spend()

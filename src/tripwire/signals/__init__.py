@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.answer import ResultsConfig
-from ..engine.common import EngineSettings
+from ..base.alert import CRITICAL, SESSION, TURN, WARN, Alert
 from ..errors import ConfigError
+from ..identity.answer import ResultsConfig
 from . import (
     alternating_tool_cycle,
     dominant_tool_call,
@@ -32,12 +32,7 @@ from . import (
     tools_without_text,
 )
 from ._spec import (
-    CRITICAL,
     MAX_COUNT,
-    SESSION,
-    TURN,
-    WARN,
-    Alert,
     Knob,
     SignalSpec,
     error_text,
@@ -47,6 +42,7 @@ from ._spec import (
     truncate_utf8,
 )
 from .alternating_tool_cycle import MAX_HISTORY
+from .settings import EngineSettings
 
 __all__ = [
     "ResultsConfig",

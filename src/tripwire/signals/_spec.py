@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..engine.common import json_text, safe_repr
+from ..base.alert import CRITICAL, SESSION, TURN, WARN, Alert
+from ..base.inputs import json_text, safe_repr
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 __all__ = [
     "CRITICAL", "WARN", "SESSION", "TURN", "MAX_COUNT", "Knob", "SignalSpec", "Alert", "Texts",
@@ -28,13 +29,9 @@ __all__ = [
     "error_text",
 ]
 
-CRITICAL = "critical"
-WARN = "warn"
-SESSION = "session"
-TURN = "turn"
 
 #: (watchdog, tool name, the call's args or the result's error) -> (reason, guidance, count)
-Texts = Callable[["Watchdog", str, Any], tuple[str, str, int]]
+Texts = Callable[["EngineView", str, Any], tuple[str, str, int]]
 #: (this signal's knob value by name, the settings resolved so far) -> its EngineSettings fields
 Resolve = Callable[[Callable[[str], Any], Mapping[str, Any]], dict[str, Any]]
 
@@ -160,44 +157,6 @@ def threshold_setting(field: str) -> Resolve:
 # --------------------------------------------------------------------------------------------
 # Alerts and their texts
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """One signal tripping at one event.
-
-    ``event`` is the 0-based index of the observation that made it trip (every ``observe_*``,
-    ``end_turn`` and ``reset`` call counts one). ``tool`` and ``count`` are the facts the texts
-    state: the tool involved and the count at trip time.
-    """
-
-    signal: str
-    severity: str
-    scope: str | None
-    reason: str
-    guidance: str
-    event: int
-    tool: str | None = None
-    count: int = 0
-
-    @property
-    def critical(self) -> bool:
-        return self.severity == CRITICAL
-
-    @property
-    def model_text(self) -> str:
-        """What the model is shown: the guidance, or the reason for a signal without one."""
-        return self.guidance or self.reason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "signal": self.signal,
-            "severity": self.severity,
-            "scope": self.scope,
-            "reason": self.reason,
-            "guidance": self.guidance,
-            "event": self.event,
-        }
 
 
 #: Quoted args are cut to this many bytes (SPEC §1).

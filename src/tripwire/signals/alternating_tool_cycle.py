@@ -9,18 +9,19 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..engine.common import tool_identity
+from ..base.alert import CRITICAL, SESSION
 from ..errors import ConfigError
-from ._spec import CRITICAL, SESSION, Knob, SignalSpec, tool_label
+from ..identity.shell import tool_identity
+from ._spec import Knob, SignalSpec, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 #: The longest call history the native rings hold (cycle laps x period, density window).
 MAX_HISTORY = 64
 
 
-def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     p = wd.cycle_period
     laps = wd.settings.cycle_cycles
     shells = wd.settings.shell_tools

@@ -8,13 +8,14 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import CRITICAL, SESSION, Knob, SignalSpec, quote_args, tool_label
+from ..base.alert import CRITICAL, SESSION
+from ._spec import Knob, SignalSpec, quote_args, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     count, window, age = wd.dominant
     tool_name, first_args = wd.recent_call(age)
     tool = tool_label(tool_name)

@@ -9,13 +9,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, Knob, SignalSpec, threshold, tool_label
+from ..base.alert import WARN
+from ._spec import Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, error: Any) -> tuple[str, str, int]:
     n = wd.stale_results
     exempt = sorted(wd.settings.exempt_tools)
     reason = (

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._spec import CRITICAL, TURN, SignalSpec, threshold, threshold_setting, tool_list
+from ..base.alert import CRITICAL, TURN
+from ._spec import SignalSpec, threshold, threshold_setting, tool_list
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, error: Any) -> tuple[str, str, int]:
     n = wd.no_op_run
     names = tool_list(wd.no_op_names)
     reason = (

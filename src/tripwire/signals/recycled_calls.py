@@ -38,11 +38,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..engine.common import tool_identity
-from ._spec import CRITICAL, SESSION, Knob, SignalSpec, threshold, tool_label
+from ..base.alert import CRITICAL, SESSION
+from ..identity.shell import tool_identity
+from ._spec import Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 __all__ = ["SPEC", "PENDING", "MAX_WINDOW", "SUCCESS", "NO_OP", "FAILURE", "answer_tag",
            "stands_down", "RecycledCallsDetector"]
@@ -82,7 +83,7 @@ def stands_down(keys: Sequence[int], joins: Sequence[bool], threshold: int,
     return False
 
 
-def texts(wd: Watchdog, name: str, detail: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, detail: Any) -> tuple[str, str, int]:
     n = wd.recycled_run
     shells = wd.settings.shell_tools
     recent = [tool_label(tool_identity(*wd.recent_call(age), shells))

@@ -1,7 +1,7 @@
 """repeated-failure: failed results of one tool carrying one error signature, with no
 successful result between them (SPEC §7.3). Native twin: ``native/repeated_failure.*``.
 
-The signature is the error text through the answer scanner (``tripwire.engine.answer``, SPEC §12.1)
+The signature is the error text through the answer scanner (``tripwire.identity.answer``, SPEC §12.1)
 in its *signature* mode, hashed (XXH3-64), so the same failure reported at another time, under
 another temporary directory or by another process is one signature, and the call's spelling does
 not matter (results carry no args). One scanner serves results and errors:
@@ -46,13 +46,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..engine.answer import ALL_CLASSES, signature
-from ..engine.canonical import xxh3_64
-from ..engine.common import json_text
-from ._spec import WARN, Knob, SignalSpec, error_text, threshold, tool_label
+from ..base.alert import WARN
+from ..base.inputs import json_text
+from ..identity.answer import ALL_CLASSES, signature
+from ..identity.canonical import xxh3_64
+from ._spec import Knob, SignalSpec, error_text, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 __all__ = ["SPEC", "MEMORY", "error_bytes", "error_signature", "signature_key", "pair_key",
            "RepeatedFailureDetector"]
@@ -96,7 +97,7 @@ def signature_key(error: Any) -> int:
     return xxh3_64(error_signature(error_bytes(error)))
 
 
-def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, error: Any) -> tuple[str, str, int]:
     n = wd.same_error_failures
     tool = tool_label(name)
     quoted = error_text(error)

@@ -11,19 +11,12 @@ from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from ..engine.canonical import CanonicalCall, paths_suffix_match
-from ._spec import (
-    CRITICAL,
-    SESSION,
-    Knob,
-    SignalSpec,
-    quote_args,
-    threshold,
-    tool_label,
-)
+from ..base.alert import CRITICAL, SESSION
+from ..identity.canonical import CanonicalCall, paths_suffix_match
+from ._spec import Knob, SignalSpec, quote_args, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
 class Poll(IntEnum):
@@ -56,7 +49,7 @@ POLL_ENDED = {
 }
 
 
-def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     n = wd.repeat_run
     quoted = quote_args(args)
     tool = tool_label(name)

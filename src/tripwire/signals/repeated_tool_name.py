@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..engine.common import SHELL_TOOLS, tool_identity
-from ._spec import WARN, Knob, SignalSpec, threshold, tool_label
+from ..base.alert import WARN
+from ..identity.shell import SHELL_TOOLS, tool_identity
+from ._spec import Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     n = wd.name_run
     tool = tool_label(tool_identity(name, args, wd.settings.shell_tools))
     reason = (

@@ -8,21 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._spec import (
-    WARN,
-    SignalSpec,
-    StreakDetector,
-    error_text,
-    threshold,
-    threshold_setting,
-    tool_list,
-)
+from ..base.alert import WARN
+from ._spec import SignalSpec, StreakDetector, error_text, threshold, threshold_setting, tool_list
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, error: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, error: Any) -> tuple[str, str, int]:
     n = wd.failure_streak
     names = tool_list(wd.failure_names)
     last = error_text(error)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._spec import WARN, SignalSpec, StreakDetector, threshold, threshold_setting
+from ..base.alert import WARN
+from ._spec import SignalSpec, StreakDetector, threshold, threshold_setting
 
 if TYPE_CHECKING:
-    from ..engine.watchdog import Watchdog
+    from .view import EngineView
 
 
-def texts(wd: Watchdog, name: str, args: Any) -> tuple[str, str, int]:
+def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     n = wd.silent_calls
     reason = (
         f"{n} tool calls in a row with no text from the agent: grinding in silence (a long "

@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.decision import Decision, Turn
+from ..base.inputs import args_bytes, error_failed, json_text, name_str, payload_bytes
 from ..base.modes import Mode
 from ..base.money import parse_dollars
 from ..base.validate import check_hook, check_usage
 from ..budgets.task import Exhaustion, Task
 from ..context.guard import Compaction
 from ..engine import select as _engine
-from ..engine.common import args_bytes, error_failed, json_text, name_str, payload_bytes
 from ..errors import ConfigError, InvalidEvent, MalformedDecision, TaskEnded
 from ..policy.feedback import CLOSING, HEADER
 from ..policy.reporting import OperatorChannel, OperatorEvent

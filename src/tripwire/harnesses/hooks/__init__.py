@@ -275,8 +275,8 @@ def _config(args: argparse.Namespace) -> Any:
 def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
            close: bool = True) -> tuple[Any, str | None]:
     """The event's verdict, and why its rows were not all recorded (None: they were)."""
+    from ...base.log import LOGGER
     from ...durability.store import DEFAULT_KEY_NOTICE
-    from ...policy.reporting import LOGGER
     from ._session import WAIT, HookSession
     from ._transcript import transcript_usage
 
@@ -298,7 +298,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
 def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
     """The denial of a call of a session halted in the store, read with as little as can
     fail; None when the store shows no halt (or cannot be read either)."""
-    from ...policy.reporting import LOGGER
+    from ...base.log import LOGGER
 
     LOGGER.disabled = True  # this read's own failure is the fail-open line the caller writes
     try:

@@ -53,11 +53,11 @@ import msgpack
 from ...base.decision import Decision
 from ...base.modes import Mode
 from ...engine import select as _engine
-from ...engine.common import EngineSettings
 from ...policy.budget import BUDGET
 from ...policy.feedback import render_feedback, render_feedback_items
 from ...session.guardrails import Guardrails, GuardrailsConfig
 from ...signals import WatchdogConfig
+from ...signals.settings import EngineSettings
 from ._model import HookEvent, Verdict
 
 __all__ = ["WINDOW", "WAIT", "HookEvent", "Verdict", "HookSession"]

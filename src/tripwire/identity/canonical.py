@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
-from .common import args_bytes, payload_bytes
+from ..base.inputs import args_bytes, payload_bytes
 
 #: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
 PATH_WORDS = frozenset(

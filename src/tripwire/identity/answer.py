@@ -67,8 +67,8 @@ from typing import Any
 
 import xxhash
 
+from ..base.inputs import payload_bytes
 from ..errors import ConfigError
-from .common import payload_bytes
 
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",

@@ -1,0 +1,37 @@
+"""``EngineSettings``: every signal's knobs resolved and clamped, as both engines take them
+(``WatchdogConfig.engine_settings()`` builds it; ``native/session.h``'s ``Settings`` is its twin,
+checked by tests/test_parity.py)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class EngineSettings(NamedTuple):
+    """Resolved, clamped detector settings (built by ``WatchdogConfig.engine_settings()``)."""
+
+    enabled: int  # bitmask: bit i = the i-th signal of the SPEC §1 table
+    repeat_threshold: int
+    poll_plateau: int  # SPEC §12.2: a poll's results in a row with one answer that trip it
+    cycle_max_period: int
+    cycle_cycles: int
+    density_window: int
+    density_threshold: int
+    density_defer_run: int  # <= 0: no run stand-down
+    density_defer_cycle_period: int  # < 2: no cycle stand-down
+    name_threshold: int
+    failure_threshold: int
+    no_op_threshold: int
+    no_new_state_threshold: int
+    silence_threshold: int
+    digest_memory: int
+    repeated_failure_threshold: int
+    answer_volatile: int  # SPEC §12.1: the classes of volatile spans an answer replaces
+    recycled_threshold: int
+    recycled_window: int
+    exempt_tools: frozenset[str]
+    shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
+    # SPEC §12.1 [results] ignore_json_keys: for every tool, and per tool (the global ones
+    # included), as (tool, keys) pairs sorted by tool
+    ignore_json_keys: tuple[str, ...] = ()
+    ignore_json_keys_by_tool: tuple[tuple[str, tuple[str, ...]], ...] = ()
