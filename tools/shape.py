@@ -1,8 +1,9 @@
-"""The package's shape, measured: import circles, modules per folder, largest files and classes.
+"""The package's shape, measured: its floors and the imports between them, import circles,
+private state read across modules, top-level modules, the largest files and classes.
 
 Every import counts (module level, inside functions, under ``TYPE_CHECKING``), because each one
 is a dependency a reader must hold in mind. Usage: ``python tools/shape.py [--json]`` from the
-project root. The layering test (tests/test_layers.py) asserts on the same numbers.
+project root. tests/test_layers.py asserts on the same measures.
 """
 
 from __future__ import annotations
@@ -16,6 +17,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "tripwire"
+
+#: The floors, bottom to top: a module imports only from its own floor or below. The native
+#: extension (``_native``) is the engine's floor (it is the engine, in C++). ``errors`` is the
+#: one error hierarchy every floor raises.
+FLOORS = ("errors", "base", "identity", "signals", "engine", "durability", "context", "budgets",
+          "interchange", "policy", "session", "fleet", "supervisor", "harnesses", "corpus", "cli")
+#: Top-level modules that are no floor: the package's own face (its public names, imported on
+#: first use, and ``python -m tripwire``), and the old paths of moved modules, each forwarding
+#: to its new one for one release.
+FACADE = ("tripwire", "tripwire.__main__")
+MAX_MODULE_LINES = 800
+MAX_CLASS_LINES = 400
+
+
+def floor(module: str) -> int | None:
+    """The floor of a module (its index in ``FLOORS``), None for the facade and shims."""
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    top = "engine" if parts[1] == "_native" else parts[1]
+    return FLOORS.index(top) if top in FLOORS else None
+
+
+def is_shim(path: Path) -> bool:
+    """A moved module's old path (``base.lazy.moved``)."""
+    return path.suffix == ".py" and "__getattr__, __dir__ = moved(" in path.read_text()
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -138,6 +165,62 @@ def circles(graph: dict[str, set[str]], nodes: list[str]) -> list[list[str]]:
     return sorted(out, key=len, reverse=True)
 
 
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports from a lower floor of a higher one."""
+    out = []
+    for module, targets in sorted(graph.items()):
+        low = floor(module)
+        if low is None:
+            continue
+        out += [(module, t) for t in sorted(targets)
+                if (high := floor(t)) is not None and high > low]
+    return out
+
+
+def _private_members(tree: ast.AST) -> set[str]:
+    """The private (single underscore) names a module's classes define: methods, class-level
+    names and annotations, ``__slots__`` entries, ``self._x = ...`` assignments."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            body = list(node.body)
+            body += [b for n in node.body if isinstance(n, ast.If) for b in n.body]
+            for b in body:
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(b.name)
+                elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                    names.add(b.target.id)
+                elif isinstance(b, ast.Assign):
+                    for t in b.targets:
+                        if isinstance(t, ast.Name):
+                            names.add(t.id)
+                            if t.id == "__slots__" and isinstance(b.value, (ast.Tuple, ast.List)):
+                                names |= {e.value for e in b.value.elts
+                                          if isinstance(e, ast.Constant)}
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def private_reads(modules: dict[str, Path]) -> list[tuple[str, int, str]]:
+    """``obj._name`` read in one module where ``_name`` is a private member of a class of
+    another tripwire module only (``self``/``cls`` excepted: a class's own and inherited state):
+    private state shared across modules. (module, line, expression)."""
+    trees = {m: ast.parse(p.read_text()) for m, p in modules.items() if p.suffix == ".py"}
+    own = {m: _private_members(t) for m, t in trees.items()}
+    defined_somewhere: set[str] = set().union(*own.values()) if own else set()
+    out = []
+    for m, tree in trees.items():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    and node.attr not in own[m] and node.attr in defined_somewhere):
+                out.append((m, node.lineno, ast.unparse(node)))
+    return out
+
+
 def classes(modules: dict[str, Path]) -> list[tuple[str, int, int]]:
     """(module.Class, lines, methods) of every class in the .py modules."""
     out = []
@@ -154,7 +237,8 @@ def classes(modules: dict[str, Path]) -> list[tuple[str, int, int]]:
 
 
 def shape(root: Path = ROOT) -> dict[str, object]:
-    modules = module_files(root)
+    modules = {m: p for m, p in module_files(root).items() if not is_shim(p)}
+    shims = sorted(m for m, p in module_files(root).items() if is_shim(p))
     graph = imports(modules)
     found = circles(graph, sorted(modules))
     files = sorted(((m, len(p.read_text().splitlines())) for m, p in modules.items()),
@@ -163,10 +247,13 @@ def shape(root: Path = ROOT) -> dict[str, object]:
                        if m.count(".") == 1 and p.stem != "__init__")
     return {
         "modules": len(modules),
-        "top_level_modules": len(top_level),
+        "top_level_modules": top_level,
+        "shims": shims,
         "packages": sorted({m for m, p in modules.items() if p.stem == "__init__"}),
         "circles": found,
         "largest_circle": len(found[0]) if found else 0,
+        "upward_imports": upward(graph),
+        "private_reads": private_reads(modules),
         "largest_files": files[:8],
         "largest_classes": classes(modules)[:8],
     }
@@ -181,12 +268,23 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(result, sys.stdout, indent=1)
         print()
         return 0
-    print(f"modules: {result['modules']} ({result['top_level_modules']} top-level), "
-          f"packages: {len(result['packages'])}")  # type: ignore[arg-type]
+    top = result["top_level_modules"]
+    print(f"modules: {result['modules']} ({len(top)} top-level: "  # type: ignore[arg-type]
+          f"{' '.join(m.removeprefix(PACKAGE + '.') for m in top)}), "  # type: ignore[attr-defined]
+          f"packages: {len(result['packages'])}, "  # type: ignore[arg-type]
+          f"old paths forwarding: {len(result['shims'])}")  # type: ignore[arg-type]
     found = result["circles"]
     print(f"import circles: {len(found)}; sizes {[len(c) for c in found]}")  # type: ignore[arg-type]
     for c in found:  # type: ignore[attr-defined]
         print("  circle:", " ".join(m.removeprefix(PACKAGE + ".") for m in c))
+    ups = result["upward_imports"]
+    print(f"imports from a lower floor of a higher one: {len(ups)}")  # type: ignore[arg-type]
+    for a, b in ups:  # type: ignore[attr-defined]
+        print(f"  {a} -> {b}")
+    reads = result["private_reads"]
+    print(f"private state read across modules: {len(reads)}")  # type: ignore[arg-type]
+    for m, line, expr in reads:  # type: ignore[attr-defined]
+        print(f"  {m}:{line}: {expr}")
     print("largest files:")
     for m, n in result["largest_files"]:  # type: ignore[attr-defined]
         print(f"  {n:5d}  {m}")

@@ -168,7 +168,7 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
         index = counts.get(name)
         if index is None:
             index = 0
-            engine = fleet.session(name)._watchdog  # None: every signal is off
+            engine = fleet.session(name).watchdog  # None: every signal is off
             if engine is not None:
                 engine.enable_stats()
         counts[name] = index + 1
@@ -183,7 +183,7 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
                 if trips[i] == NEVER:
                     trips[i] = position[row]
     for name, events in counts.items():
-        engine = fleet.session(name)._watchdog
+        engine = fleet.session(name).watchdog
         stats = engine.stats if engine is not None else None
         out.files.append(file)
         out.names.append(name)
