@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..base.decision import CONTINUE, Decision, Turn, stronger
 from ..base.modes import Mode
 from ..budgets.task import Task
-from ..context.guard import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
+from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
+from ..context.stats import ContextStats
 from ..engine import select as _engine
 from ..engine.common import remember_call_id
 from ..engine.watchdog import Watchdog, retracted_count
