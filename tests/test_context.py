@@ -11,14 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tripwire import Guardrails, GuardrailsConfig, OperatorEvent
-from tripwire.context.guard import (
-    _ANNOUNCED,
-    TRUNCATION_NOTICE,
-    ContextConfig,
-    ContextGuard,
-    SummaryResult,
-    mechanical_truncation,
-)
+from tripwire.context.guard import _ANNOUNCED, ContextConfig, ContextGuard, SummaryResult
+from tripwire.context.prompts import TRUNCATION_NOTICE, mechanical_truncation
 from tripwire.engine import select as _engine
 from tripwire.errors import ConfigError
 

@@ -13,16 +13,15 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, OperatorEvent
 from tripwire.cli.main import main
-from tripwire.context.guard import (
+from tripwire.context.guard import ContextConfig, SummaryResult
+from tripwire.context.histories import rebuild
+from tripwire.context.prompts import (
     CHECKPOINT_SECTIONS,
     HANDOVER_SECTIONS,
-    ContextConfig,
-    SummaryResult,
     checkpoint_prompt,
     handover_prompt,
     missing_sections,
 )
-from tripwire.context.histories import rebuild
 from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError, SmallTierParentRefused
 from tripwire.policy import lines
@@ -294,8 +293,8 @@ def test_a_failed_manual_checkpoint_writes_nothing(implementation, store) -> Non
 
 def test_context_stats_counts_boundaries_and_models_by_cost(implementation, monkeypatch) -> None:
     clock = iter([1000.0, 1100.0, 1200.0])
-    # the context guard's clock alone (patching time.time would feed the task's clock too)
-    monkeypatch.setattr("tripwire.context.guard.time", types.SimpleNamespace(time=lambda: next(clock)))
+    # the /context view's clock alone (patching time.time would feed the task's clock too)
+    monkeypatch.setattr("tripwire.context.stats.time", types.SimpleNamespace(time=lambda: next(clock)))
     g = make(implementation, summarize=lambda m, f: SummaryResult("s" * 10))
     g.start_turn()
     g.on_usage(model="gemini-2.5-flash", input_tokens=16_000, output_tokens=200,

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tripwire.context.guard import Compaction, mechanical_truncation
+from tripwire.context.guard import Compaction
 from tripwire.context.histories import MISSING_RESULT, detect_format
+from tripwire.context.prompts import mechanical_truncation
 
 WORDS = st.text(alphabet="abcdefghij klmnop", min_size=1, max_size=300).map(lambda s: s + ".")
 BOUNDARY = "[boundary] what came before, in short"

@@ -20,16 +20,10 @@ from tripwire.engine import select as _engine
 from tripwire.errors import ConfigError, GuardrailHalted, MalformedDecision, TaskEnded
 from tripwire.policy.feedback import CLOSING, HEADER
 from tripwire.policy.reporting import OperatorEvent
-from tripwire.supervisor.supervision import (
-    Check,
-    Completion,
-    ModelSupervisor,
-    Review,
-    Supervision,
-    SupervisorConfig,
-    SupervisorDecision,
-    error_signature,
-)
+from tripwire.supervisor.decision import Check, SupervisorDecision
+from tripwire.supervisor.model import Completion, ModelSupervisor
+from tripwire.supervisor.review import Review, error_signature
+from tripwire.supervisor.supervision import Supervision, SupervisorConfig
 
 MISSING = "ModuleNotFoundError: No module named 'parsimonious'"
 PIP = Check("bash", "succeeds", args_contains="pip install")
@@ -344,7 +338,7 @@ def test_the_reviews_cap_and_the_supervisors_own_usage(implementation: str) -> N
     assert len(sup.reviews) == 2
 
     # its usage is one model request of the task: a step, its tokens, its dollars
-    from tripwire.supervisor.supervision import ReviewUsage
+    from tripwire.supervisor.decision import ReviewUsage
     costly = SupervisorDecision.stop_complete("12 passed", "the test passes", usage=ReviewUsage(
         "judge", input_tokens=900, output_tokens=200, cost_usd=0.03))
     s, task = make(implementation, Scripted(costly), budget={"tokens": 1000, "reviews": 5})
@@ -606,7 +600,7 @@ def test_model_supervisor_prompt_usage_and_parsing(implementation: str) -> None:
     turn = s.start_turn()
     assert "- supervisor: Install the dependency. Checkpoint:" in turn.feedback
     messages, schema = asked[0]
-    from tripwire.supervisor.supervision import DECISION_SCHEMA, decision_schema_json
+    from tripwire.supervisor.schema import DECISION_SCHEMA, decision_schema_json
     assert schema is DECISION_SCHEMA
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[0]["content"].endswith(decision_schema_json())

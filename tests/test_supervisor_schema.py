@@ -12,14 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tripwire.errors import MalformedDecision
-from tripwire.supervisor.schema import validate_decision
-from tripwire.supervisor.supervision import (
-    DECISION_SCHEMA,
-    Check,
-    SupervisorDecision,
-    decision_schema_json,
-    parse_decision,
-)
+from tripwire.supervisor.decision import Check, SupervisorDecision, parse_decision
+from tripwire.supervisor.schema import DECISION_SCHEMA, decision_schema_json, validate_decision
 
 VALIDATOR = jsonschema.Draft202012Validator(DECISION_SCHEMA)
 CHECK = {"tool": "bash", "outcome": "succeeds", "args_contains": "pip install"}

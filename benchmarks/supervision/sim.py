@@ -41,14 +41,9 @@ from typing import Any
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.budgets.task import Task
 from tripwire.errors import GuardrailHalted, TaskEnded
-from tripwire.supervisor.supervision import (
-    Check,
-    Review,
-    ReviewUsage,
-    Supervision,
-    SupervisorConfig,
-    SupervisorDecision,
-)
+from tripwire.supervisor.decision import Check, ReviewUsage, SupervisorDecision
+from tripwire.supervisor.review import Review
+from tripwire.supervisor.supervision import Supervision, SupervisorConfig
 
 POLICIES = ("loop", "alternate", "poll", "slow", "false_claim")
 ACCEPTANCE = "pytest tests/test_parser.py"

@@ -329,7 +329,7 @@ cdef class Engine:
     cdef inline uint64_t _identity(self, object name, const char* args, Py_ssize_t size,
                                    uint64_t name_hash) except? 0:
         """The name-run detector's key: the name's hash, mixed with the program word's for a
-        shell tool (the C++ twin of _common.tool_identity)."""
+        shell tool (the C++ twin of identity.shell.tool_identity)."""
         cdef string_view program
         if not self._shell or name not in self._shell:
             return name_hash

@@ -508,7 +508,7 @@ def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
     from ..budgets.task import TASK_PREFIX
-    from ..context.guard import context_stats_from_rows
+    from ..context.stats import context_stats_from_rows
     from ..durability.fold import fold_history
 
     try:

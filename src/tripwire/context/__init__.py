@@ -1,4 +1,5 @@
-"""The context window: utilization, compaction and its summarizer policy, checkpoints, the
+"""The context window: utilization, compaction and its summarizer policy, checkpoints (guard),
+the summary prompts and mechanical truncation (prompts), the ``/context`` view (stats), the
 model catalogue (tiers, windows), message histories."""
 
 from __future__ import annotations
@@ -10,12 +11,6 @@ from ..base.lazy import exports
 if TYPE_CHECKING:  # what the names are, for type checkers and readers
     from .guard import (
         CHECKPOINT_MODES as CHECKPOINT_MODES,
-    )
-    from .guard import (
-        CHECKPOINT_SECTIONS as CHECKPOINT_SECTIONS,
-    )
-    from .guard import (
-        HANDOVER_SECTIONS as HANDOVER_SECTIONS,
     )
     from .guard import (
         TERMINAL_FINISH_REASONS as TERMINAL_FINISH_REASONS,
@@ -30,37 +25,10 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
         ContextGuard as ContextGuard,
     )
     from .guard import (
-        ContextStats as ContextStats,
-    )
-    from .guard import (
-        ModelUsage as ModelUsage,
-    )
-    from .guard import (
         SummaryResult as SummaryResult,
     )
     from .guard import (
-        UsageByModel as UsageByModel,
-    )
-    from .guard import (
         Utilization as Utilization,
-    )
-    from .guard import (
-        checkpoint_prompt as checkpoint_prompt,
-    )
-    from .guard import (
-        context_stats_from_rows as context_stats_from_rows,
-    )
-    from .guard import (
-        handover_prompt as handover_prompt,
-    )
-    from .guard import (
-        mechanical_truncation as mechanical_truncation,
-    )
-    from .guard import (
-        missing_sections as missing_sections,
-    )
-    from .guard import (
-        usage_stats as usage_stats,
     )
     from .histories import (
         detect_format as detect_format,
@@ -70,6 +38,39 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
     )
     from .histories import (
         rebuild as rebuild,
+    )
+    from .prompts import (
+        CHECKPOINT_SECTIONS as CHECKPOINT_SECTIONS,
+    )
+    from .prompts import (
+        HANDOVER_SECTIONS as HANDOVER_SECTIONS,
+    )
+    from .prompts import (
+        checkpoint_prompt as checkpoint_prompt,
+    )
+    from .prompts import (
+        handover_prompt as handover_prompt,
+    )
+    from .prompts import (
+        mechanical_truncation as mechanical_truncation,
+    )
+    from .prompts import (
+        missing_sections as missing_sections,
+    )
+    from .stats import (
+        ContextStats as ContextStats,
+    )
+    from .stats import (
+        ModelUsage as ModelUsage,
+    )
+    from .stats import (
+        UsageByModel as UsageByModel,
+    )
+    from .stats import (
+        context_stats_from_rows as context_stats_from_rows,
+    )
+    from .stats import (
+        usage_stats as usage_stats,
     )
     from .tiers import (
         ASSUMED_CONTEXT_WINDOW as ASSUMED_CONTEXT_WINDOW,
@@ -99,19 +100,19 @@ __getattr__, __dir__, __all__ = exports(__name__, {
     "Utilization": ".guard",
     "SummaryResult": ".guard",
     "Compaction": ".guard",
-    "mechanical_truncation": ".guard",
+    "mechanical_truncation": ".prompts",
     "TERMINAL_FINISH_REASONS": ".guard",
-    "HANDOVER_SECTIONS": ".guard",
-    "CHECKPOINT_SECTIONS": ".guard",
+    "HANDOVER_SECTIONS": ".prompts",
+    "CHECKPOINT_SECTIONS": ".prompts",
     "CHECKPOINT_MODES": ".guard",
-    "handover_prompt": ".guard",
-    "checkpoint_prompt": ".guard",
-    "missing_sections": ".guard",
-    "ContextStats": ".guard",
-    "ModelUsage": ".guard",
-    "UsageByModel": ".guard",
-    "context_stats_from_rows": ".guard",
-    "usage_stats": ".guard",
+    "handover_prompt": ".prompts",
+    "checkpoint_prompt": ".prompts",
+    "missing_sections": ".prompts",
+    "ContextStats": ".stats",
+    "ModelUsage": ".stats",
+    "UsageByModel": ".stats",
+    "context_stats_from_rows": ".stats",
+    "usage_stats": ".stats",
     "detect_format": ".histories",
     "rebuild": ".histories",
     "kept_prefix": ".histories",

@@ -25,18 +25,15 @@ seed's ``--no-compact``) turns off only the automatic trigger: manual compaction
 cut keep working. Checkpoints (task-boundary slicing, the seed's Mechanism C) run through the
 same summarizer policy with their own failure count, under their own switch (``checkpoint``).
 
-The summarizer's prompt is the host's; tripwire ships the seed's: ``handover_prompt(focus)``
-(the five-section teammate handover) and ``checkpoint_prompt(note)`` (the six-section completion
-record). Every summary boundary reports which of its sections the summary lacks.
+The prompts, the section check and mechanical truncation itself are ``prompts.py``'s; the
+``/context`` view this guard feeds is ``stats.py``'s.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -44,8 +41,15 @@ from typing import Any
 
 from ..base.thresholds import context_crosses
 from ..errors import ConfigError
-from ..signals import quote_args
-from .histories import kept_prefix, rebuild
+from .histories import rebuild
+from .prompts import (
+    CHECKPOINT_SECTIONS,
+    HANDOVER_SECTIONS,
+    TAIL_CHARS,
+    mechanical_truncation,
+    missing_sections,
+)
+from .stats import ContextActivity, ContextStats, UsageByModel
 from .tiers import DEFAULT_CATALOGUE, TIERS, ModelCatalogue, compaction_threshold
 
 __all__ = [
@@ -54,19 +58,9 @@ __all__ = [
     "Utilization",
     "SummaryResult",
     "Compaction",
-    "mechanical_truncation",
     "TERMINAL_FINISH_REASONS",
-    "HANDOVER_SECTIONS",
-    "CHECKPOINT_SECTIONS",
     "CHECKPOINT_MODES",
-    "handover_prompt",
-    "checkpoint_prompt",
-    "missing_sections",
-    "ContextStats",
-    "ModelUsage",
-    "UsageByModel",
-    "context_stats_from_rows",
-    "usage_stats",
+    "FILE_KEYS",
 ]
 
 #: SPEC §6 / §10.14: past this share of the window the turn is cut.
@@ -75,10 +69,6 @@ CUT_AT = 0.95
 MAX_BACKOFF_TURNS = 32
 #: Two consecutive failures escalate to mechanical truncation (one is often a transient).
 FALLBACK_AFTER = 2
-#: The verbatim tail a mechanical truncation keeps, in characters.
-TAIL_CHARS = 8000
-#: Tool calls listed in a mechanical digest (most recent first); older ones are counted.
-LEDGER_LIMIT = 100
 #: ``compact_at`` with automatic compaction off: a count no context reaches (int64-safe for the
 #: batch core), so the threshold never marks compaction pending; the 95% cut is unaffected.
 NEVER = 2 ** 62
@@ -259,6 +249,7 @@ class ContextGuard:
 
     __slots__ = (
         "_utf8_length",
+        "activity",
         "checkpoint_cooldown",
         "checkpoint_failures",
         "compact_at",
@@ -271,7 +262,6 @@ class ContextGuard:
         "measured",
         "model",
         "pending",
-        "shape",
         "streamed",
         "threshold",
         "tier",
@@ -292,7 +282,7 @@ class ContextGuard:
         self.cooldown = 0
         self.checkpoint_failures = 0
         self.checkpoint_cooldown = 0
-        self.shape = _Shape()  # what compactions and checkpoints did (context_stats)
+        self.activity = ContextActivity()  # what compactions and checkpoints did (/context)
         self.streamed = False  # chunks of the current result were already counted
         self._set_model(None)
 
@@ -445,7 +435,7 @@ class ContextGuard:
                                 "kind": "summary", "trigger": trigger, **label,
                                 "messages": len(messages), "summary_chars": len(summary),
                                 "missing_sections": list(missing)})
-                self.shape.boundary(operation, focus, len(summary))
+                self.activity.boundary(operation, focus, len(summary))
                 return Compaction("summary", summary, 0, tuple(records), operation=operation,
                                   missing_sections=missing, manual=manual)
             if manual:  # the operator hears it from the call; no row, no backoff
@@ -488,7 +478,7 @@ class ContextGuard:
                         "kind": "mechanical", "trigger": trigger, **label,
                         "messages": len(messages), "kept_messages": keep,
                         "summary_chars": len(text)})
-        self.shape.boundary(operation, focus, len(text))
+        self.activity.boundary(operation, focus, len(text))
         return Compaction("mechanical", text, keep, tuple(records), reason, operation=operation,
                           manual=manual)
 
@@ -527,377 +517,9 @@ class ContextGuard:
         """The ``/context`` snapshot: what compaction and checkpoints did, the window, and the
         per-model usage (``usage``)."""
         u = self.utilization()
-        return self.shape.stats(usage, u.tokens, None if u.window_assumed else u.window,
-                                u.estimated)
+        return self.activity.stats(usage, u.tokens, None if u.window_assumed else u.window,
+                                   u.estimated)
 
 
 _VERB = {"compaction": "compact", "checkpoint": "checkpoint"}
 _NOUN = {"compaction": "summary", "checkpoint": "checkpoint"}
-
-
-# --------------------------------------------------------------------------------------------
-# The summary prompts (seed, "What the summary contains" / "What the checkpoint contains")
-
-#: The five sections of the teammate handover, each with what it holds.
-HANDOVER_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("Current state", "The exact user request. What's been completed. What's actively in "
-                      "progress. What's specifically remaining."),
-    ("Files & changes", "Files modified, read, or analyzed. Critical code locations with line "
-                        "numbers when known."),
-    ("Technical context", "Architectural decisions made and why. Patterns adopted. Commands "
-                          "that worked or failed."),
-    ("Strategy & approach", "The strategy chosen. Alternatives considered and rejected. "
-                            "Gotchas. Blockers."),
-    ("Exact next steps", "A concrete numbered list of the next developer-style actions."),
-)
-
-#: The six sections of a task-boundary checkpoint's completion record.
-CHECKPOINT_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("Task", "What was the task? What's the headline outcome?"),
-    ("Files & changes", "Files modified, read, or analyzed. Files considered and NOT changed "
-                        "(with why)."),
-    ("Technical context", "Architectural decisions, patterns, commands that worked or failed."),
-    ("Strategy & approach", "Strategy chosen, alternatives rejected, gotchas, lessons."),
-    ("Verification & next steps", "What's been verified, what's known-good but unverified, "
-                                  "follow-up work queued."),
-    ("Where we are", 'Status framed as "what the operator and I both know right now."'),
-)
-
-
-def _sections_text(sections: tuple[tuple[str, str], ...]) -> str:
-    return "\n\n".join(f"# {name}\n{what}" for name, what in sections)
-
-
-def handover_prompt(focus: str | None = None) -> str:
-    """The summarizer prompt for compaction: a five-section teammate handover. ``focus`` (the
-    operator's ``/compact <focus>``) biases it toward one thread without dropping a section."""
-    text = ("Summarize the conversation above as a teammate handover: the developer who "
-            "continues this work sees only your summary, not the conversation. Write exactly "
-            "these five sections, each under its own markdown heading, in this order:\n\n"
-            + _sections_text(HANDOVER_SECTIONS))
-    if focus and focus.strip():
-        text += (f"\n\nFocus: bias the summary toward {focus.strip()} — keep that thread's "
-                 "detail, and still write every section.")
-    return text
-
-
-def checkpoint_prompt(note: str | None = None) -> str:
-    """The summarizer prompt for a task-boundary checkpoint: a six-section completion record.
-    ``note`` is the boundary's note (``/done <note>`` or the model's own)."""
-    text = ("A task is complete. Write its completion record: the next task starts from your "
-            "record alone, not from the conversation above. Write exactly these six sections, "
-            "each under its own markdown heading, in this order:\n\n"
-            + _sections_text(CHECKPOINT_SECTIONS))
-    if note and note.strip():
-        text += f"\n\nThe task boundary's note: {note.strip()}"
-    return text
-
-
-def _heading(line: str) -> str:
-    return line.strip().lstrip("#").strip().strip("*_").strip().rstrip(":").strip().casefold()
-
-
-def missing_sections(summary: str,
-                     sections: tuple[tuple[str, str], ...] = HANDOVER_SECTIONS) -> tuple[str, ...]:
-    """The sections whose heading (a line reading the section's name, as a markdown heading,
-    bold or plain, any case, an optional colon) the summary lacks, in prompt order."""
-    present = {_heading(line) for line in summary.splitlines() if line.strip()}
-    return tuple(name for name, _ in sections if name.casefold() not in present)
-
-
-# --------------------------------------------------------------------------------------------
-# The /context view
-
-
-@dataclass(frozen=True)
-class ModelUsage:
-    """One model's share of a session: turns it reported usage in, tokens and cost."""
-
-    model: str
-    turns: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "turns": self.turns, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "cost_usd": round(self.cost_usd, 9)}
-
-
-class UsageByModel:
-    """Per-model usage: ``add`` per usage record; a model's turns are the distinct turns
-    (``turn``, counted by the caller) it reported usage in. Costs are kept in nano-dollars."""
-
-    __slots__ = ("models", "turn")
-
-    def __init__(self) -> None:
-        self.turn = 0
-        # model -> [turns, input tokens, output tokens, cost nano-dollars, last turn seen]
-        self.models: dict[str, list[int]] = {}
-
-    def add(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
-            cost_nano: int) -> None:
-        entry = self.models.get(model or "")
-        if entry is None:
-            entry = self.models[model or ""] = [0, 0, 0, 0, -1]
-        if entry[4] != self.turn:
-            entry[0] += 1
-            entry[4] = self.turn
-        entry[1] += input_tokens or 0
-        entry[2] += output_tokens or 0
-        entry[3] += cost_nano
-
-    def snapshot(self) -> dict[str, list[int]]:
-        """For a durable row: model -> [turns, input tokens, output tokens, cost nano]."""
-        return {m: e[:4] for m, e in self.models.items()}
-
-    def breakdown(self) -> tuple[ModelUsage, ...]:
-        return _breakdown(self.snapshot())
-
-
-def _breakdown(models: Mapping[str, Sequence[int]]) -> tuple[ModelUsage, ...]:
-    rows = [ModelUsage(m or "(no model)", int(e[0]), int(e[1]), int(e[2]), int(e[3]) / 1e9)
-            for m, e in models.items()]
-    return tuple(sorted(rows, key=lambda r: (-r.cost_usd, r.model)))  # the priciest leads
-
-
-class _Shape:
-    """What the context mechanisms did this session (the ``/context`` view's first rows)."""
-
-    __slots__ = ("checkpoints", "compactions", "last_checkpoint_at", "last_compaction_at",
-                 "last_focus", "last_note", "summarized_chars")
-
-    def __init__(self) -> None:
-        self.compactions = self.checkpoints = self.summarized_chars = 0
-        self.last_compaction_at: float | None = None
-        self.last_checkpoint_at: float | None = None
-        self.last_focus: str | None = None
-        self.last_note: str | None = None
-
-    def boundary(self, operation: str, label: str | None, chars: int,
-                 at: float | None = None) -> None:
-        at = time.time() if at is None else at
-        self.summarized_chars += chars
-        if operation == "checkpoint":
-            self.checkpoints += 1
-            self.last_checkpoint_at, self.last_note = at, label
-        else:
-            self.compactions += 1
-            self.last_compaction_at, self.last_focus = at, label
-
-    def stats(self, usage: UsageByModel | Mapping[str, Sequence[int]] | None,
-              tokens: int | None, window: int | None, estimated: bool) -> ContextStats:
-        models = () if usage is None else (
-            usage.breakdown() if isinstance(usage, UsageByModel) else _breakdown(usage))
-        return ContextStats(
-            compactions=self.compactions, last_compaction_at=self.last_compaction_at,
-            last_focus=self.last_focus, checkpoints=self.checkpoints,
-            last_checkpoint_at=self.last_checkpoint_at, last_note=self.last_note,
-            summarized_chars=self.summarized_chars, models=models, tokens=tokens,
-            window=window, estimated=estimated)
-
-
-@dataclass(frozen=True)
-class ContextStats:
-    """The ``/context`` snapshot: the shape of what compaction and checkpoints did.
-
-    ``models`` is by descending cost (the priciest model leads); ``show_models`` is true when
-    more than one model was used. ``window`` is None when unknown (the guard assumes one for its
-    thresholds, but this view never renders an assumption as a measured percentage), and then
-    ``utilization`` is None too. ``tokens`` is None where it is not known (a stored session)."""
-
-    compactions: int
-    last_compaction_at: float | None
-    last_focus: str | None
-    checkpoints: int
-    last_checkpoint_at: float | None
-    last_note: str | None
-    summarized_chars: int
-    models: tuple[ModelUsage, ...]
-    tokens: int | None = None
-    window: int | None = None
-    estimated: bool = False
-
-    @property
-    def utilization(self) -> float | None:
-        if self.tokens is None or not self.window:
-            return None
-        return self.tokens / self.window
-
-    @property
-    def show_models(self) -> bool:
-        return len(self.models) > 1
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "compactions": self.compactions, "last_compaction_at": self.last_compaction_at,
-            "last_focus": self.last_focus, "checkpoints": self.checkpoints,
-            "last_checkpoint_at": self.last_checkpoint_at, "last_note": self.last_note,
-            "summarized_chars": self.summarized_chars,
-        }
-        if self.tokens is not None:
-            u = self.utilization
-            out.update(tokens=self.tokens, estimated=self.estimated,
-                       window=self.window if self.window else "unknown",
-                       utilization=round(u, 6) if u is not None else "unknown")
-        if self.show_models:
-            out["models"] = [m.to_dict() for m in self.models]
-        return out
-
-    def render(self, now: float | None = None) -> str:
-        """The seed's ``/context`` text."""
-        now = time.time() if now is None else now
-
-        def ago(at: float | None, what: str, label: str | None) -> str:
-            if at is None:
-                return ""
-            bits = [f"last {_age(now - at)} ago"] + ([f"{what}: {label}"] if label else [])
-            return f" ({', '.join(bits)})"
-
-        lines = ["Context-management activity:",
-                 f"  Compactions:  {self.compactions}"
-                 f"{ago(self.last_compaction_at, 'focus', self.last_focus)}",
-                 f"  Checkpoints:  {self.checkpoints}"
-                 f"{ago(self.last_checkpoint_at, 'note', self.last_note)}",
-                 f"  Summarized:   {self.summarized_chars} chars across all boundaries"]
-        if self.tokens is not None:
-            u = self.utilization
-            est = ", partly estimated" if self.estimated else ""
-            lines.append(f"  Context:      {self.tokens:,} of {self.window:,} tokens ({u:.1%}{est})"
-                         if u is not None and self.window else
-                         f"  Context:      {self.tokens:,} tokens{est}, of an unknown window")
-        if self.show_models:
-            for i, m in enumerate(self.models):
-                lines.append(("  Models:       " if i == 0 else "              + ")
-                             + f"{m.model} ({m.turns} turns, {m.input_tokens} in / "
-                               f"{m.output_tokens} out, ${m.cost_usd:.4f})")
-        return "\n".join(lines)
-
-
-def _age(seconds: float) -> str:
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60}s"
-    return f"{s // 3600}h{s % 3600 // 60}m"
-
-
-def usage_stats(usage: UsageByModel) -> ContextStats:
-    """The ``/context`` view of a session without a context guard: its per-model usage."""
-    return _Shape().stats(usage, None, None, False)
-
-
-def context_stats_from_rows(rows: Sequence[Any]) -> ContextStats:
-    """A stored session's ``/context`` view, rebuilt from its rows: its compaction boundaries
-    (``context`` rows, timed by the row) and the per-model usage of its latest spend row."""
-    shape = _Shape()
-    models: Mapping[str, Sequence[int]] = {}
-    for row in rows:
-        data = row.data
-        if row.kind == "context" and data.get("event") == "compaction-boundary":
-            op = data.get("operation", "compaction")
-            label = data.get("note") if op == "checkpoint" else data.get("focus")
-            shape.boundary(op, label, int(data.get("summary_chars", 0)), at=row.time)
-        if isinstance(data.get("models"), Mapping):
-            models = data["models"]
-    return shape.stats(models, None, None, False)
-
-
-# --------------------------------------------------------------------------------------------
-# Mechanical truncation
-
-TRUNCATION_NOTICE = (
-    "[context truncated] This is a mechanical truncation, not a summary: the earlier part of "
-    "this conversation was dropped to fit the context window, and its detail is lost. Below is "
-    "a ledger of the tool calls that ran in the dropped part, most recent first, with their "
-    "arguments but not their results. If you need what a dropped result said, re-run the tool "
-    "rather than guess."
-)
-
-
-def message_text(message: Any) -> str:
-    """A message rendered as text, for the tail budget: ``role: content``."""
-    if isinstance(message, str):
-        return message
-    if isinstance(message, Mapping):
-        role = message.get("role") or message.get("type") or "message"
-        content = message.get("content", message.get("text", ""))
-        if isinstance(content, list):
-            parts = []
-            for block in content:
-                if isinstance(block, Mapping):
-                    parts.append(str(block.get("text") or block.get("content") or
-                                     json.dumps(block, ensure_ascii=False, default=repr)))
-                else:
-                    parts.append(str(block))
-            content = "\n".join(parts)
-        elif not isinstance(content, str):
-            content = json.dumps(content, ensure_ascii=False, default=repr)
-        return f"{role}: {content}"
-    return repr(message)
-
-
-def tool_calls(message: Any) -> list[tuple[str, Any]]:
-    """The (name, args) tool calls a message carries, in the shapes harnesses log: OpenAI chat
-    ``tool_calls``, Anthropic ``tool_use`` blocks, Responses ``function_call`` items, and this
-    project's interchange ``call`` events."""
-    if not isinstance(message, Mapping):
-        return []
-    calls: list[tuple[str, Any]] = []
-    for call in message.get("tool_calls") or ():
-        if isinstance(call, Mapping):
-            fn = call.get("function", call)
-            calls.append((str(fn.get("name", "")), fn.get("arguments", fn.get("args"))))
-    content = message.get("content")
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                calls.append((str(block.get("name", "")), block.get("input")))
-    kind = message.get("type")
-    if kind == "function_call":
-        calls.append((str(message.get("name", "")), message.get("arguments")))
-    elif kind == "call" and "name" in message:
-        calls.append((str(message["name"]), message.get("args")))
-    return calls
-
-
-def mechanical_truncation(messages: Sequence[Any], tail_chars: int = TAIL_CHARS,
-                          note: str | None = None) -> tuple[str, int, int] | None:
-    """(digest text, messages kept verbatim, tool calls in the dropped part), or None when
-    nothing can be dropped. Deterministic: the same history gives the same text. ``note``: a
-    checkpoint's, stated after the opening notice."""
-    keep, used = 0, 0
-    for message in reversed(messages):
-        size = len(message_text(message))
-        if used + size > tail_chars:
-            break
-        keep += 1
-        used += size
-    if keep >= len(messages):
-        if len(messages) < 2:
-            return None
-        keep = len(messages) - 1  # drop at least the oldest message
-    start = len(messages) - keep
-    kept = kept_prefix(messages, start)  # the system prompt and the task stay in place
-    dropped = [m for i, m in enumerate(messages[:start]) if i not in kept]
-    if not dropped:
-        return None
-    ledger = [call for message in dropped for call in tool_calls(message)]
-    lines = [TRUNCATION_NOTICE]
-    if note is not None:
-        lines.append(f"It was cut at a task boundary (a checkpoint): {note or 'no note given'}.")
-    lines.append(f"Dropped: {len(dropped)} messages, {len(ledger)} tool calls.")
-    if ledger:
-        lines.append("Tool calls, most recent first:")
-        for n, (name, args) in enumerate(reversed(ledger[-LEDGER_LIMIT:]), start=1):
-            lines.append(f"{n}. {name or 'unnamed tool'} {quote_args(args)}")
-        if len(ledger) > LEDGER_LIMIT:
-            lines.append(f"({len(ledger) - LEDGER_LIMIT} earlier calls not listed)")
-    if kept:
-        what = ("the system prompt and the first user message"
-                if len(kept) > 1 else "the first user message")
-        lines.append(f"Kept in place before this note: {what}.")
-    lines.append(f"The most recent {keep} messages follow verbatim."
-                 if keep else "No earlier message follows.")
-    return "\n".join(lines), keep, len(ledger)

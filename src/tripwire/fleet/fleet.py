@@ -32,8 +32,13 @@ from ..errors import (
 )
 from ..interchange.events import Call, Compaction, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from ..policy.reporting import Counters, OperatorEvent
-from ..session.guardrails import SessionBatch
-from ..session.guardrails import Guardrails, GuardrailsConfig, ResetOutcome, ResolvedConfig
+from ..session.guardrails import (
+    Guardrails,
+    GuardrailsConfig,
+    ResetOutcome,
+    ResolvedConfig,
+    SessionBatch,
+)
 from .table import SessionTable, session_table_class  # its native twin has the same API
 
 __all__ = ["Fleet", "HaltedSession", "BATCH_KINDS"]

@@ -566,7 +566,7 @@ def answer_digest(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes]
 def payload_answer(payload: Any, classes: int = ALL_CLASSES, keys: Iterable[bytes] = ()
                    ) -> bytes | None:
     """The answer of a result's payload (str, bytes, any buffer or a JSON value, as
-    ``_common.payload_bytes`` reads it), or None when it has no payload or the empty answer:
+    ``base.inputs.payload_bytes`` reads it), or None when it has no payload or the empty answer:
     either way there is nothing to compare."""
     data = payload_bytes(payload)
     if data is None:

@@ -14,15 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base.decision import CUT_TURN, HALT_SESSION, Decision
-from ..context.guard import (
-    Compaction,
-    ContextGuard,
-    ContextStats,
-    SummaryResult,
-    UsageByModel,
-    Utilization,
-    usage_stats,
-)
+from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
+from ..context.stats import ContextStats, UsageByModel, usage_stats
 from ..engine.batch import ContextState, CostState
 from . import lines
 

@@ -35,7 +35,8 @@ from ..base.inputs import remember_call_id
 from ..base.modes import Mode
 from ..base.money import usage_cost_nano
 from ..budgets.task import Task
-from ..context.guard import Compaction, ContextGuard, ContextStats, SummaryResult, Utilization
+from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
+from ..context.stats import ContextStats
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
 from ..engine.batch import BatchChange, BatchState
