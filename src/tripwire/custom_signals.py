@@ -1,6 +1,6 @@
-"""Deprecated path: moved to ``tripwire.engine.custom``, whose names this module forwards
+"""Deprecated path: moved to ``tripwire.signals.custom``, whose names this module forwards
 (with a ``DeprecationWarning``) until the next release."""
 
 from tripwire.base.lazy import moved
 
-__getattr__, __dir__ = moved("tripwire.custom_signals", "tripwire.engine.custom")
+__getattr__, __dir__ = moved("tripwire.custom_signals", "tripwire.signals.custom")

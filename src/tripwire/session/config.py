@@ -350,7 +350,7 @@ class GuardrailsConfig:
         section = f.get("signals")
         if not isinstance(section, Mapping) or "custom" not in section:
             return ()  # the common case imports nothing (a hook pays for each import)
-        from ..engine.custom import factories_from_config
+        from ..signals.custom import factories_from_config
 
         return factories_from_config(f)
 
@@ -380,7 +380,7 @@ def watchdog_config(file: Mapping[str, Any]) -> WatchdogConfig:
 
 def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:
     """A config file's ``[signals]`` without its ``custom`` entry (the custom signals' entry
-    points, ``custom_signals.factories_from_config``): the built-in signals' knobs."""
+    points, ``signals.custom.factories_from_config``): the built-in signals' knobs."""
     section = file.get("signals", {})
     if isinstance(section, Mapping) and "custom" in section:
         section = {k: v for k, v in section.items() if k != "custom"}
