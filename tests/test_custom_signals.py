@@ -220,7 +220,7 @@ def test_fleet_batches_run_custom_signals_too(implementation) -> None:
 def test_the_config_entry_point_and_replay_signals(implementation, tmp_path,
                                                    monkeypatch) -> None:
     (tmp_path / "my_signals.py").write_text(textwrap.dedent('''
-        from tripwire.engine.custom import CustomSignal, SignalAlert
+        from tripwire.signals.custom import CustomSignal, SignalAlert
 
         class Ls(CustomSignal):
             id = "ls-twice"
