@@ -37,7 +37,7 @@ def _prose() -> bytes:
 
 
 def _code() -> bytes:
-    source = (Path(__file__).parents[1] / "src" / "tripwire" / "_reference.py").read_bytes()
+    source = (Path(__file__).parents[1] / "src" / "tripwire" / "engine" / "reference.py").read_bytes()
     return (source * (MIB // len(source) + 1))[:MIB]
 
 
