@@ -27,9 +27,10 @@ from typing import Any
 import pytest
 import workload
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, guardrails
+from tripwire import Guardrails, GuardrailsConfig, Watchdog
 from tripwire.budgets.task import Budget, Task
 from tripwire.session import core as _reference_guardrails
+from tripwire.session import guardrails
 
 CALLS = workload.call_mix()
 BEGIN, END = "# task accounting: begin", "# task accounting: end"
