@@ -28,7 +28,8 @@ import pytest
 import workload
 
 from tripwire import Guardrails, GuardrailsConfig, Watchdog
-from tripwire.budgets.task import Budget, Task
+from tripwire.budgets.caps import Budget
+from tripwire.budgets.task import Task
 from tripwire.session import core as _reference_guardrails
 from tripwire.session import guardrails
 

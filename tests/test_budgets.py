@@ -20,7 +20,8 @@ from conftest import IMPLEMENTATIONS
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.base.decision import CONTINUE
-from tripwire.budgets.task import Budget, Task
+from tripwire.budgets.caps import Budget
+from tripwire.budgets.task import Task
 from tripwire.cli.main import main
 from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError, GuardrailHalted
@@ -676,7 +677,7 @@ def test_every_reader_sees_the_fast_paths_tool_call_count(tmp_path: Path,
     db = tmp_path / "g.sqlite"
     task = Task("o", {"tool_calls": 10}, task_id="t", store=SQLiteStore(db))
     g = guard(implementation, task=task)
-    expected = "tripwire._native" if implementation == "native" else "tripwire.budgets.task"
+    expected = "tripwire._native" if implementation == "native" else "tripwire.budgets.calls"
     assert type(task._calls).__module__ == expected  # the engine's own counter
     g.start_turn()
     for i in range(4):

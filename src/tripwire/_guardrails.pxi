@@ -75,7 +75,7 @@ cdef object _FEEDBACK = _Mode.FEEDBACK
 
 cdef class CallCounter:
     """A task's tool-call count and the fast path's mark: the native twin of
-    tripwire.budgets.task.CallCounter (``Task._calls``). While one native session runs the task
+    tripwire.budgets.calls.CallCounter (``Task._calls``). While one native session runs the task
     alone, the two numbers live in that session's ``GuardrailsCore`` (beside its lock, so a
     call on a session cold in cache reads no other object to charge them) and this object
     reads and writes them there; otherwise it holds them itself. ``GuardrailsCore._task``

@@ -1,25 +1,8 @@
-"""Task budgets (SPEC §7.1): the ``Task`` a budget is charged to, its counters and children.
+"""The ``Task`` a budget is charged to (SPEC §7.1): its identity, its children, the tree's lock,
+its counters (``Budget``'s caps, ``caps.py``) and its outcome (``outcomes.py``).
 
 A *task* is one objective, run as one or more sessions and turns, possibly with child tasks
-(sub-agents, deliberation passes, retried attempts). Its counters are separate and optional:
-
-    counter          one unit is                                         interactive / unattended
-    steps            one model request (each usage; or ``task.step()``)      off / 1,000
-    tool_calls       one tool call                                          off / off
-    tokens           input + output tokens of one usage                     off / off
-    usd              the cost of one usage (dollars)                        off / off
-    deadline_s       wall-clock seconds since the task first started        off / off
-    tool_timeout_s   seconds one tool call may stay without its result      off / off
-    stop_rejections  one refusal of the agent's attempt to finish           8 / 8
-    retries          one transport/provider retry of a model request        off / off
-    reviews          one progress-supervisor call                           10 / 10
-
-``Budget`` holds caps (None: not set here, the default applies; 0: off). Caps are reached in two
-ways. Spent counters (``steps``, ``tokens``, ``usd``, ``deadline_s``) measure work already done:
-the task is exhausted when the use *reaches* the cap (the 1,000th step exhausts a 1,000-step
-task). Attempt counters (``tool_calls``, ``stop_rejections``, ``retries``, ``reviews``) count a
-unit before it happens: the unit that would *pass* the cap exhausts (the 9th stop rejection of
-a cap of 8). Compaction, retries and resets never refill a counter.
+(sub-agents, deliberation passes, retried attempts).
 
 Children draw from the parent: ``task.child(allowance)`` gives the child caps of its own; every
 unit the child consumes is charged to the child and to every ancestor at the same moment. A charge
@@ -28,13 +11,11 @@ child naming that ancestor (``Exhaustion.by_task``; the ancestor, whose allowanc
 exhausted too). An allowance is a cap, not a reservation.
 
 Budget notes: when a counter passes 50% and again 80% of its cap, the task queues a note for the
-model (``You have used 500 of 1,000 model steps for this task.``), delivered in the
-``[watchdog]`` block at the next turn start of a session running the task (``feedback`` and
-``enforce`` modes). At 100% the task is exhausted; its outcome is ``exhausted(<counter>)``.
+model (``caps.note_text``), delivered in the ``[watchdog]`` block at the next turn start of a
+session running the task (``feedback`` and ``enforce`` modes). At 100% the task is exhausted; its
+outcome is ``exhausted(<counter>)``.
 
-Time comes from the host's clock (``clock``: a callable returning seconds; the default is the
-wall clock, never running backwards, so a deadline persisted by one process holds in the next).
-Replay uses the events' ``ts``.
+Time comes from the host's clock (``clock.py``).
 
 Durability: with a ``store``, the task's start (objective, caps, start time), its consumption
 (written at every step, stop attempt, retry, review, note and exhaustion, and at turn ends; tool
@@ -43,26 +24,36 @@ hash chain, under the reserved session id ``task:<task_id>`` (a session's implic
 into the session's own chain). A task constructed again with the same id and store resumes the
 consumption; a deleted or edited row breaks the chain, and the task restores *blocked*.
 
-Thread-safety: one lock per task tree. A task run by one session at a time charges tool calls on
-a lock-free fast path (the session's own lock serializes it); a task shared by several sessions,
-a child, or a task with a clock-based counter takes the tree's lock on every charge.
+Thread-safety: one lock per task tree: every charge takes it, but for the tool-call fast path
+of a task one session runs alone (``calls.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, parse_dollars, to_nano
-from ..base.validate import MAX_COUNT, MAX_TOKENS, check_count, shown_value
+from ..base.validate import MAX_TOKENS, check_count
 from ..errors import ConfigError
+from .calls import NEVER, CallCounter, call_mark
+from .caps import (
+    CONSUMED,
+    COUNTERS,
+    NOTE_LEVELS,
+    NOTE_SIGNAL,
+    SPENT,
+    Budget,
+    Exhaustion,
+    exhaustion_reason,
+    note_text,
+)
+from .clock import WALL_CLOCK
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -74,245 +65,20 @@ from .outcomes import (
     Report,
     UncertainCall,
 )
+from .task_rows import task_log_id
 
 if TYPE_CHECKING:
     from ..durability.log import SessionLog
 
-__all__ = ["Budget", "Task", "Exhaustion", "COUNTERS", "TASK_PREFIX", "WallClock",
-           "ReplayClock", "task_log_id"]
+__all__ = ["Task", "HISTORY"]
 
-#: Every counter, in SPEC §7.1's order.
-COUNTERS = ("steps", "tool_calls", "tokens", "usd", "deadline_s", "tool_timeout_s",
-            "stop_rejections", "retries", "reviews")
-#: Counters whose cap is reached when the use reaches it (the work is already done).
-SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
-#: Counters a task consumes units of (``tool_timeout_s`` is a per-call limit, not consumption).
-CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
-#: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
-TASK_PREFIX = "task:"
 #: Cuts and halts a task's report keeps (the latest; earlier ones are counted): a session cut
 #: turn after turn for a million calls used to add some 21 MB to its task.
 HISTORY = 64
-#: The signal name budget notes carry in the feedback block.
-NOTE_SIGNAL = "task-budget"
-#: The note levels: a counter passing 50% and then 80% of its cap.
-NOTE_LEVELS = (0.5, 0.8)
 #: Counters a budget row is written for when they move (and are capped).
 _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 #: The note levels of a task that has had no note (shared; copied on the first).
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
-#: The fast path's "nothing to check until this count" for a counter without a cap.
-_NEVER = 1 << 62
-
-_NOUNS = {
-    "steps": "model steps",
-    "tool_calls": "tool calls",
-    "tokens": "tokens",
-    "stop_rejections": "refused attempts to finish",
-    "retries": "model request retries",
-    "reviews": "progress reviews",
-}
-
-
-def task_log_id(task_id: str) -> str:
-    """The store session id under which a task's rows are chained."""
-    return TASK_PREFIX + task_id
-
-
-class WallClock:
-    """Seconds since the epoch, never running backwards (a clock stepped back by the system
-    does not hand a task time back)."""
-
-    __slots__ = ("_last",)
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self) -> float:
-        now = time.time()
-        if now < self._last:
-            return self._last
-        self._last = now
-        return now
-
-
-#: The default clock, shared (its only state is the latest reading).
-WALL_CLOCK = WallClock()
-
-
-class ReplayClock:
-    """A recording's clock: the ``ts`` of the latest event that carried one (None before
-    any did: time is then unknown, and nothing clock-based is judged)."""
-
-    __slots__ = ("now",)
-
-    def __init__(self) -> None:
-        self.now: float | None = None
-
-    def advance(self, ts: float | None) -> None:
-        if ts is not None and (self.now is None or ts > self.now):
-            self.now = ts
-
-    def __call__(self) -> float | None:
-        return self.now
-
-
-def _cap(value: Any, name: str, *, integer: bool) -> float | int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            (isinstance(value, int) and abs(value) > MAX_COUNT) or \
-            not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
-        raise ConfigError(f"budget {name} must be a number from 0 (off) to {MAX_COUNT:,}, "
-                          f"not {shown_value(value)}")
-    if integer and value != int(value):
-        raise ConfigError(f"budget {name} counts whole units, not {value!r}")
-    return int(value) if integer else float(value)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A task's caps. None: not set here (the default, or the parent's only, applies); 0: off.
-
-    ``usd`` is in dollars; ``deadline_s`` and ``tool_timeout_s`` in seconds."""
-
-    steps: int | None = None
-    tool_calls: int | None = None
-    tokens: int | None = None
-    usd: float | None = None
-    deadline_s: float | None = None
-    tool_timeout_s: float | None = None
-    stop_rejections: int | None = None
-    retries: int | None = None
-    reviews: int | None = None
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            integer = f.name not in ("usd", "deadline_s", "tool_timeout_s")
-            object.__setattr__(self, f.name, _cap(getattr(self, f.name), f.name,
-                                                  integer=integer))
-
-    @classmethod
-    def defaults(cls, unattended: bool) -> Budget:
-        """SPEC §7.1's defaults: 1,000 steps when unattended; 8 stop rejections; 10 reviews.
-        Made once each (a Budget is immutable; every task asks for them)."""
-        made = _DEFAULTS.get((cls, unattended))
-        if made is None:
-            made = _DEFAULTS[(cls, unattended)] = cls(
-                steps=1000 if unattended else 0, tool_calls=0, tokens=0, usd=0.0,
-                deadline_s=0.0, tool_timeout_s=0.0, stop_rejections=8, retries=0, reviews=10)
-        return made
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str = "budget") -> Budget:
-        """From a config section or an event's ``budget`` object; unknown keys are errors."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{where} must be a table/object of counters")
-        unknown = sorted(set(data) - set(COUNTERS))
-        if unknown:
-            raise ConfigError(f"unknown {where} counter(s) {', '.join(map(repr, unknown))} "
-                              f"(known: {', '.join(COUNTERS)})")
-        return cls(**dict(data))
-
-    def over(self, base: Budget) -> Budget:
-        """These caps where set, ``base``'s elsewhere."""
-        if all(getattr(self, f.name) is not None for f in fields(self)):
-            return self  # complete already (a resolved config's): shared, not copied
-        return Budget(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
-                         else getattr(self, f.name) for f in fields(self)})
-
-    def caps(self) -> dict[str, float | int | None]:
-        """Every counter's cap, None for off (0 and unset alike)."""
-        return {f.name: getattr(self, f.name) or None for f in fields(self)}
-
-    def internal_caps(self) -> dict[str, Any]:
-        """``caps()`` with ``usd`` in nano-dollars: what a task counts in. Computed once per
-        budget and shared (read-only) by every task made from it."""
-        cached: dict[str, Any] | None = self.__dict__.get("_internal")
-        if cached is None:
-            cached = self.caps()
-            if cached["usd"] is not None:
-                cached["usd"] = round(cached["usd"] * NANO)
-            object.__setattr__(self, "_internal", cached)
-        return cached
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-
-#: the default budgets, by (class, unattended)
-_DEFAULTS: dict[tuple[type[Budget], bool], Budget] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class Exhaustion:
-    """A counter reached its cap. ``task_id`` is the task that exhausted; ``by_task`` the task
-    whose cap was passed (itself, or an ancestor); ``used``/``cap``/``remaining`` are that
-    task's (``usd`` in dollars)."""
-
-    counter: str
-    task_id: str
-    by_task: str
-    used: float
-    cap: float
-    remaining: float
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"counter": self.counter, "task": self.task_id, "by_task": self.by_task,
-                "used": self.used, "cap": self.cap, "remaining": self.remaining,
-                "reason": self.reason}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Exhaustion:
-        return cls(str(d["counter"]), str(d["task"]), str(d["by_task"]), float(d["used"]),
-                   float(d["cap"]), float(d["remaining"]), str(d.get("reason", "")))
-
-
-def _fmt(counter: str, value: float) -> str:
-    if counter == "usd":
-        return f"${value:.4f}"
-    if counter == "deadline_s":
-        return f"{value:,.0f} s"
-    return f"{int(value):,}"
-
-
-def note_text(counter: str, used: float, cap: float) -> str:
-    """The model-facing budget note (names no operator control)."""
-    if counter == "usd":
-        return f"You have used {_fmt(counter, used)} of the {_fmt(counter, cap)} allowed for " \
-               "this task."
-    if counter == "deadline_s":
-        return f"You have used {_fmt(counter, used)} of the {_fmt(counter, cap)} of time " \
-               "allowed for this task."
-    return f"You have used {_fmt(counter, used)} of {_fmt(counter, cap)} " \
-           f"{_NOUNS.get(counter, counter)} for this task."
-
-
-def shown_used(used: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored ``used`` map (a budget row's: ``usd`` in nano-dollars, as a task counts it) as
-    people read it: ``usd`` in dollars, like every other dollar amount tripwire prints."""
-    out = dict(used)
-    nano = out.get("usd")
-    if isinstance(nano, int) and not isinstance(nano, bool):
-        out["usd"] = round(nano / NANO, 9)
-    return out
-
-
-class CallCounter:
-    """A task's tool-call count and the fast path's mark, in an object of their own. A task
-    starts with this one; a native session that runs it alone swaps in the native twin
-    (``_native.CallCounter``, the same two numbers), which keeps them in that session's own
-    core while it runs the task, so a call below the mark reads no other object; the session
-    hands them back when it leaves the task. ``Task.tool_calls`` and ``Task.call_mark`` read
-    and write through whichever it holds."""
-
-    __slots__ = ("call_mark", "tool_calls")
-
-    def __init__(self, tool_calls: int = 0, call_mark: int = 0):
-        self.tool_calls = tool_calls
-        self.call_mark = call_mark
 
 
 class Task:
@@ -512,12 +278,8 @@ class Task:
                 or self.tampered is not None or any(
                     t.caps["deadline_s"] or t.caps["tool_timeout_s"] for t in self.chain)):
             self.call_mark = 0
-        elif cap is None:
-            self.call_mark = _NEVER
         else:
-            level = self._noted["tool_calls"]
-            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap) + 1]
-            self.call_mark = max(1, min(marks))
+            self.call_mark = call_mark(cap, self._noted["tool_calls"])
 
     def charge(self, counter: str, units: float = 1) -> Exhaustion | None:
         """Charge ``units`` of ``counter`` to this task and every ancestor at once; returns the
@@ -528,7 +290,7 @@ class Task:
         amount = round(units * NANO) if counter == "usd" else int(units)
         if amount < 0:
             raise ConfigError(f"a charge is not negative: {units!r}")
-        if amount >= _NEVER:  # counters are 64-bit integers in the native core
+        if amount >= NEVER:  # counters are 64-bit integers in the native core
             raise ConfigError(f"a charge is below 2**62 units: {units!r}")
         with self._lock:
             for t in self.chain:
@@ -640,11 +402,8 @@ class Task:
         used, cap = by._used(counter), by.caps[counter]
         assert cap is not None
         scale = NANO if counter == "usd" else 1
-        whose = "this task's" if by is self else f"the allowance of its parent task {by.task_id}"
-        noun = {"usd": "spending", "deadline_s": "time"}.get(counter, _NOUNS.get(counter,
-                                                                                   counter))
-        reason = (f"task {self.task_id} exhausted {whose} {noun}: "
-                  f"{_fmt(counter, used / scale)} of {_fmt(counter, cap / scale)}")
+        reason = exhaustion_reason(counter, self.task_id, None if by is self else by.task_id,
+                                   used / scale, cap / scale)
         self.exhausted = Exhaustion(counter, self.task_id, by.task_id, used / scale, cap / scale,
                                     max(0.0, (cap - used) / scale), reason)
         self._ended_at = self._clock()
@@ -882,7 +641,7 @@ class Task:
             if isinstance(used, Mapping):
                 for c in CONSUMED:
                     v = used.get(c)
-                    if isinstance(v, int) and not isinstance(v, bool) and v < _NEVER:
+                    if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
                         setattr(self, c, max(getattr(self, c), v))
             v = data.get("tool_timeouts")
             if isinstance(v, int):

@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base.decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
+from ..budgets.caps import Budget
+from ..budgets.clock import ReplayClock
 from ..budgets.outcomes import Outcome
-from ..budgets.task import Budget, ReplayClock, Task
+from ..budgets.task import Task
 from ..errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from ..interchange.adapters import Item, Transcript, detect_or_fail, transcripts
 from ..interchange.adapters import read as read_transcript

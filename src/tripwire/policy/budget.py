@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..base.decision import CANCEL_TOOL, CUT_TURN, Decision
 from ..base.inputs import MAX_CALL_IDS
 from ..base.modes import Mode
+from ..budgets.caps import NOTE_SIGNAL
 from ..budgets.outcomes import UncertainCall
-from ..budgets.task import NOTE_SIGNAL, Task
+from ..budgets.task import Task
 from ..errors import ConfigError
 from ..signals import Alert
 from . import lines
