@@ -5,7 +5,7 @@ own lock serializes it): while the count stays below the task's *mark* (the coun
 something may happen: the next 50%/80% note, the cap), a call is one integer increment in the
 session's core (``session/core.py``, ``_guardrails.pxi``). A task shared by several sessions, a
 child or a parent, an ended task, or a task with a clock-based counter has the mark 0: every
-call takes the locked path (``BudgetPolicy.on_call``, then ``Task.charge``). The task
+call takes the locked path (``BudgetPolicy.on_call``, then ``Task.charge``). ``Task.remark``
 recomputes the mark whenever one of these changes.
 """
 
@@ -25,7 +25,7 @@ NEVER = 1 << 62
 class CallCounter:
     """A task's tool-call count and the fast path's mark, in an object of their own. A task
     starts with this one; a native session that runs it alone swaps in the native twin
-    (``_native.CallCounter``, the same two numbers), which keeps
+    (``_native.CallCounter``, the same two numbers; ``Task.use_call_counter``), which keeps
     them in that session's own core while it runs the task, so a call below the mark reads no
     other object; the session hands them back when it leaves the task. ``Task.tool_calls`` and
     ``Task.call_mark`` read and write through whichever it holds."""

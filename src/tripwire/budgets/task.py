@@ -95,27 +95,33 @@ class Task:
     but for stop rejections and reviews). ``acceptance``: the acceptance criteria, for the
     progress supervisor. ``clock``: seconds (see ``WallClock``, ``ReplayClock``). ``store``:
     durable (see the module's docstring; the ``task_id`` must then be stable across restarts).
+
+    What the sessions running it read: ``clock`` (the one given, or the parent's, or the wall
+    clock), ``lock`` (the tree's lock, re-entrant: held by every charge, and by a session
+    changing what the task's fast path depends on), ``calls`` (the tool-call counter the fast
+    path increments, a plain attribute read once per call: ``calls.py``).
     """
 
-    # the fast path reads _calls (tool_calls and call_mark)
+    # calls, clock and lock: public (documented above); calls is a slot, not a property: the
+    # fast path reads it on every call
     __slots__ = (
         "__weakref__",
-        "_calls",
-        "_clock",
         "_ended_at",
-        "_lock",
         "_log",
         "_noted",
         "_written",
         "acceptance",
         "budget",
+        "calls",
         "caps",
         "chain",
         "children",
+        "clock",
         "exhausted",
         "history",
         "history_dropped",
         "last_answer",
+        "lock",
         "notes",
         "objective",
         "outcome",
@@ -161,7 +167,7 @@ class Task:
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
-        self._calls: Any = CallCounter()     # tool_calls and call_mark (or the native twin)
+        self.calls: Any = CallCounter()      # tool_calls and call_mark (or the native twin)
         self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
         self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
@@ -170,9 +176,9 @@ class Task:
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
-        self._clock: Callable[[], float | None] = clock if clock is not None else (
-            _parent._clock if _parent is not None else WALL_CLOCK)
-        self._lock: Any = _parent._lock if _parent is not None else (
+        self.clock: Callable[[], float | None] = clock if clock is not None else (
+            _parent.clock if _parent is not None else WALL_CLOCK)
+        self.lock: Any = _parent.lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
         # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
@@ -183,7 +189,7 @@ class Task:
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
         self._ended_at: float | None = None
-        self.started_at: float | None = self._clock()
+        self.started_at: float | None = self.clock()
         self._log = _log
         if _log is None and store is not None:
             from ..durability.log import SessionLog
@@ -193,7 +199,7 @@ class Task:
             self._restore(_history)
         if _parent is not None:
             _parent.children = (*_parent.children, self)
-        self._remark()
+        self.remark()
         if self._log is not None and self._written is None:
             self._persist("task", {"task": self.task_id, "objective": objective,
                                    "parent": _parent.task_id if _parent else None,
@@ -211,23 +217,29 @@ class Task:
     @property
     def tool_calls(self) -> int:
         """Tool calls consumed."""
-        value: int = self._calls.tool_calls
+        value: int = self.calls.tool_calls
         return value
 
     @tool_calls.setter
     def tool_calls(self, value: int) -> None:
-        self._calls.tool_calls = value
+        self.calls.tool_calls = value
 
     @property
     def call_mark(self) -> int:
         """The fast path's gate: the tool-call count at which something may happen (a note,
-        the cap), or 0 when every call must take the locked path (see ``_remark``)."""
-        value: int = self._calls.call_mark
+        the cap), or 0 when every call must take the locked path (see ``remark``)."""
+        value: int = self.calls.call_mark
         return value
 
     @call_mark.setter
     def call_mark(self, value: int) -> None:
-        self._calls.call_mark = value
+        self.calls.call_mark = value
+
+    def use_call_counter(self, counter: Any) -> None:
+        """Count tool calls in ``counter`` from now on: the native twin of ``CallCounter``
+        (``_native.CallCounter``), holding the same two numbers, which a native session that
+        runs the task alone swaps in (under the tree's lock) to keep them in its own core."""
+        self.calls = counter
 
     # -- children ------------------------------------------------------------------------------
 
@@ -237,17 +249,17 @@ class Task:
         and to every ancestor at once. Durable when this task is (same store; a stable
         ``task_id`` restores it)."""
         store = self._log.store if self._log is not None else None
-        with self._lock:
+        with self.lock:
             child = Task(objective, allowance, task_id=task_id, acceptance=acceptance,
                          _parent=self, store=store)
             for t in self.chain:
-                t._remark()
+                t.remark()
             return child
 
     # -- charging ------------------------------------------------------------------------------
 
     def _now(self) -> float | None:
-        now = self._clock()
+        now = self.clock()
         if now is not None and self.started_at is None:
             self.started_at = now
         return now
@@ -255,7 +267,7 @@ class Task:
     def elapsed(self, now: float | None = None) -> float:
         """Seconds since the task first started (0 while time is unknown)."""
         if now is None:
-            now = self._ended_at if self._ended_at is not None else self._clock()
+            now = self._ended_at if self._ended_at is not None else self.clock()
         if now is None or self.started_at is None:
             return 0.0
         return max(0.0, now - self.started_at)
@@ -269,9 +281,12 @@ class Task:
     def _over(self, counter: str, used: float, cap: float) -> bool:
         return used >= cap if counter in SPENT else used > cap
 
-    def _remark(self) -> None:
-        """Recompute the fast path's gate: the tool-call count at which something may happen
-        (a note, the cap), or 0 when every call must take the locked path."""
+    def remark(self) -> None:
+        """Recompute the fast path's gate, ``call_mark``: the tool-call count at which
+        something may happen (a note, the cap), or 0 when every call must take the locked path
+        (a child or a parent, several sessions, an exhaustion or outcome, a clock-based cap).
+        Whoever changes one of these calls it, under the tree's lock (a session joining or
+        leaving the task: ``BudgetPolicy``)."""
         cap = self.caps["tool_calls"]
         if (self.parent is not None or self.children or len(self.sessions) > 1
                 or self.exhausted is not None or self.outcome is not None
@@ -292,7 +307,7 @@ class Task:
             raise ConfigError(f"a charge is not negative: {units!r}")
         if amount >= NEVER:  # counters are 64-bit integers in the native core
             raise ConfigError(f"a charge is below 2**62 units: {units!r}")
-        with self._lock:
+        with self.lock:
             for t in self.chain:
                 setattr(t, counter, getattr(t, counter) + amount)
             found = self._check((counter,))
@@ -300,9 +315,10 @@ class Task:
                 self._persist_chain()
             return found
 
-    def _charge_usage(self, tokens: int, nano: int) -> Exhaustion | None:
-        """One model request: a step, its tokens, its cost (nano-dollars)."""
-        with self._lock:
+    def charge_request(self, tokens: int, nano: int) -> Exhaustion | None:
+        """One model request, its figures checked already (the budget policy's, for an observed
+        usage): a step, its tokens and its cost (nano-dollars), charged along the chain."""
+        with self.lock:
             for t in self.chain:
                 t.steps += 1
                 t.tokens += tokens
@@ -317,7 +333,7 @@ class Task:
         tool calls, charged along the chain at once. Only for a chain that caps none of
         these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
         store row (a bounded chain's rows are charged one by one)."""
-        with self._lock:
+        with self.lock:
             for t in self.chain:
                 t.steps += steps
                 t.tokens += tokens
@@ -332,7 +348,7 @@ class Task:
         for v, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
             tokens += check_count(v, what, MAX_TOKENS, ConfigError) or 0
         nano = to_nano(parse_dollars(cost_usd, "cost_usd", allow_none=True) or 0.0)
-        return self._charge_usage(tokens, nano)
+        return self.charge_request(tokens, nano)
 
     def tell(self, text: str, signal: str = "progress-supervisor") -> None:
         """Queue a model-facing note (e.g. a supervisor's redirect): it joins the
@@ -340,7 +356,7 @@ class Task:
         ``- <signal>: <text>`` (``feedback`` and ``enforce`` modes)."""
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("a note is a non-empty str")
-        with self._lock:
+        with self.lock:
             self.notes += ((signal, text),)
 
     def step(self, n: int = 1) -> Exhaustion | None:
@@ -365,7 +381,7 @@ class Task:
 
     def check_time(self) -> Exhaustion | None:
         """Judge the deadline now (observations do it too)."""
-        with self._lock:
+        with self.lock:
             return self._check(("deadline_s",))
 
     def _check(self, counters: tuple[str, ...]) -> Exhaustion | None:
@@ -395,7 +411,7 @@ class Task:
         if first is not None and self.exhausted is None:
             self._exhaust(first[1], first[0])
         for t in self.chain:
-            t._remark()
+            t.remark()
         return self.exhausted_by()
 
     def _exhaust(self, counter: str, by: Task) -> None:
@@ -406,7 +422,7 @@ class Task:
                                    used / scale, cap / scale)
         self.exhausted = Exhaustion(counter, self.task_id, by.task_id, used / scale, cap / scale,
                                     max(0.0, (cap - used) / scale), reason)
-        self._ended_at = self._clock()
+        self._ended_at = self.clock()
         self._persist_budget()
         self._end(Outcome(EXHAUSTED, self.task_id, self.report(), counter=counter,
                           by_task=by.task_id, reason=reason, answer=self.last_answer,
@@ -424,7 +440,7 @@ class Task:
             return self.exhausted
         for t in self.chain[1:]:
             if t.exhausted is not None and t.exhausted.by_task == t.task_id:
-                with self._lock:
+                with self.lock:
                     if self.exhausted is None:
                         self._exhaust(t.exhausted.counter, t)
                 return self.exhausted
@@ -480,7 +496,7 @@ class Task:
     def record(self, entry: dict[str, Any]) -> None:
         """One cut or halt of a session running this task, for its report (the latest
         ``HISTORY`` are kept; the earlier ones are counted)."""
-        with self._lock:
+        with self.lock:
             if len(self.history) == HISTORY:
                 self.history_dropped += 1
             self.history.append(entry)
@@ -490,12 +506,12 @@ class Task:
     def _end(self, outcome: Outcome) -> Outcome:
         self.outcome = outcome
         if self._ended_at is None:
-            self._ended_at = self._clock()
+            self._ended_at = self.clock()
         self._persist("outcome", {"task": self.task_id, **_storable(outcome.to_dict())})
         if self._log is not None:
             self._log.flush()  # written before it is returned
         for t in self.chain:
-            t._remark()
+            t.remark()
         return outcome
 
     def finish(self, answer: Any = None, *, evidence: Any = None,
@@ -503,7 +519,7 @@ class Task:
         """The host finishes the task with ``answer``: ``answered``, unless a counter is
         exhausted (the exhausted outcome, the answer attached unverified), the task's history
         could not be trusted (``blocked``) or a session of it is halted (``halted``)."""
-        with self._lock:
+        with self.lock:
             if answer is not None:
                 self.last_answer = answer
             current = self.outcome
@@ -532,7 +548,7 @@ class Task:
         attached unverified. A task that already has an outcome keeps it."""
         if counter not in COUNTERS:
             raise KeyError(counter)
-        with self._lock:
+        with self.lock:
             if answer is not None:
                 self.last_answer = answer
             if self.outcome is not None:
@@ -553,7 +569,7 @@ class Task:
 
     def _stop(self, kind: str, reason: str, unfinished: str | None,
               evidence: Any = None) -> Outcome:
-        with self._lock:
+        with self.lock:
             if self.outcome is not None:
                 return self.outcome
             if self.exhausted_by() is not None:
@@ -611,7 +627,7 @@ class Task:
 
     def persist(self) -> None:
         """Write the consumption if the store does not hold it yet (at a turn end)."""
-        with self._lock:
+        with self.lock:
             self._persist_chain()
 
     def flush(self) -> bool:

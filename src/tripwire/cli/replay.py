@@ -220,7 +220,7 @@ class _Session:
         self.guardrails = guardrails or Guardrails(
             options.resolved(), session_id=name, on_event=self.notes.append,
             implementation=options.implementation, clock=self.clock)
-        given = self.guardrails.task._clock
+        given = self.guardrails.task.clock
         if isinstance(given, ReplayClock):  # guardrails made for replay (--store): its clock
             self.clock = given
         self.task: Task = self.guardrails.task
