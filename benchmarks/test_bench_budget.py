@@ -27,9 +27,11 @@ from typing import Any
 import pytest
 import workload
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, guardrails
-from tripwire.budgets.task import Budget, Task
+from tripwire import Guardrails, GuardrailsConfig, Watchdog
+from tripwire.budgets.caps import Budget
+from tripwire.budgets.task import Task
 from tripwire.session import core as _reference_guardrails
+from tripwire.session import guardrails
 
 CALLS = workload.call_mix()
 BEGIN, END = "# task accounting: begin", "# task accounting: end"
@@ -115,4 +117,4 @@ def test_the_native_pair_does_the_same_detection_work() -> None:
     alerts = [engine.observe_call(name, args) for name, args in CALLS[:300]]
     assert [[a.signal for a in d.alerts] for d in decisions] == [
         [a.signal for a in found] for found in alerts] and any(alerts)
-    assert type(g.task._calls).__module__ == "tripwire._native"  # the C-level counter
+    assert type(g.task.calls).__module__ == "tripwire._native"  # the C-level counter

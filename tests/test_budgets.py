@@ -20,7 +20,8 @@ from conftest import IMPLEMENTATIONS
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.base.decision import CONTINUE
-from tripwire.budgets.task import Budget, Task
+from tripwire.budgets.caps import Budget
+from tripwire.budgets.task import Task
 from tripwire.cli.main import main
 from tripwire.durability.store import SQLiteStore
 from tripwire.errors import ConfigError, GuardrailHalted
@@ -676,8 +677,8 @@ def test_every_reader_sees_the_fast_paths_tool_call_count(tmp_path: Path,
     db = tmp_path / "g.sqlite"
     task = Task("o", {"tool_calls": 10}, task_id="t", store=SQLiteStore(db))
     g = guard(implementation, task=task)
-    expected = "tripwire._native" if implementation == "native" else "tripwire.budgets.task"
-    assert type(task._calls).__module__ == expected  # the engine's own counter
+    expected = "tripwire._native" if implementation == "native" else "tripwire.budgets.calls"
+    assert type(task.calls).__module__ == expected  # the engine's own counter
     g.start_turn()
     for i in range(4):
         assert g.on_call("read_file", {"path": f"f{i}"}, id=f"c{i}") is CONTINUE
@@ -710,11 +711,11 @@ def test_a_task_shared_across_engines_counts_every_call_once(implementation: str
     takes the locked path on every call, and the fast path again when one session is left."""
     task = Task(budget=Budget(tool_calls=9))
     first = guard(implementation, task=task, session_id="first")
-    kind = type(task._calls)
+    kind = type(task.calls)
     first.start_turn()
     assert [first.on_call("grep", {"q": i}).cut_turn for i in range(3)] == [False] * 3
     second = guard(other(implementation), task=task, session_id="second")
-    assert type(task._calls) is kind and task.call_mark == 0  # shared: the locked path
+    assert type(task.calls) is kind and task.call_mark == 0  # shared: the locked path
     second.start_turn()
     calls = [g.on_call("grep", {"q": 10 + i}).cut_turn for i, g in
              enumerate([second, first, second])]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.budgets.task import Budget
+from tripwire.budgets.caps import Budget
 from tripwire.durability.store import SQLiteStore
 
 

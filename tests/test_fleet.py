@@ -12,7 +12,7 @@ import pytest
 from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
-from tripwire.budgets.task import CONSUMED
+from tripwire.budgets.caps import CONSUMED
 from tripwire.durability.store import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 from tripwire.interchange.events import Call, Result, TurnStart

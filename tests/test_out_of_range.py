@@ -120,7 +120,7 @@ def test_replay_refuses_an_integer_python_will_not_read_in_one_line(tmp_path: Pa
 
 def test_an_out_of_range_budget_cap_is_a_config_error() -> None:
     from tripwire import ConfigError
-    from tripwire.budgets.task import Budget
+    from tripwire.budgets.caps import Budget
 
     for value in (10**400, 2**53 + 1, -1, float("inf")):
         with pytest.raises(ConfigError, match="budget tokens must be a number from 0"):

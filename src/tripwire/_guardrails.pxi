@@ -75,7 +75,7 @@ cdef object _FEEDBACK = _Mode.FEEDBACK
 
 cdef class CallCounter:
     """A task's tool-call count and the fast path's mark: the native twin of
-    tripwire.budgets.task.CallCounter (``Task._calls``). While one native session runs the task
+    tripwire.budgets.calls.CallCounter (``Task.calls``). While one native session runs the task
     alone, the two numbers live in that session's ``GuardrailsCore`` (beside its lock, so a
     call on a session cold in cache reads no other object to charge them) and this object
     reads and writes them there; otherwise it holds them itself. ``GuardrailsCore._task``
@@ -228,13 +228,13 @@ cdef class GuardrailsCore:
         cdef CallCounter native
         previous = self._run
         if previous is not None and previous is not task:
-            with previous._lock:
-                counter = previous._calls
+            with previous.lock:
+                counter = previous.calls
                 if type(counter) is CallCounter and (<CallCounter>counter)._core is self:
                     (<CallCounter>counter)._release()
         if task is not None:
-            with task._lock:
-                counter = task._calls
+            with task.lock:
+                counter = task.calls
                 if type(counter) is CallCounter and (<CallCounter>counter)._core is self:
                     pass  # held here already
                 elif all(p is self._bp for p in task.sessions):
@@ -243,7 +243,7 @@ cdef class GuardrailsCore:
                     else:
                         native = CallCounter(counter.tool_calls, counter.call_mark)
                     native._move_to(self)
-                    task._calls = native
+                    task.use_call_counter(native)
         self._run = task
 
     @property

@@ -7,6 +7,15 @@ from typing import TYPE_CHECKING
 from ..base.lazy import exports
 
 if TYPE_CHECKING:  # what the names are, for type checkers and readers
+    from .caps import (
+        COUNTERS as COUNTERS,
+    )
+    from .caps import (
+        Budget as Budget,
+    )
+    from .caps import (
+        Exhaustion as Exhaustion,
+    )
     from .classes import (
         TASK_CLASSES as TASK_CLASSES,
     )
@@ -21,6 +30,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
     )
     from .classes import (
         resolve_task as resolve_task,
+    )
+    from .clock import (
+        ReplayClock as ReplayClock,
+    )
+    from .clock import (
+        WallClock as WallClock,
     )
     from .outcomes import (
         ANSWERED as ANSWERED,
@@ -53,39 +68,24 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
         UncertainCall as UncertainCall,
     )
     from .task import (
-        COUNTERS as COUNTERS,
-    )
-    from .task import (
-        TASK_PREFIX as TASK_PREFIX,
-    )
-    from .task import (
-        Budget as Budget,
-    )
-    from .task import (
-        Exhaustion as Exhaustion,
-    )
-    from .task import (
-        ReplayClock as ReplayClock,
-    )
-    from .task import (
         Task as Task,
     )
-    from .task import (
-        WallClock as WallClock,
+    from .task_rows import (
+        TASK_PREFIX as TASK_PREFIX,
     )
-    from .task import (
+    from .task_rows import (
         task_log_id as task_log_id,
     )
 
 __getattr__, __dir__, __all__ = exports(__name__, {
-    "Budget": ".task",
+    "Budget": ".caps",
     "Task": ".task",
-    "Exhaustion": ".task",
-    "COUNTERS": ".task",
-    "TASK_PREFIX": ".task",
-    "WallClock": ".task",
-    "ReplayClock": ".task",
-    "task_log_id": ".task",
+    "Exhaustion": ".caps",
+    "COUNTERS": ".caps",
+    "TASK_PREFIX": ".task_rows",
+    "WallClock": ".clock",
+    "ReplayClock": ".clock",
+    "task_log_id": ".task_rows",
     "Outcome": ".outcomes",
     "Report": ".outcomes",
     "CounterReport": ".outcomes",

@@ -1,25 +1,8 @@
-"""Task budgets (SPEC §7.1): the ``Task`` a budget is charged to, its counters and children.
+"""The ``Task`` a budget is charged to (SPEC §7.1): its identity, its children, the tree's lock,
+its counters (``Budget``'s caps, ``caps.py``) and its outcome (``outcomes.py``).
 
 A *task* is one objective, run as one or more sessions and turns, possibly with child tasks
-(sub-agents, deliberation passes, retried attempts). Its counters are separate and optional:
-
-    counter          one unit is                                         interactive / unattended
-    steps            one model request (each usage; or ``task.step()``)      off / 1,000
-    tool_calls       one tool call                                          off / off
-    tokens           input + output tokens of one usage                     off / off
-    usd              the cost of one usage (dollars)                        off / off
-    deadline_s       wall-clock seconds since the task first started        off / off
-    tool_timeout_s   seconds one tool call may stay without its result      off / off
-    stop_rejections  one refusal of the agent's attempt to finish           8 / 8
-    retries          one transport/provider retry of a model request        off / off
-    reviews          one progress-supervisor call                           10 / 10
-
-``Budget`` holds caps (None: not set here, the default applies; 0: off). Caps are reached in two
-ways. Spent counters (``steps``, ``tokens``, ``usd``, ``deadline_s``) measure work already done:
-the task is exhausted when the use *reaches* the cap (the 1,000th step exhausts a 1,000-step
-task). Attempt counters (``tool_calls``, ``stop_rejections``, ``retries``, ``reviews``) count a
-unit before it happens: the unit that would *pass* the cap exhausts (the 9th stop rejection of
-a cap of 8). Compaction, retries and resets never refill a counter.
+(sub-agents, deliberation passes, retried attempts).
 
 Children draw from the parent: ``task.child(allowance)`` gives the child caps of its own; every
 unit the child consumes is charged to the child and to every ancestor at the same moment. A charge
@@ -28,13 +11,11 @@ child naming that ancestor (``Exhaustion.by_task``; the ancestor, whose allowanc
 exhausted too). An allowance is a cap, not a reservation.
 
 Budget notes: when a counter passes 50% and again 80% of its cap, the task queues a note for the
-model (``You have used 500 of 1,000 model steps for this task.``), delivered in the
-``[watchdog]`` block at the next turn start of a session running the task (``feedback`` and
-``enforce`` modes). At 100% the task is exhausted; its outcome is ``exhausted(<counter>)``.
+model (``caps.note_text``), delivered in the ``[watchdog]`` block at the next turn start of a
+session running the task (``feedback`` and ``enforce`` modes). At 100% the task is exhausted; its
+outcome is ``exhausted(<counter>)``.
 
-Time comes from the host's clock (``clock``: a callable returning seconds; the default is the
-wall clock, never running backwards, so a deadline persisted by one process holds in the next).
-Replay uses the events' ``ts``.
+Time comes from the host's clock (``clock.py``).
 
 Durability: with a ``store``, the task's start (objective, caps, start time), its consumption
 (written at every step, stop attempt, retry, review, note and exhaustion, and at turn ends; tool
@@ -43,26 +24,36 @@ hash chain, under the reserved session id ``task:<task_id>`` (a session's implic
 into the session's own chain). A task constructed again with the same id and store resumes the
 consumption; a deleted or edited row breaks the chain, and the task restores *blocked*.
 
-Thread-safety: one lock per task tree. A task run by one session at a time charges tool calls on
-a lock-free fast path (the session's own lock serializes it); a task shared by several sessions,
-a child, or a task with a clock-based counter takes the tree's lock on every charge.
+Thread-safety: one lock per task tree: every charge takes it, but for the tool-call fast path
+of a task one session runs alone (``calls.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, parse_dollars, to_nano
-from ..base.validate import MAX_COUNT, MAX_TOKENS, check_count, shown_value
+from ..base.validate import MAX_TOKENS, check_count
 from ..errors import ConfigError
+from .calls import NEVER, CallCounter, call_mark
+from .caps import (
+    CONSUMED,
+    COUNTERS,
+    NOTE_LEVELS,
+    NOTE_SIGNAL,
+    SPENT,
+    Budget,
+    Exhaustion,
+    exhaustion_reason,
+    note_text,
+)
+from .clock import WALL_CLOCK
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -74,245 +65,20 @@ from .outcomes import (
     Report,
     UncertainCall,
 )
+from .task_rows import task_log_id
 
 if TYPE_CHECKING:
     from ..durability.log import SessionLog
 
-__all__ = ["Budget", "Task", "Exhaustion", "COUNTERS", "TASK_PREFIX", "WallClock",
-           "ReplayClock", "task_log_id"]
+__all__ = ["Task", "HISTORY"]
 
-#: Every counter, in SPEC §7.1's order.
-COUNTERS = ("steps", "tool_calls", "tokens", "usd", "deadline_s", "tool_timeout_s",
-            "stop_rejections", "retries", "reviews")
-#: Counters whose cap is reached when the use reaches it (the work is already done).
-SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
-#: Counters a task consumes units of (``tool_timeout_s`` is a per-call limit, not consumption).
-CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
-#: Store session ids of tasks start with this (``task:fix-the-test``): reserved.
-TASK_PREFIX = "task:"
 #: Cuts and halts a task's report keeps (the latest; earlier ones are counted): a session cut
 #: turn after turn for a million calls used to add some 21 MB to its task.
 HISTORY = 64
-#: The signal name budget notes carry in the feedback block.
-NOTE_SIGNAL = "task-budget"
-#: The note levels: a counter passing 50% and then 80% of its cap.
-NOTE_LEVELS = (0.5, 0.8)
 #: Counters a budget row is written for when they move (and are capped).
 _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 #: The note levels of a task that has had no note (shared; copied on the first).
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
-#: The fast path's "nothing to check until this count" for a counter without a cap.
-_NEVER = 1 << 62
-
-_NOUNS = {
-    "steps": "model steps",
-    "tool_calls": "tool calls",
-    "tokens": "tokens",
-    "stop_rejections": "refused attempts to finish",
-    "retries": "model request retries",
-    "reviews": "progress reviews",
-}
-
-
-def task_log_id(task_id: str) -> str:
-    """The store session id under which a task's rows are chained."""
-    return TASK_PREFIX + task_id
-
-
-class WallClock:
-    """Seconds since the epoch, never running backwards (a clock stepped back by the system
-    does not hand a task time back)."""
-
-    __slots__ = ("_last",)
-
-    def __init__(self) -> None:
-        self._last = 0.0
-
-    def __call__(self) -> float:
-        now = time.time()
-        if now < self._last:
-            return self._last
-        self._last = now
-        return now
-
-
-#: The default clock, shared (its only state is the latest reading).
-WALL_CLOCK = WallClock()
-
-
-class ReplayClock:
-    """A recording's clock: the ``ts`` of the latest event that carried one (None before
-    any did: time is then unknown, and nothing clock-based is judged)."""
-
-    __slots__ = ("now",)
-
-    def __init__(self) -> None:
-        self.now: float | None = None
-
-    def advance(self, ts: float | None) -> None:
-        if ts is not None and (self.now is None or ts > self.now):
-            self.now = ts
-
-    def __call__(self) -> float | None:
-        return self.now
-
-
-def _cap(value: Any, name: str, *, integer: bool) -> float | int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            (isinstance(value, int) and abs(value) > MAX_COUNT) or \
-            not math.isfinite(value) or not 0 <= value <= MAX_COUNT:
-        raise ConfigError(f"budget {name} must be a number from 0 (off) to {MAX_COUNT:,}, "
-                          f"not {shown_value(value)}")
-    if integer and value != int(value):
-        raise ConfigError(f"budget {name} counts whole units, not {value!r}")
-    return int(value) if integer else float(value)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A task's caps. None: not set here (the default, or the parent's only, applies); 0: off.
-
-    ``usd`` is in dollars; ``deadline_s`` and ``tool_timeout_s`` in seconds."""
-
-    steps: int | None = None
-    tool_calls: int | None = None
-    tokens: int | None = None
-    usd: float | None = None
-    deadline_s: float | None = None
-    tool_timeout_s: float | None = None
-    stop_rejections: int | None = None
-    retries: int | None = None
-    reviews: int | None = None
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            integer = f.name not in ("usd", "deadline_s", "tool_timeout_s")
-            object.__setattr__(self, f.name, _cap(getattr(self, f.name), f.name,
-                                                  integer=integer))
-
-    @classmethod
-    def defaults(cls, unattended: bool) -> Budget:
-        """SPEC §7.1's defaults: 1,000 steps when unattended; 8 stop rejections; 10 reviews.
-        Made once each (a Budget is immutable; every task asks for them)."""
-        made = _DEFAULTS.get((cls, unattended))
-        if made is None:
-            made = _DEFAULTS[(cls, unattended)] = cls(
-                steps=1000 if unattended else 0, tool_calls=0, tokens=0, usd=0.0,
-                deadline_s=0.0, tool_timeout_s=0.0, stop_rejections=8, retries=0, reviews=10)
-        return made
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str = "budget") -> Budget:
-        """From a config section or an event's ``budget`` object; unknown keys are errors."""
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{where} must be a table/object of counters")
-        unknown = sorted(set(data) - set(COUNTERS))
-        if unknown:
-            raise ConfigError(f"unknown {where} counter(s) {', '.join(map(repr, unknown))} "
-                              f"(known: {', '.join(COUNTERS)})")
-        return cls(**dict(data))
-
-    def over(self, base: Budget) -> Budget:
-        """These caps where set, ``base``'s elsewhere."""
-        if all(getattr(self, f.name) is not None for f in fields(self)):
-            return self  # complete already (a resolved config's): shared, not copied
-        return Budget(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
-                         else getattr(self, f.name) for f in fields(self)})
-
-    def caps(self) -> dict[str, float | int | None]:
-        """Every counter's cap, None for off (0 and unset alike)."""
-        return {f.name: getattr(self, f.name) or None for f in fields(self)}
-
-    def internal_caps(self) -> dict[str, Any]:
-        """``caps()`` with ``usd`` in nano-dollars: what a task counts in. Computed once per
-        budget and shared (read-only) by every task made from it."""
-        cached: dict[str, Any] | None = self.__dict__.get("_internal")
-        if cached is None:
-            cached = self.caps()
-            if cached["usd"] is not None:
-                cached["usd"] = round(cached["usd"] * NANO)
-            object.__setattr__(self, "_internal", cached)
-        return cached
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-
-#: the default budgets, by (class, unattended)
-_DEFAULTS: dict[tuple[type[Budget], bool], Budget] = {}
-
-
-@dataclass(frozen=True, slots=True)
-class Exhaustion:
-    """A counter reached its cap. ``task_id`` is the task that exhausted; ``by_task`` the task
-    whose cap was passed (itself, or an ancestor); ``used``/``cap``/``remaining`` are that
-    task's (``usd`` in dollars)."""
-
-    counter: str
-    task_id: str
-    by_task: str
-    used: float
-    cap: float
-    remaining: float
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"counter": self.counter, "task": self.task_id, "by_task": self.by_task,
-                "used": self.used, "cap": self.cap, "remaining": self.remaining,
-                "reason": self.reason}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Exhaustion:
-        return cls(str(d["counter"]), str(d["task"]), str(d["by_task"]), float(d["used"]),
-                   float(d["cap"]), float(d["remaining"]), str(d.get("reason", "")))
-
-
-def _fmt(counter: str, value: float) -> str:
-    if counter == "usd":
-        return f"${value:.4f}"
-    if counter == "deadline_s":
-        return f"{value:,.0f} s"
-    return f"{int(value):,}"
-
-
-def note_text(counter: str, used: float, cap: float) -> str:
-    """The model-facing budget note (names no operator control)."""
-    if counter == "usd":
-        return f"You have used {_fmt(counter, used)} of the {_fmt(counter, cap)} allowed for " \
-               "this task."
-    if counter == "deadline_s":
-        return f"You have used {_fmt(counter, used)} of the {_fmt(counter, cap)} of time " \
-               "allowed for this task."
-    return f"You have used {_fmt(counter, used)} of {_fmt(counter, cap)} " \
-           f"{_NOUNS.get(counter, counter)} for this task."
-
-
-def shown_used(used: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored ``used`` map (a budget row's: ``usd`` in nano-dollars, as a task counts it) as
-    people read it: ``usd`` in dollars, like every other dollar amount tripwire prints."""
-    out = dict(used)
-    nano = out.get("usd")
-    if isinstance(nano, int) and not isinstance(nano, bool):
-        out["usd"] = round(nano / NANO, 9)
-    return out
-
-
-class CallCounter:
-    """A task's tool-call count and the fast path's mark, in an object of their own. A task
-    starts with this one; a native session that runs it alone swaps in the native twin
-    (``_native.CallCounter``, the same two numbers), which keeps them in that session's own
-    core while it runs the task, so a call below the mark reads no other object; the session
-    hands them back when it leaves the task. ``Task.tool_calls`` and ``Task.call_mark`` read
-    and write through whichever it holds."""
-
-    __slots__ = ("call_mark", "tool_calls")
-
-    def __init__(self, tool_calls: int = 0, call_mark: int = 0):
-        self.tool_calls = tool_calls
-        self.call_mark = call_mark
 
 
 class Task:
@@ -329,27 +95,33 @@ class Task:
     but for stop rejections and reviews). ``acceptance``: the acceptance criteria, for the
     progress supervisor. ``clock``: seconds (see ``WallClock``, ``ReplayClock``). ``store``:
     durable (see the module's docstring; the ``task_id`` must then be stable across restarts).
+
+    What the sessions running it read: ``clock`` (the one given, or the parent's, or the wall
+    clock), ``lock`` (the tree's lock, re-entrant: held by every charge, and by a session
+    changing what the task's fast path depends on), ``calls`` (the tool-call counter the fast
+    path increments, a plain attribute read once per call: ``calls.py``).
     """
 
-    # the fast path reads _calls (tool_calls and call_mark)
+    # calls, clock and lock: public (documented above); calls is a slot, not a property: the
+    # fast path reads it on every call
     __slots__ = (
         "__weakref__",
-        "_calls",
-        "_clock",
         "_ended_at",
-        "_lock",
         "_log",
         "_noted",
         "_written",
         "acceptance",
         "budget",
+        "calls",
         "caps",
         "chain",
         "children",
+        "clock",
         "exhausted",
         "history",
         "history_dropped",
         "last_answer",
+        "lock",
         "notes",
         "objective",
         "outcome",
@@ -395,7 +167,7 @@ class Task:
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
-        self._calls: Any = CallCounter()     # tool_calls and call_mark (or the native twin)
+        self.calls: Any = CallCounter()      # tool_calls and call_mark (or the native twin)
         self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
         self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
@@ -404,9 +176,9 @@ class Task:
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
         self.tampered: str | None = None
-        self._clock: Callable[[], float | None] = clock if clock is not None else (
-            _parent._clock if _parent is not None else WALL_CLOCK)
-        self._lock: Any = _parent._lock if _parent is not None else (
+        self.clock: Callable[[], float | None] = clock if clock is not None else (
+            _parent.clock if _parent is not None else WALL_CLOCK)
+        self.lock: Any = _parent.lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
         # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
@@ -417,7 +189,7 @@ class Task:
         self.last_answer: Any = None
         self._written: tuple[Any, ...] | None = None
         self._ended_at: float | None = None
-        self.started_at: float | None = self._clock()
+        self.started_at: float | None = self.clock()
         self._log = _log
         if _log is None and store is not None:
             from ..durability.log import SessionLog
@@ -427,7 +199,7 @@ class Task:
             self._restore(_history)
         if _parent is not None:
             _parent.children = (*_parent.children, self)
-        self._remark()
+        self.remark()
         if self._log is not None and self._written is None:
             self._persist("task", {"task": self.task_id, "objective": objective,
                                    "parent": _parent.task_id if _parent else None,
@@ -445,23 +217,29 @@ class Task:
     @property
     def tool_calls(self) -> int:
         """Tool calls consumed."""
-        value: int = self._calls.tool_calls
+        value: int = self.calls.tool_calls
         return value
 
     @tool_calls.setter
     def tool_calls(self, value: int) -> None:
-        self._calls.tool_calls = value
+        self.calls.tool_calls = value
 
     @property
     def call_mark(self) -> int:
         """The fast path's gate: the tool-call count at which something may happen (a note,
-        the cap), or 0 when every call must take the locked path (see ``_remark``)."""
-        value: int = self._calls.call_mark
+        the cap), or 0 when every call must take the locked path (see ``remark``)."""
+        value: int = self.calls.call_mark
         return value
 
     @call_mark.setter
     def call_mark(self, value: int) -> None:
-        self._calls.call_mark = value
+        self.calls.call_mark = value
+
+    def use_call_counter(self, counter: Any) -> None:
+        """Count tool calls in ``counter`` from now on: the native twin of ``CallCounter``
+        (``_native.CallCounter``), holding the same two numbers, which a native session that
+        runs the task alone swaps in (under the tree's lock) to keep them in its own core."""
+        self.calls = counter
 
     # -- children ------------------------------------------------------------------------------
 
@@ -471,17 +249,17 @@ class Task:
         and to every ancestor at once. Durable when this task is (same store; a stable
         ``task_id`` restores it)."""
         store = self._log.store if self._log is not None else None
-        with self._lock:
+        with self.lock:
             child = Task(objective, allowance, task_id=task_id, acceptance=acceptance,
                          _parent=self, store=store)
             for t in self.chain:
-                t._remark()
+                t.remark()
             return child
 
     # -- charging ------------------------------------------------------------------------------
 
     def _now(self) -> float | None:
-        now = self._clock()
+        now = self.clock()
         if now is not None and self.started_at is None:
             self.started_at = now
         return now
@@ -489,7 +267,7 @@ class Task:
     def elapsed(self, now: float | None = None) -> float:
         """Seconds since the task first started (0 while time is unknown)."""
         if now is None:
-            now = self._ended_at if self._ended_at is not None else self._clock()
+            now = self._ended_at if self._ended_at is not None else self.clock()
         if now is None or self.started_at is None:
             return 0.0
         return max(0.0, now - self.started_at)
@@ -503,21 +281,20 @@ class Task:
     def _over(self, counter: str, used: float, cap: float) -> bool:
         return used >= cap if counter in SPENT else used > cap
 
-    def _remark(self) -> None:
-        """Recompute the fast path's gate: the tool-call count at which something may happen
-        (a note, the cap), or 0 when every call must take the locked path."""
+    def remark(self) -> None:
+        """Recompute the fast path's gate, ``call_mark``: the tool-call count at which
+        something may happen (a note, the cap), or 0 when every call must take the locked path
+        (a child or a parent, several sessions, an exhaustion or outcome, a clock-based cap).
+        Whoever changes one of these calls it, under the tree's lock (a session joining or
+        leaving the task: ``BudgetPolicy``)."""
         cap = self.caps["tool_calls"]
         if (self.parent is not None or self.children or len(self.sessions) > 1
                 or self.exhausted is not None or self.outcome is not None
                 or self.tampered is not None or any(
                     t.caps["deadline_s"] or t.caps["tool_timeout_s"] for t in self.chain)):
             self.call_mark = 0
-        elif cap is None:
-            self.call_mark = _NEVER
         else:
-            level = self._noted["tool_calls"]
-            marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap) + 1]
-            self.call_mark = max(1, min(marks))
+            self.call_mark = call_mark(cap, self._noted["tool_calls"])
 
     def charge(self, counter: str, units: float = 1) -> Exhaustion | None:
         """Charge ``units`` of ``counter`` to this task and every ancestor at once; returns the
@@ -528,9 +305,9 @@ class Task:
         amount = round(units * NANO) if counter == "usd" else int(units)
         if amount < 0:
             raise ConfigError(f"a charge is not negative: {units!r}")
-        if amount >= _NEVER:  # counters are 64-bit integers in the native core
+        if amount >= NEVER:  # counters are 64-bit integers in the native core
             raise ConfigError(f"a charge is below 2**62 units: {units!r}")
-        with self._lock:
+        with self.lock:
             for t in self.chain:
                 setattr(t, counter, getattr(t, counter) + amount)
             found = self._check((counter,))
@@ -538,9 +315,10 @@ class Task:
                 self._persist_chain()
             return found
 
-    def _charge_usage(self, tokens: int, nano: int) -> Exhaustion | None:
-        """One model request: a step, its tokens, its cost (nano-dollars)."""
-        with self._lock:
+    def charge_request(self, tokens: int, nano: int) -> Exhaustion | None:
+        """One model request, its figures checked already (the budget policy's, for an observed
+        usage): a step, its tokens and its cost (nano-dollars), charged along the chain."""
+        with self.lock:
             for t in self.chain:
                 t.steps += 1
                 t.tokens += tokens
@@ -555,7 +333,7 @@ class Task:
         tool calls, charged along the chain at once. Only for a chain that caps none of
         these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
         store row (a bounded chain's rows are charged one by one)."""
-        with self._lock:
+        with self.lock:
             for t in self.chain:
                 t.steps += steps
                 t.tokens += tokens
@@ -570,7 +348,7 @@ class Task:
         for v, what in ((input_tokens, "input_tokens"), (output_tokens, "output_tokens")):
             tokens += check_count(v, what, MAX_TOKENS, ConfigError) or 0
         nano = to_nano(parse_dollars(cost_usd, "cost_usd", allow_none=True) or 0.0)
-        return self._charge_usage(tokens, nano)
+        return self.charge_request(tokens, nano)
 
     def tell(self, text: str, signal: str = "progress-supervisor") -> None:
         """Queue a model-facing note (e.g. a supervisor's redirect): it joins the
@@ -578,7 +356,7 @@ class Task:
         ``- <signal>: <text>`` (``feedback`` and ``enforce`` modes)."""
         if not isinstance(text, str) or not text.strip():
             raise ConfigError("a note is a non-empty str")
-        with self._lock:
+        with self.lock:
             self.notes += ((signal, text),)
 
     def step(self, n: int = 1) -> Exhaustion | None:
@@ -603,7 +381,7 @@ class Task:
 
     def check_time(self) -> Exhaustion | None:
         """Judge the deadline now (observations do it too)."""
-        with self._lock:
+        with self.lock:
             return self._check(("deadline_s",))
 
     def _check(self, counters: tuple[str, ...]) -> Exhaustion | None:
@@ -633,21 +411,18 @@ class Task:
         if first is not None and self.exhausted is None:
             self._exhaust(first[1], first[0])
         for t in self.chain:
-            t._remark()
+            t.remark()
         return self.exhausted_by()
 
     def _exhaust(self, counter: str, by: Task) -> None:
         used, cap = by._used(counter), by.caps[counter]
         assert cap is not None
         scale = NANO if counter == "usd" else 1
-        whose = "this task's" if by is self else f"the allowance of its parent task {by.task_id}"
-        noun = {"usd": "spending", "deadline_s": "time"}.get(counter, _NOUNS.get(counter,
-                                                                                   counter))
-        reason = (f"task {self.task_id} exhausted {whose} {noun}: "
-                  f"{_fmt(counter, used / scale)} of {_fmt(counter, cap / scale)}")
+        reason = exhaustion_reason(counter, self.task_id, None if by is self else by.task_id,
+                                   used / scale, cap / scale)
         self.exhausted = Exhaustion(counter, self.task_id, by.task_id, used / scale, cap / scale,
                                     max(0.0, (cap - used) / scale), reason)
-        self._ended_at = self._clock()
+        self._ended_at = self.clock()
         self._persist_budget()
         self._end(Outcome(EXHAUSTED, self.task_id, self.report(), counter=counter,
                           by_task=by.task_id, reason=reason, answer=self.last_answer,
@@ -665,7 +440,7 @@ class Task:
             return self.exhausted
         for t in self.chain[1:]:
             if t.exhausted is not None and t.exhausted.by_task == t.task_id:
-                with self._lock:
+                with self.lock:
                     if self.exhausted is None:
                         self._exhaust(t.exhausted.counter, t)
                 return self.exhausted
@@ -721,7 +496,7 @@ class Task:
     def record(self, entry: dict[str, Any]) -> None:
         """One cut or halt of a session running this task, for its report (the latest
         ``HISTORY`` are kept; the earlier ones are counted)."""
-        with self._lock:
+        with self.lock:
             if len(self.history) == HISTORY:
                 self.history_dropped += 1
             self.history.append(entry)
@@ -731,12 +506,12 @@ class Task:
     def _end(self, outcome: Outcome) -> Outcome:
         self.outcome = outcome
         if self._ended_at is None:
-            self._ended_at = self._clock()
+            self._ended_at = self.clock()
         self._persist("outcome", {"task": self.task_id, **_storable(outcome.to_dict())})
         if self._log is not None:
             self._log.flush()  # written before it is returned
         for t in self.chain:
-            t._remark()
+            t.remark()
         return outcome
 
     def finish(self, answer: Any = None, *, evidence: Any = None,
@@ -744,7 +519,7 @@ class Task:
         """The host finishes the task with ``answer``: ``answered``, unless a counter is
         exhausted (the exhausted outcome, the answer attached unverified), the task's history
         could not be trusted (``blocked``) or a session of it is halted (``halted``)."""
-        with self._lock:
+        with self.lock:
             if answer is not None:
                 self.last_answer = answer
             current = self.outcome
@@ -773,7 +548,7 @@ class Task:
         attached unverified. A task that already has an outcome keeps it."""
         if counter not in COUNTERS:
             raise KeyError(counter)
-        with self._lock:
+        with self.lock:
             if answer is not None:
                 self.last_answer = answer
             if self.outcome is not None:
@@ -794,7 +569,7 @@ class Task:
 
     def _stop(self, kind: str, reason: str, unfinished: str | None,
               evidence: Any = None) -> Outcome:
-        with self._lock:
+        with self.lock:
             if self.outcome is not None:
                 return self.outcome
             if self.exhausted_by() is not None:
@@ -852,7 +627,7 @@ class Task:
 
     def persist(self) -> None:
         """Write the consumption if the store does not hold it yet (at a turn end)."""
-        with self._lock:
+        with self.lock:
             self._persist_chain()
 
     def flush(self) -> bool:
@@ -882,7 +657,7 @@ class Task:
             if isinstance(used, Mapping):
                 for c in CONSUMED:
                     v = used.get(c)
-                    if isinstance(v, int) and not isinstance(v, bool) and v < _NEVER:
+                    if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
                         setattr(self, c, max(getattr(self, c), v))
             v = data.get("tool_timeouts")
             if isinstance(v, int):

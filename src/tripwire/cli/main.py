@@ -328,7 +328,7 @@ def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     unattended = args.unattended
     if unattended is None:
         unattended = file.get("session", {}).get("unattended", False)
-    from ..budgets.task import Budget
+    from ..budgets.caps import Budget
 
     caps = {counter: getattr(args, f"budget_{counter}", None)
             for _, counter, _, _ in _BUDGET_FLAGS}
@@ -389,7 +389,7 @@ class _OperatorLinesOff(logging.Filter):
 
 def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[Any],
                   store: Any, out: TextIO, err: TextIO) -> int:
-    from ..budgets.task import ReplayClock
+    from ..budgets.clock import ReplayClock
     from .replay import ReplayStats, replay_transcript, shown_path
 
     factory = None
@@ -507,7 +507,7 @@ def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[
 
 
 def _status(args: argparse.Namespace, out: TextIO) -> int:
-    from ..budgets.task import TASK_PREFIX
+    from ..budgets.task_rows import TASK_PREFIX
     from ..context.stats import context_stats_from_rows
     from ..durability.fold import fold_history
 
@@ -559,7 +559,7 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
 def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
                  out: TextIO) -> None:
     """One line per task whose rows a chain holds: its consumption, caps and outcome."""
-    from ..budgets.task import TASK_PREFIX, shown_used
+    from ..budgets.task_rows import TASK_PREFIX, shown_used
 
     tasks: dict[str, dict[str, Any]] = {}
     for data in rows:

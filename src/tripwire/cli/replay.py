@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base.decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
+from ..budgets.caps import Budget
+from ..budgets.clock import ReplayClock
 from ..budgets.outcomes import Outcome
-from ..budgets.task import Budget, ReplayClock, Task
+from ..budgets.task import Task
 from ..errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from ..interchange.adapters import Item, Transcript, detect_or_fail, transcripts
 from ..interchange.adapters import read as read_transcript
@@ -218,7 +220,7 @@ class _Session:
         self.guardrails = guardrails or Guardrails(
             options.resolved(), session_id=name, on_event=self.notes.append,
             implementation=options.implementation, clock=self.clock)
-        given = self.guardrails.task._clock
+        given = self.guardrails.task.clock
         if isinstance(given, ReplayClock):  # guardrails made for replay (--store): its clock
             self.clock = given
         self.task: Task = self.guardrails.task

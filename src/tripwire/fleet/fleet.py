@@ -19,7 +19,9 @@ from typing import Any
 from ..base.decision import CONTINUE, Decision, Turn
 from ..base.inputs import remember_call_id
 from ..base.validate import check_session_id
-from ..budgets.task import TASK_PREFIX, Budget, Task
+from ..budgets.caps import Budget
+from ..budgets.task import Task
+from ..budgets.task_rows import TASK_PREFIX
 from ..engine import select as _engine
 from ..engine.batch import BATCH_KINDS, BatchState, StopReason
 from ..errors import (

@@ -257,7 +257,7 @@ def _reset(o: dict[str, Any]) -> Reset:
 
 
 def _task_start(o: dict[str, Any]) -> TaskStart:
-    from ..budgets.task import Budget  # checked here: a bad counter is a bad line, not a bad run
+    from ..budgets.caps import Budget  # checked here: a bad counter is a bad line, not a bad run
     from ..errors import ConfigError
 
     budget = _field(o, "budget", (dict,))
@@ -273,7 +273,7 @@ def _task_end(o: dict[str, Any]) -> TaskEnd:
     exhausted = _field(o, "exhausted", (str,))
     interrupted = _field(o, "interrupted", (str,))
     if exhausted is not None:
-        from ..budgets.task import COUNTERS
+        from ..budgets.caps import COUNTERS
 
         if exhausted not in COUNTERS:
             raise InvalidEvent(f"field 'exhausted' must name a counter ({', '.join(COUNTERS)}), "

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..base.decision import CANCEL_TOOL, CUT_TURN, Decision
 from ..base.inputs import MAX_CALL_IDS
 from ..base.modes import Mode
+from ..budgets.caps import NOTE_SIGNAL
 from ..budgets.outcomes import UncertainCall
-from ..budgets.task import NOTE_SIGNAL, Task
+from ..budgets.task import Task
 from ..errors import ConfigError
 from ..signals import Alert
 from . import lines
@@ -86,17 +87,17 @@ class BudgetPolicy:
         self._channel = channel
         self._session = session
         self._reported = False
-        with task._lock:
+        with task.lock:
             task.sessions.append(self)
-            task._remark()
+            task.remark()
 
     def detach(self) -> None:
         """The session runs another task from now on: this one is no longer charged."""
         task = self.task
-        with task._lock:
+        with task.lock:
             if self in task.sessions:
                 task.sessions.remove(self)
-            task._remark()
+            task.remark()
 
     # -- persistence ---------------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ class BudgetPolicy:
         if task._log is None or task._log is not self._session.durable_log or not folded.task_rows:
             return
         task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
-        task._remark()
+        task.remark()
         task._written = task._state()
 
     def share_log(self, log: SessionLog, session_id: str) -> None:
@@ -137,7 +138,7 @@ class BudgetPolicy:
         expired = self.poll_time()
         task.charge("tool_calls")
         if id is not None and self._timeout() is not None:
-            now = task._clock()
+            now = task.clock()
             if now is not None:
                 if self.started is None:
                     self.started = {}
@@ -159,7 +160,7 @@ class BudgetPolicy:
 
     def on_usage(self, input_tokens: int | None, output_tokens: int | None,
                  nano: int) -> Decision | None:
-        self.task._charge_usage((input_tokens or 0) + (output_tokens or 0), nano)
+        self.task.charge_request((input_tokens or 0) + (output_tokens or 0), nano)
         return self.exhaustion()
 
     def on_text(self, text: str) -> None:
@@ -172,7 +173,7 @@ class BudgetPolicy:
         cancel = None
         if self.started:
             timeout = self._timeout()
-            now = task._clock()
+            now = task.clock()
             if timeout is not None and now is not None:
                 expired = [(i, n) for i, (n, t0) in self.started.items() if now - t0 >= timeout]
                 if expired:
@@ -200,7 +201,7 @@ class BudgetPolicy:
             self.cancelled.add(ident)
             if len(self.cancelled) > MAX_CALL_IDS:
                 self.cancelled.clear()
-            with task._lock:
+            with task.lock:
                 for t in task.chain:
                     t.tool_timeouts += 1
             decision = self._session.timed_out(name)  # a failed result, for the watchdog
@@ -265,7 +266,7 @@ class BudgetPolicy:
         task = self.task
         if not task.notes:
             return []
-        with task._lock:
+        with task.lock:
             notes, task.notes = task.notes, ()
         if self.mode < Mode.FEEDBACK:
             return []  # nothing reaches the model below feedback: no stale backlog either

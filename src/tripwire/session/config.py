@@ -51,8 +51,8 @@ from typing import Any
 from ..base.modes import Mode, detect_unattended, resolve_mode
 from ..base.money import parse_dollars
 from ..base.validate import check_hook, check_session_id
+from ..budgets.caps import Budget
 from ..budgets.classes import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
-from ..budgets.task import Budget
 from ..context.guard import ContextConfig
 from ..errors import ConfigError
 from ..signals import WatchdogConfig
@@ -129,7 +129,7 @@ def file_keys() -> dict[str, frozenset[str]]:
     """Every key of every section a config file takes but ``[signals]`` (whose keys are the
     signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
     ``examples/tripwire.toml`` must name, all of it."""
-    from ..budgets.task import COUNTERS
+    from ..budgets.caps import COUNTERS
     from ..context.guard import FILE_KEYS
     from ..context.tiers import MODELS_KEYS
 

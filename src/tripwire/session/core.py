@@ -94,7 +94,7 @@ class GuardrailsCore:
             # task accounting: begin (benchmarks/test_bench_budget.py times on_call without it)
             # the task's tool-call counter (SPEC §7.1): integer work while below the task's
             # mark; past it (a note, the cap, a child, a clock) the budget policy decides
-            calls = self._task._calls
+            calls = self._task.calls
             n = calls.tool_calls + 1
             if n < calls.call_mark:
                 calls.tool_calls = n

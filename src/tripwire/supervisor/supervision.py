@@ -45,7 +45,8 @@ from typing import Any
 
 from ..base.decision import Decision, Turn
 from ..base.validate import check_hook
-from ..budgets.task import Exhaustion, Task
+from ..budgets.caps import Exhaustion
+from ..budgets.task import Task
 from ..context.guard import Compaction
 from ..engine import select as _engine
 from ..errors import ConfigError, TaskEnded
