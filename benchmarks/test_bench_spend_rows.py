@@ -28,10 +28,9 @@ from typing import Any
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.durability.fold import fold_history
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.fold import SpendTally, fold_history
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
-from tripwire.durability.fold import SpendTally
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1e6)
 NEW_FIELDS = ("spend_writer", "spend_nano")

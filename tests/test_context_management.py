@@ -23,7 +23,7 @@ from tripwire.context.guard import (
     missing_sections,
 )
 from tripwire.context.histories import rebuild
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.errors import ConfigError, SmallTierParentRefused
 from tripwire.policy import lines
 from tripwire.session import config as config_module

@@ -13,7 +13,7 @@ import pytest
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, OperatorEvent
 from tripwire.cli.main import main
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.engine.custom import CustomSignal, SignalAlert, custom_watchdog
 from tripwire.engine.watchdog import watchdog_class
 from tripwire.errors import ConfigError

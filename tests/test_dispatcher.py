@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 CONFIG = dict(mode="enforce", unattended=False, max_turn_cost_usd=0.5, max_session_cost_usd=5.0)
 

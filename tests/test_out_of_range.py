@@ -20,7 +20,7 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, InvalidEvent
 from tripwire.base.validate import MAX_TOKENS
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1.0)

@@ -23,8 +23,9 @@ from store_backends import BACKENDS, Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.base.money import NANO
+from tripwire.durability.chain import KEY_ENV
 from tripwire.durability.fold import SpendTally, fold_history
-from tripwire.durability.store import KEY_ENV, SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "stores"
 V1 = json.loads((FIXTURES / "spend-v1.json").read_text())

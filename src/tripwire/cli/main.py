@@ -468,7 +468,7 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _open_store(path: str) -> Any:
     """A store to write (replay --store): created when missing. A ``postgresql://`` URL is a
     PostgreSQL store, anything else a SQLite file. One that cannot be opened is one line."""
-    from ..durability.store import open_store
+    from ..durability.open import open_store
 
     return open_store(path, check=True)
 
@@ -479,8 +479,9 @@ def _existing_store(path: str, *, write: bool = False) -> Any:
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
     checks it read-only first, then opens it to append. ``StoreUnreadable`` when it exists
     but cannot be read."""
+    from ..durability.chain import KEY_ENV
+    from ..durability.open import open_store
     from ..durability.postgres import is_postgres_url
-    from ..durability.store import KEY_ENV, open_store
     from ..errors import StoreKeyMismatch
 
     if not is_postgres_url(path) and not os.path.lexists(path):
@@ -500,7 +501,7 @@ def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[
     """A store that cannot be read, as the operator verbs show it: the store object (its
     anchor is still readable) and the sessions to report (those the anchor knows; ``only``:
     that one)."""
-    from ..durability.store import open_store
+    from ..durability.open import open_store
 
     store = open_store(path, read_only=True)  # not opened: the anchor is read without it
     return store, [only] if only else store.anchored_sessions()
@@ -655,7 +656,7 @@ def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
     import time
 
     from ..durability.fold import carried_rows
-    from ..durability.store import open_store
+    from ..durability.open import open_store
 
     old, sessions = _unreadable_view(args.store, problem, None)
     entries = {sid: old.anchored(sid) for sid in sessions}
@@ -674,7 +675,7 @@ def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
 
 
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
-    from ..durability.store import format_reports
+    from ..durability.chain import format_reports
 
     try:
         store = _existing_store(args.store)

@@ -1,6 +1,6 @@
 """Folding a session's durable history into guardrail state (SPEC §5).
 
-The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
+The store (``chain.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
 them forward into what a restarted process needs: which halts stand, the spend, the budget
 granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
 it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
