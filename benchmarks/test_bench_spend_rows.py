@@ -29,6 +29,7 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.durability.fold import SpendTally, fold_history
+from tripwire.durability.rows import Spend
 from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
@@ -109,7 +110,7 @@ def test_fold_ratio(benchmark: Any, stores: dict[str, Path]) -> None:
         for row in h_new.rows:
             data = row.data
             if "spent_usd" in data or "spend_writer" in data:
-                spend.add(data)
+                spend.add(Spend.from_data(data))
         return spend.total
 
     def last_wins() -> float:  # the previous rule, as restore.fold_history had it

@@ -1,5 +1,6 @@
 """Durability: the hash-chained store and folding a session's rows back into its state.
 
+What a stored row says, kind by kind: ``rows.py``; the operator reset's one rule: ``reset.py``.
 How rows are encoded, chained, sealed and judged: ``chain.py``; the anchor file that vouches
 for a store from outside: ``anchor.py``; what every backend shares besides its SQL:
 ``backend.py``; the backends: ``sqlite.py``, ``postgres.py``; the one that opens either by
@@ -36,9 +37,6 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
     )
     from .chain import (
         KEY_ENV as KEY_ENV,
-    )
-    from .chain import (
-        KINDS as KINDS,
     )
     from .chain import (
         SCHEMA_VERSION as SCHEMA_VERSION,
@@ -79,6 +77,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
     from .postgres import (
         is_postgres_url as is_postgres_url,
     )
+    from .rows import KINDS as KINDS
     from .sqlite import (
         SQLiteStore as SQLiteStore,
     )
@@ -100,7 +99,7 @@ __getattr__, __dir__, __all__ = exports(__name__, {
     "resolve_key": ".chain",
     "format_reports": ".chain",
     "DEFAULT_KEY_NOTICE": ".chain",
-    "KINDS": ".chain",
+    "KINDS": ".rows",
     "KEY_ENV": ".chain",
     "SCHEMA_VERSION": ".chain",
     "SQLiteStore": ".sqlite",

@@ -34,6 +34,8 @@ from ..base.log import LOGGER
 from ..base.money import NANO
 from ..errors import StoreError
 from .chain import seal
+from .reset import OperatorReset
+from .rows import BudgetRow, OutcomeRow, ResetRow, TaskRow, TripRow, parse, spend_of
 
 __all__ = ["AnchorEntry", "AnchorFile", "hold_lock", "ANCHOR_ENV"]
 
@@ -248,31 +250,45 @@ def _updated(entry: Any, kind: str, data: Mapping[str, Any]) -> list[Any] | None
     spend: int = entry[1] if entry else 0
     tasks: dict[str, Any] = dict(entry[2]) if entry else {}
     bounds: dict[str, Any] = dict(entry[3]) if entry and len(entry) > 3 else {}
-    for bound in ("max_session_usd", "max_turn_usd", "granted_usd"):
-        value = data.get(bound)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
-                math.isfinite(value) and 0 <= value <= 2**53:
-            bounds[bound] = float(value)
-    spent = data.get("spent_usd")
-    if isinstance(spent, (int, float)) and not isinstance(spent, bool) and \
-            math.isfinite(spent) and 0 <= spent <= 2**53:
-        spend = max(spend, round(spent * NANO))
-    guardrail = data.get("guardrail")
-    if kind == "trip" and data.get("halts") is True and isinstance(guardrail, str):
-        halted.add(guardrail if guardrail == "watchdog" else f"{guardrail}:{data.get('kind')}")
-    elif kind == "reset":
-        scope = guardrail if isinstance(guardrail, str) else "all"
-        halted = {h for h in halted if scope not in ("all", h.split(":", 1)[0])}
-    task = data.get("task")
-    if kind in ("task", "budget", "outcome") and isinstance(task, str):
-        kept = dict(tasks.get(task, {}))
-        for field_ in ("used", "exhausted", "started_at", "outcome"):
-            if data.get(field_) is not None:
-                kept[field_] = data[field_]
-        tasks[task] = kept
+    row = parse(kind, data)
+    carried = spend_of(row)
+    for bound, value in (("max_session_usd", carried.max_session_usd),
+                         ("max_turn_usd", carried.max_turn_usd),
+                         ("granted_usd", carried.granted_usd)):
+        if _provable(value):
+            bounds[bound] = float(value)  # type: ignore[arg-type]
+    if _provable(carried.spent_usd):
+        spend = max(spend, round(carried.spent_usd * NANO))  # type: ignore[operator]
+    if isinstance(row, TripRow):
+        if row.halts and row.guardrail is not None:
+            halted.add(row.guardrail if row.guardrail == "watchdog" else
+                       f"{row.guardrail}:{row.kind}")
+    elif isinstance(row, ResetRow):
+        reset = OperatorReset.from_row(row)
+        if reset is not None:  # as the fold: a row this version cannot read resets nothing
+            halted = {h for h in halted if not reset.clears(h.split(":", 1)[0])}
+    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow) and row.task is not None:
+        kept = dict(tasks.get(row.task, {}))
+        proven: tuple[tuple[str, Any], ...]
+        if isinstance(row, BudgetRow):
+            proven = (("used", row.used), ("exhausted", row.exhausted),
+                      ("started_at", row.started_at))
+        elif isinstance(row, TaskRow):
+            proven = (("started_at", row.started_at),)
+        else:
+            proven = (("outcome", row.outcome),)
+        for field_, proof in proven:
+            if proof is not None:
+                kept[field_] = proof
+        tasks[row.task] = kept
     if not halted and not spend and not tasks:
         return None
     return [sorted(halted), spend, tasks, bounds]
+
+
+def _provable(value: float | None) -> bool:
+    """A dollar amount an anchor keeps: finite, from 0 to 2**53."""
+    return value is not None and math.isfinite(value) and 0 <= value <= 2**53
 
 
 def _entry(raw: Any) -> AnchorEntry | None:

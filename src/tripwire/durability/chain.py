@@ -87,6 +87,7 @@ import msgpack
 
 from ..base.log import LOGGER
 from ..errors import StoreError
+from .rows import KINDS
 
 __all__ = [
     "Row",
@@ -116,13 +117,10 @@ __all__ = [
     "DEFAULT_KEY",
     "DEFAULT_KEY_NOTICE",
     "NO_HALTS",
-    "KINDS",
     "KEY_ENV",
     "SCHEMA_VERSION",
 ]
 
-#: Row kinds a store accepts.
-KINDS = frozenset({"trip", "reset", "spend", "context", "task", "budget", "outcome"})
 #: Environment variable holding the store key.
 KEY_ENV = "TRIPWIRE_STORE_KEY"
 #: Schema this module writes; a store with a newer version is refused, not misread.
@@ -156,7 +154,7 @@ class Row:
 
     session: str
     seq: int  # 0-based, per session, contiguous
-    kind: str  # one of KINDS
+    kind: str  # one of rows.KINDS
     data: dict[str, Any]
     time: float  # unix seconds when written (informational, covered by the MAC)
 

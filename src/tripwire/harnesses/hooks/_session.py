@@ -170,6 +170,7 @@ class HookSession:
                  implementation: str | None = None, *, close: bool = True,
                  wait: float = WAIT):
         from ...durability.anchor import hold_lock
+        from ...durability.rows import ResetRow
         from ...durability.sqlite import SQLiteStore, sqlite_error
         from ...errors import StoreError, StoreUnreadable
 
@@ -224,7 +225,7 @@ class HookSession:
         except BaseException:
             self._lock.close()
             raise
-        resets = sum(1 for r in history.rows if r.kind == "reset") if history else 0
+        resets = sum(1 for r in history.rows if r.kind == ResetRow.KIND) if history else 0
         if resets > self.state.resets:  # an operator reset since: the runs start over
             self.state.resets = resets
             self.state.events.clear()
