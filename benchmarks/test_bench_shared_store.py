@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from store_backends import postgres_url
 
 from tripwire import GuardrailsConfig
-from tripwire.durability.store import open_store
+from tripwire.durability.open import open_store
 from tripwire.errors import GuardrailHalted
 from tripwire.fleet.fleet import Fleet
 

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.durability.fold import fold_history
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.fold import SpendTally, fold_history
+from tripwire.durability.rows import Spend
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
-from tripwire.durability.fold import SpendTally
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1e6)
 NEW_FIELDS = ("spend_writer", "spend_nano")
@@ -110,7 +110,7 @@ def test_fold_ratio(benchmark: Any, stores: dict[str, Path]) -> None:
         for row in h_new.rows:
             data = row.data
             if "spent_usd" in data or "spend_writer" in data:
-                spend.add(data)
+                spend.add(Spend.from_data(data))
         return spend.total
 
     def last_wins() -> float:  # the previous rule, as restore.fold_history had it

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 SESSIONS = 10_000
 HALT = {"halts": True, "guardrail": "watchdog", "reason": "same call repeated 5 times"}

@@ -25,7 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from store_backends import postgres_url
 
-from tripwire.durability.store import open_store
+from tripwire.durability.open import open_store
 
 ROWS = 100  # per writer per round
 

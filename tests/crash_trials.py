@@ -24,7 +24,7 @@ import sys
 import time
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 CENT = 0.01

@@ -19,7 +19,7 @@ import sys
 import time
 
 from tripwire import GuardrailsConfig
-from tripwire.durability.store import open_store
+from tripwire.durability.open import open_store
 from tripwire.errors import GuardrailHalted
 from tripwire.fleet.fleet import Fleet
 

@@ -59,7 +59,7 @@ class Backend:
 
     def open(self, **options: Any) -> Any:
         from tripwire.durability.postgres import PostgresStore
-        from tripwire.durability.store import SQLiteStore
+        from tripwire.durability.sqlite import SQLiteStore
 
         if self.kind == "sqlite":
             return SQLiteStore(self.location, **options)

@@ -23,7 +23,7 @@ from tripwire.base.decision import CONTINUE
 from tripwire.budgets.caps import Budget
 from tripwire.budgets.task import Task
 from tripwire.cli.main import main
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.errors import ConfigError, GuardrailHalted
 from tripwire.fleet.fleet import Fleet
 
@@ -483,7 +483,7 @@ def test_a_bad_task_event_is_a_typed_error(tmp_path: Path,
 NEAR_THE_LIMIT = """
     import sys
     from tripwire import Guardrails, GuardrailsConfig
-    from tripwire.durability.store import SQLiteStore
+    from tripwire.durability.sqlite import SQLiteStore
     db, implementation, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     g = Guardrails(GuardrailsConfig(mode="enforce", unattended=True), session_id="s",
                    implementation=implementation, store=SQLiteStore(db))
@@ -530,7 +530,7 @@ def test_a_restart_near_the_limit_resumes_the_consumption(tmp_path: Path,
 DEADLINE = """
     import sys, time
     from tripwire.budgets.task import Task
-    from tripwire.durability.store import SQLiteStore
+    from tripwire.durability.sqlite import SQLiteStore
     db, offset = sys.argv[1], float(sys.argv[2])
     task = Task("o", {"deadline_s": 30}, task_id="t", store=SQLiteStore(db),
                 clock=lambda: time.time() + offset)

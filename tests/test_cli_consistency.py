@@ -14,7 +14,7 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.budgets.caps import Budget
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 
 def tripwire(*argv: str, env: dict[str, str] | None = None,

@@ -126,7 +126,7 @@ def test_below_enforce_the_95_percent_crossing_is_reported_and_recorded_not_cut(
     """Issue 23: in warn the context guard used to cut the turn, against the mode ladder
     (nothing is cut in warn or feedback, as for a task's budget). The crossing is still
     reported and its record written, marked ``enforced: false``."""
-    from tripwire.durability.store import SQLiteStore
+    from tripwire.durability.sqlite import SQLiteStore
 
     events: list[OperatorEvent] = []
     store = SQLiteStore(tmp_path / "ctx.db")

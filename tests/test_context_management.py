@@ -22,7 +22,7 @@ from tripwire.context.prompts import (
     handover_prompt,
     missing_sections,
 )
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.errors import ConfigError, SmallTierParentRefused
 from tripwire.policy import lines
 from tripwire.session import config as config_module

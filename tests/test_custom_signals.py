@@ -13,9 +13,9 @@ import pytest
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, OperatorEvent
 from tripwire.cli.main import main
-from tripwire.durability.store import SQLiteStore
-from tripwire.signals.custom import CustomSignal, SignalAlert
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.engine.custom import custom_watchdog
+from tripwire.signals.custom import CustomSignal, SignalAlert
 from tripwire.engine.watchdog import watchdog_class
 from tripwire.errors import ConfigError
 from tripwire.fleet.fleet import Fleet

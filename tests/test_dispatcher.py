@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 CONFIG = dict(mode="enforce", unattended=False, max_turn_cost_usd=0.5, max_session_cost_usd=5.0)
 
@@ -39,12 +39,12 @@ def test_a_spend_row_is_the_policies_snapshots(tmp_path: Path, implementation: s
     rows = [r for r in SQLiteStore(db).history("s1").rows if r.kind != "context"]
     assert [r.kind for r in rows] == ["trip", "trip", "spend"]  # the spend: at the turn end
     assert rows[-1].data == {
-        **g._cost_policy.snapshot(), **g._policy.snapshot(), "cost_in_a_row": 1,
+        **g._cost_policy.snapshot().to_data(), "watchdog_cut_signal": "no-op-streak",
+        "watchdog_in_a_row": 1, "cost_in_a_row": 1,
         "models": {"m1": [1, 100, 20, 600_000_000], "m2": [1, 7, 3, 0]},
     }
     assert rows[-1].data["unpriced_models"] == ["m2"]
-    assert g._policy.snapshot() == {"watchdog_cut_signal": "no-op-streak",
-                                    "watchdog_in_a_row": 1}
+    assert g._policy.snapshot() == ("no-op-streak", 1)
 
 
 def test_restore_applies_the_folded_history_to_each_policy(tmp_path: Path,
@@ -56,11 +56,11 @@ def test_restore_applies_the_folded_history_to_each_policy(tmp_path: Path,
     assert restored._policy.snapshot() == g._policy.snapshot()
     # a restarted process is a new spend writer: the old charges are another writer's now
     mine = ("spend_writer", "spend_nano")
-    assert {k: v for k, v in restored._cost.snapshot().items() if k not in mine} == \
-        {k: v for k, v in g._cost.snapshot().items() if k not in mine}
-    assert g._cost.snapshot()["spend_nano"] == 600_000_000
-    assert restored._cost.snapshot()["spend_nano"] == 0
-    assert restored._cost.snapshot()["spend_writer"] != g._cost.snapshot()["spend_writer"]
+    assert {k: v for k, v in restored._cost.snapshot().to_data().items() if k not in mine} == \
+        {k: v for k, v in g._cost.snapshot().to_data().items() if k not in mine}
+    assert g._cost.snapshot().own_nano == 600_000_000
+    assert restored._cost.snapshot().own_nano == 0
+    assert restored._cost.snapshot().writer != g._cost.snapshot().writer
     assert restored._cost.in_a_row == g._cost.in_a_row == 1
     # the session's own history applied again changes no policy: apply takes a fold forward
     folded = g.durable_log.read()

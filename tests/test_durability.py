@@ -17,7 +17,7 @@ from conftest import ROOT
 
 from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, ResetRefused
 from tripwire.cli.main import main
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 
@@ -40,7 +40,7 @@ def open_guardrails(db: Path, implementation: str, session: str = "s1", **config
 HALT_AND_CRASH = """
     import os, sys
     from tripwire import Guardrails, GuardrailsConfig
-    from tripwire.durability.store import SQLiteStore
+    from tripwire.durability.sqlite import SQLiteStore
     g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s1",
                    store=SQLiteStore(sys.argv[1]))
     g.start_turn()
@@ -73,7 +73,7 @@ def test_granted_budget_and_spend_survive_a_restart(tmp_path: Path, implementati
     child("""
         import os, sys
         from tripwire import Guardrails, GuardrailsConfig
-        from tripwire.durability.store import SQLiteStore
+        from tripwire.durability.sqlite import SQLiteStore
         g = Guardrails(GuardrailsConfig(max_session_cost_usd=1.0, unattended=False),
                        session_id="s1", store=SQLiteStore(sys.argv[1]))
         g.start_turn()
@@ -217,7 +217,7 @@ def test_an_unreadable_store_fails_open(tmp_path: Path, implementation: str, cap
     db = tmp_path / "g.sqlite"
     db.write_bytes(os.urandom(4096))
     caplog.set_level(logging.WARNING, logger="tripwire")
-    from tripwire.durability.store import StoreError
+    from tripwire.errors import StoreError
 
     with pytest.raises(StoreError):
         SQLiteStore(db).history("s1")
@@ -231,12 +231,12 @@ def test_an_unreadable_store_fails_open(tmp_path: Path, implementation: str, cap
 
 class _BrokenStore:
     def history(self, session: str):
-        from tripwire.durability.store import StoreError
+        from tripwire.errors import StoreError
 
         raise StoreError("g.sqlite: file is not a database")
 
     def append(self, session: str, kind: str, data: dict, *, wait: float | None = None):
-        from tripwire.durability.store import StoreError
+        from tripwire.errors import StoreError
 
         raise StoreError("g.sqlite: database is locked")
 
@@ -261,7 +261,7 @@ def test_a_failing_store_keeps_the_halt_and_retries(tmp_path: Path, implementati
 
 class _EmptyStore:
     def history(self, session: str):
-        from tripwire.durability.store import ChainReport, SessionHistory
+        from tripwire.durability.chain import ChainReport, SessionHistory
 
         return SessionHistory((), ChainReport(session, True, 0, None, None, True, None))
 
@@ -281,7 +281,7 @@ def test_two_processes_write_one_store(tmp_path: Path, implementation: str) -> N
     code = """
         import sys
         from tripwire import Guardrails, GuardrailsConfig
-        from tripwire.durability.store import SQLiteStore
+        from tripwire.durability.sqlite import SQLiteStore
         store = SQLiteStore(sys.argv[1])
         for n in range(20):
             g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False),

@@ -163,7 +163,8 @@ from pathlib import Path  # noqa: E402
 
 from tripwire import GuardrailHalted, Guardrails  # noqa: E402
 from tripwire.cli.main import main as cli_main  # noqa: E402
-from tripwire.durability.store import SQLiteStore, StoreError  # noqa: E402
+from tripwire.durability.sqlite import SQLiteStore  # noqa: E402
+from tripwire.errors import StoreError  # noqa: E402
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 ENFORCE = GuardrailsConfig(mode="enforce", unattended=False)
@@ -435,7 +436,7 @@ def test_a_halt_waiting_in_the_outbox_is_written_at_exit(tmp_path: Path,
     code = textwrap.dedent("""
         import sys
         from tripwire import Guardrails, GuardrailsConfig
-        from tripwire.durability.store import SQLiteStore
+        from tripwire.durability.sqlite import SQLiteStore
         g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s1",
                        store=SQLiteStore(sys.argv[1]))
         g.start_turn()

@@ -13,7 +13,7 @@ from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
 from tripwire.budgets.caps import CONSUMED
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 from tripwire.interchange.events import Call, Result, TurnStart
 

@@ -19,8 +19,11 @@ from conftest import CORPUS, need_shared
 HEAVY = ("numpy", "matplotlib", "starlette", "uvicorn", "psycopg", "opentelemetry", "dask",
          "distributed", "tqdm", "pydantic", "httpx", "genai_prices", "langchain_core", "agents")
 #: tripwire's own modules of other verbs (the store, the server, the corpus tools, the hooks)
-OTHER_VERBS = ("tripwire.durability.store", "tripwire.durability.postgres", "tripwire.cli.serve", "tripwire.fleet.fleet",
-               "tripwire.corpus", "tripwire.harnesses.hooks", "sqlite3")
+OTHER_VERBS = ("tripwire.durability.chain", "tripwire.durability.anchor",
+               "tripwire.durability.backend", "tripwire.durability.sqlite",
+               "tripwire.durability.postgres", "tripwire.durability.open", "tripwire.cli.serve",
+               "tripwire.cli.store", "tripwire.fleet.fleet", "tripwire.corpus",
+               "tripwire.harnesses.hooks", "sqlite3")
 
 
 def imported(code: str, implementation: str = "native") -> list[str]:

@@ -20,7 +20,8 @@ import pytest
 
 from tripwire import Guardrails, GuardrailsConfig, InvalidEvent
 from tripwire.base.validate import MAX_TOKENS
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.rows import SpendRow
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=1.0)
@@ -135,7 +136,7 @@ def test_a_row_that_cannot_be_stored_never_blocks_the_rows_behind_it(
     path = tmp_path / "g.db"
     g = restarted(path, implementation)
     g.start_turn()
-    g._durable.put("spend", {"models": {"m": [1, 10**30, 1, 0]}})
+    g._durable.put(SpendRow(models={"m": [1, 10**30, 1, 0]}))
     assert g.on_usage(cost_usd=5.0).halt_session
     assert g.flush()
     assert any("a spend row cannot be stored" in r.getMessage() and "was dropped" in

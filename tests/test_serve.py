@@ -19,7 +19,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from tripwire import GuardrailsConfig  # noqa: E402
 from tripwire.cli.serve import create_app  # noqa: E402
-from tripwire.durability.store import SQLiteStore  # noqa: E402
+from tripwire.durability.sqlite import SQLiteStore  # noqa: E402
 from tripwire.errors import ResetRefused  # noqa: E402
 from tripwire.fleet.fleet import Fleet  # noqa: E402
 

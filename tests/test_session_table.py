@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tripwire import GuardrailsConfig, WatchdogConfig
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 CALL = ("read_file", '{"path": "src/a.py"}')

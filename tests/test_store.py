@@ -19,21 +19,20 @@ import msgpack
 import pytest
 from store_backends import BACKENDS, Backend, backend_fixture
 
-from tripwire.durability.store import (
+from tripwire.durability.chain import (
     DEFAULT_KEY_NOTICE,
     KEY_ENV,
     ChainReport,
     EventStore,
     Row,
     SessionHistory,
-    SQLiteStore,
-    StoreError,
-    _row_mac,
     format_reports,
-    open_store,
     resolve_key,
+    row_mac,
 )
-from tripwire.errors import StoreUnreadable, TripwireError
+from tripwire.durability.open import open_store
+from tripwire.durability.sqlite import SQLiteStore
+from tripwire.errors import StoreError, StoreUnreadable, TripwireError
 
 HALT_1 = {"halts": True, "guardrail": "watchdog", "reason": "same call repeated 5 times"}
 HALT_2 = {"halts": True, "guardrail": "cost_ceiling", "reason": "spent $5.20 of $5.00"}
@@ -450,7 +449,7 @@ def test_undecodable_body_is_a_broken_link_not_an_exception(path: Backend) -> No
         "SELECT r3.time, r2.mac FROM rows r3, rows r2 WHERE r3.session = 's-1' AND r3.seq = 3 AND r2.session = 's-1' AND r2.seq = 2"
     )
     body = b"\xc1\xc1 not msgpack"
-    mac = _row_mac(resolve_key(None), "s-1", 3, "reset", body, when, prev)
+    mac = row_mac(resolve_key(None), "s-1", 3, "reset", body, when, prev)
     raw(path, ("UPDATE rows SET mac = ? WHERE session = 's-1' AND seq = 3", (mac,)))
     check(path, report("s-1", 5, 3, "row 3 cannot be decoded"))
 
@@ -536,7 +535,7 @@ def test_dropped_table_is_recreated_and_reported(path: Backend) -> None:
 
 _DURABLE_CHILD = """
 import os, sys
-from tripwire.durability.store import open_store
+from tripwire.durability.open import open_store
 store = open_store(sys.argv[1])
 store.append("s-7", "trip", {"halts": True, "reason": "runaway"})
 os._exit(0)  # no close, no atexit: only what append made durable survives
@@ -796,9 +795,9 @@ def test_format_reports_of_a_tampered_store(path: Backend) -> None:
 
 def test_the_default_key_is_announced_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            caplog: pytest.LogCaptureFixture) -> None:
-    import tripwire.durability.store
+    import tripwire.durability.chain
 
-    monkeypatch.setattr(tripwire.durability.store, "_noticed", False)
+    monkeypatch.setattr(tripwire.durability.chain, "_noticed", False)
     with caplog.at_level("WARNING", logger="tripwire"):
         SQLiteStore(tmp_path / "k.db", key="a secret").close()
         assert caplog.records == []  # a real key: nothing to say

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from store_backends import Backend, backend_fixture, postgres_url
 
-from tripwire.durability.store import ChainReport, StoreError, open_store
+from tripwire.durability.chain import ChainReport
+from tripwire.durability.open import open_store
+from tripwire.errors import StoreError
 
 
 @pytest.fixture(params=["postgres"])
@@ -23,7 +25,7 @@ def pg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
 
 def test_open_store_picks_the_backend_by_location(pg: Backend, tmp_path: Path) -> None:
     from tripwire.durability.postgres import PostgresStore
-    from tripwire.durability.store import SQLiteStore
+    from tripwire.durability.sqlite import SQLiteStore
 
     with open_store(pg.location) as store:
         assert isinstance(store, PostgresStore)

@@ -23,8 +23,10 @@ from store_backends import BACKENDS, Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.base.money import NANO
+from tripwire.durability.chain import KEY_ENV
 from tripwire.durability.fold import SpendTally, fold_history
-from tripwire.durability.store import KEY_ENV, SQLiteStore
+from tripwire.durability.rows import Spend
+from tripwire.durability.sqlite import SQLiteStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "stores"
 V1 = json.loads((FIXTURES / "spend-v1.json").read_text())
@@ -142,7 +144,7 @@ def test_the_tally_takes_each_writer_s_largest_total_on_an_old_base() -> None:
                  {"spent_usd": 3.9, "spend_writer": "a", "spend_nano": 400},
                  {"spend_writer": "c", "spend_nano": "7"},  # not a count: nothing
                  {"tokens": 80}):
-        tally.add(data)
+        tally.add(Spend.from_data(data))
     assert tally == SpendTally(3_500_000_000, {"a": 400, "b": 250})
     assert (tally.total, tally.others("a"), tally.others("z"), tally.others(None)) == (
         3_500_000_650, 3_500_000_250, 3_500_000_650, 3_500_000_650)

@@ -25,14 +25,8 @@ from store_backends import BACKENDS, Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.cli.main import main as cli_main
-from tripwire.durability.store import (
-    DEFAULT_KEY,
-    SQLiteStore,
-    _head_mac,
-    _list_hash,
-    _manifest_mac,
-    _row_mac,
-)
+from tripwire.durability.chain import DEFAULT_KEY, head_mac, list_hash, manifest_mac, row_mac
+from tripwire.durability.sqlite import SQLiteStore
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
 LOOP = ("read_file", '{"path": "src/a.py"}')
@@ -97,17 +91,17 @@ def reseal_without_halt(b: Backend, key: bytes) -> None:
     prev = bytes(32)
     statements: list[str | tuple[str, tuple]] = []
     for seq, kind, body, when in rows:
-        prev = _row_mac(key, "halted", seq, kind, body, when, prev)
+        prev = row_mac(key, "halted", seq, kind, body, when, prev)
         statements.append(("UPDATE rows SET mac = ? WHERE session = 'halted' AND seq = ?",
                            (prev, seq)))
     statements.append(("UPDATE heads SET count = ?, last_mac = ?, last_halt_seq = NULL, mac = ? "
                        "WHERE session = 'halted'",
-                       (len(rows), prev, _head_mac(key, "halted", len(rows), prev, None))))
+                       (len(rows), prev, head_mac(key, "halted", len(rows), prev, None))))
     total = int(b.query("SELECT count(*) FROM rows")[0][0])
     halted = msgpack.packb([], use_bin_type=True)
     statements.append(("UPDATE manifest SET rows = ?, halted = ?, halted_hash = ?, mac = ?",
-                       (total, halted, _list_hash(halted),
-                        _manifest_mac(key, total, _list_hash(halted)))))
+                       (total, halted, list_hash(halted),
+                        manifest_mac(key, total, list_hash(halted)))))
     b.raw(*statements)
 
 

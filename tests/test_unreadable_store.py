@@ -26,7 +26,7 @@ from store_backends import Backend, backend_fixture
 
 from tripwire import Guardrails, GuardrailsConfig
 from tripwire.cli.main import main as cli_main
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 CONFIG = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
@@ -57,7 +57,7 @@ def build(location: str, implementation: str) -> None:
 _RESTORE = """
 import json, sys
 from tripwire import Guardrails, GuardrailsConfig
-from tripwire.durability.store import open_store
+from tripwire.durability.open import open_store
 config = GuardrailsConfig(mode="enforce", unattended=False, max_session_cost_usd=100.0)
 store = open_store(sys.argv[1])
 out = {}

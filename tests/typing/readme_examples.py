@@ -17,7 +17,7 @@ from tripwire import (
     Watchdog,
     WatchdogConfig,
 )
-from tripwire.durability.store import SQLiteStore
+from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 
 if TYPE_CHECKING:

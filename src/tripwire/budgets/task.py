@@ -34,12 +34,13 @@ import contextlib
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, parse_dollars, to_nano
 from ..base.validate import MAX_TOKENS, check_count
+from ..durability.rows import BudgetRow, OutcomeRow, StoredRow, TaskRecord, TaskRow
 from ..errors import ConfigError
 from .calls import NEVER, CallCounter, call_mark
 from .caps import (
@@ -201,10 +202,9 @@ class Task:
             _parent.children = (*_parent.children, self)
         self.remark()
         if self._log is not None and self._written is None:
-            self._persist("task", {"task": self.task_id, "objective": objective,
-                                   "parent": _parent.task_id if _parent else None,
-                                   "budget": self.budget.to_dict(),
-                                   "started_at": self.started_at})
+            self._persist(TaskRow(self.task_id, objective,
+                                  _parent.task_id if _parent else None,
+                                  self.budget.to_dict(), self.started_at))
             if _parent is not None:
                 _parent._persist_budget()
         self._written = self._state()  # what the store holds (nothing to write yet)
@@ -507,7 +507,7 @@ class Task:
         self.outcome = outcome
         if self._ended_at is None:
             self._ended_at = self.clock()
-        self._persist("outcome", {"task": self.task_id, **_storable(outcome.to_dict())})
+        self._persist(OutcomeRow.of_outcome(self.task_id, _storable(outcome.to_dict())))
         if self._log is not None:
             self._log.flush()  # written before it is returned
         for t in self.chain:
@@ -590,18 +590,16 @@ class Task:
 
     # -- durability ------------------------------------------------------------------------------
 
-    def _snapshot(self) -> dict[str, Any]:
-        return {"task": self.task_id,
-                "used": {c: getattr(self, c) for c in CONSUMED if c != "deadline_s"},
-                "tool_timeouts": self.tool_timeouts,
-                "noted": {c: n for c, n in self._noted.items() if n},
-                "exhausted": self.exhausted.to_dict() if self.exhausted else None,
-                "children": [c.task_id for c in self.children],
-                "started_at": self.started_at}
+    def _snapshot(self) -> BudgetRow:
+        return BudgetRow(self.task_id,
+                         {c: getattr(self, c) for c in CONSUMED if c != "deadline_s"},
+                         self.tool_timeouts, {c: n for c, n in self._noted.items() if n},
+                         self.exhausted.to_dict() if self.exhausted else None,
+                         tuple(c.task_id for c in self.children), self.started_at)
 
-    def _persist(self, kind: str, data: dict[str, Any]) -> None:
+    def _persist(self, row: StoredRow) -> None:
         if self._log is not None:
-            self._log.put(kind, data)
+            self._log.put(row)
 
     def _persist_budget(self) -> None:
         """A budget row, if the store does not hold this consumption yet."""
@@ -610,7 +608,7 @@ class Task:
         state = self._state()
         if state != self._written:
             self._written = state
-            self._persist("budget", self._snapshot())
+            self._persist(self._snapshot())
 
     def _state(self) -> tuple[Any, ...]:
         """What a budget row must keep: the capped counters (a row carries every counter,
@@ -639,7 +637,7 @@ class Task:
         folded = log.read(history)
         if folded is None:
             return
-        rows = [d for d in folded.task_rows if d.get("task") == self.task_id]
+        rows = [r for r in folded.task_rows if r.task == self.task_id]
         if folded.tampered is not None:
             self.tampered = folded.tampered
         if not rows and self.tampered is None:
@@ -647,32 +645,34 @@ class Task:
         self._written = ()
         self.apply_rows(rows)
 
-    def apply_rows(self, rows: list[dict[str, Any]]) -> None:
+    def apply_rows(self, rows: Sequence[TaskRecord]) -> None:
         """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
-        for data in rows:
-            started = data.get("started_at")
-            if isinstance(started, (int, float)) and not isinstance(started, bool):
-                self.started_at = float(started)
-            used = data.get("used")
-            if isinstance(used, Mapping):
-                for c in CONSUMED:
-                    v = used.get(c)
-                    if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
-                        setattr(self, c, max(getattr(self, c), v))
-            v = data.get("tool_timeouts")
-            if isinstance(v, int):
-                self.tool_timeouts = max(self.tool_timeouts, v)
-            noted = data.get("noted")
-            if isinstance(noted, Mapping):
-                for c, n in noted.items():
-                    if c in self._noted and isinstance(n, int) and n > self._noted[c]:
-                        self._set_noted(c, n)
-            ex = data.get("exhausted")
-            if isinstance(ex, Mapping):
-                with contextlib.suppress(KeyError, TypeError, ValueError):
-                    self.exhausted = Exhaustion.from_dict(ex)
-            if "outcome" in data and isinstance(data.get("outcome"), str):
-                self.outcome = _restored_outcome(data, self.report())
+        for row in rows:
+            if isinstance(row, OutcomeRow):
+                if row.outcome is not None:
+                    self.outcome = _restored_outcome(row, self.report())
+                continue
+            if row.started_at is not None:
+                self.started_at = float(row.started_at)
+            if isinstance(row, BudgetRow):
+                self._apply_budget(row)
+
+    def _apply_budget(self, row: BudgetRow) -> None:
+        used = row.used
+        if used is not None:
+            for c in CONSUMED:
+                v = used.get(c)
+                if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
+                    setattr(self, c, max(getattr(self, c), v))
+        if row.tool_timeouts is not None:
+            self.tool_timeouts = max(self.tool_timeouts, row.tool_timeouts)
+        if row.noted is not None:
+            for c, n in row.noted.items():
+                if c in self._noted and isinstance(n, int) and n > self._noted[c]:
+                    self._set_noted(c, n)
+        if row.exhausted is not None:
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self.exhausted = Exhaustion.from_dict(row.exhausted)
 
 
 def _storable(value: Any) -> Any:
@@ -686,9 +686,8 @@ def _storable(value: Any) -> Any:
     return str(value)
 
 
-def _restored_outcome(data: Mapping[str, Any], report: Report) -> Outcome:
-    return Outcome(str(data["outcome"]), str(data.get("task", report.task_id)), report,
-                   counter=data.get("counter"), by_task=data.get("by_task"),
-                   guardrail=data.get("guardrail"), reason=str(data.get("reason", "")),
-                   answer=data.get("answer"), verified=bool(data.get("verified", False)),
-                   evidence=data.get("evidence"))
+def _restored_outcome(row: OutcomeRow, report: Report) -> Outcome:
+    return Outcome(str(row.outcome), row.task if row.task is not None else report.task_id,
+                   report, counter=row.counter, by_task=row.by_task, guardrail=row.guardrail,
+                   reason=row.reason or "", answer=row.answer, verified=row.verified,
+                   evidence=row.evidence)

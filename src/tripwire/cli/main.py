@@ -43,6 +43,7 @@ from .usage import OneLineParser
 # Each verb imports what it needs when it runs (``tripwire replay`` starts without the store,
 # the server, the corpus tools or the hooks: tests/test_import_laziness.py).
 if TYPE_CHECKING:
+    from ..durability.rows import TaskRecord
     from ..session.guardrails import GuardrailsConfig
     from .replay import ReplayOptions
 
@@ -468,7 +469,7 @@ def _convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _open_store(path: str) -> Any:
     """A store to write (replay --store): created when missing. A ``postgresql://`` URL is a
     PostgreSQL store, anything else a SQLite file. One that cannot be opened is one line."""
-    from ..durability.store import open_store
+    from ..durability.open import open_store
 
     return open_store(path, check=True)
 
@@ -479,8 +480,9 @@ def _existing_store(path: str, *, write: bool = False) -> Any:
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
     checks it read-only first, then opens it to append. ``StoreUnreadable`` when it exists
     but cannot be read."""
+    from ..durability.chain import KEY_ENV
+    from ..durability.open import open_store
     from ..durability.postgres import is_postgres_url
-    from ..durability.store import KEY_ENV, open_store
     from ..errors import StoreKeyMismatch
 
     if not is_postgres_url(path) and not os.path.lexists(path):
@@ -500,7 +502,7 @@ def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[
     """A store that cannot be read, as the operator verbs show it: the store object (its
     anchor is still readable) and the sessions to report (those the anchor knows; ``only``:
     that one)."""
-    from ..durability.store import open_store
+    from ..durability.open import open_store
 
     store = open_store(path, read_only=True)  # not opened: the anchor is read without it
     return store, [only] if only else store.anchored_sessions()
@@ -556,31 +558,39 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
     return EXIT_BROKEN
 
 
-def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], report: Any,
+def _print_tasks(chain: str, session: str | None, rows: list[TaskRecord], report: Any,
                  out: TextIO) -> None:
     """One line per task whose rows a chain holds: its consumption, caps and outcome."""
     from ..budgets.task_rows import TASK_PREFIX, shown_used
+    from ..durability.rows import BudgetRow, OutcomeRow
 
     tasks: dict[str, dict[str, Any]] = {}
-    for data in rows:
-        tid = str(data.get("task", chain.removeprefix(TASK_PREFIX)))
+    for row in rows:
+        tid = row.task if row.task is not None else chain.removeprefix(TASK_PREFIX)
         line = tasks.setdefault(tid, {"kind": "task", "task": tid, "session": session,
                                       "objective": None, "parent": None, "budget": None,
                                       "used": {}, "exhausted": None, "outcome": None})
-        for key in ("objective", "parent", "budget", "exhausted"):
-            if data.get(key) is not None:
-                line[key] = data[key]
-        if isinstance(data.get("used"), dict):
-            line["used"] = shown_used(data["used"])  # usd in dollars, as spent_usd beside it
-        if isinstance(data.get("outcome"), str):
-            line["outcome"] = data["outcome"]
-            for key in ("counter", "by_task", "guardrail", "reason"):
-                if key in data:
-                    line[key] = data[key]
-            if isinstance(data.get("report"), dict):
+        if isinstance(row, OutcomeRow):
+            if row.outcome is None:
+                continue
+            line["outcome"] = row.outcome
+            for key, value in (("counter", row.counter), ("by_task", row.by_task),
+                               ("guardrail", row.guardrail), ("reason", row.reason)):
+                if value is not None:
+                    line[key] = value
+            if row.report is not None:
                 line["used"] = {c: v.get("used") for c, v in
-                                data["report"].get("counters", {}).items()
-                                if isinstance(v, dict)}
+                                row.report.get("counters", {}).items() if isinstance(v, dict)}
+        elif isinstance(row, BudgetRow):
+            if row.exhausted is not None:
+                line["exhausted"] = row.exhausted
+            if row.used is not None:
+                line["used"] = shown_used(row.used)  # usd in dollars, as spent_usd beside it
+        else:
+            for key, value in (("objective", row.objective), ("parent", row.parent),
+                               ("budget", row.budget)):
+                if value is not None:
+                    line[key] = value
     for line in tasks.values():
         _print({**line, "chain": "intact" if report.intact else "broken",
                 "problem": report.problem}, out)
@@ -589,14 +599,17 @@ def _print_tasks(chain: str, session: str | None, rows: list[dict[str, Any]], re
 def _price_notes(rows: Any) -> dict[str, Any]:
     """What the latest spend row says of prices (SPEC §11.3): estimated costs, and models with
     no price, on whose usage a cost ceiling cannot trip."""
-    last: dict[str, Any] = next((r.data for r in reversed(rows) if "spent_usd" in r.data), {})
+    from ..durability.rows import NO_SPEND, parse, spend_of
+
+    last = next((spend for spend in (spend_of(parse(r.kind, r.data)) for r in reversed(rows))
+                 if spend.spent_usd is not None), NO_SPEND)
     notes: dict[str, Any] = {}
-    if last.get("estimated"):
+    if last.estimated:
         notes["cost_estimated"] = True
-    unpriced = last.get("unpriced_models")
+    unpriced = last.unpriced_models
     if unpriced:
         notes["unpriced_models"] = list(unpriced)
-        if last.get("max_session_usd") or last.get("max_turn_usd"):
+        if last.max_session_usd or last.max_turn_usd:
             names = ", ".join(repr(m) for m in unpriced)
             notes["note"] = (f"the cost ceiling cannot trip on usage of {names}: the price "
                              "catalogue has no price for it, so it has no cost")
@@ -606,8 +619,8 @@ def _price_notes(rows: Any) -> dict[str, Any]:
 def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """A reset written into the store; the process hosting the session applies it at the
     session's next turn (or on restore). Refused exactly as SPEC §4 says."""
-    from ..durability.fold import fold_history
-    from ..policy.ceiling import NANO, CostCeiling
+    from ..durability.rows import append
+    from ..policy.halts import reset_stored
 
     try:
         store = _existing_store(args.store, write=True)
@@ -618,29 +631,16 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         if not history.exists:
             raise InvalidEvent(f"{store.path}: no session {args.session!r}")
-    folded = fold_history(history)
     scope: Guardrail = args.guardrail
-    # the library's own rule, on the ceiling the session's rows describe
-    cost = CostCeiling.from_history(folded, history.rows)
-    try:
-        budget = cost.check_reset(args.add_budget, scope)
+    try:  # the library's own rule, on the session its rows describe
+        row, outcome = reset_stored(history, scope, args.add_budget, by="tripwire reset")
     except ResetRefused as refused:
         err.write(f"tripwire: {refused.reason}\n")
         return EXIT_REFUSED
-    cleared = []
-    if scope.covers(Guardrail.WATCHDOG) and (folded.watchdog_halt or folded.tampered):
-        cleared.append("watchdog")
-    if scope.covers(Guardrail.COST_CEILING):
-        if folded.cost_session_halt:  # not cost.reset(): it clears only bounds still set
-            cleared.append("per-session cost ceiling")
-        if folded.cost_escalation_halt:
-            cleared.append("per-turn cost escalation")
-        cost.reset(budget)
-    store.append(args.session, "reset", {
-        "guardrail": scope.value, "budget_usd": budget / NANO, "cleared": cleared,
-        **cost.snapshot(), "by": "tripwire reset"})
+    append(store, args.session, row)
     _print({"kind": "reset", "session": args.session, "guardrail": scope.value,
-            "cleared": cleared, "max_session_cost_usd": cost.ceiling / NANO}, out)
+            "cleared": list(outcome.cleared),
+            "max_session_cost_usd": outcome.max_session_cost_usd}, out)
     store.close()
     return EXIT_OK
 
@@ -655,7 +655,8 @@ def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
     import time
 
     from ..durability.fold import carried_rows
-    from ..durability.store import open_store
+    from ..durability.open import open_store
+    from ..durability.rows import append
 
     old, sessions = _unreadable_view(args.store, problem, None)
     entries = {sid: old.anchored(sid) for sid in sessions}
@@ -666,15 +667,15 @@ def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,
            "is what its anchor proved")
     for sid, entry in entries.items():
         if entry is not None:
-            for kind, data in carried_rows(entry, why):
-                store.append(sid, kind, data)
+            for row in carried_rows(entry, why):
+                append(store, sid, row)
     _print({"kind": "store_replaced", "store": store.path, "problem": str(problem),
             "moved_to": moved, "carried_sessions": sum(1 for e in entries.values() if e)}, out)
     return store
 
 
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
-    from ..durability.store import format_reports
+    from ..durability.chain import format_reports
 
     try:
         store = _existing_store(args.store)

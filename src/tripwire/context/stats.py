@@ -203,14 +203,16 @@ def usage_stats(usage: UsageByModel) -> ContextStats:
 def context_stats_from_rows(rows: Sequence[Any]) -> ContextStats:
     """A stored session's ``/context`` view, rebuilt from its rows: its compaction boundaries
     (``context`` rows, timed by the row) and the per-model usage of its latest spend row."""
+    from ..durability.rows import ContextRow, SpendRow, parse
+
     activity = ContextActivity()
     models: Mapping[str, Sequence[int]] = {}
     for row in rows:
-        data = row.data
-        if row.kind == "context" and data.get("event") == "compaction-boundary":
-            op = data.get("operation", "compaction")
-            label = data.get("note") if op == "checkpoint" else data.get("focus")
-            activity.boundary(op, label, int(data.get("summary_chars", 0)), at=row.time)
-        if isinstance(data.get("models"), Mapping):
-            models = data["models"]
+        record = parse(row.kind, row.data)
+        if isinstance(record, ContextRow):
+            boundary = record.boundary()
+            if boundary is not None:
+                activity.boundary(*boundary, at=row.time)
+        elif isinstance(record, SpendRow) and record.models is not None:
+            models = record.models
     return activity.stats(models, None, None, False)

@@ -1,11 +1,12 @@
 """Folding a session's durable history into guardrail state (SPEC §5).
 
-The store (``store.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
-them forward into what a restarted process needs: which halts stand, the spend, the budget
-granted, the escalation counts. Last writer wins per guardrail: a reset after a trip clears
-it; granted budget accumulates; the spend is the sum over the rows' writers of each one's own
-running total (``SpendTally``: exact when several processes charge the session at once). ``Guardrails``
-then applies the fold *subject to its live
+The store (``chain.py``) keeps a session's rows in order, hash-chained; ``fold_history`` reads
+them forward, each through its record (``rows.py``), into what a restarted process needs:
+which halts stand, the spend, the budget granted, the escalation counts, the task rows. Last
+writer wins per guardrail: a reset after a trip clears what ``reset.OperatorReset`` says it
+clears; granted budget accumulates; the spend is the sum over the rows' writers of each one's
+own running total (``SpendTally``, the one reader of spend: exact when several processes
+charge the session at once). ``Guardrails`` then applies the fold *subject to its live
 configuration* (a process started in ``warn`` does not resurrect an ``enforce`` halt; budget is
 not applied to a per-session ceiling that is no longer configured).
 
@@ -20,43 +21,53 @@ proven complete (a replayed older head, a session deleted with its manifest reco
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.money import NANO
-from ..base.names import Guardrail
-from ..errors import InvalidReset
+from .reset import OperatorReset
+from .rows import (
+    BudgetRow,
+    EscalationCounts,
+    OutcomeRow,
+    ResetRow,
+    Spend,
+    SpendRow,
+    StoredRow,
+    TaskRecord,
+    TaskRow,
+    TripRow,
+    parse,
+)
 
-__all__ = ["Folded", "fold_history", "fold_unreadable", "carried_rows", "RESTORED_SIGNAL",
-           "UNREADABLE"]
-
-#: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome; folded
-#: by ``budget.Task`` (``Folded.task_rows``).
-TASK_KINDS = frozenset({"task", "budget", "outcome"})
+__all__ = ["Folded", "SpendTally", "fold_history", "fold_unreadable", "carried_rows",
+           "anchored_task_rows", "RESTORED_SIGNAL", "UNREADABLE"]
 
 #: The synthetic alert a restored watchdog halt feeds back to the model.
 RESTORED_SIGNAL = "restored-watchdog-halt"
 #: The reason's name for a session restored from a store that cannot be read.
 UNREADABLE = "store_unreadable"
+#: Escalation counts a row that carries none leaves behind.
+_NO_COUNTS = EscalationCounts()
 
 
 @dataclass(slots=True)
 class SpendTally:
-    """A session's spend from its stored rows, in row order (``restore.fold_history`` feeds
-    it every row): the last previous-format total, plus each writer's latest own total."""
+    """A session's spend from its stored rows, in row order (``fold_history`` feeds it every
+    row's ``rows.Spend``): the last previous-format total, plus each writer's latest own
+    total."""
 
     legacy: int = 0  # nano-dollars: the last row of the previous format (no spend_writer)
     writers: dict[str, int] = field(default_factory=dict)  # spend_writer -> its spend_nano
 
-    def add(self, data: Mapping[str, Any]) -> None:
-        writer = data.get("spend_writer")
-        if isinstance(writer, str):
-            own = data.get("spend_nano")
-            if type(own) is int and own > self.writers.get(writer, 0):
+    def add(self, spend: Spend) -> None:
+        writer = spend.writer
+        if writer is not None:
+            own = spend.own_nano
+            if own is not None and own > self.writers.get(writer, 0):
                 self.writers[writer] = own  # a writer's total only grows: its largest is latest
-        elif "spent_usd" in data:  # the previous format: the session's total as written
-            self.legacy = round(float(data["spent_usd"]) * NANO)
+        elif spend.spent_usd is not None:  # the previous format: the session's total as written
+            self.legacy = round(spend.spent_usd * NANO)
 
     @property
     def total(self) -> int:
@@ -68,12 +79,17 @@ class SpendTally:
         return self.total - (self.writers.get(writer, 0) if writer is not None else 0)
 
 
-
 @dataclass
 class Folded:
-    watchdog_halt: dict[str, Any] | None = None       # the standing halting trip's row data
-    cost_session_halt: dict[str, Any] | None = None
-    cost_escalation_halt: dict[str, Any] | None = None
+    """A session's history folded forward: the standing halts (the trip rows that hold it),
+    the spend, the budget granted by resets, the escalation counts, whether the history can
+    be trusted, and its task rows. A reset row acts on it through ``reset.OperatorReset``
+    (``standing``, ``clear_watchdog``, ``clear_cost``: the rule a live session's reset
+    follows too)."""
+
+    watchdog_halt: TripRow | None = None       # the standing halting trip
+    cost_session_halt: TripRow | None = None
+    cost_escalation_halt: TripRow | None = None
     granted_usd: float = 0.0
     spend: SpendTally = field(default_factory=SpendTally)  # every writer's charges
     watchdog_cut_signal: str | None = None
@@ -83,7 +99,7 @@ class Folded:
     unreadable: bool = False  # the store could not be read at all (``tampered`` says why)
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
-    task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
+    task_rows: list[TaskRecord] = field(default_factory=list)  # task/budget/outcome rows
 
     @property
     def spent_nano(self) -> int:
@@ -105,31 +121,35 @@ class Folded:
 
     @property
     def reason(self) -> str:
-        parts = [d["reason"] for d in (self.watchdog_halt, self.cost_session_halt,
-                                        self.cost_escalation_halt) if d is not None]
+        parts = [trip.reason for trip in (self.watchdog_halt, self.cost_session_halt,
+                                          self.cost_escalation_halt) if trip is not None]
         if self.tampered is not None:
             parts.append(self.tampered)
         return " ".join(parts)
+
+    # what a reset clears (``reset.Resettable``)
+
+    def standing(self) -> tuple[bool, bool, bool]:
+        """The halts that stand: the watchdog's (or an untrusted history's), the per-session
+        cost ceiling's, the per-turn escalation's."""
+        return (self.watchdog_halt is not None or self.tampered is not None,
+                self.cost_session_halt is not None, self.cost_escalation_halt is not None)
+
+    def clear_watchdog(self) -> None:
+        self.watchdog_halt = None
+        self.watchdog_cut_signal, self.watchdog_in_a_row = None, 0
+
+    def clear_cost(self, reset: OperatorReset) -> None:
+        self.cost_session_halt = self.cost_escalation_halt = None
+        self.cost_in_a_row = 0
+        self.granted_usd += reset.budget_usd
 
 
 def fold_history(history: Any) -> Folded:
     """Fold a ``SessionHistory`` (trusted rows + chain report) forward."""
     folded = Folded(rows=len(history.rows))
-    spend = folded.spend
     for row in history.rows:
-        data = row.data
-        if "spent_usd" in data or "spend_writer" in data:
-            spend.add(data)
-        if row.kind == "trip":
-            _fold_trip(folded, data)
-        elif row.kind == "reset":
-            _fold_reset(folded, data)
-        elif row.kind in TASK_KINDS:
-            folded.task_rows.append(data)
-        elif row.kind == "spend":
-            folded.watchdog_cut_signal = data.get("watchdog_cut_signal")
-            folded.watchdog_in_a_row = int(data.get("watchdog_in_a_row", 0))
-            folded.cost_in_a_row = int(data.get("cost_in_a_row", 0))
+        _fold(folded, parse(row.kind, row.data))
     report = history.report
     store_problem = getattr(history, "store_problem", None)
     if not report.intact:
@@ -148,11 +168,46 @@ def fold_history(history: Any) -> Folded:
     return folded
 
 
+def _fold(folded: Folded, row: StoredRow) -> None:
+    """One row taken forward (the spend of every row that carries it, in row order)."""
+    if isinstance(row, SpendRow):
+        folded.spend.add(row.spend)
+        counts = row.counts or _NO_COUNTS
+        folded.watchdog_cut_signal = counts.watchdog_cut_signal
+        folded.watchdog_in_a_row = counts.watchdog_in_a_row
+        folded.cost_in_a_row = counts.cost_in_a_row
+    elif isinstance(row, TripRow):
+        folded.spend.add(row.spend)
+        _fold_trip(folded, row)
+    elif isinstance(row, ResetRow):
+        folded.spend.add(row.spend)
+        reset = OperatorReset.from_row(row)
+        if reset is not None:  # a row this version cannot read resets nothing
+            reset.apply(folded)
+    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow):
+        folded.task_rows.append(row)
+
+
+def _fold_trip(folded: Folded, trip: TripRow) -> None:
+    if trip.guardrail == "watchdog":
+        if trip.halts:
+            folded.watchdog_halt = trip
+        folded.watchdog_cut_signal = trip.signal
+        folded.watchdog_in_a_row = trip.in_a_row or 0
+    elif trip.guardrail == "cost_ceiling":
+        if trip.kind == "session":
+            folded.cost_session_halt = trip
+        elif trip.kind == "escalation":
+            folded.cost_escalation_halt = trip
+        if trip.in_a_row is not None:
+            folded.cost_in_a_row = trip.in_a_row
+
+
 def fold_unreadable(problem: str, entry: Any = None) -> Folded:
     """A session of a store that exists but cannot be read (``StoreUnreadable``): not
     transient, and not absent either. What it held (a halt, spend) cannot be known, so the
     session restores halted (``store_unreadable``), with the spend and task consumption the
-    anchor proves (``entry``: ``store.AnchorEntry``, or None without an anchor or with
+    anchor proves (``entry``: ``anchor.AnchorEntry``, or None without an anchor or with
     nothing anchored for it: then nothing is proven and the spend is 0)."""
     folded = Folded(unreadable=True)
     folded.tampered = (
@@ -160,66 +215,52 @@ def fold_unreadable(problem: str, entry: Any = None) -> Folded:
         "spend) cannot be known, so the session stays halted until an operator resets it "
         "(`tripwire reset` moves the unreadable store aside and starts a new chain)")
     if entry is not None:
-        folded.spend.add({"spend_writer": "anchor", "spend_nano": entry.spend_nano})
+        folded.spend.add(Spend(writer="anchor", own_nano=entry.spend_nano))
         for task, kept in entry.tasks.items():
-            folded.task_rows.append({"task": task, **kept})
+            folded.task_rows.extend(anchored_task_rows(task, kept))
     return folded
 
 
-def carried_rows(entry: Any, why: str) -> list[tuple[str, dict[str, Any]]]:
+def anchored_task_rows(task: str, kept: dict[str, Any],
+                       carried: str | None = None) -> list[TaskRecord]:
+    """The rows that fold back to what an anchor proved of a task (``kept``: its latest
+    ``used``, ``exhausted``, ``started_at`` and ``outcome``): its consumption, and its
+    outcome if it had one (``carried``: why a new chain carries them over)."""
+    used, exhausted, started = kept.get("used"), kept.get("exhausted"), kept.get("started_at")
+    found: list[TaskRecord] = [BudgetRow(
+        task, used if isinstance(used, dict) else None, exhausted=exhausted
+        if isinstance(exhausted, dict) else None, started_at=started
+        if isinstance(started, int | float) and not isinstance(started, bool) else None,
+        carried=carried)]
+    if isinstance(kept.get("outcome"), str):
+        found.append(OutcomeRow(task, kept["outcome"], carried=carried))
+    return found
+
+
+def carried_rows(entry: Any, why: str) -> list[StoredRow]:
     """What a new chain starts with for a session of a store moved aside as unreadable
     (``tripwire reset``): the rows that fold back to what the anchor proved of it (``entry``,
-    a ``store.AnchorEntry``): its spend, its tasks' consumption, and each standing halt, whose
-    reason says where it came from (``why``)."""
-    rows: list[tuple[str, dict[str, Any]]] = []
-    bounds = {b: entry.bounds[b] for b in ("max_session_usd", "max_turn_usd")
-              if b in entry.bounds}
-    spend = {"spend_writer": "carried", "spend_nano": entry.spend_nano,
-             "spent_usd": entry.spend_nano / NANO, **bounds}
-    granted = entry.bounds.get("granted_usd", 0.0)
+    an ``anchor.AnchorEntry``): its spend, its tasks' consumption, and each standing halt,
+    whose reason says where it came from (``why``)."""
+    found: list[StoredRow] = []
+    bounds = entry.bounds
+
+    def spend(granted: float | None = None) -> Spend:
+        return Spend(entry.spend_nano / NANO, "carried", entry.spend_nano,
+                     bounds.get("max_session_usd"), bounds.get("max_turn_usd"), granted)
+
+    granted = bounds.get("granted_usd", 0.0)
     if granted:  # budget the operator granted: a reset row grants it, before any halt
-        rows.append(("reset", {"guardrail": "cost_ceiling", "budget_usd": granted,
-                               "cleared": [], **spend, "granted_usd": granted,
-                               "by": "tripwire reset (carried)", "carried": why}))
-    if entry.spend_nano or bounds:
-        rows.append(("spend", {**spend, "carried": why}))
+        grant = OperatorReset.from_row(ResetRow("cost_ceiling", granted))
+        assert grant is not None
+        found.append(grant.row((), spend(granted), by="tripwire reset (carried)",
+                               carried=why))
+    if entry.spend_nano or "max_session_usd" in bounds or "max_turn_usd" in bounds:
+        found.append(SpendRow(spend(), carried=why))
     for task, kept in entry.tasks.items():
-        rows.append(("budget", {"task": task, **{k: v for k, v in kept.items()
-                                                 if k != "outcome"}, "carried": why}))
-        if kept.get("outcome") is not None:
-            rows.append(("outcome", {"task": task, "outcome": kept["outcome"],
-                                     "carried": why}))
+        found.extend(anchored_task_rows(task, kept, why))
     for halt in entry.halted:
         guardrail, _, kind = halt.partition(":")
-        rows.append(("trip", {"guardrail": guardrail, "kind": kind or "halt", "halts": True,
-                              "reason": f"{guardrail} halt carried over: {why}", **spend}))
-    return rows
-
-
-def _fold_trip(folded: Folded, data: dict[str, Any]) -> None:
-    guardrail, kind = data.get("guardrail"), data.get("kind")
-    if guardrail == "watchdog":
-        if data.get("halts"):
-            folded.watchdog_halt = data
-        folded.watchdog_cut_signal = data.get("signal")
-        folded.watchdog_in_a_row = int(data.get("in_a_row", 0))
-    elif guardrail == "cost_ceiling":
-        if kind == "session":
-            folded.cost_session_halt = data
-        elif kind == "escalation":
-            folded.cost_escalation_halt = data
-        folded.cost_in_a_row = int(data.get("in_a_row", folded.cost_in_a_row))
-
-
-def _fold_reset(folded: Folded, data: dict[str, Any]) -> None:
-    try:
-        scope = Guardrail.parse_reset(data.get("guardrail", "all"))
-    except InvalidReset:
-        return  # a row this version cannot read resets nothing
-    if scope.covers(Guardrail.WATCHDOG):
-        folded.watchdog_halt = None
-        folded.watchdog_cut_signal, folded.watchdog_in_a_row = None, 0
-    if scope.covers(Guardrail.COST_CEILING):
-        folded.cost_session_halt = folded.cost_escalation_halt = None
-        folded.cost_in_a_row = 0
-        folded.granted_usd += float(data.get("budget_usd", 0.0))
+        found.append(TripRow(guardrail, kind or "halt", True,
+                             f"{guardrail} halt carried over: {why}", spend=spend()))
+    return found

@@ -19,6 +19,7 @@ from typing import Any
 from ..base.log import LOGGER
 from ..errors import StoreError, StoreUnreadable
 from .fold import Folded, fold_history, fold_unreadable
+from .rows import EscalationCounts, StoredRow
 
 __all__ = ["Outbox", "SessionLog", "DECISION_WAIT", "RETRIER"]
 
@@ -44,7 +45,7 @@ class Outbox:
         self._lock = threading.Lock()
         self._draining = threading.Lock()
         self.queued_spend = 0         # the spend (nano-dollars) of the newest row that carries it
-        self.queued_counts: Any = (None, 0, 0)  # the escalation counts as of that row
+        self.queued_counts = EscalationCounts()  # the escalation counts as of that row
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -156,8 +157,8 @@ atexit.register(RETRIER.flush_at_exit)
 class SessionLog:
     """One session's durable log, as its ``Guardrails`` writes and reads it: rows appended in
     order before the decision returns (waiting at most ``DECISION_WAIT``; the rest goes to the
-    retrier), and the session's history read and folded back at restore. The guardrails hand
-    it finished rows; what a row holds is each policy's ``snapshot()``."""
+    retrier), and the session's history read and folded back at restore. The guardrails and
+    the tasks hand it finished rows (``rows.py``'s records)."""
 
     __slots__ = ("line", "outbox", "problem", "session_id", "shared", "store")
 
@@ -174,22 +175,21 @@ class SessionLog:
     def __len__(self) -> int:
         return len(self.outbox)
 
-    def put(self, kind: str, data: dict[str, Any],
-            state: tuple[int, tuple[str | None, int, int]] | None = None) -> None:
+    def put(self, row: StoredRow, state: tuple[int, EscalationCounts] | None = None) -> None:
         """Append a row now (or leave it to the retrier). ``state``: the spend and escalation
         counts the row carries, so a later decision knows whether the store has them."""
         outbox = self.outbox
-        outbox.put(kind, data)
+        outbox.put(row.KIND, row.to_data())
         if state is not None:
             outbox.queued_spend, outbox.queued_counts = state
         self.drain(DECISION_WAIT)
 
-    def holds(self, spend: int, counts: tuple[str | None, int, int] | None = None) -> bool:
+    def holds(self, spend: int, counts: EscalationCounts | None = None) -> bool:
         """Whether the rows written or queued already carry this spend (and counts)."""
         outbox = self.outbox
         return spend == outbox.queued_spend and (counts is None or counts == outbox.queued_counts)
 
-    def mark_stored(self, spend: int, counts: tuple[str | None, int, int]) -> None:
+    def mark_stored(self, spend: int, counts: EscalationCounts) -> None:
         """What the store holds after a restore."""
         self.outbox.queued_spend, self.outbox.queued_counts = spend, counts
 

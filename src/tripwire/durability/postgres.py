@@ -1,7 +1,7 @@
 """The durable store on PostgreSQL: the same rows, chain, MACs, manifest, anchor and verdicts as
-``SQLiteStore`` (those rules are ``store._ChainedStore``'s; this module holds only SQL and the
-connection), for daemons on several machines sharing one database. Needs ``tripwire[postgres]``
-(psycopg 3).
+``SQLiteStore`` (those rules are ``chain.py``'s and ``anchor.py``'s, the connection's life
+``backend.ChainedStore``'s; this module holds only SQL and the connection), for daemons on
+several machines sharing one database. Needs ``tripwire[postgres]`` (psycopg 3).
 
 Location. A libpq URL, ``postgresql://user@host:5432/db`` (or ``postgres://``), optionally with
 ``schema=NAME`` among its query parameters: the tables live in that schema (default
@@ -37,15 +37,8 @@ from typing import Any
 import blake3
 
 from ..errors import StoreError
-from .store import (
-    _NO_HALTS,
-    SCHEMA_VERSION,
-    Tables,
-    _ChainedStore,
-    _list_hash,
-    _manifest_mac,
-    _notice_default_key,
-)
+from .backend import ChainedStore
+from .chain import SCHEMA_VERSION, Tables
 
 try:
     import psycopg
@@ -98,7 +91,7 @@ def _split(url: str, schema: str | None) -> tuple[str, str, str]:
     return libpq, chosen, shown
 
 
-class PostgresStore(_ChainedStore):
+class PostgresStore(ChainedStore):
     """The server store: one PostgreSQL schema shared by every process that opens it, on any
     machine. Safe to share between threads (one connection, used under a lock; a forked child
     opens its own). Like ``SQLiteStore``: construction never raises for a database it cannot
@@ -157,17 +150,13 @@ class PostgresStore(_ChainedStore):
             conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
             check = conn.execute(
                 "SELECT value FROM meta WHERE key = 'key_check'").fetchone()
-            self._key_ok = check is None or check[0] == self._key_check
-            epoch = _PostgresTables(conn).epoch()
-            self._epoch = epoch if isinstance(epoch, bytes) else b""
+            self._opened(check, _PostgresTables(conn).epoch())
         except psycopg.Error as exc:
             conn.close()
             raise self._error(exc, "open the store") from exc
         except StoreError:
             conn.close()
             raise
-        if self.key_source == "default" and not self.read_only:
-            _notice_default_key()
         return conn
 
     def _tables_present(self, conn: Any) -> int:
@@ -197,16 +186,14 @@ class PostgresStore(_ChainedStore):
                 conn.execute(statement)
             version = self._schema_version(conn)
             if version is None:
-                # A new store: seal an empty manifest. An existing store (meta present) never
-                # gets a fresh one, so deleting the manifest stays visible.
+                # A new store: seal an empty manifest (``_empty_manifest``).
                 version = SCHEMA_VERSION
                 conn.execute("INSERT INTO meta VALUES ('schema_version', %s), ('key_check', %s),"
                              " ('epoch', %s) ON CONFLICT (key) DO NOTHING",
                              (str(SCHEMA_VERSION).encode(), self._key_check, self._new_epoch()))
                 conn.execute("INSERT INTO manifest VALUES (1, 0, %s, %s, %s)"
                              " ON CONFLICT (id) DO NOTHING",
-                             (_NO_HALTS, _list_hash(_NO_HALTS),
-                              _manifest_mac(self._key, 0, _list_hash(_NO_HALTS))))
+                             self._empty_manifest())
             conn.execute("COMMIT")
         except BaseException:
             with suppress(psycopg.Error):
@@ -268,7 +255,7 @@ class PostgresStore(_ChainedStore):
             with suppress(psycopg.Error):  # the original error is the one worth reporting
                 conn.execute("ROLLBACK")
 
-    # transactions (the rules over them are _ChainedStore's)
+    # transactions (the rules over them are chain.py's)
 
     @contextmanager
     def _writing(self, wait: float | None) -> Iterator[Tables]:

@@ -111,7 +111,7 @@ class BudgetPolicy:
         task = self.task
         if task._log is None or task._log is not self._session.durable_log or not folded.task_rows:
             return
-        task.apply_rows([d for d in folded.task_rows if d.get("task") == task.task_id])
+        task.apply_rows([r for r in folded.task_rows if r.task == task.task_id])
         task.remark()
         task._written = task._state()
 

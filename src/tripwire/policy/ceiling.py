@@ -23,13 +23,14 @@ their total is the base the writers' charges add to.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, bound_nano, parse_dollars, to_nano, usd, usd_more_than
 from ..base.names import Guardrail
 from ..base.thresholds import session_bound_reached, turn_bound_reached
+from ..durability.rows import NO_SPEND, Spend, parse, spend_of
 from ..errors import InvalidReset, ResetRefused
 
 if TYPE_CHECKING:
@@ -162,14 +163,13 @@ class CostCeiling:
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """The fields every trip, reset and spend row carries (``restore.fold_history`` reads
-        them back; the spend fields are the module docstring's)."""
+    def snapshot(self) -> Spend:
+        """The spend every trip, reset and spend row carries (``fold.fold_history`` reads it
+        back; the spend fields are the module docstring's)."""
         if self.writer is None:
             self.writer = os.urandom(8).hex()  # as secrets.token_hex(8), without its imports
-        return {"spent_usd": self.spent / NANO, "spend_writer": self.writer,
-                "spend_nano": self.own, "max_session_usd": self.max_session / NANO,
-                "max_turn_usd": self.max_turn / NANO, "granted_usd": self.granted / NANO}
+        return Spend(self.spent / NANO, self.writer, self.own, self.max_session / NANO,
+                     self.max_turn / NANO, self.granted / NANO)
 
     def apply(self, folded: Folded) -> None:
         """Take a folded history forward under this ceiling's configuration: the spend stays
@@ -179,10 +179,10 @@ class CostCeiling:
         if self.max_session:
             self.granted = round(folded.granted_usd * NANO)
             if folded.cost_session_halt is not None:
-                self.session_reason = folded.cost_session_halt["reason"]
+                self.session_reason = folded.cost_session_halt.reason
         if self.max_turn:
             if folded.cost_escalation_halt is not None:
-                self.escalation_reason = folded.cost_escalation_halt["reason"]
+                self.escalation_reason = folded.cost_escalation_halt.reason
             self.in_a_row = folded.cost_in_a_row
 
     def sync(self, folded: Folded) -> None:
@@ -200,10 +200,9 @@ class CostCeiling:
     def from_history(cls, folded: Folded, rows: Sequence[Any]) -> CostCeiling:
         """The ceiling a session's rows describe (its bounds as last recorded), with the folded
         history applied: what an out-of-process reset (``tripwire reset``) checks against."""
-        last: Mapping[str, Any] = next(
-            (r.data for r in reversed(rows) if "max_session_usd" in r.data), {})
-        ceiling = cls(float(last.get("max_turn_usd", 0.0)),
-                      float(last.get("max_session_usd", 0.0)))
+        last = next((spend for spend in (spend_of(parse(r.kind, r.data)) for r in reversed(rows))
+                     if spend.bounds_recorded), NO_SPEND)
+        ceiling = cls(float(last.max_turn_usd or 0.0), float(last.max_session_usd or 0.0))
         ceiling.apply(folded)
         return ceiling
 
@@ -231,15 +230,11 @@ class CostCeiling:
             )
         return budget
 
-    def reset(self, budget: int) -> list[str]:
-        """Apply a checked reset: raise the ceiling, clear trips and the count. What it cleared."""
-        cleared = []
+    def reset(self, budget: int) -> None:
+        """Apply a checked reset (``durability.reset.OperatorReset``): raise the ceiling, clear
+        trips and the count."""
         self.granted += budget
-        if self.session_reason is not None:
-            cleared.append("per-session cost ceiling")
-            self.session_reason = None
-        if self.escalation_reason is not None:
-            cleared.append("per-turn cost escalation")
-            self.escalation_reason = None
+        self.session_reason = None
+        self.escalation_reason = None
         self.in_a_row = 0
-        return cleared
+

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
 from ..context.stats import ContextStats, UsageByModel, usage_stats
+from ..durability.rows import ContextRow, Spend, TripRow
 from ..engine.batch import ContextState, CostState
 from . import lines
 
@@ -26,8 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CostPolicy", "ContextPolicy"]
 
-#: (row kind, row data): append a row to the session's durable log
-Persist = Callable[[str, dict[str, Any]], None]
+#: append a trip row to the session's durable log (with the spend: ``Durability.trip``)
+PersistTrip = Callable[[TripRow], None]
+#: append a context record to the session's durable log
+PersistContext = Callable[[ContextRow], None]
 #: Why ``compact`` and ``checkpoint`` skip while the context guard is disabled
 DISABLED = "the context guard is disabled"
 
@@ -41,7 +44,7 @@ class CostPolicy:
     __slots__ = ("_channel", "_persist", "ceiling", "estimated", "unpriced", "unpriced_changed",
                  "usage")
 
-    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, persist: Persist):
+    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, persist: PersistTrip):
         self.ceiling = ceiling
         self._channel = channel
         self._persist = persist
@@ -71,9 +74,8 @@ class CostPolicy:
             trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = Decision(HALT_SESSION if trip.halts else CUT_TURN, "cost_ceiling", trip.reason)
         self._channel.counters.count_trip("cost_ceiling")
-        self._persist("trip", {"guardrail": "cost_ceiling", "kind": trip.kind,
-                               "halts": trip.halts, "reason": trip.reason,
-                               "in_a_row": trip.in_a_row})
+        self._persist(TripRow("cost_ceiling", trip.kind, trip.halts, trip.reason,
+                              in_a_row=trip.in_a_row))
         line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
                                in_a_row=trip.in_a_row, limit=self.ceiling.escalate_after)
         self._channel.emit("halt" if trip.halts else "cut", line,
@@ -82,15 +84,10 @@ class CostPolicy:
 
     # -- persistence and the batch core --------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Spend:
         """What every trip, reset and spend row carries: the ceiling's snapshot, and whether
         the spend is partly estimated or some model was unpriced (SPEC §11.3)."""
-        fields: dict[str, Any] = self.ceiling.snapshot()
-        if self.estimated:
-            fields["estimated"] = True
-        if self.unpriced:
-            fields["unpriced_models"] = sorted(self.unpriced)
-        return fields
+        return self.ceiling.snapshot().priced(self.estimated, tuple(sorted(self.unpriced)))
 
     def apply(self, folded: Folded) -> None:
         """A folded history, under the live configuration (``CostCeiling.apply``)."""
@@ -126,7 +123,7 @@ class ContextPolicy:
     __slots__ = ("_channel", "_persist", "cut_at", "cuts", "guard", "summarize")
 
     def __init__(self, guard: ContextGuard | None, cut_at: float, channel: OperatorChannel,
-                 persist: Persist,
+                 persist: PersistContext,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  *, enforce: bool = True):
         self.guard = guard
@@ -166,7 +163,7 @@ class ContextPolicy:
         self._channel.counters.count_trip("context")
         # the durable row carries the reason (a subjunctive, no promise); the one-shot sentence
         # is the log line's alone
-        self._persist("context", {**record, "enforced": True, "reason": reason})
+        self._persist(ContextRow({**record, "enforced": True, "reason": reason}))
         self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
                            guardrail="context", decision=cut, record=record)
         return cut
@@ -204,7 +201,7 @@ class ContextPolicy:
         message = record.pop("message", None) or record["event"]
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
         if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
-            self._persist("context", record)
+            self._persist(ContextRow(record))
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
     def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:

@@ -2,8 +2,10 @@
 
 ``Halts`` answers for one session's ``Guardrails``: whether it is halted and by which
 guardrails (the watchdog's halt, the cost ceiling's), the decision for a refused turn, the
-operator's reset (checked by the cost ceiling's ``check_reset`` before anything changes), and
-the ``Status`` view. ``Guardrails`` holds the lock and its blocked decision.
+operator's reset (checked by the cost ceiling's ``check_reset`` before anything changes, then
+``durability.reset.OperatorReset``'s rule), and the ``Status`` view. ``Guardrails`` holds the
+lock and its blocked decision. ``reset_stored`` is the same reset of a session in a store
+without its live process (``tripwire reset``).
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from typing import TYPE_CHECKING, Any
 from ..base.decision import REFUSE_TURN, Decision
 from ..base.money import NANO
 from ..base.names import Guardrail
+from ..durability.fold import Folded, fold_history
+from ..durability.reset import OperatorReset
+from ..durability.rows import ResetRow
 from ..errors import ResetRefused
 from . import lines
 from .budget import BUDGET
+from .ceiling import CostCeiling
 
 if TYPE_CHECKING:
     from ..base.modes import Mode
@@ -26,9 +32,12 @@ if TYPE_CHECKING:
     from .budget import BudgetPolicy
     from .cost_context import CostPolicy
     from .reporting import OperatorChannel
-    from .watchdog import Persist, WatchdogPolicy
+    from .watchdog import WatchdogPolicy
 
-__all__ = ["Status", "ResetOutcome", "Halts"]
+__all__ = ["Status", "ResetOutcome", "Halts", "reset_stored"]
+
+#: append a reset row to the session's durable log
+PersistReset = Callable[[ResetRow], None]
 
 
 @dataclass(frozen=True)
@@ -61,12 +70,13 @@ class ResetOutcome:
 
 
 class Halts:
-    """One session's halts: the watchdog policy's and the cost ceiling's."""
+    """One session's halts: the watchdog policy's and the cost ceiling's (what a reset clears
+    of them: ``reset.Resettable``)."""
 
     __slots__ = ("_channel", "_persist", "cost", "watchdog")
 
     def __init__(self, watchdog: WatchdogPolicy, cost: CostPolicy, channel: OperatorChannel,
-                 persist: Persist):
+                 persist: PersistReset):
         self.watchdog = watchdog
         self.cost = cost
         self._channel = channel
@@ -122,20 +132,29 @@ class Halts:
             self._channel.emit("reset_refused", refused.reason, level=logging.WARNING,
                                guardrail="cost_ceiling")
             raise
-        cleared: list[str] = []
-        if scope.covers(Guardrail.WATCHDOG):
-            cleared += self.watchdog.reset()  # the watchdog's run state too
-        if scope.covers(Guardrail.COST_CEILING):
-            cleared += ceiling.reset(budget)
+        reset = OperatorReset.granting(scope, budget)
+        cleared = reset.apply(self)
         if not self.halted:
             unblock()
         still = self.by()
         message = lines.reset_done(cleared, budget, ceiling.ceiling, still)
-        self._persist("reset", {"guardrail": scope.value, "budget_usd": budget / NANO,
-                                    "cleared": cleared, **self.cost.snapshot()})
+        self._persist(reset.row(cleared, self.cost.snapshot()))
         self._channel.emit("reset", message,
                            guardrail=None if scope is Guardrail.ALL else scope.value)
         return ResetOutcome(tuple(cleared), still, ceiling.ceiling / NANO, message)
+
+    # what a reset clears (``reset.Resettable``)
+
+    def standing(self) -> tuple[bool, bool, bool]:
+        ceiling = self.cost.ceiling
+        return (self.watchdog.halted, ceiling.session_reason is not None,
+                ceiling.escalation_reason is not None)
+
+    def clear_watchdog(self) -> None:
+        self.watchdog.reset()  # the watchdog's run state too
+
+    def clear_cost(self, reset: OperatorReset) -> None:
+        self.cost.ceiling.reset(reset.budget_nano)
 
     def status(self, session_id: str, mode: Mode, context: ContextGuard | None) -> Status:
         cost = self.cost.ceiling
@@ -161,3 +180,44 @@ class Halts:
             context=context.utilization() if context is not None else None,
             compaction_pending=context.pending if context is not None else False,
         )
+
+
+class _StoredHalts:
+    """A stored session's halts, without its live process: its folded history, and the
+    ceiling its rows describe (which takes the budget, so the reset row records the ceiling
+    after it)."""
+
+    __slots__ = ("ceiling", "folded")
+
+    def __init__(self, folded: Folded, ceiling: CostCeiling):
+        self.folded = folded
+        self.ceiling = ceiling
+
+    def standing(self) -> tuple[bool, bool, bool]:
+        # the folded halts, not the ceiling's: it holds only those of bounds still recorded
+        return self.folded.standing()
+
+    def clear_watchdog(self) -> None:
+        self.folded.clear_watchdog()
+
+    def clear_cost(self, reset: OperatorReset) -> None:
+        self.folded.clear_cost(reset)
+        self.ceiling.reset(reset.budget_nano)
+
+
+def reset_stored(history: Any, guardrail: Guardrail, additional_budget_usd: float,
+                 by: str) -> tuple[ResetRow, ResetOutcome]:
+    """An operator reset of a session in a store, by a process that does not host it
+    (``tripwire reset``): refused as a live reset is (``ResetRefused``, against the ceiling
+    the session's rows describe), cleared by the same rule; the row to append (``by``: who
+    writes it), which the hosting process applies at the session's next turn (or when it
+    restores), and what it did. ``history``: the session's ``SessionHistory``."""
+    folded = fold_history(history)
+    ceiling = CostCeiling.from_history(folded, history.rows)
+    budget = ceiling.check_reset(additional_budget_usd, guardrail)
+    reset = OperatorReset.granting(guardrail, budget)
+    cleared = reset.apply(_StoredHalts(folded, ceiling))
+    still = folded.halted_by
+    message = lines.reset_done(cleared, budget, ceiling.ceiling, still)
+    return (reset.row(cleared, ceiling.snapshot(), by=by),
+            ResetOutcome(tuple(cleared), still, ceiling.ceiling / NANO, message))

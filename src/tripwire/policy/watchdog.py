@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..base.decision import CUT_TURN, HALT_SESSION, PROCEED, Decision
 from ..base.modes import Mode
 from ..durability.fold import RESTORED_SIGNAL
+from ..durability.rows import TripRow
 from ..signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from . import lines
 from .feedback import FeedbackQueue
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["WatchdogPolicy"]
 
-#: (row kind, row data): append a row to the session's durable log
-Persist = Callable[[str, dict[str, Any]], None]
+#: append a trip row to the session's durable log (with the spend: ``Durability.trip``)
+Persist = Callable[[TripRow], None]
 
 
 class WatchdogPolicy:
@@ -84,9 +85,8 @@ class WatchdogPolicy:
         reason = lines.watchdog_cut_reason(alert)
         decision = Decision(CUT_TURN, "watchdog", reason, alerts)
         self._channel.counters.count_trip("watchdog")
-        self._persist("trip", {"guardrail": "watchdog", "kind": "turn", "halts": False,
-                               "signal": alert.signal, "reason": reason, "in_a_row": n,
-                               "mode": str(self.mode)})
+        self._persist(TripRow("watchdog", "turn", False, reason, alert.signal, in_a_row=n,
+                              mode=str(self.mode)))
         self._channel.emit(
             "cut", lines.watchdog_cut(reason, n, limit), level=logging.WARNING,
             guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
@@ -99,10 +99,9 @@ class WatchdogPolicy:
         decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
         self.turn_cut_signal = alert.signal
         self._channel.counters.count_trip("watchdog")
-        self._persist("trip", {
-            "guardrail": "watchdog", "kind": "session" if alert.scope != "turn" else "escalation",
-            "halts": True, "signal": alert.signal, "reason": reason,
-            "guidance": alert.model_text, "in_a_row": self.cut_in_a_row, "mode": str(self.mode)})
+        self._persist(TripRow("watchdog", "session" if alert.scope != "turn" else "escalation",
+                              True, reason, alert.signal, alert.model_text, self.cut_in_a_row,
+                              str(self.mode)))
         self._channel.emit(
             "halt", lines.watchdog_halt(reason), level=logging.WARNING,
             guardrail="watchdog", alert=alert, decision=decision, event=alert.event)
@@ -147,21 +146,20 @@ class WatchdogPolicy:
 
     # -- resets and persistence --------------------------------------------------------------
 
-    def reset(self) -> list[str]:
-        """An operator reset of the watchdog: what it cleared. The queued feedback stays, so
-        the resumed model learns why it was stopped; the watchdog's run state goes (a resumed
-        run must build back up to a threshold)."""
-        cleared = ["watchdog"] if self.halt_reason is not None else []
+    def reset(self) -> None:
+        """Clear the watchdog's halt (an operator reset: ``durability.reset.OperatorReset``).
+        The queued feedback stays, so the resumed model learns why it was stopped; the
+        watchdog's run state goes (a resumed run must build back up to a threshold)."""
         self.halt_reason = None
         self.halt_alert = None
         self.cut_signal, self.cut_in_a_row = None, 0
         if self.engine is not None:
             self.engine.reset()
-        return cleared
 
-    def snapshot(self) -> dict[str, Any]:
-        """What a spend row carries of this policy (``fold_history`` reads it back)."""
-        return {"watchdog_cut_signal": self.cut_signal, "watchdog_in_a_row": self.cut_in_a_row}
+    def snapshot(self) -> tuple[str | None, int]:
+        """What a spend row carries of this policy (``rows.EscalationCounts``: the signal that
+        cut the last turns, and how many in a row; ``fold_history`` reads it back)."""
+        return self.cut_signal, self.cut_in_a_row
 
     def apply(self, folded: Folded) -> None:
         """Take a folded history forward in this mode: the escalation count; a halt feeds back
@@ -175,12 +173,12 @@ class WatchdogPolicy:
         if halt is not None and self.mode >= Mode.FEEDBACK:
             # the resumed model must learn why it was stopped, even after a restart
             self.feedback.push(Alert(
-                RESTORED_SIGNAL, CRITICAL, SESSION, halt["reason"],
+                RESTORED_SIGNAL, CRITICAL, SESSION, halt.reason,
                 "Before a restart this session was halted for a runaway pattern "
-                f"({halt.get('signal')}): {halt.get('guidance') or halt['reason']} "
+                f"({halt.signal}): {halt.guidance or halt.reason} "
                 "Do not resume that pattern.", -1, None, 0))
         if halt is not None and self.mode == Mode.ENFORCE:
-            self.halt_reason = halt["reason"]
+            self.halt_reason = halt.reason
 
     def hold(self, reason: str) -> None:
         """Halt without an alert: a history that cannot be trusted to show no halt."""

@@ -21,6 +21,7 @@ from ..base.log import LOGGER
 from ..base.modes import Mode
 from ..durability.fold import Folded
 from ..durability.log import DECISION_WAIT, SessionLog
+from ..durability.rows import ContextRow, EscalationCounts, SpendRow, StoredRow, TripRow
 from ..policy.lines import tampered_halt
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class Durability:
 
     # -- writing -------------------------------------------------------------------------------
 
-    def put(self, kind: str, data: dict[str, Any]) -> None:
+    def put(self, row: StoredRow) -> None:
         """Append one row before the decision is returned (the store fsyncs), waiting for the
         store at most DECISION_WAIT: a row the store does not take by then stays in the outbox,
         in order, and is written in the background — a held lock must neither lose a halt nor
@@ -68,26 +69,23 @@ class Durability:
         if log is None:
             return
         # trips, resets and spend rows all carry the spend and counts; context rows do not
-        log.put(kind, data, None if kind == "context" else (self.cost.ceiling.spent,
-                                                             self.counts()))
+        log.put(row, None if isinstance(row, ContextRow) else (self.cost.ceiling.spent,
+                                                               self.counts()))
 
-    def trip(self, kind: str, data: dict[str, Any]) -> None:
-        """A policy's row, with the spend every trip row carries."""
-        self.put(kind, {**data, **self.cost.snapshot()})
+    def trip(self, row: TripRow) -> None:
+        """A policy's trip row, with the spend every trip row carries."""
+        self.put(row.with_spend(self.cost.snapshot()))
 
-    def counts(self) -> tuple[str | None, int, int]:
-        watchdog = self.watchdog
-        return watchdog.cut_signal, watchdog.cut_in_a_row, self.cost.ceiling.in_a_row
+    def counts(self) -> EscalationCounts:
+        """The escalation counts a spend row carries (the watchdog's, the cost ceiling's)."""
+        return EscalationCounts(*self.watchdog.snapshot(), self.cost.ceiling.in_a_row)
 
     def spend(self) -> None:
-        """A spend row: the policies' snapshots, and the per-model usage (the ``/context`` view
-        of a stored session)."""
+        """A spend row: the spend with the ceiling, the escalation counts, and the per-model
+        usage (the ``/context`` view of a stored session)."""
         cost = self.cost
-        data = {**cost.snapshot(), **self.watchdog.snapshot(),
-                "cost_in_a_row": cost.ceiling.in_a_row}
-        if cost.usage.models:
-            data["models"] = cost.usage.snapshot()
-        self.put("spend", data)
+        self.put(SpendRow(cost.snapshot(), self.counts(),
+                          cost.usage.snapshot() if cost.usage.models else None))
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet."""

@@ -276,7 +276,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
            close: bool = True) -> tuple[Any, str | None]:
     """The event's verdict, and why its rows were not all recorded (None: they were)."""
     from ...base.log import LOGGER
-    from ...durability.store import DEFAULT_KEY_NOTICE
+    from ...durability.chain import DEFAULT_KEY_NOTICE
     from ._session import WAIT, HookSession
     from ._transcript import transcript_usage
 
@@ -303,7 +303,7 @@ def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
     LOGGER.disabled = True  # this read's own failure is the fail-open line the caller writes
     try:
         from ...durability.fold import fold_history
-        from ...durability.store import SQLiteStore
+        from ...durability.sqlite import SQLiteStore
         from ._model import Verdict
         from ._session import WAIT
 
@@ -330,7 +330,7 @@ def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Tex
     if args.wait is not None:
         command += f" --wait {args.wait:g}"
     block = harness.install_block(command)
-    from ...durability.store import DEFAULT_KEY_NOTICE, KEY_ENV
+    from ...durability.chain import DEFAULT_KEY_NOTICE, KEY_ENV
 
     if not os.environ.get(KEY_ENV, "").strip():
         stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")

@@ -2,7 +2,7 @@
 
 Every hook invocation is a new process, so the session lives in the store:
 
-- **Halts, trips, resets and spend** are the durable store's rows (``store.py``), written by
+- **Halts, trips, resets and spend** are the durable store's rows (``durability/``), written by
   ``Guardrails`` as in any other host and folded back by ``Guardrails(store=..., history=...)``.
 - **The detectors' run state** is rebuilt by replaying a bounded window: the session's last
   ``WINDOW`` observed calls, results and turn boundaries, kept in a ``hook_sessions`` table of
@@ -169,7 +169,9 @@ class HookSession:
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
                  implementation: str | None = None, *, close: bool = True,
                  wait: float = WAIT):
-        from ...durability.store import SQLiteStore, hold_lock, sqlite_error
+        from ...durability.anchor import hold_lock
+        from ...durability.rows import ResetRow
+        from ...durability.sqlite import SQLiteStore, sqlite_error
         from ...errors import StoreError, StoreUnreadable
 
         self._close = close
@@ -223,7 +225,7 @@ class HookSession:
         except BaseException:
             self._lock.close()
             raise
-        resets = sum(1 for r in history.rows if r.kind == "reset") if history else 0
+        resets = sum(1 for r in history.rows if r.kind == ResetRow.KIND) if history else 0
         if resets > self.state.resets:  # an operator reset since: the runs start over
             self.state.resets = resets
             self.state.events.clear()
@@ -236,7 +238,7 @@ class HookSession:
     def _read_state(self, session: str) -> bytes | None:
         """The session's window as stored; None when there is none, or when the file cannot
         be read (then the store's own restore says what that means: unreadable halts)."""
-        from ...durability.store import sqlite_error
+        from ...durability.sqlite import sqlite_error
         from ...errors import StoreUnreadable
 
         if self._db is None:
@@ -256,7 +258,7 @@ class HookSession:
         return max(0.05, self._deadline - time.monotonic())
 
     def __exit__(self, *exc: object) -> None:
-        from ...durability.store import sqlite_error
+        from ...durability.sqlite import sqlite_error
 
         try:
             # every decided row in the store before the process ends (a row the store was slow
