@@ -443,6 +443,11 @@ class Task:
         return f"<Task {self.task_id!r} {state} steps={self.steps} tool_calls={self.tool_calls}>"
 
     @property
+    def clock(self) -> Callable[[], float | None]:
+        """The clock the task reads (seconds; a ``ReplayClock`` when made for a replay)."""
+        return self._clock
+
+    @property
     def tool_calls(self) -> int:
         """Tool calls consumed."""
         value: int = self._calls.tool_calls
