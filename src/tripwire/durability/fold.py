@@ -22,14 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from ..base.alert import Alert
+from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..base.money import NANO
 from ..base.names import Guardrail
 from ..errors import InvalidReset
 
-__all__ = ["Folded", "fold_history", "fold_unreadable", "carried_rows", "RESTORED_SIGNAL",
-           "UNREADABLE"]
+__all__ = ["Folded", "TurnState", "fold_history", "fold_unreadable", "carried_rows",
+           "RESTORED_SIGNAL", "UNREADABLE"]
 
 #: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome; folded
 #: by ``budget.Task`` (``Folded.task_rows``).
@@ -69,6 +71,75 @@ class SpendTally:
 
 
 
+class TurnState:
+    """The turn in progress, as a session with durable turns keeps it (``turn`` rows, written
+    by ``Guardrails.flush`` when it changed; the last one stands): whether a turn is open
+    (``session.durability.Durability.keep_turn`` says when that is kept), the decision its
+    later events get (a cut, or the session's halt: with the alerts that made it, so what the
+    model was told can be told again), and the feedback queued for the model, ``(signal,
+    text)`` pairs. A reset row after it clears the decision (a reset unblocks).
+    (A plain class, not a dataclass: a hook imports this module on every event.)"""
+
+    __slots__ = ("blocked", "feedback", "open")
+
+    def __init__(self, open: bool = False, blocked: Decision | None = None,
+                 feedback: tuple[tuple[str, str], ...] = ()):
+        self.open = open
+        self.blocked = blocked
+        self.feedback = feedback
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TurnState) and (self.open, self.blocked, self.feedback) == (
+            other.open, other.blocked, other.feedback)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable fields: compared, never hashed
+
+    def __repr__(self) -> str:
+        return f"TurnState(open={self.open}, blocked={self.blocked!r}, feedback={self.feedback!r})"
+
+    def unblocked(self) -> TurnState:
+        """The same turn without its blocked decision (a reset's)."""
+        return TurnState(self.open, None, self.feedback)
+
+    #: the blocked decisions a turn row keeps: a refused turn or a timed-out call is not one
+    KEPT: ClassVar[tuple[str, ...]] = (CUT_TURN, HALT_SESSION)
+
+    def row(self) -> dict[str, Any]:
+        """The ``turn`` row's data: ``open``; ``blocked`` (action, guardrail, reason, alerts as
+        ``[signal, severity, text]``) and ``feedback`` (``[signal, text]`` pairs) when any."""
+        data: dict[str, Any] = {"open": self.open}
+        blocked = self.blocked
+        if blocked is not None:
+            data["blocked"] = {"action": blocked.action, "guardrail": blocked.guardrail,
+                               "reason": blocked.reason,
+                               "alerts": [[a.signal, a.severity, a.model_text]
+                                          for a in blocked.alerts]}
+        if self.feedback:
+            data["feedback"] = [list(item) for item in self.feedback]
+        return data
+
+    @classmethod
+    def from_row(cls, data: Mapping[str, Any]) -> TurnState:
+        """A ``turn`` row's state; what does not read as one is left out (the row is sealed,
+        but a reader stays total: an odd field never stops a restore)."""
+        blocked = None
+        raw = data.get("blocked")
+        if isinstance(raw, Mapping) and raw.get("action") in cls.KEPT and \
+                isinstance(raw.get("reason"), str):
+            guardrail = raw.get("guardrail")
+            alerts = tuple(Alert(a[0], a[1], None, a[2], a[2], -1)
+                           for a in raw.get("alerts") or () if _strings(a, 3))
+            blocked = Decision(raw["action"], guardrail if isinstance(guardrail, str) else None,
+                               raw["reason"], alerts)
+        feedback = tuple((item[0], item[1]) for item in data.get("feedback") or ()
+                         if _strings(item, 2))
+        return cls(data.get("open") is True, blocked, feedback)
+
+
+def _strings(value: Any, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(isinstance(v, str) for v in value)
+
+
 @dataclass
 class Folded:
     watchdog_halt: dict[str, Any] | None = None       # the standing halting trip's row data
@@ -84,6 +155,7 @@ class Folded:
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
     task_rows: list[dict[str, Any]] = field(default_factory=list)  # task/budget/outcome rows
+    turn: TurnState | None = None  # the last turn row's state (durable turns), None: no row
 
     @property
     def spent_nano(self) -> int:
@@ -126,6 +198,8 @@ def fold_history(history: Any) -> Folded:
             _fold_reset(folded, data)
         elif row.kind in TASK_KINDS:
             folded.task_rows.append(data)
+        elif row.kind == "turn":
+            folded.turn = TurnState.from_row(data)
         elif row.kind == "spend":
             folded.watchdog_cut_signal = data.get("watchdog_cut_signal")
             folded.watchdog_in_a_row = int(data.get("watchdog_in_a_row", 0))
@@ -216,6 +290,8 @@ def _fold_reset(folded: Folded, data: dict[str, Any]) -> None:
         scope = Guardrail.parse_reset(data.get("guardrail", "all"))
     except InvalidReset:
         return  # a row this version cannot read resets nothing
+    if folded.turn is not None and folded.turn.blocked is not None:
+        folded.turn = folded.turn.unblocked()  # a reset unblocks the turn
     if scope.covers(Guardrail.WATCHDOG):
         folded.watchdog_halt = None
         folded.watchdog_cut_signal, folded.watchdog_in_a_row = None, 0

@@ -121,8 +121,9 @@ __all__ = [
     "SCHEMA_VERSION",
 ]
 
-#: Row kinds a store accepts.
-KINDS = frozenset({"trip", "reset", "spend", "context", "task", "budget", "outcome"})
+#: Row kinds a store accepts (``turn``: the turn in progress of a session with durable turns,
+#: ``fold.TurnState``).
+KINDS = frozenset({"trip", "reset", "spend", "context", "task", "budget", "outcome", "turn"})
 #: Environment variable holding the store key.
 KEY_ENV = "TRIPWIRE_STORE_KEY"
 #: Environment variable naming the anchor file (see SQLiteStore).

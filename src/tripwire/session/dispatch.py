@@ -74,10 +74,19 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
 }
 # a field a row leaves out: None, as the batch pads rows; but for these
 _DEFAULTS = {"estimated": False, "unpriced": False, "accepted": True, "reason": ""}
-# each kind's row as a named tuple: its fields read by name, as an event's attributes are
-_ROWS = {kind: namedtuple(f"{kind}_row", fields,
-                          defaults=[_DEFAULTS.get(f) for f in fields])
-         for kind, fields in ROW_FIELDS.items()}
+# each kind's row as a named tuple, its fields read by name as an event's attributes are
+# (made on first use: a hook observes a kind or two per process)
+_ROWS: dict[str, Callable[..., Any]] = {}
+
+
+def _row_class(kind: str) -> Callable[..., Any]:
+    fields = ROW_FIELDS.get(kind)
+    if fields is None:
+        raise InvalidEvent(f"a {kind!r} event is not a session's to observe (its kinds: "
+                           f"{', '.join(ROW_FIELDS)})")
+    made = _ROWS[kind] = namedtuple(f"{kind}_row", fields,
+                                    defaults=[_DEFAULTS.get(f) for f in fields])
+    return made
 
 
 # -- one function per kind: the session's method for it, given the event (or row) -------------
@@ -148,10 +157,7 @@ _BY_KIND: dict[str, Callable[[Guardrails, Any], Outcome]] = {
 def observe(g: Guardrails, kind: str, *fields: Any, **named: Any) -> Outcome:
     """One event as a row: its ``kind`` and its fields (``ROW_FIELDS``, in order or by name),
     through the session's method for it (the module docstring's table). Not priced."""
-    row = _ROWS.get(kind)
-    if row is None:
-        raise InvalidEvent(f"a {kind!r} event is not a session's to observe (its kinds: "
-                           f"{', '.join(ROW_FIELDS)})")
+    row = _ROWS.get(kind) or _row_class(kind)
     return _BY_KIND[kind](g, row(*fields, **named))
 
 
@@ -164,7 +170,8 @@ def observe_event(g: Guardrails, event: Any, on_priced: PriceListener | None = N
 
 
 def _usage_event(g: Guardrails, usage: Usage, on_priced: PriceListener | None) -> Decision:
-    return _usage(g, _ROWS["usage"](**usage_arguments(usage, on_priced)))
+    row = _ROWS.get("usage") or _row_class("usage")
+    return _usage(g, row(**usage_arguments(usage, on_priced)))
 
 
 def usage_arguments(usage: Usage, on_priced: PriceListener | None = None) -> dict[str, Any]:
