@@ -15,11 +15,11 @@ from tripwire import GuardrailHalted, Guardrails, GuardrailsConfig, OperatorEven
 from tripwire.cli.main import main
 from tripwire.durability.sqlite import SQLiteStore
 from tripwire.engine.custom import custom_watchdog
-from tripwire.signals.custom import CustomSignal, SignalAlert
 from tripwire.engine.watchdog import watchdog_class
 from tripwire.errors import ConfigError
 from tripwire.fleet.fleet import Fleet
 from tripwire.signals import WatchdogConfig
+from tripwire.signals.custom import CustomSignal, SignalAlert
 
 
 class GrepRun(CustomSignal):

@@ -16,6 +16,7 @@ from tripwire.budgets.caps import CONSUMED
 from tripwire.durability.sqlite import SQLiteStore
 from tripwire.fleet.fleet import Fleet
 from tripwire.interchange.events import Call, Result, TurnStart
+from tripwire.session.dispatch import observe
 
 LOOP = ("read_file", '{"path": "src/a.py"}')
 
@@ -191,25 +192,10 @@ def patterned_traffic(seed: int, n: int = 900) -> list[tuple]:
 
 
 def one_by_one(f: Fleet, events: list[tuple]) -> list[tuple]:
+    """The rows one at a time, each through its session's method (``session.dispatch``)."""
     out = []
-    for i, (sid, kind, *x) in enumerate(events):
-        x += [None] * (5 - len(x))
-        g = f.session(sid)
-        if kind == "call":
-            d = g.on_call(x[0], x[1], id=x[2])
-        elif kind == "result":
-            d = g.on_result(x[0], payload=x[1], error=x[2], no_op=x[3], id=x[4])
-        elif kind == "text":
-            d = g.on_text(x[0])
-        elif kind == "usage":
-            d = g.on_usage(model=x[0], input_tokens=x[1], output_tokens=x[2], cost_usd=x[3])
-        elif kind == "turn_start":
-            try:
-                d = g.start_turn()
-            except GuardrailHalted:
-                d = g.refusal()
-        else:
-            d = g.end_turn()
+    for i, (sid, kind, *fields) in enumerate(events):
+        d = observe(f.session(sid), kind, *fields)
         if d is not Decision() and not (isinstance(d, Turn) and not d) and d != Decision():
             out.append((i, sid, d))
     return out

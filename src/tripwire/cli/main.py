@@ -309,10 +309,10 @@ def _mode(text: str) -> str:
 def replay_config(args: argparse.Namespace) -> GuardrailsConfig:
     """Replay's policy: explicit flags > the config file > warn with no ceilings (a recording
     is analysed, not guarded, unless asked)."""
-    from ..signals.custom import factories_from_config, signal_ids
     from ..session.config import read_config_file, watchdog_config
     from ..session.guardrails import GuardrailsConfig
     from ..signals import SIGNAL_IDS
+    from ..signals.custom import factories_from_config, signal_ids
 
     file = read_config_file(args.config) if args.config else {}
     watchdog = watchdog_config(file)

@@ -39,30 +39,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision
+from ..base.decision import CONTINUE, HALT_SESSION, REFUSE_TURN, Decision, Turn
 from ..budgets.caps import Budget
 from ..budgets.clock import ReplayClock
 from ..budgets.outcomes import Outcome
 from ..budgets.task import Task
-from ..errors import GuardrailHalted, InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
+from ..errors import InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from ..interchange.adapters import Item, Transcript, detect_or_fail, transcripts
 from ..interchange.adapters import read as read_transcript
-from ..interchange.events import (
-    Call,
-    Compaction,
-    Reset,
-    Result,
-    Retry,
-    StopAttempt,
-    TaskEnd,
-    TaskStart,
-    Text,
-    TurnEnd,
-    TurnStart,
-    Usage,
-)
-from ..interchange.prices import estimate
+from ..interchange.events import Reset, TaskEnd, TaskStart, TurnEnd, TurnStart, Usage
+from ..interchange.prices import Priced
+from ..policy.halts import ResetOutcome
 from ..policy.reporting import OperatorEvent
+from ..session.dispatch import observe_event
 from ..session.guardrails import Guardrails, GuardrailsConfig, ResolvedConfig
 from ..signals import Alert
 
@@ -232,6 +221,7 @@ class _Session:
         self.skipping: str | None = None  # why this turn's remaining events are not observed
         self.skipped = 0
         self.skip_from = 0
+        self.priced = self.count_price  # bound once: every usage event is told to it
 
     def records(self, index: int, event: Any) -> Iterator[dict[str, Any]]:
         if self.skipping is not None:
@@ -304,78 +294,67 @@ class _Session:
         self.skipping = None
 
     def observe(self, index: int, event: Any) -> Decision | dict[str, Any] | None:
-        g = self.guardrails
+        """One event through the session (``session.dispatch``); what replay makes of its
+        outcome: a decision as it is, a started turn's feedback, a refused turn or a reset
+        as their records. A task's start and end are replay's own (its outcome records)."""
         if event.ts is not None:
             self.clock.advance(event.ts)
-        if isinstance(event, Call):
-            return g.on_call(event.name, event.args, id=event.id)
-        if isinstance(event, Result):
-            return g.on_result(event.name, id=event.id, error=event.error, no_op=event.no_op,
-                               payload=event.payload)
-        if isinstance(event, Text):
-            return g.on_text(event.text)
-        if isinstance(event, Usage):
-            priced = estimate(event)  # SPEC §11.3: a usage without cost_usd is priced
-            if priced.estimated:
-                self.stats.estimated_costs += 1
-            if priced.unpriced:
-                self.stats.unpriced_models.add(event.model or "")
-            return g.on_usage(model=event.model, input_tokens=event.input_tokens,
-                              output_tokens=event.output_tokens, cost_usd=priced.cost_usd,
-                              estimated=priced.estimated, unpriced=priced.unpriced)
-        if isinstance(event, TurnEnd):
-            return g.end_turn()
-        if isinstance(event, TurnStart):
-            try:
-                turn = g.start_turn()
-            except GuardrailHalted:
-                refusal = g.refusal()
-                self.stats.decisions[REFUSE_TURN] += 1
-                self.start_skip("turn refused", index)
-                return decision_record(refusal, index)
-            if turn.feedback:
-                return {"kind": "feedback", "event": index, "text": turn.feedback}
+        own = _OWN_EVENTS.get(type(event))
+        if own is not None:  # a task's start or end, a reset: records of replay's own
+            return own(self, index, event)
+        outcome = observe_event(self.guardrails, event, self.priced)
+        if not isinstance(event, TurnStart):
+            return outcome  # type: ignore[return-value]
+        if isinstance(outcome, Turn):
+            if outcome.feedback:
+                return {"kind": "feedback", "event": index, "text": outcome.feedback}
             return None
-        if isinstance(event, Reset):
-            try:
-                outcome = g.reset(event.guardrail, event.additional_budget_usd)
-            except ResetRefused as refused:
-                return {"kind": "reset_refused", "event": index, "guardrail": event.guardrail,
-                        "reason": refused.reason, "spent_usd": refused.spent_usd,
-                        "needed_usd": refused.needed_usd}
-            except InvalidReset as invalid:
-                return {"kind": "reset_invalid", "event": index, "guardrail": event.guardrail,
-                        "reason": str(invalid)}
-            return {"kind": "reset", "event": index, "guardrail": event.guardrail,
-                    "cleared": list(outcome.cleared),
-                    "still_halted_by": list(outcome.still_halted_by),
-                    "max_session_cost_usd": outcome.max_session_cost_usd}
-        if isinstance(event, StopAttempt):
-            return g.on_stop_attempt(event.accepted, event.answer)
-        if isinstance(event, Retry):
-            return g.on_retry(event.reason)
-        if isinstance(event, TaskStart):
-            return self.start_task(index, event)
-        if isinstance(event, Compaction):
-            return None  # an event (its index counts); the signals acting on it: issue 25
-        if isinstance(event, TaskEnd):
-            if self.reported is not None and self.reported.task_id == self.task.task_id:
-                self.task.finish(event.answer, evidence=event.evidence,
-                                 unfinished=event.unfinished)
-                return None  # its outcome was printed when it was exhausted
-            self.reporting = True
-            if event.exhausted is not None:  # the host's own cap ended it (a harness's)
-                ended = self.task.exhaust(
-                    event.exhausted,
-                    event.unfinished or f"the host's own cap of {event.exhausted} was reached",
-                    answer=event.answer, unfinished=event.unfinished)
-            elif event.interrupted is not None:
-                ended = self.task.interrupt(event.interrupted, unfinished=event.unfinished)
-            else:
-                ended = self.task.finish(event.answer, evidence=event.evidence,
-                                         unfinished=event.unfinished)
-            return self.outcome_record(ended, index)
-        raise AssertionError(event)  # pragma: no cover - parse_event admits nothing else
+        self.stats.decisions[REFUSE_TURN] += 1  # the turn was refused
+        self.start_skip("turn refused", index)
+        return decision_record(outcome, index)  # type: ignore[arg-type]
+
+    def count_price(self, usage: Usage, priced: Priced) -> None:
+        """A usage the dispatcher priced (SPEC §11.3), for the summary's counts."""
+        if priced.estimated:
+            self.stats.estimated_costs += 1
+        if priced.unpriced:
+            self.stats.unpriced_models.add(usage.model or "")
+
+    def reset(self, index: int, event: Reset) -> dict[str, Any]:
+        """An operator reset and its record (refused or invalid ones too)."""
+        try:
+            outcome = observe_event(self.guardrails, event)
+        except ResetRefused as refused:
+            return {"kind": "reset_refused", "event": index, "guardrail": event.guardrail,
+                    "reason": refused.reason, "spent_usd": refused.spent_usd,
+                    "needed_usd": refused.needed_usd}
+        except InvalidReset as invalid:
+            return {"kind": "reset_invalid", "event": index, "guardrail": event.guardrail,
+                    "reason": str(invalid)}
+        assert isinstance(outcome, ResetOutcome)
+        return {"kind": "reset", "event": index, "guardrail": event.guardrail,
+                "cleared": list(outcome.cleared),
+                "still_halted_by": list(outcome.still_halted_by),
+                "max_session_cost_usd": outcome.max_session_cost_usd}
+
+    def end_task_event(self, index: int, event: TaskEnd) -> dict[str, Any] | None:
+        """The host says the task ended: its outcome record (once)."""
+        if self.reported is not None and self.reported.task_id == self.task.task_id:
+            self.task.finish(event.answer, evidence=event.evidence,
+                             unfinished=event.unfinished)
+            return None  # its outcome was printed when it was exhausted
+        self.reporting = True
+        if event.exhausted is not None:  # the host's own cap ended it (a harness's)
+            ended = self.task.exhaust(
+                event.exhausted,
+                event.unfinished or f"the host's own cap of {event.exhausted} was reached",
+                answer=event.answer, unfinished=event.unfinished)
+        elif event.interrupted is not None:
+            ended = self.task.interrupt(event.interrupted, unfinished=event.unfinished)
+        else:
+            ended = self.task.finish(event.answer, evidence=event.evidence,
+                                     unfinished=event.unfinished)
+        return self.outcome_record(ended, index)
 
     def start_task(self, index: int, event: TaskStart) -> dict[str, Any] | None:
         """A new task: the one before it, if unfinished, ends interrupted."""
@@ -403,6 +382,16 @@ class _Session:
         if record is not None:
             yield record
         self.stats.halted_sessions += self.guardrails.halted
+
+
+#: The events replay runs itself rather than through the session's dispatch: a task's start
+#: and end (replay is the host that runs tasks, and prints their outcomes) and an operator
+#: reset (whose refusal is a record, not an error)
+_OWN_EVENTS: dict[type, Callable[[_Session, int, Any], dict[str, Any] | None]] = {
+    TaskStart: _Session.start_task,
+    TaskEnd: _Session.end_task_event,
+    Reset: _Session.reset,
+}
 
 
 #: makes the guardrails of a session, given its name (e.g. bound to a durable store)

@@ -11,9 +11,10 @@ Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bea
     POST /sessions/{id}/events             interchange events in (an object or an array),
                                            the decisions that are not a plain "continue" out
 
-Usage without ``cost_usd`` is priced from the model catalogue (``tripwire[prices]``) exactly as
-``tripwire replay`` prices it: the cost is marked estimated (trips say so, rows carry it), and a
-model the catalogue does not know has no cost (``status`` names it unpriced).
+Usage without ``cost_usd`` is priced from the model catalogue (``tripwire[prices]``) by the
+dispatcher's rule (``session.dispatch``), as ``tripwire replay`` and the hooks price it: the cost
+is marked estimated (trips say so, rows carry it), and a model the catalogue does not know has
+no cost (``status`` names it unpriced).
 
 A reset that would re-trip at once (the session spent at least its per-session ceiling plus
 the added budget) is refused with **409** and the budget needed (add strictly more than
@@ -61,11 +62,10 @@ from ..interchange.events import (
     StopAttempt,
     TaskEnd,
     TaskStart,
-    Usage,
     event_record,
     parse_event,
 )
-from ..interchange.prices import REPORTED, estimate
+from ..session.dispatch import needs_pricing, observe_event
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
 
@@ -201,26 +201,19 @@ def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
     out: list[tuple[int, Decision | Turn]] = []
     run: list[int] = []  # indexes of the events the next batch takes
     for i, event in enumerate(events):
-        if not isinstance(event, Usage) or event.cost_usd is not None:
+        if not needs_pricing(event):
             run.append(i)
             continue
-        priced = estimate(event)
-        if priced is REPORTED:  # no tokens to price
-            run.append(i)
-            continue
-        # usage without cost_usd: priced from the catalogue as replay prices it (marked
-        # estimated, or its model unpriced), which a batch row cannot carry: on its own
+        # a usage the pricing rule prices (marked estimated, or its model unpriced), which a
+        # batch row cannot carry: on its own, through the session, between batches
         _batch(fleet, session_id, events, run, out)
-        g = fleet.session(session_id)
         try:
-            decision = g.on_usage(model=event.model, input_tokens=event.input_tokens,
-                                  output_tokens=event.output_tokens, cost_usd=priced.cost_usd,
-                                  estimated=priced.estimated, unpriced=priced.unpriced)
+            decision = observe_event(fleet.session(session_id), event)
         except TripwireError as exc:
             raise _BadRequest(f"event {i}: {exc}", 400, event=i,
                               decisions=[_decision(j, o) for j, o in out]) from None
         if decision is not CONTINUE:
-            out.append((i, decision))
+            out.append((i, decision))  # type: ignore[arg-type]
     _batch(fleet, session_id, events, run, out)
     g = fleet.session(session_id)
     return {"session": session_id, "events": len(events),

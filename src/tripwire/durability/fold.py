@@ -37,6 +37,7 @@ from .rows import (
     TaskRecord,
     TaskRow,
     TripRow,
+    TurnRow,
     parse,
 )
 
@@ -100,6 +101,7 @@ class Folded:
     warnings: list[str] = field(default_factory=list)
     rows: int = 0
     task_rows: list[TaskRecord] = field(default_factory=list)  # task/budget/outcome rows
+    turn: TurnRow | None = None  # the last turn row (durable turns), None: no row
 
     @property
     def spent_nano(self) -> int:
@@ -183,7 +185,11 @@ def _fold(folded: Folded, row: StoredRow) -> None:
         folded.spend.add(row.spend)
         reset = OperatorReset.from_row(row)
         if reset is not None:  # a row this version cannot read resets nothing
+            if folded.turn is not None and folded.turn.blocked is not None:
+                folded.turn = folded.turn.unblocked()  # a reset unblocks the turn
             reset.apply(folded)
+    elif isinstance(row, TurnRow):
+        folded.turn = row
     elif isinstance(row, TaskRow | BudgetRow | OutcomeRow):
         folded.task_rows.append(row)
 

@@ -18,6 +18,7 @@ Kinds and their writers:
 - ``spend`` (``SpendRow``): the spend and the escalation counts at a turn end (``session.
   durability.Durability``), per-model usage.
 - ``context`` (``ContextRow``): the context guard's records (compactions, checkpoints, cuts).
+- ``turn`` (``TurnRow``): the turn in progress of a session with durable turns (a hook's).
 - ``task`` / ``budget`` / ``outcome`` (``TaskRow`` / ``BudgetRow`` / ``OutcomeRow``): a task's
   start, its consumption, how it ended (``budgets.task.Task``).
 
@@ -32,6 +33,9 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple, Protocol
 
+from ..base.alert import Alert
+from ..base.decision import CUT_TURN, HALT_SESSION, Decision
+
 __all__ = [
     "Spend",
     "NO_SPEND",
@@ -43,6 +47,7 @@ __all__ = [
     "TaskRow",
     "BudgetRow",
     "OutcomeRow",
+    "TurnRow",
     "StoredRow",
     "TaskRecord",
     "KINDS",
@@ -468,12 +473,82 @@ class OutcomeRow(_OutcomeRowFields):
                    _mapping(get("report")), extra or None, _text(get("carried")))
 
 
-StoredRow = TripRow | ResetRow | SpendRow | ContextRow | TaskRow | BudgetRow | OutcomeRow
+
+class TurnRow:
+    """The turn in progress, as a session with durable turns keeps it (``turn`` rows, written
+    by ``Guardrails.flush`` when it changed; the last one stands): whether a turn is open
+    (``session.durability.Durability.keep_turn`` says when that is kept), the decision its
+    later events get (a cut, or the session's halt: with the alerts that made it, so what the
+    model was told can be told again), and the feedback queued for the model, ``(signal,
+    text)`` pairs. A reset row after it clears the decision (a reset unblocks).
+    (A plain class, not a NamedTuple: its equality compares the decision, whose alerts are
+    rebuilt from the row.)"""
+
+    __slots__ = ("blocked", "feedback", "open")
+    KIND: ClassVar[str] = "turn"
+    #: the blocked decisions a turn row keeps: a refused turn or a timed-out call is not one
+    KEPT: ClassVar[tuple[str, ...]] = (CUT_TURN, HALT_SESSION)
+
+    def __init__(self, open: bool = False, blocked: Decision | None = None,
+                 feedback: tuple[tuple[str, str], ...] = ()):
+        self.open = open
+        self.blocked = blocked
+        self.feedback = feedback
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TurnRow) and (self.open, self.blocked, self.feedback) == (
+            other.open, other.blocked, other.feedback)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable fields: compared, never hashed
+
+    def __repr__(self) -> str:
+        return f"TurnRow(open={self.open}, blocked={self.blocked!r}, feedback={self.feedback!r})"
+
+    def unblocked(self) -> TurnRow:
+        """The same turn without its blocked decision (a reset's)."""
+        return TurnRow(self.open, None, self.feedback)
+
+    def to_data(self) -> dict[str, Any]:
+        """``open``; ``blocked`` (action, guardrail, reason, alerts as ``[signal, severity,
+        text]``) and ``feedback`` (``[signal, text]`` pairs) when any."""
+        data: dict[str, Any] = {"open": self.open}
+        blocked = self.blocked
+        if blocked is not None:
+            data["blocked"] = {"action": blocked.action, "guardrail": blocked.guardrail,
+                               "reason": blocked.reason,
+                               "alerts": [[a.signal, a.severity, a.model_text]
+                                          for a in blocked.alerts]}
+        if self.feedback:
+            data["feedback"] = [list(item) for item in self.feedback]
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> TurnRow:
+        blocked = None
+        raw = data.get("blocked")
+        if isinstance(raw, Mapping) and raw.get("action") in cls.KEPT and \
+                isinstance(raw.get("reason"), str):
+            guardrail = raw.get("guardrail")
+            alerts = tuple(Alert(a[0], a[1], None, a[2], a[2], -1)
+                           for a in raw.get("alerts") or () if _strings(a, 3))
+            blocked = Decision(raw["action"], guardrail if isinstance(guardrail, str) else None,
+                               raw["reason"], alerts)
+        feedback = tuple((item[0], item[1]) for item in data.get("feedback") or ()
+                         if _strings(item, 2))
+        return cls(data.get("open") is True, blocked, feedback)
+
+
+def _strings(value: Any, n: int) -> bool:
+    return isinstance(value, list) and len(value) == n and all(isinstance(v, str) for v in value)
+
+
+StoredRow = (TripRow | ResetRow | SpendRow | ContextRow | TaskRow | BudgetRow | OutcomeRow
+             | TurnRow)
 #: The rows of a task (``fold.Folded.task_rows``, ``budgets.task.Task.apply_rows``).
 TaskRecord = TaskRow | BudgetRow | OutcomeRow
 
 _RECORDS: dict[str, Any] = {r.KIND: r for r in (TripRow, ResetRow, SpendRow, ContextRow,
-                                                 TaskRow, BudgetRow, OutcomeRow)}
+                                                 TaskRow, BudgetRow, OutcomeRow, TurnRow)}
 
 #: Row kinds a store accepts.
 KINDS = frozenset(_RECORDS)

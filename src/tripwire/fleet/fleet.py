@@ -26,7 +26,6 @@ from ..engine import select as _engine
 from ..engine.batch import BATCH_KINDS, BatchState, StopReason
 from ..errors import (
     BatchInterrupted,
-    GuardrailHalted,
     InvalidEvent,
     StoreError,
     StoreUnreadable,
@@ -34,6 +33,7 @@ from ..errors import (
 )
 from ..interchange.events import Call, Compaction, Reset, Result, Text, TurnEnd, TurnStart, Usage
 from ..policy.reporting import Counters, OperatorEvent
+from ..session.dispatch import observe
 from ..session.guardrails import (
     Guardrails,
     GuardrailsConfig,
@@ -389,28 +389,15 @@ class Fleet:
 
     def _single(self, row: tuple[Any, ...], index: int, g: Guardrails,
                 out: list[tuple[int, str, Decision | Turn]]) -> None:
-        sid, kind, *f = row
-        outcome: Decision | Turn
-        if kind == "call":  # a session in off mode
-            outcome = g.on_call(f[0], f[1], f[2])
-        elif kind == "result":
-            outcome = g.on_result(f[0], payload=f[1], error=f[2], no_op=f[3], id=f[4])
-        elif kind == "text":
-            outcome = g.on_text(f[0])
-        elif kind == "usage":
-            outcome = g.on_usage(model=f[0], input_tokens=f[1], output_tokens=f[2], cost_usd=f[3])
-        elif kind == "turn_start":
-            try:
-                outcome = g.start_turn()
-            except GuardrailHalted:
-                outcome = g.refusal()
-        elif kind == "turn_end":
-            outcome = g.end_turn()
-        else:  # reset
-            g.reset(f[0] or "all", f[1] or 0.0)
+        """A row the batch core handed to Python whole, through the session's method for it
+        (``session.dispatch``: a usage row is not priced, see docs/fleet.md). A reset is not
+        reported (its refusal raises: ``BatchInterrupted``)."""
+        sid, kind, *fields = row
+        outcome = observe(g, kind, *fields)
+        if kind == "reset" or outcome is None:
             return
         if outcome is not CONTINUE and (not isinstance(outcome, Turn) or outcome):
-            out.append((index, sid, outcome))
+            out.append((index, sid, outcome))  # type: ignore[arg-type]
 
 
 def _index(outcome: tuple[int, str, Decision | Turn]) -> int:
@@ -507,4 +494,3 @@ def batch_row(sid: Any, ev: Any) -> tuple[Any, ...]:
         if make is None:
             raise InvalidEvent(f"not an event: {ev!r}")
     return make(sid, ev)
-

@@ -37,6 +37,7 @@ __all__ = [
     "read_events",
     "decoded_lines",
     "EVENT_TYPES",
+    "EVENT_CLASSES",
 ]
 
 
@@ -316,6 +317,8 @@ _TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
             TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset",
             TaskStart: "task_start", TaskEnd: "task_end", StopAttempt: "stop_attempt",
             Retry: "retry", Compaction: "compaction"}
+#: Each event class by its interchange ``type`` (``"call"``: ``Call``).
+EVENT_CLASSES: dict[str, type] = {name: cls for cls, name in _TYPE_OF.items()}
 
 
 def event_record(event: Event) -> dict[str, Any]:

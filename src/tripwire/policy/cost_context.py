@@ -97,6 +97,13 @@ class CostPolicy:
         """An operator reset written to the store elsewhere (``CostCeiling.sync``)."""
         self.ceiling.sync(folded)
 
+    def restore_turn(self, cut: Decision | None) -> None:
+        """A turn row's cut (``durability.rows.TurnRow``): when the per-turn bound cut the turn in
+        progress, the ceiling knows it tripped this turn (no second trip; its end keeps the
+        count of turns in a row), as it would in one process."""
+        if cut is not None and cut.action == CUT_TURN and cut.guardrail == "cost_ceiling":
+            self.ceiling.turn_tripped = True
+
     def take_unpriced_news(self) -> bool:
         """Whether a model went unpriced since the last spend row (cleared: it is written)."""
         news, self.unpriced_changed = self.unpriced_changed, False

@@ -26,8 +26,7 @@ def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
 
 
 def render_feedback_items(items: Sequence[Sequence[str]]) -> str:
-    """The block from ``(signal, text the model is shown)`` pairs (a live hook keeps its
-    queued feedback as such pairs between invocations)."""
+    """The block from ``(signal, text the model is shown)`` pairs."""
     if not items:
         return ""
     lines = [HEADER]
@@ -71,3 +70,14 @@ class FeedbackQueue:
         block = render_feedback(self._alerts or ())
         self._alerts = None
         return block
+
+    def items(self) -> tuple[tuple[str, str], ...]:
+        """What is queued, as ``(signal, text the model is shown)`` pairs (a turn row keeps
+        them: ``durability.rows.TurnRow``)."""
+        return tuple((a.signal, a.model_text) for a in self._alerts or ())
+
+    def restore(self, items: Sequence[Sequence[str]]) -> None:
+        """The queue as a turn row kept it (``items()``), in place of what it holds."""
+        self._alerts = None
+        for signal, text in items:
+            self.push(Alert(signal, "info", None, text, text, -1))

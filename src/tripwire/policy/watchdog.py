@@ -7,6 +7,12 @@ same signal. It owns the feedback queue, the alerts pending for the end of the t
 withdrawal of notes the agent's words answer, and the session's watchdog (``engine``: None
 in ``off`` mode), whose run state a reset clears. ``Guardrails`` holds the lock and dispatches;
 ``snapshot()`` / ``apply(folded)`` are the policy's state in and out of the durable store.
+
+Feedback at once (``at_once``: a host that can tell the model something after any tool
+result, as a hook's ``additionalContext`` does, and shows it a cut's reason with the cut):
+alerts join the queue when they fire, in ``feedback`` mode too (not at the turn's end); a cut's
+or halt's critical alerts do not join it (the cut's reason, which the model is shown, says
+them); and the queue is the host's to take (``take_feedback``), not the next turn start's.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from ..durability.fold import RESTORED_SIGNAL
 from ..durability.rows import TripRow
 from ..signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from . import lines
-from .feedback import FeedbackQueue
+from .feedback import FeedbackQueue, render_feedback
 
 if TYPE_CHECKING:
     from ..durability.fold import Folded
@@ -35,13 +41,15 @@ Persist = Callable[[TripRow], None]
 
 
 class WatchdogPolicy:
-    __slots__ = ("_channel", "_persist", "cut_in_a_row", "cut_signal", "engine",
+    __slots__ = ("_channel", "_persist", "at_once", "cut_in_a_row", "cut_signal", "engine",
                  "escalate_after", "feedback", "halt_alert", "halt_reason", "mode", "pending",
                  "turn_cut_signal")
 
     def __init__(self, mode: Mode, escalate_after: int, feedback_queue: int,
-                 channel: OperatorChannel, persist: Persist, engine: Watchdog | None = None):
+                 channel: OperatorChannel, persist: Persist, engine: Watchdog | None = None,
+                 *, at_once: bool = False):
         self.engine = engine  # the session's watchdog (None in off mode)
+        self.at_once = at_once  # feedback at once (the module docstring)
         self.mode = mode
         self.escalate_after = escalate_after
         self.feedback = FeedbackQueue(feedback_queue)
@@ -63,11 +71,17 @@ class WatchdogPolicy:
     def on_alerts(self, alerts: tuple[Alert, ...]) -> Decision:
         """The decision for an observation's alerts; a cut or halt blocks the turn."""
         if self.mode < Mode.ENFORCE:
-            self.pending.extend((a, True) for a in alerts)  # reported after the turn
+            if self.at_once and self.mode >= Mode.FEEDBACK:  # told now, reported after the turn
+                for alert in alerts:
+                    self.feedback.push(alert)
+                self.pending.extend((a, False) for a in alerts)
+            else:
+                self.pending.extend((a, True) for a in alerts)  # reported after the turn
             return Decision(PROCEED, alerts=alerts)
         for alert in alerts:  # enforce: in-turn
             self._channel.alert(alert)
-            self.feedback.push(alert)
+            if not (self.at_once and alert.critical):  # at once: the cut's reason says it
+                self.feedback.push(alert)
         critical = [a for a in alerts if a.critical]
         if not critical:
             return Decision(PROCEED, alerts=alerts)
@@ -123,11 +137,31 @@ class WatchdogPolicy:
 
     def drain_feedback(self, notes: list[Alert]) -> str:
         """The turn's ``[watchdog]`` block: the queued notes, then ``notes`` (the task's),
-        delivered once ("" when there are none)."""
+        delivered once ("" when there are none). At once, the queue stays the host's to take
+        (``take_feedback``): the block is the task's notes alone."""
+        if self.at_once:
+            return render_feedback(notes) if notes else ""
         queue = self.feedback
         for note in notes:
             queue.push(note)
         return queue.drain() if len(queue) else ""
+
+    def take_feedback(self) -> str:
+        """The queued ``[watchdog]`` block, taken now (delivered once; "" when nothing is
+        queued, or below ``feedback`` mode, where nothing reaches the model)."""
+        queue = self.feedback
+        if not len(queue):
+            return ""
+        block = queue.drain()
+        return block if self.mode >= Mode.FEEDBACK else ""
+
+    def restore_turn(self, feedback: tuple[tuple[str, str], ...], cut: Decision | None) -> None:
+        """A turn row's state (``durability.rows.TurnRow``): the queue as it was kept, and the signal
+        that cut the turn in progress (its cut's first critical alert: the watchdog cut it),
+        so the turn's end keeps the escalation count as it would have in one process."""
+        self.feedback.restore(feedback)
+        critical = [a for a in cut.alerts if a.critical] if cut is not None else []
+        self.turn_cut_signal = critical[0].signal if critical else None
 
     def words_matter(self) -> bool:
         """Whether agent words now would withdraw queued notes (batch ingest asks)."""
@@ -161,16 +195,17 @@ class WatchdogPolicy:
         cut the last turns, and how many in a row; ``fold_history`` reads it back)."""
         return self.cut_signal, self.cut_in_a_row
 
-    def apply(self, folded: Folded) -> None:
+    def apply(self, folded: Folded, *, tell_model: bool = True) -> None:
         """Take a folded history forward in this mode: the escalation count; a halt feeds back
-        to the model (feedback and up) and holds the session (enforce). Nothing in ``off``
+        to the model (feedback and up; not with ``tell_model`` False: a session whose queue is
+        durable restores the queue itself) and holds the session (enforce). Nothing in ``off``
         mode (no watchdog)."""
         if self.engine is None:
             return
         self.cut_signal = folded.watchdog_cut_signal
         self.cut_in_a_row = folded.watchdog_in_a_row
         halt = folded.watchdog_halt
-        if halt is not None and self.mode >= Mode.FEEDBACK:
+        if halt is not None and tell_model and self.mode >= Mode.FEEDBACK:
             # the resumed model must learn why it was stopped, even after a restart
             self.feedback.push(Alert(
                 RESTORED_SIGNAL, CRITICAL, SESSION, halt.reason,

@@ -10,6 +10,11 @@ waits, the decision still holds in memory.
 ``Durability`` is one session's durable side as its ``Guardrails`` holds it: the rows its
 policies write, the outbox flushed, a folded history applied to each policy (``restore``), and
 what other processes wrote since (an operator's reset, a shared store's halts and spend).
+
+Durable turns (``turns``: a host whose every event is a new process, as a hook's is): the turn
+in progress — whether one is open, its cut or the halt's decision, the feedback queued for the
+model — is a ``turn`` row (``durability.rows.TurnRow``), written by ``keep_turn`` when it changed since
+the last one (``Guardrails.flush``), and handed back by ``restore``.
 """
 
 from __future__ import annotations
@@ -17,20 +22,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..base.decision import CUT_TURN
 from ..base.log import LOGGER
 from ..base.modes import Mode
 from ..durability.fold import Folded
 from ..durability.log import DECISION_WAIT, SessionLog
-from ..durability.rows import ContextRow, EscalationCounts, SpendRow, StoredRow, TripRow
+from ..durability.rows import (
+    ContextRow,
+    EscalationCounts,
+    SpendRow,
+    StoredRow,
+    TripRow,
+    TurnRow,
+)
 from ..policy.lines import tampered_halt
 
 if TYPE_CHECKING:
+    from ..base.decision import Decision
     from ..policy.budget import BudgetPolicy
     from ..policy.cost_context import CostPolicy
     from ..policy.watchdog import WatchdogPolicy
 
 __all__ = ["Durability"]
 
+_NO_TURN = TurnRow()  # a session no turn row speaks of: no turn open, nothing blocked
 
 
 class Durability:
@@ -41,15 +56,18 @@ class Durability:
     ``Guardrails`` holds the session's lock and makes a standing halt its blocked decision.
     Without a store (``log`` None) nothing is written."""
 
-    __slots__ = ("cost", "line", "log", "session_id", "watchdog")
+    __slots__ = ("cost", "line", "log", "session_id", "turn_kept", "turns", "watchdog")
 
     watchdog: WatchdogPolicy  # the policies whose state the rows carry (``bind``)
     cost: CostPolicy
 
-    def __init__(self, store: Any, session_id: str, line: Callable[[str], str]):
+    def __init__(self, store: Any, session_id: str, line: Callable[[str], str],
+                 turns: bool = False):
         self.session_id = session_id
         self.line = line
         self.log = SessionLog(store, session_id, line) if store is not None else None
+        self.turns = turns  # durable turns (the module docstring)
+        self.turn_kept = _NO_TURN  # the turn state the store holds (its last turn row)
 
     def bind(self, watchdog: WatchdogPolicy, cost: CostPolicy) -> None:
         self.watchdog, self.cost = watchdog, cost
@@ -68,9 +86,10 @@ class Durability:
         log = self.log
         if log is None:
             return
-        # trips, resets and spend rows all carry the spend and counts; context rows do not
-        log.put(row, None if isinstance(row, ContextRow) else (self.cost.ceiling.spent,
-                                                               self.counts()))
+        # trips, resets and spend rows all carry the spend and counts; context and turn rows
+        # do not
+        log.put(row, None if isinstance(row, ContextRow | TurnRow) else (
+            self.cost.ceiling.spent, self.counts()))
 
     def trip(self, row: TripRow) -> None:
         """A policy's trip row, with the spend every trip row carries."""
@@ -105,6 +124,23 @@ class Durability:
         elif len(log):
             log.drain(DECISION_WAIT)
 
+    def keep_turn(self, open_: bool, blocked: Decision | None) -> None:
+        """Durable turns: the turn in progress as a ``turn`` row, when it is not the one the
+        store holds. ``blocked``: the session's blocked decision, kept when it is a cut or a
+        halt. That a turn is open is kept while ending it has a count to clear (a clean turn
+        ends a run of cut turns, SPEC §3, §4): nothing else a turn's end does is lost with
+        the process (the task's consumption and the spend have rows of their own), so a
+        healthy session writes no turn rows at all."""
+        if not self.turns or self.log is None:
+            return
+        _, watchdog_in_a_row, cost_in_a_row = self.counts()
+        state = TurnRow(open_ and bool(watchdog_in_a_row or cost_in_a_row),
+                          blocked if blocked is not None and blocked.action in TurnRow.KEPT
+                          else None, self.watchdog.feedback.items())
+        if state != self.turn_kept:
+            self.put(state)
+            self.turn_kept = state
+
     def flush(self, wait: float | None = None) -> bool:
         """Write rows the store did not take yet (waiting the store's full timeout, or at most
         ``wait`` seconds for each); True when none is left."""
@@ -125,24 +161,34 @@ class Durability:
         else:
             self.log.store = store
 
-    def restore(self, budget: BudgetPolicy, history: Any = None) -> None:
+    def restore(self, budget: BudgetPolicy, history: Any = None) -> TurnRow | None:
         """Fold the store's history of this session forward into each policy, under the live
-        configuration (``history``: read already, as ``Fleet.restore_all`` does)."""
+        configuration (``history``: read already, as ``Fleet.restore_all`` does). Durable
+        turns: the turn in progress as stored, the queue restored (the session's lock holder
+        applies the rest: ``Guardrails``); else None."""
         log = self.log
         assert log is not None  # restoring needs a store
         folded = log.read(history)
         if folded is None or (not folded.rows and folded.tampered is None):
-            return
+            return None
         cost = self.cost
         budget.apply(folded)
         cost.apply(folded)
-        self.watchdog.apply(folded)
+        self.watchdog.apply(folded, tell_model=not self.turns)
         if folded.tampered is not None and (self.watchdog.mode == Mode.ENFORCE
                                             or cost.ceiling.active):
             reason = tampered_halt(folded.tampered)
             self.watchdog.hold(reason)
             LOGGER.warning(self.line(reason))
         log.mark_stored(cost.ceiling.spent, self.counts())
+        if not self.turns or folded.turn is None:
+            return None
+        turn = self.turn_kept = folded.turn
+        blocked = turn.blocked
+        cut = blocked if blocked is not None and blocked.action == CUT_TURN else None
+        self.watchdog.restore_turn(turn.feedback, cut)
+        cost.restore_turn(cut)
+        return turn
 
     def sync_resets(self) -> None:
         """Clear halts that an operator reset in the store (e.g. `tripwire reset` run by

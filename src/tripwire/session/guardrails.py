@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..base.decision import CONTINUE, Decision, Turn, stronger
+from ..base.decision import CONTINUE, HALT_SESSION, Decision, Turn, stronger
 from ..base.inputs import remember_call_id
 from ..base.modes import Mode
 from ..base.money import usage_cost_nano
@@ -136,7 +136,16 @@ class Guardrails:
                  counters: Counters | None = None, implementation: str | None = None,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  store: Any = None, history: Any = None, task: Task | None = None,
-                 clock: Callable[[], float | None] | None = None):
+                 clock: Callable[[], float | None] | None = None,
+                 durable_turns: bool = False, feedback_at_once: bool = False):
+        """``durable_turns``: the turn in progress (whether one is open, its cut or the halt's
+        decision, the feedback queued for the model) is written to the store by ``flush()``
+        when it changed, and restored with the session, so a host whose every event is a new
+        process (a hook) continues the turn where the last one left it (needs a store).
+        ``feedback_at_once``: the host tells the model queued feedback as soon as it can
+        (``take_feedback()``) and shows it a cut's reason with the cut: alerts join the queue
+        as they fire (``feedback`` mode too), a cut's or halt's critical alerts do not (its
+        reason says them), and ``start_turn()``'s block carries the task's notes alone."""
         resolved = resolve_session(config, session_id,
                                    {"on_event": on_event, "summarize": summarize})
         self.session_id = session_id
@@ -149,10 +158,10 @@ class Guardrails:
         self._channel = channel = OperatorChannel(session_id, on_event, counters)
         # the durable log (rows on their way to the store, the history read back), and the
         # policies that write it
-        self._durable = durable = Durability(store, session_id, channel.line)
+        self._durable = durable = Durability(store, session_id, channel.line, durable_turns)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
                                       resolved.feedback_queue, channel, durable.trip,
-                                      self._watchdog)
+                                      self._watchdog, at_once=feedback_at_once)
         self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
         durable.bind(self._policy, self._cost_policy)
         self._halts = Halts(self._policy, self._cost_policy, channel, durable.put)
@@ -235,6 +244,33 @@ class Guardrails:
         self._in_turn = False
         if self._blocked is not None and not self.halted:
             self._blocked = None
+
+    def continue_turn(self) -> None:
+        """A turn is under way that was not started here: a host that learns of a turn from
+        its tool calls (a hook whose harness reported no prompt: installed mid-session, or
+        after the harness compacted its context) marks it, so that ``end_turn`` closes it.
+        Nothing resets and no feedback is delivered (``start_turn`` does both)."""
+        with self._lock:
+            self._in_turn = True
+
+    @property
+    def in_turn(self) -> bool:
+        """Whether a turn is open: started (or continued) and not ended yet."""
+        return self._in_turn
+
+    @property
+    def blocked(self) -> Decision | None:
+        """The decision every later event of the turn gets: the turn's cut, or the halt (the
+        refusal of a session restored halted), or None."""
+        return self._blocked
+
+    def take_feedback(self) -> str:
+        """The ``[watchdog]`` block queued for the model, taken now, for a host that can tell
+        the model between turns' starts (a hook's ``additionalContext``; see
+        ``feedback_at_once``): delivered once; "" when nothing is queued or below ``feedback``
+        mode."""
+        with self._lock:
+            return self._policy.take_feedback()
 
     # -- observations ----------------------------------------------------------------------------
     # on_call, on_result and on_text are the engine's core's: _reference_guardrails.GuardrailsCore
@@ -513,8 +549,10 @@ class Guardrails:
         the fast path counts without a row: a process that exits after this keeps them, as a
         hook must) and the rows it did not take yet — waiting the store's full timeout (or at
         most ``wait`` seconds for each row); True when none is left (else ``store_problem``
-        says why)."""
+        says why). With durable turns, the turn in progress too, when it changed."""
         self._task.persist()
+        with self._lock:
+            self._durable.keep_turn(self._in_turn, self._blocked)
         return self._durable.flush(wait)
 
     @property
@@ -548,9 +586,18 @@ class Guardrails:
             self._restore()
 
     def _restore(self, history: Any = None) -> None:
-        self._durable.restore(self._budget, history)
+        turn = self._durable.restore(self._budget, history)
         if self.halted:
             self._blocked = self.refusal()
+        if turn is None:  # no durable turn, or none stored
+            return
+        # the turn in progress, as the last process left it: its cut stands until the turn
+        # ends (unless the session is halted now); a halt's own decision, while it holds,
+        # says again what the model was told
+        self._in_turn = turn.open
+        blocked = turn.blocked
+        if blocked is not None and (blocked.action == HALT_SESSION) == self.halted:
+            self._blocked = blocked
 
     @property
     def counters(self) -> Counters:

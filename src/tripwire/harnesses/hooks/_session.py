@@ -11,9 +11,15 @@ Every hook invocation is a new process, so the session lives in the store:
   ``Guardrails``. Every detector decides from a bounded history (windows of 12, runs whose alert
   state is settled once their count passes the threshold, 64 payload digests per turn), so
   replaying the last 256 events decides the live event as the whole history would for every
-  threshold up to 256; a long session costs each invocation the same.
-- **Hook-side turn state**: whether the current turn was cut (later calls of the turn are
-  denied with the same reason), the feedback not yet delivered, the resets already seen.
+  threshold up to 256; a long session costs each invocation the same. An operator reset
+  (a new ``reset`` row) starts the window over, as it clears the watchdog's run state.
+- **The turn in progress** is the session's own: whether a turn is open, its cut (later calls
+  of the turn are denied with the same reason), the halt's decision (what the model was told)
+  and the feedback queued for the model. ``Guardrails(durable_turns=True)`` keeps it in the
+  store (``turn`` rows, written at ``flush``) and restores it, so the hook just asks the
+  session: ``on_call`` gives its decision, ``take_feedback()`` the queue
+  (``feedback_at_once``: queued as alerts fire, delivered with the next answer the harness
+  shows the model), ``blocked`` the cut or halt a later event gets.
 - **The stop-hook cap** is the session's task's ``stop_rejections`` counter (SPEC §7.1): a
   Stop that says a stop hook refused the previous attempt (``stop_hook_active``) charges one
   rejection through ``Guardrails.on_stop_attempt``; the count is the task's budget rows in the
@@ -50,11 +56,11 @@ from typing import Any
 import blake3
 import msgpack
 
-from ...base.decision import Decision
-from ...base.modes import Mode
+from ...base.decision import HALT_SESSION, Decision
 from ...engine import select as _engine
 from ...policy.budget import BUDGET
-from ...policy.feedback import render_feedback, render_feedback_items
+from ...policy.feedback import render_feedback
+from ...session.dispatch import Outcome, observe
 from ...session.guardrails import Guardrails, GuardrailsConfig
 from ...signals import WatchdogConfig
 from ...signals.settings import EngineSettings
@@ -79,13 +85,13 @@ _OPEN: dict[str, tuple[Any, sqlite3.Connection | None]] = {}
 
 @dataclass
 class _State:
+    """What the hook keeps of a session beside the store's rows: the window the detectors'
+    run state is rebuilt from, and the harness's own bookkeeping (not policy: the turn in
+    progress is the session's, in the store)."""
+
     events: list[list[Any]] = field(default_factory=list)
-    turn: str | None = None      # the harness's current prompt/turn id
-    in_turn: bool = False
-    cut: str | None = None       # the current turn's cut: model-facing reason
-    halt_text: str | None = None  # the model-facing reason of this session's halt
-    feedback: list[list[str]] = field(default_factory=list)  # [signal, guidance], undelivered
-    resets: int = 0              # reset rows of the store already applied here
+    turn: str | None = None      # the harness's current prompt/turn id (a new one: a boundary)
+    resets: int = 0              # reset rows of the store already applied to the window
     transcript: int = 0          # bytes of the transcript already read for usage
     transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
 
@@ -217,8 +223,11 @@ class HookSession:
                 history: Any = self.store.history(session)
             except StoreError:
                 history = None  # the guardrails' restore reads it again and says what it means
+            # a full session: its turn in progress kept in the store (every event is a new
+            # process), its feedback told with the next answer the harness shows the model
             self.guardrails = Guardrails(config, session_id=session, store=self.store,
-                                         history=history, implementation=implementation)
+                                         history=history, implementation=implementation,
+                                         durable_turns=True, feedback_at_once=True)
             # how its watchdog compares results (the payload is observed as its answer)
             self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
             self._engine = _engine.load(_engine.resolve(implementation))
@@ -229,7 +238,6 @@ class HookSession:
         if resets > self.state.resets:  # an operator reset since: the runs start over
             self.state.resets = resets
             self.state.events.clear()
-            self.state.cut = self.state.halt_text = None
         self._replay()
 
     def __enter__(self) -> HookSession:
@@ -306,14 +314,19 @@ class HookSession:
     # -- events ------------------------------------------------------------------------------
 
     def apply(self, event: HookEvent, usage: Sequence[dict[str, Any]] = ()) -> Verdict:
-        state = self.state
-        if event.turn is not None and event.turn != state.turn:
+        """The event's verdict. ``usage``: the transcript's usage since the last event
+        (``on_usage``'s priced arguments, ``session.dispatch.usage_arguments``), observed
+        first (a cut or halt it makes is the session's, for this event too)."""
+        g = self.guardrails
+        if event.turn is not None and event.turn != self.state.turn:
             # a new prompt/turn id: a boundary even when its UserPromptSubmit hook is not installed
-            if state.turn is not None and event.kind not in ("prompt", "session_start"):
+            if self.state.turn is not None and event.kind not in ("prompt", "session_start"):
                 self._new_turn()
-            state.turn = event.turn
-        for u in usage:
-            self._decide(self.guardrails.on_usage(**u), Verdict())
+            self.state.turn = event.turn
+        if event.kind == "call" and g.blocked is None and not g.in_turn:
+            g.continue_turn()  # a tool call: the model is in a turn, reported or not
+        for arguments in usage:
+            observe(g, "usage", **arguments)
         handler = getattr(self, "_on_" + event.kind, None)
         return handler(event) if handler is not None else Verdict()
 
@@ -321,13 +334,12 @@ class HookSession:
         g = self.guardrails
         if g.halted:
             return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
-        if self.state.cut is not None:
-            return Verdict(deny=self.state.cut)
-        self.state.in_turn = True
+        if g.blocked is not None:  # the turn was cut: its later calls get the cut's reason
+            return Verdict(deny=told(g.blocked))
         args = compact_args(event.args)
-        decision = g.on_call(event.name, args, id=event.call_id)
+        decision = observe(g, "call", event.name, args, event.call_id)
         self._record(["c", event.name, args])
-        verdict = self._decide(decision, Verdict())
+        verdict = self._verdict(decision)
         if verdict.cut is not None:
             verdict.deny = verdict.cut
         return verdict
@@ -336,37 +348,32 @@ class HookSession:
         g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
-        if self.state.cut is not None:
-            return Verdict()
+        if g.blocked is not None:
+            return Verdict()  # a result of the cut turn: nothing more to say
         error = event.error
         no_op = error is None and _no_op(event.payload)
         digest = None if error is not None else payload_digest(
             event.payload, self._settings, event.name, self._engine)
-        decision = g.on_result(event.name, id=event.call_id, error=error, no_op=no_op,
-                               payload=digest)
+        decision = observe(g, "result", event.name, digest, error, no_op, event.call_id)
         self._record(["r", event.name, error, no_op, digest])
-        verdict = self._decide(decision, Verdict())
+        verdict = self._verdict(decision)
         if verdict.halt is None:
-            verdict.context = self._drain()
+            verdict.context = self._feedback()
         return verdict
 
     def _on_prompt(self, event: HookEvent) -> Verdict:
-        from ...errors import GuardrailHalted
-
         self._new_turn()
-        try:
-            self.guardrails.start_turn()
-        except GuardrailHalted as halted:
-            if halted.guardrails == (BUDGET,):  # an exhausted task: a reset does not refill it
-                return Verdict(block=f"tripwire: {halted.reason}. The session's task is "
+        started = observe(self.guardrails, "turn_start")
+        if isinstance(started, Decision):  # refused: halted, or the task exhausted
+            if started.guardrail == BUDGET:  # an exhausted task: a reset does not refill it
+                return Verdict(block=f"tripwire: {started.reason}. The session's task is "
                                "exhausted, so it refuses new turns; start a new session.")
-            return Verdict(block=self._for_user(halted.reason))
-        self.state.in_turn = True
-        return Verdict(context=self._drain())
+            return Verdict(block=self._for_user(started.reason))
+        return Verdict(context=self._feedback())
 
     def _on_session_start(self, event: HookEvent) -> Verdict:
         self._new_turn()
-        return Verdict(context=None if self.guardrails.halted else self._drain())
+        return Verdict(context=None if self.guardrails.halted else self._feedback())
 
     def _on_stop(self, event: HookEvent) -> Verdict:
         g = self.guardrails
@@ -377,7 +384,8 @@ class HookSession:
         # stop_hook_active: this attempt comes after a stop hook refused the previous one, a
         # rejection charged to the session's task (durable: its budget rows); the one past
         # the stop_rejections cap exhausts it, and under enforce the agent stops here
-        decision = g.on_stop_attempt(False, event.answer)
+        decision = observe(g, "stop_attempt", False, event.answer)
+        assert isinstance(decision, Decision)
         if decision.proceed or decision.guardrail != BUDGET:
             return Verdict()
         return Verdict(halt=(
@@ -385,45 +393,33 @@ class HookSession:
             "last answer was not accepted by the stop hook and is unverified. The session "
             "refuses new turns."))
 
-    # -- policy ------------------------------------------------------------------------------
+    # -- the harness's view of the session's decisions -----------------------------------------
 
     def _new_turn(self) -> None:
-        """A turn boundary: close the last turn (unless it was cut: its cut must still count
-        toward escalation) and mark the boundary for the detectors."""
-        state = self.state
-        if state.in_turn and state.cut is None:
-            self.guardrails.end_turn()
-        state.in_turn = False
-        state.cut = None
-        if self.guardrails.watchdog is not None:
-            self.guardrails.watchdog.turn_boundary()
+        """A turn boundary: the session ends its turn (one that had events, or was cut: the
+        session knows whether a cut must still count toward escalation), and the detectors
+        see the boundary."""
+        g = self.guardrails
+        if g.in_turn or (g.blocked is not None and not g.halted):
+            observe(g, "turn_end")
+        if g.watchdog is not None:
+            g.watchdog.turn_boundary()
         self._record(["t"])
 
-    def _decide(self, decision: Decision, verdict: Verdict) -> Verdict:
-        """Queue the alerts' feedback; turn a cut or halt into the verdict."""
-        g, state = self.guardrails, self.state
-        if g.mode >= Mode.FEEDBACK:
-            for alert in decision.alerts:
-                if not (decision.cut_turn and alert.critical):  # the cut's reason says it
-                    state.feedback.append([alert.signal, alert.model_text])
-            del state.feedback[: max(0, len(state.feedback) - g.settings.feedback_queue)]
+    def _verdict(self, decision: Outcome) -> Verdict:
+        """A cut or halt as the harness shows it: the reason for the model (``cut``), and a
+        halt's for the user."""
+        assert isinstance(decision, Decision)  # what a call's or result's observation gives
         if decision.proceed:
-            return verdict
-        alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
-        text = render_feedback(alerts) if alerts else decision.reason
+            return Verdict()
+        verdict = Verdict(cut=told(decision))
         if decision.halt_session:
-            state.halt_text = text
             verdict.halt = self._for_user(decision.reason)
-        else:
-            state.cut = text
-        verdict.cut = text
         return verdict
 
-    def _drain(self) -> str | None:
-        feedback, self.state.feedback = self.state.feedback, []
-        if not feedback or self.guardrails.mode < Mode.FEEDBACK:
-            return None
-        return render_feedback_items(feedback)
+    def _feedback(self) -> str | None:
+        """The session's queued feedback, delivered now (None: nothing to say)."""
+        return self.guardrails.take_feedback() or None
 
     def _for_user(self, reason: str) -> str:
         """A halt's reason as the user reads it, with the command that resumes the session."""
@@ -431,9 +427,22 @@ class HookSession:
                 f"--session {self.session}")
 
     def _halt_text(self) -> str:
-        if self.state.halt_text is None:
-            self.state.halt_text = (
-                "[watchdog] This session was halted for a runaway pattern and refuses further "
-                "tool calls. Stop working and end your turn with a short summary of where you "
-                "are.")
-        return self.state.halt_text
+        """What the model is told of the session's halt: what it was told when it halted (the
+        session's halting decision), or, for a halt this hook did not see (another process,
+        a store that cannot be trusted), that the session is halted."""
+        blocked = self.guardrails.blocked
+        if blocked is not None and blocked.action == HALT_SESSION:
+            return told(blocked)
+        return HALTED
+
+
+#: The model's reason for a call of a halted session whose halting decision the hook never saw.
+HALTED = ("[watchdog] This session was halted for a runaway pattern and refuses further tool "
+          "calls. Stop working and end your turn with a short summary of where you are.")
+
+
+def told(decision: Decision) -> str:
+    """A cut's or halt's reason for the model: the critical alerts' ``[watchdog]`` block (all
+    of its alerts when none is critical), else the decision's reason."""
+    alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
+    return render_feedback(alerts) if alerts else decision.reason

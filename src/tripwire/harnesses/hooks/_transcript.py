@@ -9,7 +9,7 @@ first chunks' ``output_tokens`` are partial): the usage is taken once per id, fr
 line of that id. A response is final once a line of another response or a user line follows
 it; the offset stays at the first line of a response not yet final, so the next invocation
 reads it again, whole. The usage itself is read by the transcript adapter's ``usage_of``
-and priced by ``tripwire.prices`` (the ``prices`` extra).
+and priced by the dispatcher's rule (``session.dispatch.usage_arguments``, the ``prices`` extra).
 A Codex rollout's lines are final once written: each ``token_count`` is one request's usage
 (the adapter's rule, ``adapters.codex.usage_events``), priced by the model of the latest
 ``turn_context``; the model and the last cumulative totals (for the repeat that must not count
@@ -125,11 +125,8 @@ def _usage_of(message: dict[str, Any]) -> Any:
 
 
 def _keywords(usage: Any) -> dict[str, Any]:
-    """``on_usage``'s arguments, priced as replay prices them (Claude Code records no cost):
-    ``tripwire.prices`` marks the cost estimated, or the model unpriced."""
-    from ...interchange.prices import estimate
+    """``on_usage``'s arguments, priced by the dispatcher's rule as replay and serve price
+    them (Claude Code records no cost): the cost marked estimated, or the model unpriced."""
+    from ...session.dispatch import usage_arguments
 
-    priced = estimate(usage)
-    return {"model": usage.model, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens, "cost_usd": priced.cost_usd,
-            "estimated": priced.estimated, "unpriced": priced.unpriced}
+    return usage_arguments(usage)
