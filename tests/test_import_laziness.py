@@ -23,7 +23,7 @@ OTHER_VERBS = ("tripwire.durability.chain", "tripwire.durability.anchor",
                "tripwire.durability.backend", "tripwire.durability.sqlite",
                "tripwire.durability.postgres", "tripwire.durability.open", "tripwire.cli.serve",
                "tripwire.cli.store", "tripwire.fleet.fleet", "tripwire.corpus",
-               "tripwire.harnesses.hooks", "sqlite3")
+               "tripwire.harnesses.hooks", "tripwire.cli.hook", "sqlite3")
 
 
 def imported(code: str, implementation: str = "native") -> list[str]:
@@ -51,7 +51,7 @@ def test_importing_the_command_line_imports_no_optional_module() -> None:
 
 
 def test_the_entry_point_of_the_hook_does_not_import_the_command_line() -> None:
-    modules = imported("import tripwire.cli.entry, tripwire.harnesses.hooks")
+    modules = imported("import tripwire.cli.entry, tripwire.cli.hook")
     assert "tripwire.cli.main" not in modules
     assert loaded(modules, HEAVY) == []
 

@@ -11,7 +11,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:
-        from ..harnesses.hooks import main as hook_main
+        from .hook import main as hook_main
 
         code = hook_main(argv[1:], close=False)
         sys.stdout.flush()

@@ -234,7 +234,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     hook = verbs.add_parser(
         "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)")
     if verb in (None, "hook"):
-        from ..harnesses.hooks import build_parser as hook_parser
+        from .hook import build_parser as hook_parser
 
         hook_parser(hook)
     return parser
@@ -768,7 +768,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["hook"]:  # the hook path skips the rest of the CLI: it runs on every event
-        from ..harnesses.hooks import main as hook_main
+        from .hook import main as hook_main
 
         return hook_main(argv[1:], stdout=out, stderr=err)
     out = out or sys.stdout

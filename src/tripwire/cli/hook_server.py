@@ -17,6 +17,7 @@ import io
 import json
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["SOCKET_ENV", "serve", "call"]
@@ -41,10 +42,10 @@ def call(path: str, argv: list[str], stdin: str, timeout: float = 5.0) -> dict[s
     return answer if ok else None
 
 
-def serve(path: str, idle_timeout: float | None = None) -> int:
-    """Answer hook requests on ``path`` until idle for ``idle_timeout`` seconds (forever when
-    None)."""
-    from . import _contract, _session, claude_code, codex, main  # noqa: F401 - import once, here
+def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None) -> int:
+    """Answer hook requests on ``path`` with ``main`` (the hook command's: argv, stdin, stdout,
+    stderr) until idle for ``idle_timeout`` seconds (forever when None)."""
+    from ..harnesses.hooks import _contract, _session, claude_code, codex  # noqa: F401 - once, here
 
     if os.path.exists(path):
         os.unlink(path)  # a stale socket of a server that died

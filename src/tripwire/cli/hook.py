@@ -1,0 +1,378 @@
+"""The hook command: ``tripwire hook claude-code`` and ``tripwire hook codex`` (SPEC §11.4).
+
+The harness runs the hook command on each event: one JSON object on stdin; the decision is
+JSON on stdout with exit code 0 (no output: no decision). One module per harness says how its
+payloads read (``harnesses/hooks/claude_code.py``, ``codex.py``); ``_contract.py`` writes the
+output both read; ``_session.py`` keeps the session across invocations in the store.
+
+``tripwire hook serve --socket PATH`` keeps the modules imported in a resident process that the
+command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``hook_server.py``).
+
+Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
+decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
+store still denies a tool call then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+__all__ = ["main", "HARNESSES"]
+
+HARNESSES = ("claude-code", "codex")
+_filtered = False
+
+
+def _harness(name: str) -> Any:
+    if name == "codex":
+        from ..harnesses.hooks import codex
+
+        return codex
+    from ..harnesses.hooks import claude_code
+
+    return claude_code
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    from .usage import OneLineParser
+
+    parser = parser or OneLineParser(prog="tripwire hook")
+    parser.epilog = ("tripwire hook serve --socket PATH runs a resident server that the command "
+                     "hands events to when TRIPWIRE_HOOK_SOCKET names its socket.")
+    parser.add_argument("harness", choices=HARNESSES)
+    parser.add_argument("--store", metavar="PATH",
+                        help="the SQLite store (default: $TRIPWIRE_STORE, else "
+                             "$XDG_STATE_HOME/tripwire/hooks.sqlite3)")
+    parser.add_argument("--mode", help="watchdog mode (default: enforce, hooks run unattended)")
+    parser.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
+    parser.add_argument("--wait", metavar="SECONDS", type=_seconds,
+                        help="longest wait for the store's locks (default: 2); under enforce a "
+                             "call the store cannot record within it is denied")
+    parser.add_argument("--install", action="store_true",
+                        help="print the harness's hooks settings block (no event is read)")
+    parser.add_argument("--write", metavar="SETTINGS",
+                        help="with --install: merge the block into this settings file")
+    return parser
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The options, read by hand on the event path (argparse costs milliseconds to build);
+    anything unusual goes to argparse for its usage message."""
+    args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
+                              write=None, wait=None)
+    values = iter(argv)
+    for arg in values:
+        if arg in HARNESSES and args.harness is None:
+            args.harness = arg
+        elif arg in ("--store", "--mode", "--config", "--write", "--wait"):
+            value = next(values, None)
+            if value is None:
+                break
+            if arg == "--wait":
+                try:
+                    args.wait = _seconds(value)
+                except argparse.ArgumentTypeError:
+                    break
+                continue
+            setattr(args, arg[2:], value)
+        elif arg == "--install":
+            args.install = True
+        else:
+            break
+    else:
+        if args.harness is not None:
+            return args
+    return build_parser().parse_args(argv)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError(f"a wait is more than 0 and at most 60 seconds, not "
+                                         f"{text}")
+    return value
+
+
+#: Characters of stdin a hook reads at most: a harness's payload (a tool's input and output,
+#: which Claude Code and Codex cut long before this) fits many times over; more is refused
+#: before it is decoded (fail open, one line), never held whole.
+MAX_STDIN = 16 << 20
+
+
+def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, *, close: bool = True) -> int:
+    """Run one hook invocation. ``close=False`` leaves the store's connections open for the
+    process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
+    that every event would pay; auto-checkpoints keep the WAL bounded)."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    if argv[:1] == ["serve"]:
+        return _serve(argv[1:])
+    args = _parse(argv)
+    if args.install:
+        return _install(_harness(args.harness), args, stdout, stderr)
+    text = stdin.read(MAX_STDIN + 1)
+    if len(text) > MAX_STDIN:
+        stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
+                     "a hook payload; no decision\n")
+        return 0
+    served = _served(args, text)
+    if served is not None:
+        stdout.write(served["stdout"])
+        stderr.write(served["stderr"])
+        code: int = served["code"]
+        return code
+    try:
+        out = _run(_harness(args.harness), args, text, close, stderr)
+    except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
+        stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
+        return 0
+    if out is not None:
+        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
+    """The resident server's answer when ``$TRIPWIRE_HOOK_SOCKET`` names one (``_daemon``)."""
+    path = os.environ.get("TRIPWIRE_HOOK_SOCKET", "").strip()
+    if not path:
+        return None
+    from .hook_server import call
+
+    argv = [args.harness, "--store", os.path.abspath(args.store or default_store())]
+    for option in ("mode", "config"):
+        if getattr(args, option):
+            argv += [f"--{option}", os.path.abspath(args.config) if option == "config"
+                     else args.mode]
+    if args.wait is not None:
+        argv += ["--wait", repr(args.wait)]
+    return call(path, argv, text)
+
+
+def _serve(argv: list[str]) -> int:
+    from .usage import OneLineParser
+
+    parser = OneLineParser(prog="tripwire hook serve", description=(
+        "Answer hook invocations over a Unix socket (set TRIPWIRE_HOOK_SOCKET to it in the "
+        "harness's environment), so each event skips Python's imports."))
+    parser.add_argument("--socket", required=True, metavar="PATH",
+                        help="the Unix socket to listen on (made with mode 0600; a stale one "
+                             "is replaced)")
+    parser.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                        help="exit after this long without a request (default: never)")
+    args = parser.parse_args(argv)
+    from .hook_server import serve
+
+    return serve(args.socket, main, args.idle_timeout)
+
+
+def default_store() -> str:
+    """``$TRIPWIRE_STORE``, else ``$XDG_STATE_HOME/tripwire/hooks.sqlite3`` (XDG's default
+    state directory is ``~/.local/state``)."""
+    env = os.environ.get("TRIPWIRE_STORE", "").strip()
+    if env:
+        return env
+    base = os.environ.get("XDG_STATE_HOME", "").strip() or os.path.join(
+        os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "tripwire", "hooks.sqlite3")
+
+
+def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
+         stderr: TextIO | None = None) -> dict[str, Any] | None:
+    from ..harnesses.hooks._contract import render
+
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        raise ValueError("stdin is not a JSON hook payload") from None
+    if not isinstance(payload, dict):
+        raise ValueError("stdin is not a JSON object")
+    name, event = harness.parse(payload)
+    store = args.store or default_store()
+    config = _config(args)
+    try:
+        verdict, problem = _apply(harness, args, store, event, config, close)
+    except Exception as exc:
+        from ..errors import StoreError
+
+        if event.kind != "call":
+            raise
+        verdict = _recorded_halt(store, event, args.wait)  # a recorded halt still denies
+        if verdict is None:
+            if not isinstance(exc, StoreError) or not _enforced(config):
+                raise
+            verdict, problem = _unrecorded(str(exc)), None
+            if stderr is not None:
+                stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(exc)}; the call is "
+                             "denied: under enforce a call the store cannot record does not "
+                             "run\n")
+        elif stderr is not None:
+            stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(exc)}; the store "
+                         "records a halt, so the call is denied\n")
+    else:
+        if problem is not None:
+            # the decision holds in this process only: the store did not take its rows
+            if event.kind != "call" or not _enforced(config):
+                raise _Unrecorded(problem)
+            if verdict.deny is None:
+                verdict = _unrecorded(problem)
+            if stderr is not None:
+                stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(problem)}; the call "
+                             "is denied: under enforce a call the store cannot record does "
+                             "not run\n")
+    return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
+
+
+class _Unrecorded(Exception):
+    """The store did not take this event's rows (fail open below enforce: one line)."""
+
+
+def _enforced(config: Any) -> bool:
+    from ..base.modes import Mode
+
+    return bool(config.resolve().mode == Mode.ENFORCE)
+
+
+def _unrecorded(problem: str) -> Any:
+    """The denial of a call the store cannot record, for the model."""
+    from ..harnesses.hooks._model import Verdict
+
+    return Verdict(deny=(
+        "[watchdog] tripwire cannot record this tool call (its guardrail store is "
+        f"unavailable: {_one_line(problem)}), so it is denied: a call that is not recorded "
+        "could repeat unseen. Do not retry it now; end your turn with a short summary of "
+        "where you are."))
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The hook's configuration: the command's options over the config file."""
+    from ..context.guard import ContextConfig
+    from ..session.guardrails import GuardrailsConfig
+    from ..signals import ResultsConfig, WatchdogConfig
+
+    file: dict[str, Any] = {}
+    signals: Any = {}
+    if args.config:
+        from ..session.config import builtin_signals, read_config_file
+
+        file = read_config_file(args.config)
+        signals = builtin_signals(file)  # [signals] custom: GuardrailsConfig loads those
+    # Hooks see no agent text between tool calls, so tools-without-text would fire on every
+    # session; the context guard needs the conversation, which the harness compacts itself.
+    watchdog = WatchdogConfig(signals={**signals,
+                                       "tools-without-text": {"enabled": False}},
+                              results=ResultsConfig.from_mapping(file.get("results", {})))
+    return GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
+                            context=ContextConfig(enabled=False), file=file)
+
+
+def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
+           close: bool = True) -> tuple[Any, str | None]:
+    """The event's verdict, and why its rows were not all recorded (None: they were)."""
+    from ..base.log import LOGGER
+    from ..durability.chain import DEFAULT_KEY_NOTICE
+    from ..harnesses.hooks._session import WAIT, HookSession
+    from ..harnesses.hooks._transcript import transcript_usage
+
+    global _filtered
+    if not _filtered:  # said once at --install, not on every event of every session
+        _filtered = True
+        LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
+
+    os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
+    with HookSession(store, event.session, config, close=close,
+                     wait=args.wait or WAIT) as session:
+        usage, session.state.transcript = transcript_usage(
+            harness.HARNESS, event.transcript_path, session.state.transcript,
+            session.state.transcript_memo)
+        verdict = session.apply(event, usage)
+    return verdict, session.problem
+
+
+def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
+    """The denial of a call of a session halted in the store, read with as little as can
+    fail; None when the store shows no halt (or cannot be read either)."""
+    from ..base.log import LOGGER
+
+    LOGGER.disabled = True  # this read's own failure is the fail-open line the caller writes
+    try:
+        from ..durability.fold import fold_history
+        from ..durability.sqlite import SQLiteStore
+        from ..harnesses.hooks._model import Verdict
+        from ..harnesses.hooks._session import WAIT
+
+        with SQLiteStore(store, read_only=True, timeout=wait or WAIT) as s:
+            folded = fold_history(s.history(event.session))
+        if not folded.halted_by:
+            return None
+        return Verdict(deny="[watchdog] This session was halted for a runaway pattern and "
+                            "refuses further tool calls.", halt=folded.reason)
+    except Exception:
+        return None
+    finally:
+        LOGGER.disabled = False
+
+
+def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    command = "tripwire hook " + args.harness
+    if args.store:
+        command += f" --store {args.store}"
+    if args.mode:
+        command += f" --mode {args.mode}"
+    if args.config:
+        command += f" --config {args.config}"
+    if args.wait is not None:
+        command += f" --wait {args.wait:g}"
+    block = harness.install_block(command)
+    from ..durability.chain import DEFAULT_KEY_NOTICE, KEY_ENV
+
+    if not os.environ.get(KEY_ENV, "").strip():
+        stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
+    if not args.write:
+        stdout.write(json.dumps(block, indent=2) + "\n")
+        return 0
+    try:
+        settings = _merge(args.write, block)
+    except (OSError, ValueError) as exc:
+        stderr.write(f"tripwire: {args.write}: {_one_line(exc)}\n")
+        return 2
+    stdout.write(f"tripwire: hooks for {args.harness} written to {args.write} "
+                 f"({len(settings['hooks'])} events)\n")
+    return 0
+
+
+def _merge(path: str, block: dict[str, Any]) -> dict[str, Any]:
+    """Add the block's handlers to a settings file, keeping everything else in it (a handler
+    already there is not added twice)."""
+    settings: dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        settings = json.loads(text) if text.strip() else {}
+        if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
+            raise ValueError("not a settings object with a hooks table")
+    hooks = settings.setdefault("hooks", {})
+    for event, groups in block["hooks"].items():
+        present = hooks.setdefault(event, [])
+        if not isinstance(present, list):
+            raise ValueError(f"hooks.{event} is not a list")
+        if not any(g == groups[0] for g in present):
+            present.extend(groups)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tripwire-tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(settings, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+    return settings
+
+
+def _one_line(exc: BaseException | str) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:300]
