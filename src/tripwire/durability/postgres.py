@@ -221,7 +221,8 @@ class PostgresStore(ChainedStore):
             return StoreError(f"{self.path}: database is locked: could not {doing} within "
                               f"{waited:g} s")
         first = str(exc).strip().splitlines()
-        return StoreError(f"{self.path}: cannot {doing}: {first[0] if first else type(exc).__name__}")
+        problem = first[0] if first else type(exc).__name__
+        return StoreError(f"{self.path}: cannot {doing}: {problem}")
 
     def _lost(self, conn: Any) -> bool:
         return bool(conn.closed)

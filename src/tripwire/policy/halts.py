@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..base.modes import Mode
     from ..context.guard import ContextGuard, Utilization
     from .budget import BudgetPolicy
-    from .cost_context import CostPolicy
+    from .cost import CostPolicy
     from .reporting import OperatorChannel
     from .watchdog import WatchdogPolicy
 

@@ -156,9 +156,9 @@ class WatchdogPolicy:
         return block if self.mode >= Mode.FEEDBACK else ""
 
     def restore_turn(self, feedback: tuple[tuple[str, str], ...], cut: Decision | None) -> None:
-        """A turn row's state (``durability.rows.TurnRow``): the queue as it was kept, and the signal
-        that cut the turn in progress (its cut's first critical alert: the watchdog cut it),
-        so the turn's end keeps the escalation count as it would have in one process."""
+        """A turn row's state (``durability.rows.TurnRow``): the queue as it was kept, and the
+        signal that cut the turn in progress (its cut's first critical alert: the watchdog cut
+        it), so the turn's end keeps the escalation count as it would have in one process."""
         self.feedback.restore(feedback)
         critical = [a for a in cut.alerts if a.critical] if cut is not None else []
         self.turn_cut_signal = critical[0].signal if critical else None

@@ -13,8 +13,8 @@ what other processes wrote since (an operator's reset, a shared store's halts an
 
 Durable turns (``turns``: a host whose every event is a new process, as a hook's is): the turn
 in progress — whether one is open, its cut or the halt's decision, the feedback queued for the
-model — is a ``turn`` row (``durability.rows.TurnRow``), written by ``keep_turn`` when it changed since
-the last one (``Guardrails.flush``), and handed back by ``restore``.
+model — is a ``turn`` row (``durability.rows.TurnRow``), written by ``keep_turn`` when it changed
+since the last one (``Guardrails.flush``), and handed back by ``restore``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..policy.lines import tampered_halt
 if TYPE_CHECKING:
     from ..base.decision import Decision
     from ..policy.budget import BudgetPolicy
-    from ..policy.cost_context import CostPolicy
+    from ..policy.cost import CostPolicy
     from ..policy.watchdog import WatchdogPolicy
 
 __all__ = ["Durability"]

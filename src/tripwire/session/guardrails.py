@@ -44,7 +44,8 @@ from ..engine.watchdog import Watchdog, retracted_count
 from ..errors import GuardrailHalted
 from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
 from ..policy.ceiling import CostCeiling, CostTrip
-from ..policy.cost_context import ContextPolicy, CostPolicy
+from ..policy.context import ContextPolicy
+from ..policy.cost import CostPolicy
 from ..policy.halts import Halts, ResetOutcome, Status
 from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
 from ..policy.watchdog import WatchdogPolicy

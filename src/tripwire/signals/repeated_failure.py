@@ -1,10 +1,10 @@
 """repeated-failure: failed results of one tool carrying one error signature, with no
 successful result between them (SPEC §7.3). Native twin: ``native/repeated_failure.*``.
 
-The signature is the error text through the answer scanner (``tripwire.identity.answer``, SPEC §12.1)
-in its *signature* mode, hashed (XXH3-64), so the same failure reported at another time, under
-another temporary directory or by another process is one signature, and the call's spelling does
-not matter (results carry no args). One scanner serves results and errors:
+The signature is the error text through the answer scanner (``tripwire.identity.answer``,
+SPEC §12.1) in its *signature* mode, hashed (XXH3-64), so the same failure reported at another
+time, under another temporary directory or by another process is one signature, and the call's
+spelling does not matter (results carry no args). One scanner serves results and errors:
 
 1. the *volatile spans* of an answer are replaced (durations, timestamps, ``0x``/UUID/long hex
    ids, PIDs, a shell's line counter, temporary path components, configured JSON members);
