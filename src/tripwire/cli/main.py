@@ -30,7 +30,6 @@ from ..base.names import Guardrail
 from ..errors import (
     ConfigError,
     InvalidEvent,
-    InvalidReset,
     ResetRefused,
     StoreError,
     StoreUnreadable,
@@ -38,6 +37,7 @@ from ..errors import (
     TruncatedLine,
 )
 from ..interchange.adapters import FORMAT_NAMES
+from . import usage
 from .usage import OneLineParser
 
 # Each verb imports what it needs when it runs (``tripwire replay`` starts without the store,
@@ -67,24 +67,6 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
 
 
 _Parser = OneLineParser  # usage errors in one line on stderr, exit 2 (``_usage``)
-
-
-def _dollars(text: str) -> float:
-    from ..base.money import dollars_from_text
-
-    try:
-        return dollars_from_text(text, "the amount")
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("the amount ")) from None
-
-
-def _signal_set(text: str) -> frozenset[str]:
-    """Signal ids; checked against the built-ins and the config's custom signals once the
-    config file is read (``replay_config``)."""
-    ids = frozenset(s.strip() for s in text.split(",") if s.strip())
-    if not ids:
-        raise argparse.ArgumentTypeError("--signals needs at least one signal id")
-    return ids
 
 
 class _Version(argparse.Action):
@@ -135,7 +117,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                         help="print only the summary line (and no operator log lines)")
     replay.add_argument("--per-file", action="store_true",
                         help="add a per-file breakdown (\"per_file\") to the summary line")
-    replay.add_argument("--signals", type=_signal_set, metavar="IDS",
+    replay.add_argument("--signals", type=usage.signal_set, metavar="IDS",
                         help="comma-separated ids of the signals to run, among the built-in "
                              "signals and the config file's custom ones ([signals] custom); "
                              "default: all (an unknown id is an error listing them)")
@@ -147,15 +129,16 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     policy = replay.add_argument_group(
         "policy", "replay analyses a recording: with none of these it runs in warn mode with no "
         "cost ceilings and reports every alert")
-    policy.add_argument("--mode", type=_mode, help="watchdog mode: off, warn, feedback, enforce")
+    policy.add_argument("--mode", type=usage.mode,
+                        help="watchdog mode: off, warn, feedback, enforce")
     attended = policy.add_mutually_exclusive_group()
     attended.add_argument("--unattended", dest="unattended", action="store_const", const=True,
                           help="as a daemon/one-shot would run: enforce, $10 session ceiling")
     attended.add_argument("--interactive", dest="unattended", action="store_const", const=False,
                           help="as an interactive run would: warn, no session ceiling")
-    policy.add_argument("--max-turn-cost-usd", type=_dollars, metavar="USD",
+    policy.add_argument("--max-turn-cost-usd", type=usage.dollars, metavar="USD",
                         help="per-turn cost ceiling (0: none; negative is refused)")
-    policy.add_argument("--max-session-cost-usd", type=_dollars, metavar="USD",
+    policy.add_argument("--max-session-cost-usd", type=usage.dollars, metavar="USD",
                         help="per-session cost ceiling (0: none; negative is refused)")
     policy.add_argument("--fail-on", choices=("critical", "halt", "exhausted"),
                         help="exit 3 if a critical alert (or a session halt, or a task "
@@ -201,10 +184,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     reset.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     reset.add_argument("--session", metavar="ID", required=True,
                        help="the session to reset (as `tripwire status STORE` lists them)")
-    reset.add_argument("--guardrail", type=_reset_scope, default=Guardrail.ALL,
+    reset.add_argument("--guardrail", type=usage.reset_scope, default=Guardrail.ALL,
                        metavar="{watchdog,cost_ceiling,all}",
                        help="which halt to clear (default: all)")
-    reset.add_argument("--add-budget", type=_dollars, default=0.0, metavar="USD",
+    reset.add_argument("--add-budget", type=usage.dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
@@ -220,7 +203,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--config", metavar="FILE", help="a tripwire config file (TOML or JSON)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default: 127.0.0.1, loopback only)")
-    serve.add_argument("--port", type=_port, default=8737,
+    serve.add_argument("--port", type=usage.port, default=8737,
                        help="port to listen on (default: 8737; 0: any free port)")
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
@@ -240,70 +223,24 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _reset_scope(text: str) -> Guardrail:
-    try:
-        return Guardrail.parse_reset(text)
-    except InvalidReset as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _format_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("auto", *FORMAT_NAMES), default="auto",
                         help="transcript format (default: auto, detected from the content)")
 
 
-def _count_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free port), not {value}")
-    return value
-
-
-def _seconds_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
-    return value
-
-
 #: (flag, Budget counter, type, help) of replay's task-budget flags (SPEC §7.1)
 _BUDGET_FLAGS = (
-    ("--max-steps", "steps", _count_arg, "model requests (usage events) per task"),
-    ("--max-tool-calls", "tool_calls", _count_arg, "tool calls per task"),
-    ("--max-tokens", "tokens", _count_arg, "input + output tokens per task"),
-    ("--max-task-usd", "usd", _dollars, "US dollars per task, across its sessions"),
-    ("--deadline-s", "deadline_s", _seconds_arg,
+    ("--max-steps", "steps", usage.count, "model requests (usage events) per task"),
+    ("--max-tool-calls", "tool_calls", usage.count, "tool calls per task"),
+    ("--max-tokens", "tokens", usage.count, "input + output tokens per task"),
+    ("--max-task-usd", "usd", usage.dollars, "US dollars per task, across its sessions"),
+    ("--deadline-s", "deadline_s", usage.seconds,
      "seconds since the task started, by the events' ts"),
-    ("--tool-timeout-s", "tool_timeout_s", _seconds_arg,
+    ("--tool-timeout-s", "tool_timeout_s", usage.seconds,
      "seconds a tool call may stay without its result, by the events' ts"),
-    ("--max-stop-rejections", "stop_rejections", _count_arg,
+    ("--max-stop-rejections", "stop_rejections", usage.count,
      "refused attempts to finish (default 8)"),
 )
-
-
-def _mode(text: str) -> str:
-    from ..base.modes import parse_mode
-
-    try:
-        return str(parse_mode(text))
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def replay_config(args: argparse.Namespace) -> GuardrailsConfig:

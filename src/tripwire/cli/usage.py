@@ -1,13 +1,21 @@
 """The command line's one rule for a usage error: one line on stderr naming the command and
 where its help is, exit status 2 (no usage dump to scroll past). Every parser of the
 ``tripwire`` command is one of these, the hook command's included (which imports nothing
-else of the command line)."""
+else of the command line), and the argument types the verbs' options share (each a one-line
+message for a bad value)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-__all__ = ["OneLineParser", "EXIT_USAGE"]
+from ..errors import ConfigError, InvalidReset
+
+if TYPE_CHECKING:
+    from ..base.names import Guardrail
+
+__all__ = ["OneLineParser", "EXIT_USAGE", "count", "dollars", "mode", "port", "reset_scope",
+           "seconds", "signal_set"]
 
 EXIT_USAGE = 2
 
@@ -15,3 +23,72 @@ EXIT_USAGE = 2
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types (the modules they need are imported when a value is checked) ------------
+
+def dollars(text: str) -> float:
+    from ..base.money import dollars_from_text
+
+    try:
+        return dollars_from_text(text, "the amount")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("the amount ")) from None
+
+
+def signal_set(text: str) -> frozenset[str]:
+    """Signal ids; checked against the built-ins and the config's custom signals once the
+    config file is read (``replay_config``)."""
+    ids = frozenset(s.strip() for s in text.split(",") if s.strip())
+    if not ids:
+        raise argparse.ArgumentTypeError("--signals needs at least one signal id")
+    return ids
+
+
+def reset_scope(text: str) -> Guardrail:
+    from ..base.names import Guardrail
+
+    try:
+        return Guardrail.parse_reset(text)
+    except InvalidReset as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0: any free port), not {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+def mode(text: str) -> str:
+    from ..base.modes import parse_mode
+
+    try:
+        return str(parse_mode(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
