@@ -5,12 +5,15 @@ session: later events get it), runs the turn lifecycle and hands each observatio
 policies, one job each — ``WatchdogPolicy`` (the watchdog's alerts, SPEC §3), ``CostPolicy``
 (§4), ``ContextPolicy`` (§6), ``BudgetPolicy`` (the task, §7) — whose ``Decision`` it returns.
 The common path of ``on_call``, ``on_result`` and ``on_text`` is the engine's core's, the
-concrete class's first base (``_reference_guardrails.GuardrailsCore``, ``_native``'s twin),
-which calls back into the hand-offs here for policy. Halts, the refused turn, resets and
-``Status`` are ``status.Halts``'; rows, restore and the store sync are
-``persistence.Durability``'s; the constructor's checks are ``config``'s; what batch ingest reads
-of a session is ``SessionBatch``'s (below). ``start_turn()`` returns the ``Turn`` (the
-feedback block to prepend) or raises ``GuardrailHalted`` before any model call when halted.
+concrete class's first base (``core.GuardrailsCore``, ``_native``'s twin), which calls back
+into the hand-offs here for policy. The rest of the class is in parts by concern, each a mixin
+over ``fields.SessionFields``: ``task_methods`` (the task: stop attempts, retries, clock
+checks, a new task), ``context_methods`` (compaction, checkpoints, the ``/context`` view) and
+``operator`` (halts, resets, status, flush and restore; ``policy.halts.Halts`` and
+``durability.Durability`` do the work). The constructor's checks are ``config``'s; what batch
+ingest reads of a session is ``SessionBatch``'s (below). ``start_turn()`` returns the ``Turn``
+(the feedback block to prepend) or raises ``GuardrailHalted`` before any model call when
+halted.
 
     guardrails = Guardrails(GuardrailsConfig(mode="enforce", max_turn_cost_usd=0.50))
     turn = guardrails.start_turn()                 # GuardrailHalted if halted
@@ -30,17 +33,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..base.decision import CONTINUE, HALT_SESSION, Decision, Turn, stronger
+from ..base.decision import CONTINUE, Decision, Turn, stronger
 from ..base.inputs import remember_call_id
 from ..base.modes import Mode
 from ..base.money import usage_cost_nano
 from ..budgets.task import Task
-from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
-from ..context.stats import ContextStats
+from ..context.guard import ContextGuard, SummaryResult
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
 from ..engine.batch import BatchChange, BatchState
-from ..engine.watchdog import Watchdog, retracted_count
+from ..engine.watchdog import Watchdog
 from ..errors import GuardrailHalted
 from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
 from ..policy.ceiling import CostCeiling, CostTrip
@@ -52,8 +54,11 @@ from ..policy.watchdog import WatchdogPolicy
 from ..signals import Alert
 from . import core as _reference_guardrails
 from .config import GuardrailsConfig, ResolvedConfig, resolve_session
+from .context_methods import ContextMethods
 from .core import SessionLock
 from .durability import Durability
+from .operator import OperatorMethods
+from .task_methods import TaskMethods
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
@@ -94,32 +99,13 @@ def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
     return task
 
 
-class Guardrails:
+class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
     """One session's guardrails. ``Guardrails(...)`` returns a ``NativeGuardrails`` (the C++
     core, with its observations' common path in Cython) or a ``PythonGuardrails`` (the
     reference engine), as ``Watchdog(...)`` does; both are ``Guardrails``."""
 
     if not TYPE_CHECKING:
         __slots__ = ()  # the fields are the concrete classes' (the native core's come first)
-    _lock: SessionLock
-    _blocked: Decision | None
-    _watchdog: Watchdog | None
-    _ids: dict[str, str]
-    last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
-    _context: ContextGuard | None
-    _task: Task
-    _budget: BudgetPolicy
-    mode: Mode
-    _policy: WatchdogPolicy
-    _channel: OperatorChannel
-    _cost: CostCeiling
-    _in_turn: bool
-    _durable: Durability
-    _halts: Halts
-    _cost_policy: CostPolicy
-    _context_policy: ContextPolicy
-    session_id: str
-    settings: ResolvedConfig
 
     def __new__(cls, config: GuardrailsConfig | ResolvedConfig | None = None, *,
                 implementation: str | None = None, **_: Any) -> Guardrails:
@@ -382,53 +368,6 @@ class Guardrails:
         alerts = watchdog.observe_result(name, error=TIMEOUT_ERROR)
         return self._on_alerts(alerts) if alerts else CONTINUE
 
-    # -- the task (SPEC §7) ------------------------------------------------------------------
-
-    @property
-    def task(self) -> Task:
-        """The task this session runs under (its own implicit one when none was given)."""
-        return self._budget.task
-
-    def run_task(self, task: Task) -> None:
-        """Run the session's next work under ``task`` (a ``task_start``): its observations
-        charge it from now on. The previous task is no longer charged."""
-        task = checked_task(task)
-        with self._lock:
-            self._budget.detach()
-            self._budget = BudgetPolicy(task, self, self.mode, self._channel)
-            self._task = task
-            if self._blocked is not None and self._blocked.guardrail == BUDGET:
-                self._blocked = None  # the old task's exhaustion does not bind the new one
-
-    def on_stop_attempt(self, accepted: bool, answer: Any = None) -> Decision:
-        """The agent tried to finish; a stop hook accepted or refused it (SPEC §7.1). Past
-        the task's ``stop_rejections`` cap a refusal exhausts the task (its last answer
-        attached, unverified): under ``enforce``, a cut. ``answer`` defaults to the agent's
-        last words."""
-        with self._lock:
-            decision = self._budget.stop_attempt(accepted, answer)
-            return self._budget_decision(decision)
-
-    def on_retry(self, reason: str = "") -> Decision:
-        """A transport/provider retry of a failed model request (not a tool failure)."""
-        with self._lock:
-            return self._budget_decision(self._budget.retry(reason))
-
-    def poll(self) -> Decision:
-        """Judge the clock now (a host waiting on a tool calls it): ``cancel_tool`` for calls
-        past the task's tool timeout, a cut when the deadline passed (``enforce``)."""
-        with self._lock:
-            if self._blocked is not None:
-                return self._blocked
-            return self._budget_decision(self._budget.poll_time())
-
-    def _budget_decision(self, decision: Decision | None) -> Decision:
-        if decision is None:
-            return self._blocked if self._blocked is not None else CONTINUE
-        if not decision.proceed:
-            self._blocked = decision
-        return decision
-
     # -- the fleet's ----------------------------------------------------------------------------
 
     def touch(self, now: float) -> None:
@@ -471,134 +410,6 @@ class Guardrails:
         """After an observation that moved the estimate: pending compaction, or the 95% cut."""
         checked = self._context_policy.check(decision)  # called only with a context guard
         return checked if checked is decision else self._block(checked)
-
-    def compact(self, messages: Any, focus: str | None = None, *,
-                manual: bool = False) -> Compaction:
-        """Reduce the context now: the host's ``summarize`` (with tripwire's retry, backoff and
-        fallback rules), or mechanical truncation. Automatic (the default): call it when
-        ``start_turn().compact`` is true; a failure is a durable ``context-reduction-failed``
-        row and backs off. ``manual=True`` (the operator's ``/compact [focus]``): a failure is
-        reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
-        backoff. ``Compaction.apply(messages)`` is the new history."""
-        with self._lock:
-            return self._context_policy.compact(messages, focus, manual=manual)
-
-    def checkpoint(self, messages: Any, note: str | None = None, *,
-                   manual: bool = False) -> Compaction:
-        """A task-boundary checkpoint: slice the finished task out of the history through the
-        same summarizer policy (``summarize(messages, note)``; retry, backoff, mechanical
-        fallback), with ``operation: checkpoint`` in its records. Automatic (the model declared
-        the boundary) or ``manual=True`` (the operator's ``/done [note]``), as ``compact``."""
-        with self._lock:
-            return self._context_policy.checkpoint(messages, note, manual=manual)
-
-    def context_stats(self) -> ContextStats:
-        """The ``/context`` view: compactions (count, last time, last focus), checkpoints
-        (count, last note), characters summarized, the context's size against its window
-        (unknown when the model's window is), and the per-model usage, by descending cost."""
-        with self._lock:
-            return self._context_policy.stats(self._cost_policy.usage)
-
-    def utilization(self) -> Utilization | None:
-        """How full the context is (None when the context guard is disabled)."""
-        with self._lock:
-            return self._context_policy.utilization()
-
-    # -- halts, resets and status --------------------------------------------------------------
-
-    @property
-    def halted(self) -> bool:
-        return self._halts.halted
-
-    def refusal(self) -> Decision:
-        """The decision for a turn refused at its start (``refuse_turn``), while halted (or
-        while the task is exhausted, under ``enforce``: guardrail ``budget``)."""
-        return self._halts.refusal(self._budget)
-
-    def reset(self, guardrail: str = "all", additional_budget_usd: float = 0.0) -> ResetOutcome:
-        """An operator reset (SPEC §3, §4). Clears halts and the watchdog's run state but keeps
-        the queued feedback, so the resumed model learns why it was stopped.
-
-        Raises ``ResetRefused`` (nothing changed) while the spend is at least the per-session
-        ceiling plus ``additional_budget_usd``, and ``InvalidReset`` for budget the reset
-        cannot apply.
-        """
-        with self._lock:
-            return self._halts.reset(guardrail, additional_budget_usd, self._unblock)
-
-    def _unblock(self) -> None:
-        self._blocked = None
-
-    def retract_calls(self, calls: int) -> None:
-        """The last ``calls`` tool calls were refused by the host's permission gate and the
-        turn ended: they come off the watchdog's run state (``Watchdog.retract_calls``), so
-        the next turn's first identical call is not the next one in a row. A halt, a cut and
-        every alert already raised stay as they are (docs/guardrails.md)."""
-        with self._lock:
-            count = retracted_count(calls)  # checked in every mode
-            if self._watchdog is not None:
-                self._watchdog.retract_calls(count)
-
-    def status(self) -> Status:
-        with self._lock:
-            return self._halts.status(self.session_id, self.mode, self._context)
-
-    # -- durability (SPEC §5; persistence.Durability) ------------------------------------------
-
-    def flush(self, wait: float | None = None) -> bool:
-        """Write what the store does not hold yet — the task's consumption (the tool calls
-        the fast path counts without a row: a process that exits after this keeps them, as a
-        hook must) and the rows it did not take yet — waiting the store's full timeout (or at
-        most ``wait`` seconds for each row); True when none is left (else ``store_problem``
-        says why). With durable turns, the turn in progress too, when it changed."""
-        self._task.persist()
-        with self._lock:
-            self._durable.keep_turn(self._in_turn, self._blocked)
-        return self._durable.flush(wait)
-
-    @property
-    def store_problem(self) -> str | None:
-        """Why rows are waiting for the store (its last error), or None when none is."""
-        return self._durable.problem
-
-    @property
-    def unpersisted_rows(self) -> int:
-        """Rows decided but not yet in the store (0 without a store)."""
-        return len(self._durable)
-
-    @property
-    def durable_log(self) -> SessionLog | None:
-        """The session's durable log: its rows on their way to the store, its history read
-        back (None without a store)."""
-        return self._durable.log
-
-    @property
-    def halted_by(self) -> tuple[str, ...]:
-        """The guardrails holding the session halted, in the order they tripped (empty when it
-        is not halted)."""
-        return self._halts.by() if self._halts.halted else ()
-
-    def restore(self, store: Any) -> None:
-        """Fold a store's history of this session forward (done at construction when a store
-        is given). Fails open: an unreadable store means the session runs unrestored, with a
-        logged warning naming it."""
-        with self._lock:
-            self._durable.attach(store, self._budget)
-            self._restore()
-
-    def _restore(self, history: Any = None) -> None:
-        turn = self._durable.restore(self._budget, history)
-        if self.halted:
-            self._blocked = self.refusal()
-        if turn is None:  # no durable turn, or none stored
-            return
-        # the turn in progress, as the last process left it: its cut stands until the turn
-        # ends (unless the session is halted now); a halt's own decision, while it holds,
-        # says again what the model was told
-        self._in_turn = turn.open
-        blocked = turn.blocked
-        if blocked is not None and (blocked.action == HALT_SESSION) == self.halted:
-            self._blocked = blocked
 
     @property
     def counters(self) -> Counters:

@@ -1,0 +1,54 @@
+"""The fields every part of a session reads (``SessionFields``): ``Guardrails`` is one class
+made of parts by concern (``task_methods``, ``context_methods``, ``operator``, its own turns
+and observations), each a mixin over these declarations; the concrete classes' slots and
+their engine core hold them (``guardrails._SLOTS``, ``core.GuardrailsCore``, the native
+core)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..base.decision import Decision
+    from ..base.modes import Mode
+    from ..budgets.task import Task
+    from ..context.guard import ContextGuard
+    from ..engine.watchdog import Watchdog
+    from ..policy.budget import BudgetPolicy
+    from ..policy.ceiling import CostCeiling
+    from ..policy.context import ContextPolicy
+    from ..policy.cost import CostPolicy
+    from ..policy.halts import Halts
+    from ..policy.reporting import OperatorChannel
+    from ..policy.watchdog import WatchdogPolicy
+    from .config import ResolvedConfig
+    from .core import SessionLock
+    from .durability import Durability
+
+__all__ = ["SessionFields"]
+
+
+class SessionFields:
+    """Declarations only: a session's state, as its parts read it."""
+
+    if not TYPE_CHECKING:
+        __slots__ = ()
+    _lock: SessionLock
+    _blocked: Decision | None
+    _watchdog: Watchdog | None
+    _ids: dict[str, str]
+    last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
+    _context: ContextGuard | None
+    _task: Task
+    _budget: BudgetPolicy
+    mode: Mode
+    _policy: WatchdogPolicy
+    _channel: OperatorChannel
+    _cost: CostCeiling
+    _in_turn: bool
+    _durable: Durability
+    _halts: Halts
+    _cost_policy: CostPolicy
+    _context_policy: ContextPolicy
+    session_id: str
+    settings: ResolvedConfig
