@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import json
 import sys
 from collections import defaultdict
@@ -203,12 +204,31 @@ def _private_members(tree: ast.AST) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
+def _cython_text(path: Path) -> str:
+    """A .pyx with its include files and its .pxd (the native core's whole source)."""
+    parts = [path.read_text()] + [p.read_text() for p in sorted(path.parent.glob("*.pxi"))]
+    parts += [p.read_text() for p in sorted(path.parent.glob("*.pxd"))]
+    return "\n".join(parts)
+
+
+def _cython_privates(text: str) -> set[str]:
+    """The private names a Cython module defines: its cdef fields, its methods, what it
+    assigns on ``self``."""
+    return (set(re.findall(r"\bcdef\s+(?:public\s+|readonly\s+)?[\w\[\]\.<>, *]+?\s(_\w+)",
+                           text))
+            | set(re.findall(r"\b(?:c?p?def)\s+(?:[\w\[\]\.<>*]+\s+)?(_\w+)\s*\(", text))
+            | set(re.findall(r"self\.(_\w+)\s*=", text)))
+
+
 def private_reads(modules: dict[str, Path]) -> list[tuple[str, int, str]]:
     """``obj._name`` read in one module where ``_name`` is a private member of a class of
     another tripwire module only (``self``/``cls`` excepted: a class's own and inherited state):
-    private state shared across modules. (module, line, expression)."""
+    private state shared across modules. (module, line, expression). The native core counts
+    both ways: its .pyx/.pxi read by a regex, its cdef fields as its private members."""
     trees = {m: ast.parse(p.read_text()) for m, p in modules.items() if p.suffix == ".py"}
     own = {m: _private_members(t) for m, t in trees.items()}
+    cython = {m: _cython_text(p) for m, p in modules.items() if p.suffix == ".pyx"}
+    own.update({m: _cython_privates(text) for m, text in cython.items()})
     defined_somewhere: set[str] = set().union(*own.values()) if own else set()
     out = []
     for m, tree in trees.items():
@@ -218,7 +238,13 @@ def private_reads(modules: dict[str, Path]) -> list[tuple[str, int, str]]:
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
                     and node.attr not in own[m] and node.attr in defined_somewhere):
                 out.append((m, node.lineno, ast.unparse(node)))
-    return out
+    for m, text in cython.items():
+        for n, line in enumerate(text.splitlines(), 1):
+            for obj, name in re.findall(r"\b(\w+)\.(_[a-z]\w*)", line):
+                if obj not in ("self", "cls") and name not in own[m] \
+                        and name in defined_somewhere:
+                    out.append((m, n, f"{obj}.{name}"))
+    return sorted(out)
 
 
 def classes(modules: dict[str, Path]) -> list[tuple[str, int, int]]:
