@@ -14,7 +14,7 @@ import orjson
 
 from ...base.validate import reader_count
 from ...errors import InvalidEvent, TruncatedLine
-from ..events import UTF8_BOM, Call, Event, Result, TurnEnd, TurnStart, Usage
+from ..events import UTF8_BOM, Call, Event, Result, Text, TurnEnd, TurnStart, Usage
 
 __all__ = ["Item", "json_lines", "read_document", "command_args", "block_text", "Turns",
            "messages_of", "items_at", "positioned", "run_total", "anthropic_call",
@@ -226,6 +226,23 @@ def anthropic_call(block: dict[str, Any], names: dict[str, str]) -> Call:
     return Call(name, block.get("input"), ident)
 
 
+def assistant_events(content: Any, names: dict[str, str]) -> Iterator[Event]:
+    """An Anthropic assistant message's content as events: a string is the agent's words;
+    blocks give ``tool_use`` calls and ``text`` words in order (thinking is never agent text)."""
+    if isinstance(content, str):
+        if content:
+            yield Text(content)
+        return
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_use":
+            yield anthropic_call(block, names)
+        elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+            yield Text(block["text"])
+
+
 def anthropic_result(block: dict[str, Any], names: dict[str, str]) -> Result:
     """A ``tool_result`` block as a result, named after its call when the call was seen."""
     ident = block.get("tool_use_id")
@@ -247,3 +264,37 @@ def claude_unknown_tool(result: Result) -> Result:
                 "Error: ").startswith(NO_SUCH_TOOL):
         return replace(result, unknown_tool=True)
     return result
+
+
+def one_value_per_line(path: Path) -> bool:
+    """Whether the first non-blank line of a file is a whole JSON value (JSON Lines), rather
+    than the start of one pretty-printed document."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    return False
+                return True
+    return True
+
+
+def sqlite_tables(path: Path) -> dict[str, set[str]] | None:
+    """The tables of a SQLite database (opened read-only) and their columns, or None when the
+    file is none."""
+    import sqlite3  # here: a run that reads no database does not import it
+
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        names = [r[0] for r in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: {r[1] for r in connection.execute(f'PRAGMA table_info("{name}")')}
+                for name in names}
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()

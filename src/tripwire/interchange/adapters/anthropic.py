@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidEvent
-from ..events import Event, Text
-from ._base import Item, Turns, messages_of, positioned, read_document
+from ..events import Event
+from ._base import Item, Turns, assistant_events, messages_of, positioned, read_document
 from ._base import anthropic_call as tool_call
 from ._base import anthropic_result as tool_result
 from ._base import anthropic_usage as usage_of
@@ -56,18 +56,7 @@ def message_events(message: dict[str, Any], turns: Turns,
         return
     if role != "assistant":
         return
-    if blocks is None:
-        if isinstance(content, str) and content:
-            yield Text(content)
-    else:
-        for block in blocks:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "tool_use":
-                yield tool_call(block, names)
-            elif kind == "text" and isinstance(block.get("text"), str) and block["text"]:
-                yield Text(block["text"])
+    yield from assistant_events(content, names)
     usage = usage_of(message)
     if usage is not None:
         yield usage

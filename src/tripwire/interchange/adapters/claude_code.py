@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidEvent
-from ..events import Compaction, Event, Text, TurnEnd, Usage
-from ._base import Item, Turns, block_text, items_at, json_lines
+from ..events import Compaction, Event, TurnEnd, Usage
+from ._base import Item, Turns, assistant_events, block_text, items_at, json_lines
 from ._base import claude_unknown_tool as unknown_tool
-from .anthropic import tool_call, tool_result, usage_of
+from .anthropic import tool_result, usage_of
 
 __all__ = ["NAME", "sniff", "read", "usage_of"]
 
@@ -156,18 +156,7 @@ def _events(kind: str, value: dict[str, Any], session: _Session,
                 session.sidechain and session.usage_id in session.main_ids):
             session.usage = usage_of(message)  # the last line of the id wins
             session.usage_line = number
-        if isinstance(content, str):
-            if content:
-                yield Text(content)
-            return
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "tool_use":
-                yield tool_call(block, session.names)
-            elif btype == "text" and isinstance(block.get("text"), str) and block["text"]:
-                yield Text(block["text"])
+        yield from assistant_events(content, session.names)
         return
     # user
     if value.get("isMeta") is True or value.get("isCompactSummary") is True:

@@ -41,9 +41,9 @@ from ..events import Compaction, Event, TaskEnd, Text, Usage
 from ._base import (
     Item,
     Turns,
-    anthropic_call,
     anthropic_result,
     anthropic_usage,
+    assistant_events,
     block_text,
     claude_unknown_tool,
     items_at,
@@ -178,18 +178,7 @@ class _Reader:
             if session.usage_id is None:
                 yield from session.flush()
         content = message.get("content")
-        if isinstance(content, str):
-            if content:
-                yield Text(content)
-            return
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "tool_use":
-                yield anthropic_call(block, session.names)
-            elif btype == "text" and isinstance(block.get("text"), str) and block["text"]:
-                yield Text(block["text"])
+        yield from assistant_events(content, session.names)
 
     def user(self, value: dict[str, Any], session: _Session) -> Iterator[Event | Item]:
         message = value.get("message")

@@ -40,7 +40,7 @@ import orjson
 
 from ...errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, json_lines, read_document
+from ._base import Item, Turns, block_text, json_lines, one_value_per_line, read_document
 from ._base import token_count_or_zero as _count
 
 NAME = "gemini-cli"
@@ -271,20 +271,10 @@ def _log(path: Path, name: str) -> Iterator[Item]:
         yield Item(current(), 0, event)
 
 
-def _one_per_line(path: Path) -> bool:
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                try:
-                    orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    return False
-                return True
-    return True
 
 
 def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
-    if document is None and _one_per_line(path):
+    if document is None and one_value_per_line(path):
         return _log(path, name)
     document = read_document(path, document)
     if not (_metadata(document) and isinstance(document.get("messages"), list)):

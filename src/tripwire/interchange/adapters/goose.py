@@ -49,7 +49,7 @@ import orjson
 
 from ...errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
-from ._base import Item, Turns, block_text, items_at, json_lines
+from ._base import Item, Turns, block_text, items_at, json_lines, sqlite_tables
 from ._base import token_count as _count
 
 NAME = "goose"
@@ -87,7 +87,7 @@ def sniff(value: Any) -> bool:
 def sniff_database(path: Path) -> bool:
     """A goose database: ``sessions`` and ``messages`` tables, the latter with
     ``content_json``."""
-    tables = _tables(path)
+    tables = sqlite_tables(path)
     return tables is not None and "sessions" in tables and \
         {"session_id", "role", "content_json", "created_timestamp"} <= tables.get("messages",
                                                                                  set())
@@ -108,23 +108,6 @@ def _connect(path: Path) -> Any:
     return connection
 
 
-def _tables(path: Path) -> dict[str, set[str]] | None:
-    """The tables of a SQLite database and their columns, or None when it is none."""
-    import sqlite3
-
-    try:
-        connection = _connect(path)
-    except sqlite3.Error:
-        return None
-    try:
-        names = [r[0] for r in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: {r[1] for r in connection.execute(f'PRAGMA table_info("{name}")')}
-                for name in names}
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
 
 
 class _Conversation:
@@ -212,7 +195,7 @@ def _usage_of(row: Any, model: Any = None) -> Usage:
 
 
 def _database(path: Path) -> Iterator[Item]:
-    tables = _tables(path)
+    tables = sqlite_tables(path)
     if tables is None or not sniff_database(path):
         raise InvalidEvent("not a goose sessions database (expected 'sessions' and "
                            "'messages' tables)", source=str(path))

@@ -38,7 +38,7 @@ import orjson
 
 from ...errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, Text, Usage
-from ._base import Item, Turns
+from ._base import Item, Turns, sqlite_tables
 from ._base import token_count_or_zero as _count
 
 NAME = "opencode"
@@ -74,7 +74,7 @@ def _tree(directory: Path) -> bool:
 
 
 def sniff_database(path: Path) -> bool:
-    tables = _tables(path)
+    tables = sqlite_tables(path)
     return tables is not None and "id" in tables.get("session", set()) \
         and {"id", "session_id", "data"} <= tables.get("message", set()) \
         and {"id", "message_id", "data"} <= tables.get("part", set())
@@ -96,22 +96,6 @@ def sniff_folder(directory: Path, names: frozenset[str]) -> bool:
     return STORAGE in names and _tree(directory / STORAGE)
 
 
-def _tables(path: Path) -> dict[str, set[str]] | None:
-    import sqlite3  # here: a run that reads no database does not import it
-
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None
-    try:
-        names = [r[0] for r in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: {r[1] for r in connection.execute(f'PRAGMA table_info("{name}")')}
-                for name in names}
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
 
 
 def _usage(tokens: Any, cost: Any, model: Any, provider: Any) -> Usage | None:
@@ -258,7 +242,7 @@ def _read_database(path: Path) -> Iterator[Item]:
                            "tables with 'data')", source=str(path))
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        order = "time_created, id" if "time_created" in (_tables(path) or {}).get(
+        order = "time_created, id" if "time_created" in (sqlite_tables(path) or {}).get(
             "session", set()) else "id"
         for (sid,) in connection.execute(f"SELECT id FROM session ORDER BY {order}").fetchall():
             session = _Session()

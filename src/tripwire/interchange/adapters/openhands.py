@@ -46,7 +46,7 @@ import orjson
 
 from ...errors import InvalidEvent
 from ..events import Call, Compaction, Event, Result, TaskEnd, Text, Usage
-from ._base import Item, Turns, block_text, items_at, json_lines, read_document
+from ._base import Item, Turns, block_text, items_at, json_lines, one_value_per_line, read_document
 from ._base import token_count_or_zero as _count
 
 NAME = "openhands"
@@ -488,16 +488,6 @@ def _record_name(name: str, record: dict[str, Any], number: int) -> str:
     return f"{name}#{number}"
 
 
-def _one_per_line(path: Path) -> bool:
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                try:
-                    orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    return False
-                return True
-    return True
 
 
 def _lines(path: Path, name: str) -> Iterator[Item]:
@@ -522,7 +512,7 @@ def _lines(path: Path, name: str) -> Iterator[Item]:
 def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
     if path.is_dir():
         return _folder(path, name)
-    if document is None and _one_per_line(path):
+    if document is None and one_value_per_line(path):
         return _lines(path, name)
     document = read_document(path, document)
     if isinstance(document, list) and sniff(document):

@@ -28,7 +28,7 @@ import orjson
 from ...base.validate import reader_count
 from ...errors import InvalidEvent
 from ..events import Call, Event, Result, Text, TurnEnd, TurnStart, Usage
-from ._base import Item, block_text, items_at, json_lines, read_document
+from ._base import Item, block_text, items_at, json_lines, one_value_per_line, read_document
 
 NAME = "otel"
 INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
@@ -163,24 +163,12 @@ def _batch(value: dict[str, Any], name: str) -> list[tuple[int, int, str, Event]
     return out
 
 
-def _one_per_line(path: Path) -> bool:
-    """Whether the first non-blank line is a whole JSON value (one export per line), rather
-    than the start of one pretty-printed document."""
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                try:
-                    orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    return False
-                return True
-    return True
 
 
 def read(path: Path, name: str) -> Iterator[Item]:
     """The items of an export file; a line that cannot be read belongs to the session of the
     last span before it (a cut last line is not a session of its own)."""
-    lines = json_lines(path) if _one_per_line(path) else iter([(1, read_document(path))])
+    lines = json_lines(path) if one_value_per_line(path) else iter([(1, read_document(path))])
     current = name
     for number, value in lines:
         if isinstance(value, InvalidEvent):
