@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 import workload
 
-from tripwire import Guardrails, GuardrailsConfig, Watchdog, guardrails
+from tripwire import Guardrails, GuardrailsConfig, Watchdog
+from tripwire.session import guardrails
 from tripwire.budgets.task import Budget, Task
 from tripwire.session import core as _reference_guardrails
 
