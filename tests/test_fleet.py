@@ -416,7 +416,8 @@ def test_a_malformed_row_fails_the_batch_before_any_event(implementation: str) -
         (("a", "usage", None, 10, True), "event 5: output_tokens must be an integer from 0"),
         (("a", "text", 42), "event 5: agent text must be a str"),
         (("a", "call", 7, "{}"), "event 5: tool name must be a str"),
-        (("a", "result", "grep", None, None, False, "c1", "extra"), "event 5: a result takes"),
+        (("a", "result", "grep", None, None, False, "c1", False, "extra"),
+         "event 5: a result takes"),
     ]:
         with pytest.raises(InvalidEvent, match=message):
             f.observe_many([*good, bad])

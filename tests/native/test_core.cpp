@@ -51,6 +51,11 @@ tw::Settings defaults() {
     s.answer_volatile = tw::kAllClasses;
     s.recycled_threshold = 8;
     s.recycled_window = 64;
+    s.unknown_tool_threshold = 3;
+    s.repeated_text_threshold = 3;
+    s.empty_responses_threshold = 3;
+    s.compaction_per_turn = 3;
+    s.compaction_in_a_row = 5;
     return s;
 }
 

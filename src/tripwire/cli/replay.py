@@ -309,7 +309,7 @@ class _Session:
             return g.on_call(event.name, event.args, id=event.id)
         if isinstance(event, Result):
             return g.on_result(event.name, id=event.id, error=event.error, no_op=event.no_op,
-                               payload=event.payload)
+                               payload=event.payload, unknown_tool=event.unknown_tool)
         if isinstance(event, Text):
             return g.on_text(event.text)
         if isinstance(event, Usage):
@@ -355,7 +355,7 @@ class _Session:
         if isinstance(event, TaskStart):
             return self.start_task(index, event)
         if isinstance(event, Compaction):
-            return None  # an event (its index counts); the signals acting on it: issue 25
+            return g.on_compaction(mechanical=event.mechanical, automatic=event.automatic)
         if isinstance(event, TaskEnd):
             if self.reported is not None and self.reported.task_id == self.task.task_id:
                 self.task.finish(event.answer, evidence=event.evidence,

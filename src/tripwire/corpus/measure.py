@@ -83,7 +83,11 @@ def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
     s = config.engine_settings()
     return (s.repeat_threshold, s.cycle_cycles, s.density_threshold, s.name_threshold,
             s.failure_threshold, s.no_op_threshold, s.no_new_state_threshold,
-            s.silence_threshold, s.repeated_failure_threshold, s.recycled_threshold)
+            s.silence_threshold, s.repeated_failure_threshold, s.recycled_threshold,
+            s.unknown_tool_threshold, s.repeated_text_threshold, s.empty_responses_threshold,
+            # compaction-storm's statistic is its run (a turn's count is never above it); its
+            # per-turn rule trips earlier, which the first-trip column shows
+            s.compaction_in_a_row)
 
 
 def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:
