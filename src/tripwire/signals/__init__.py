@@ -152,6 +152,12 @@ class WatchdogConfig:
             raise ConfigError("'signals' must be a table keyed by signal id")
         return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})))
 
+    def with_knobs(self, signal_id: str, **knobs: Any) -> WatchdogConfig:
+        """The same config with these knobs of one signal set (checked as any knob is)."""
+        signals = {k: dict(v) for k, v in self.signals.items()}
+        signals.setdefault(signal_id, {}).update(knobs)
+        return WatchdogConfig(signals=signals, only=self.only, results=self.results)
+
     def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
         return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results)
 
