@@ -147,13 +147,17 @@ def random_traffic(seed: int, n: int = 600, volatile: bool = False) -> list[tupl
             payload = rng.choice([None, "A", "B", "x" * 3000, b"B", {"k": [1, 2]}, "é" * 999,
                                   *volatile_payloads(rng, volatile)])
             events.append((sid, "result", name, payload, rng.choice([None, None, "boom"]),
-                           rng.random() < 0.1, rng.choice(["c1", "c2", "c3"])))
-        elif roll < 0.9:
-            events.append((sid, "text", rng.choice(["", "ok"])))
+                           rng.random() < 0.1, rng.choice(["c1", "c2", "c3"]),
+                           rng.random() < 0.1))  # unknown_tool (SPEC §12.4)
+        elif roll < 0.9:  # repeated words are repeated-text's (SPEC §12.4)
+            events.append((sid, "text", rng.choice(["", "ok", "Let me check.", "let me  check."])))
         elif roll < 0.94:
             events.append((sid, "usage", "claude-haiku-4-5", rng.randrange(60_000, 80_000), 10, 0.01))
-        elif roll < 0.97:
+        elif roll < 0.96:
             events.append((sid, "turn_start"))
+        elif roll < 0.975:  # compaction-storm's (SPEC §12.4): a row of the batch like any other
+            events.append((sid, "compaction") if rng.random() < 0.5 else (sid, "compaction",
+                                                                         False, True))
         else:
             events.append((sid, "turn_end"))
     return events
@@ -193,12 +197,15 @@ def patterned_traffic(seed: int, n: int = 900) -> list[tuple]:
 def one_by_one(f: Fleet, events: list[tuple]) -> list[tuple]:
     out = []
     for i, (sid, kind, *x) in enumerate(events):
-        x += [None] * (5 - len(x))
+        x += [None] * (6 - len(x))
         g = f.session(sid)
         if kind == "call":
             d = g.on_call(x[0], x[1], id=x[2])
         elif kind == "result":
-            d = g.on_result(x[0], payload=x[1], error=x[2], no_op=x[3], id=x[4])
+            d = g.on_result(x[0], payload=x[1], error=x[2], no_op=x[3], id=x[4],
+                            unknown_tool=bool(x[5]))
+        elif kind == "compaction":
+            d = g.on_compaction()
         elif kind == "text":
             d = g.on_text(x[0])
         elif kind == "usage":
