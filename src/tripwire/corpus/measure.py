@@ -73,9 +73,14 @@ class SessionResult:
         }
 
 
+#: The knob a signal's statistic is compared with, where it is not ``threshold``: the cycle
+#: counts laps, compaction-storm's statistic is its run since a turn ended in agent text.
+_STATISTIC_KNOB = {"alternating-tool-cycle": "cycles", "compaction-storm": "in_a_row"}
+
+
 def threshold_knob(signal: str) -> str:
-    """The knob a signal's statistic is compared with (the cycle counts laps)."""
-    return "cycles" if signal == "alternating-tool-cycle" else "threshold"
+    """The knob a signal's statistic is compared with."""
+    return _STATISTIC_KNOB.get(signal, "threshold")
 
 
 def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
