@@ -56,6 +56,10 @@ Session::Session(const Settings& s, void* storage)
               storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
       repeated_failure(s.repeated_failure_threshold),
       recycled(s.recycled_threshold, s.recycled_window),
+      unknown_tool(s.unknown_tool_threshold),
+      text(s.repeated_text_threshold),
+      empty(s.empty_responses_threshold),
+      storm(s.compaction_per_turn, s.compaction_in_a_row),
       settings(s) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
@@ -76,19 +80,24 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
 
 uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                                  const void* payload, size_t payload_len, bool has_payload,
-                                 const char* error, size_t error_len, const AnswerKeys* keys) {
+                                 const char* error, size_t error_len, const AnswerKeys* keys,
+                                 bool unknown) {
     const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
-                                      has_payload, error, error_len, keys);
+                                      has_payload, error, error_len, keys, unknown);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
 uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                               const void* payload, size_t payload_len, bool has_payload,
-                              const char* error, size_t error_len, const AnswerKeys* keys) {
+                              const char* error, size_t error_len, const AnswerKeys* keys,
+                              bool unknown) {
     const uint32_t on = enabled;
     const uint32_t classes = settings.answer_volatile;
     uint32_t mask = 0;
+    // unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
+    if (unknown_tool.observe(unknown) && (on & kUnknownTool)) mask |= kUnknownTool;
+    const bool unknowns = unknown && failed && (on & kUnknownTool);
     // recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call of its
     // tool (taken off for an exempt tool too, whose results neither count nor break the run)
     uint32_t call_key = 0;
@@ -99,7 +108,9 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     const uint64_t signature = failed && (signed_failure || recycles)
         ? error_signature_key(error, error ? error_len : 0, classes, keys) : 0;
     uint64_t pair = 0;
-    if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
+    if (unknowns) {
+        pair = kUnknownPair;  // the streak stands down for unknown-tool (SPEC §12.3's rule)
+    } else if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
         if (failed) {
             pair = RepeatedFailureDetector::pair_key(name_hash, signature);
             if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
@@ -130,7 +141,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     }
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
-        if (failures.fail(pair, signed_failure) && (on & kFailure)) mask |= kFailure;
+        if (failures.fail(pair, signed_failure || unknowns) && (on & kFailure)) mask |= kFailure;
         return mask;
     }
     failures.reset();
@@ -150,10 +161,42 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     return mask;
 }
 
+uint32_t Session::observe_text(bool has_words, uint64_t key) noexcept {
+    // repeated-text reads the calls since the last words before they end that run
+    const bool fired = has_words &&
+        text.observe(key, silence.run, (enabled & kRepeat) ? repeat.run : 0u);
+    silence.observe_text(has_words);
+    empty.observe_text(has_words);
+    storm.observe_text(has_words);
+    return after_event(fired && (enabled & kRepeatedText) ? kRepeatedText : 0u);
+}
+
+uint32_t Session::observe_response() noexcept {
+    const bool fired = empty.observe_response(silence.run);
+    return after_event(fired && (enabled & kEmptyResponses) ? kEmptyResponses : 0u);
+}
+
+uint32_t Session::observe_compaction() noexcept {
+    const bool fired = storm.observe();
+    return after_event(fired && (enabled & kCompactionStorm) ? kCompactionStorm : 0u);
+}
+
+uint32_t Session::after_event(uint32_t mask) noexcept {
+    if (stats) stats->after_event(*this);
+    return mask;
+}
+
+void Session::end_turn() noexcept {
+    storm.end_turn(silence.run);  // a turn that ends in agent text
+}
+
 void Session::turn_boundary() noexcept {
     no_ops.reset();
     digests.clear();
     stale.reset();
+    unknown_tool.reset();
+    text.reset();
+    storm.turn_boundary();
 }
 
 void Session::reset() noexcept {
@@ -170,6 +213,10 @@ void Session::reset() noexcept {
     repeated_failure.reset();
     pending.clear();
     recycled.reset();
+    unknown_tool.reset();
+    text.reset();
+    empty.reset();
+    storm.reset();
     if (stats) stats->after_reset();
 }
 

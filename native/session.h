@@ -28,6 +28,10 @@ enum SignalBit : uint32_t {
     kSilence = 1u << 7,
     kRepeatedFailure = 1u << 8,
     kRecycled = 1u << 9,
+    kUnknownTool = 1u << 10,
+    kRepeatedText = 1u << 11,
+    kEmptyResponses = 1u << 12,
+    kCompactionStorm = 1u << 13,
 };
 
 struct SignalBitName {
@@ -40,6 +44,8 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"tool-failure-streak", kFailure},   {"no-op-streak", kNoOp},
     {"no-new-state", kNoNewState},       {"tools-without-text", kSilence},
     {"repeated-failure", kRepeatedFailure}, {"recycled-calls", kRecycled},
+    {"unknown-tool", kUnknownTool},      {"repeated-text", kRepeatedText},
+    {"empty-responses", kEmptyResponses}, {"compaction-storm", kCompactionStorm},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -65,6 +71,11 @@ struct Settings {
     uint32_t answer_volatile;  // SPEC §12.1: the AnswerClass bits an answer replaces
     uint32_t recycled_threshold;
     uint32_t recycled_window;
+    uint32_t unknown_tool_threshold;  // SPEC §12.4
+    uint32_t repeated_text_threshold;
+    uint32_t empty_responses_threshold;
+    uint32_t compaction_per_turn;
+    uint32_t compaction_in_a_row;
 };
 
 class Session {
@@ -101,13 +112,18 @@ public:
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
     // its tool's); exempt: no-new-state and repeated-failure skip it (its payload still
     // reaches the repeat run); error: a failure's error text (repeated-failure's signature);
-    // keys: the tool's [results] ignore_json_keys (null: none). Every reader compares the
+    // keys: the tool's [results] ignore_json_keys (null: none); unknown: the result answers a
+    // call of a tool the host does not have (SPEC §12.4). Every reader compares the
     // payload's answer (SPEC §12.1), computed here at most once.
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                             const void* payload, size_t payload_len, bool has_payload,
                             const char* error = nullptr, size_t error_len = 0,
-                            const AnswerKeys* keys = nullptr);
-    void observe_text(bool has_words) noexcept { silence.observe_text(has_words); }
+                            const AnswerKeys* keys = nullptr, bool unknown = false);
+    // The agent's words; key: their text_key (read only when has_words).
+    uint32_t observe_text(bool has_words, uint64_t key = 0) noexcept;
+    uint32_t observe_response() noexcept;    // one model response (a usage event)
+    uint32_t observe_compaction() noexcept;  // the history was compacted
+    void end_turn() noexcept;       // the turn ends (compaction-storm reads how); then the boundary
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory
     void reset() noexcept;          // SPEC §10.8: every detector, the seen-set included
     // The last `calls` calls were refused by the host's gate and the turn ended: they come off
@@ -139,6 +155,10 @@ public:
     DigestLRU digests;
     RepeatedFailureDetector repeated_failure;
     RecycledCallsDetector recycled;
+    UnknownToolDetector unknown_tool;
+    RepeatedTextDetector text;
+    EmptyResponsesDetector empty;
+    CompactionStormDetector storm;
     const Settings settings;
 
 private:
@@ -151,7 +171,9 @@ private:
 
     uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
                          const void* payload, size_t payload_len, bool has_payload,
-                         const char* error, size_t error_len, const AnswerKeys* keys);
+                         const char* error, size_t error_len, const AnswerKeys* keys,
+                         bool unknown);
+    uint32_t after_event(uint32_t mask) noexcept;
 };
 
 }  // namespace tw

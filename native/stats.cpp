@@ -47,6 +47,13 @@ void SessionStats::after_result(const Session& s) noexcept {
     // only the pair that just failed rose: the peak is the highest count it reached
     raise_to(peak[8], s.repeated_failure.last);
     raise_to(peak[9], s.recycled.run);
+    raise_to(peak[10], s.unknown_tool.run);
+}
+
+void SessionStats::after_event(const Session& s) noexcept {
+    raise_to(peak[11], s.text.run);
+    raise_to(peak[12], s.empty.run);
+    raise_to(peak[13], s.storm.run);  // a turn's count is never above it
 }
 
 void SessionStats::after_reset() noexcept {

@@ -1,7 +1,7 @@
 """The ``compaction`` event and the result's ``unknown_tool`` flag (SPEC §0, §12.4): strict
 parsing, ``convert``'s records, and every consumer taking them without error — replay and
-``Fleet.observe_many`` count a compaction as an event (its index advances) and act on
-nothing else yet (the signals that do are issue 25's)."""
+``Fleet.observe_many`` count a compaction as an event (its index advances); two of them act on
+nothing (compaction-storm's thresholds are 3 and 5: tests/test_anchor_signals.py)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _loop(*between: dict) -> list[dict]:
     return events
 
 
-def test_replay_counts_a_compaction_as_an_event_and_acts_on_nothing(
+def test_replay_counts_a_compaction_as_an_event(
         implementation: str, tmp_path: Path) -> None:
     plain, compacted = tmp_path / "plain.jsonl", tmp_path / "compacted.jsonl"
     plain.write_text("".join(json.dumps(e) + "\n" for e in _loop()))

@@ -148,13 +148,17 @@ def random_traffic(seed: int, n: int = 600, volatile: bool = False) -> list[tupl
             payload = rng.choice([None, "A", "B", "x" * 3000, b"B", {"k": [1, 2]}, "é" * 999,
                                   *volatile_payloads(rng, volatile)])
             events.append((sid, "result", name, payload, rng.choice([None, None, "boom"]),
-                           rng.random() < 0.1, rng.choice(["c1", "c2", "c3"])))
-        elif roll < 0.9:
-            events.append((sid, "text", rng.choice(["", "ok"])))
+                           rng.random() < 0.1, rng.choice(["c1", "c2", "c3"]),
+                           rng.random() < 0.1))  # unknown_tool (SPEC §12.4)
+        elif roll < 0.9:  # repeated words are repeated-text's (SPEC §12.4)
+            events.append((sid, "text", rng.choice(["", "ok", "Let me check.", "let me  check."])))
         elif roll < 0.94:
             events.append((sid, "usage", "claude-haiku-4-5", rng.randrange(60_000, 80_000), 10, 0.01))
-        elif roll < 0.97:
+        elif roll < 0.96:
             events.append((sid, "turn_start"))
+        elif roll < 0.975:  # compaction-storm's (SPEC §12.4): a row of the batch like any other
+            events.append((sid, "compaction") if rng.random() < 0.5 else (sid, "compaction",
+                                                                         False, True))
         else:
             events.append((sid, "turn_end"))
     return events
@@ -402,7 +406,8 @@ def test_a_malformed_row_fails_the_batch_before_any_event(implementation: str) -
         (("a", "usage", None, 10, True), "event 5: output_tokens must be an integer from 0"),
         (("a", "text", 42), "event 5: agent text must be a str"),
         (("a", "call", 7, "{}"), "event 5: tool name must be a str"),
-        (("a", "result", "grep", None, None, False, "c1", "extra"), "event 5: a result takes"),
+        (("a", "result", "grep", None, None, False, "c1", False, "extra"),
+         "event 5: a result takes"),
     ]:
         with pytest.raises(InvalidEvent, match=message):
             f.observe_many([*good, bad])

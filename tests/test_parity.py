@@ -23,7 +23,7 @@ NATIVE_ONLY = {"state_bytes"}
 #: EngineSettings fields the native Settings struct does not carry, and why: exemptions are
 #: decided in the bindings (a Python set of names), not in C++; the JSON keys an answer ignores
 #: are handed to the scanner per result (a native key list per tool, made by the bindings).
-PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools", "ignore_json_keys",
+PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools", "known_tools", "ignore_json_keys",
                         "ignore_json_keys_by_tool"}
 #: EngineSettings fields [results] resolves (SPEC §12.1), not a signal module.
 RESULTS_SETTINGS = {"answer_volatile", "ignore_json_keys", "ignore_json_keys_by_tool"}
@@ -38,7 +38,8 @@ def test_native_signal_bits_are_the_catalogue_order() -> None:
 def test_reference_bits_come_from_the_catalogue() -> None:
     bits = [_reference.REPEAT, _reference.CYCLE, _reference.DENSITY, _reference.NAME,
             _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE,
-            _reference.REPEATED_FAILURE, _reference.RECYCLED]
+            _reference.REPEATED_FAILURE, _reference.RECYCLED, _reference.UNKNOWN_TOOL,
+            _reference.REPEATED_TEXT, _reference.EMPTY_RESPONSES, _reference.COMPACTION_STORM]
     assert bits == [s.bit for s in SIGNALS]
 
 

@@ -143,15 +143,17 @@ def test_two_greps_finding_nothing_trip(implementation: str) -> None:
     # the first of each is new; the eighth repeat is the tenth grep's empty answer (event 29).
     # Empty answers are never "already seen" (no-new-state), the repeat and cycle detectors
     # see no run and no cycle: recycled-calls. (Past 15 greps, their one identity, bash:grep,
-    # is also repeated-tool-name's warning.)
+    # is also repeated-tool-name's warning. The same sentence before each grep is a monologue
+    # at its third time: repeated-text's warning, SPEC §12.4.)
     trace = greps(("result", "bash", ""))
     assert replay(Watchdog(implementation=implementation), trace) == [
-        (29, "recycled-calls"), (43, "repeated-tool-name")]
+        (6, "repeated-text"), (29, "recycled-calls"), (43, "repeated-tool-name")]
     # grep exits 1 with no output: failures, each answer its error signature. The third is
     # one error thrice (repeated-failure, a warning); recycled-calls at the same call
     failing = greps(("result", "bash", "", "exit status 1"))
     assert replay(Watchdog(implementation=implementation), failing) == [
-        (8, "repeated-failure"), (29, "recycled-calls"), (43, "repeated-tool-name")]
+        (6, "repeated-text"), (8, "repeated-failure"), (29, "recycled-calls"),
+        (43, "repeated-tool-name")]
 
 
 def test_a_failure_and_a_success_never_compare_equal(implementation: str) -> None:

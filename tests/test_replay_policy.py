@@ -97,8 +97,9 @@ def test_cost_ceiling_cuts_the_turn_and_replay_resumes_at_the_next(
     path = write(tmp_path / "s.jsonl", START, *[usage] * 7, END, START, usage, END)
     _, records = run(path, "--max-turn-cost-usd", "0.05", implementation=implementation)
     got = [(r["kind"], r["event"], r.get("action", r.get("count"))) for r in records[:-1]]
-    assert got == [("decision", 5, "cut_turn"), ("skipped", 6, 3)]
-    assert "this turn cost $0.0500, ceiling is $0.0500" in records[0]["reason"]
+    # seven responses with nothing after them: empty-responses' warning at the fourth (SPEC §12.4)
+    assert got == [("alert", 4, None), ("decision", 5, "cut_turn"), ("skipped", 6, 3)]
+    assert "this turn cost $0.0500, ceiling is $0.0500" in records[1]["reason"]
 
 
 def test_a_refused_reset_is_reported(tmp_path: Path, implementation: str) -> None:

@@ -112,6 +112,12 @@ def _trip_everything(wd: Watchdog) -> list[Alert]:
     for _ in range(3):
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("poll", "{}")
         alerts += wd.observe_call("poll", "{}") + wd.observe_call("x", '{"i":1}')
+    for _ in range(3):  # SPEC §12.4: a missing tool, empty responses, compactions
+        alerts += wd.observe_result("nope", error="No such tool available", unknown_tool=True)
+    for _ in range(4):
+        alerts += wd.observe_response()
+    for _ in range(3):
+        alerts += wd.observe_compaction()
     return alerts
 
 
@@ -211,7 +217,11 @@ def test_default_config_is_spec_section_1() -> None:
     assert s.repeated_failure_threshold == 3  # SPEC §7.3's signal, on by default
     assert (s.recycled_threshold, s.recycled_window) == (8, 64)  # SPEC §12.4's, on too
     assert s.poll_plateau == 10  # SPEC §12.2
-    assert s.enabled == 0x3FF
+    # SPEC §12.4's anchors' signals, on too
+    assert (s.unknown_tool_threshold, s.repeated_text_threshold, s.empty_responses_threshold,
+            s.compaction_per_turn, s.compaction_in_a_row) == (3, 3, 3, 3, 5)
+    assert s.known_tools == frozenset()
+    assert s.enabled == 0x3FFF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:
@@ -378,8 +388,9 @@ def test_unknown_implementation_is_a_config_error() -> None:
 def test_native_session_state_is_bounded() -> None:
     """A session's native state is fixed-size rings plus the repeat run's longest spelling:
     1,152 bytes of payload answers (no-new-state), 512 of recycled-calls' window (64 calls'
-    32-bit key and answer tags) and 64 of its pending calls, 216 of call ring, ~600 of
-    detectors and settings. It must not grow with the session."""
+    32-bit key and answer tags) and 64 of its pending calls, 216 of call ring, ~670 of
+    detectors and settings (SPEC §12.4's unknown-tool, repeated-text, empty-responses and
+    compaction-storm: 67 of them). It must not grow with the session."""
     native = pytest.importorskip("tripwire._native")
     wd = Watchdog(implementation="native")
     fresh = wd.state_bytes
@@ -387,8 +398,8 @@ def test_native_session_state_is_bounded() -> None:
         wd.observe_call("read_file", json.dumps({"path": f"src/pkg/module_{i % 7}.py"}))
         wd.observe_result("read_file", payload=f"contents {i}")
     assert native is not None
-    assert fresh <= wd.state_bytes <= 2688
+    assert fresh <= wd.state_bytes <= 2755
     for i in range(2000):
         wd.observe_call("grep", json.dumps({"pattern": f"p{i % 50}"}))
         wd.observe_result("grep", payload=f"{i % 7}")
-    assert wd.state_bytes <= 2688
+    assert wd.state_bytes <= 2755

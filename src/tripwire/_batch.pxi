@@ -20,7 +20,7 @@ cdef struct _Item:
     Py_ssize_t error_len
     const AnswerKeys* keys  # a result's [results] ignore_json_keys (NULL: none)
     int64_t context_bytes  # a result payload's bytes, for the context estimate
-    uint64_t name_hash
+    uint64_t name_hash   # for a text with words, its text_key (repeated-text)
     uint64_t identity    # a call's name-run key: name_hash, or a shell tool's tool:program
     int64_t cost         # a usage's cost, nano-dollars
     int64_t input_tokens  # a usage's measured context (-1: none)
@@ -30,6 +30,7 @@ cdef struct _Item:
     bint exempt
     bint has_payload
     bint has_words       # a text with a non-whitespace character
+    bint unknown         # a result flagged unknown_tool (at bind: or outside known_tools)
 
 
 cdef struct _Slot:
@@ -133,7 +134,7 @@ cdef inline char _kind_code(object kind, Py_ssize_t* nfields):
         nfields[0] = 3
         return b'c'
     if kind is _RESULT or (type(kind) is str and kind == _RESULT):
-        nfields[0] = 5
+        nfields[0] = 6
         return b'r'
     if kind is _TEXT or (type(kind) is str and kind == _TEXT):
         nfields[0] = 1
@@ -237,6 +238,8 @@ cdef class Batch:
                     self._read_result(it, row, size, i)
                 elif code == b't':
                     it.has_words = _has_words(row[2] if size > 2 else None)
+                    if it.has_words:  # repeated-text's key (SPEC §12.4)
+                        it.name_hash = _text_key(row[2])
                 elif code == b'u':
                     self._read_usage(it, row, size)
         except InvalidEvent as e:
@@ -307,6 +310,7 @@ cdef class Batch:
             it.noop = True
         if size > 6:
             check_id(row[6])
+        it.unknown = size > 7 and bool(row[7])
         return 0
 
     cdef int _read_usage(self, _Item* it, tuple row, Py_ssize_t size) except -1:
@@ -420,6 +424,8 @@ cdef class Batch:
                 if slp.has_exempt and self._name(i) in (<Engine>slp.engine)._exempt:
                     it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
                 it.keys = (<Engine>slp.engine)._keys_for(self._name(i))
+                if it.unknown or (<Engine>slp.engine)._known is not None:
+                    it.unknown = (<Engine>slp.engine)._unknown(self._name(i), it.unknown)
         self.bound = True
 
     cdef int _set_state(self, _Slot* sl, object st) except -1:
@@ -529,6 +535,11 @@ cdef class Batch:
                         self._mark_dirty(sl, it.slot)
                     if sl.blocked:
                         self.blocked_rows.push_back(i)
+                        continue
+                    mask = sl.session.observe_response()  # empty-responses (SPEC §12.4)
+                    if mask:
+                        stop, why = i, STOP_POLICY
+                        break
                     continue
                 if sl.blocked:
                     self.blocked_rows.push_back(i)
@@ -536,8 +547,8 @@ cdef class Batch:
                 self._touch(sl, it.slot)
                 if it.kind == b't':
                     sl.counted += 1
-                    sl.session.observe_text(it.has_words)
-                    if it.has_words and sl.words_matter:
+                    mask = sl.session.observe_text(it.has_words, it.name_hash)
+                    if mask or (it.has_words and sl.words_matter):
                         stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the words answer
                         break
                     continue
@@ -554,7 +565,7 @@ cdef class Batch:
                     mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
                                                      it.exempt, it.data, it.data_len,
                                                      it.has_payload, it.error, it.error_len,
-                                                     it.keys)
+                                                     it.keys, it.unknown)
                     if sl.has_context:
                         # every result is checked, as on_result checks the context after each
                         # (a limit already crossed, say since a turn started, cuts here too)
@@ -579,6 +590,8 @@ cdef class Batch:
         it = &self.items[stop]
         engine = <Engine>self.slots[it.slot].engine
         row = <tuple>PyList_GET_ITEM(self.rows, stop)
+        if it.kind == b't' or it.kind == b'u':
+            return stop, engine._fired(mask, "", None), StopReason.POLICY
         return stop, engine._fired(
             mask, self._name(stop), (row[3] if it.nfields > 1 else None) if it.kind == b'c'
             else (row[4] if it.nfields > 2 else None)), StopReason.POLICY

@@ -350,7 +350,8 @@ cdef class GuardrailsCore:
         finally:
             self._give()
 
-    def on_result(self, name=None, *, id=None, error=None, no_op=False, payload=None):
+    def on_result(self, name=None, *, id=None, error=None, no_op=False, payload=None,
+                  unknown_tool=False):
         """A tool's answer, by ``name`` or by the ``id`` of its call."""
         cdef object decision, alerts, context, budget
         cdef object pending = None
@@ -377,10 +378,10 @@ cdef class GuardrailsCore:
                 if name is None:
                     name = self._ids.get(id, "") if id is not None else ""
                 if self._engine is not None:
-                    alerts = self._engine._result(name, error, no_op, payload)
+                    alerts = self._engine._result(name, error, no_op, payload, unknown_tool)
                 else:
                     alerts = self._wd.observe_result(name, error=error, no_op=no_op,
-                                                     payload=payload)
+                                                     payload=payload, unknown_tool=unknown_tool)
                 if alerts:
                     decision = self._on_alerts(alerts)
             context = self._context

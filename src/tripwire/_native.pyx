@@ -27,6 +27,7 @@ from tripwire._native_core cimport (
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
     xxh3_64 as c_xxh3_64, cost_trips as c_cost_trips, context_crosses as c_context_crosses,
+    text_key,
 )
 
 from tripwire.engine.batch import BATCH_FIELDS, BatchChange, StopReason
@@ -197,6 +198,13 @@ cdef tuple _new_ring(Py_ssize_t size):
 include "_answers.pxi"
 
 
+cdef uint64_t _text_key(object text) except? 0:
+    """repeated_text.text_key of agent words (a str: text_has_words checked it)."""
+    cdef _View v
+    cdef object keep = _view(text, &v, False)
+    return text_key(v.data, v.size)
+
+
 cdef Settings _settings(object s) except *:
     cdef Settings c
     c.enabled = s.enabled
@@ -218,6 +226,11 @@ cdef Settings _settings(object s) except *:
     c.answer_volatile = s.answer_volatile
     c.recycled_threshold = s.recycled_threshold
     c.recycled_window = s.recycled_window
+    c.unknown_tool_threshold = s.unknown_tool_threshold
+    c.repeated_text_threshold = s.repeated_text_threshold
+    c.empty_responses_threshold = s.empty_responses_threshold
+    c.compaction_per_turn = s.compaction_per_turn
+    c.compaction_in_a_row = s.compaction_in_a_row
     return c
 
 
@@ -237,6 +250,7 @@ cdef class Engine:
     cdef public Py_ssize_t events
     cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
     cdef frozenset _exempt
+    cdef frozenset _known  # SPEC §12.4: the host's tools (None: it lists none)
     cdef public object settings
     cdef public object config  # the WatchdogConfig the settings came from
     cdef _AnswerKeys _keys    # [results] ignore_json_keys for every tool (None: none)...
@@ -271,6 +285,7 @@ cdef class Engine:
         self._pos = 0
         self._exempt = frozenset(settings.exempt_tools)
         self._shell = frozenset(settings.shell_tools)
+        self._known = frozenset(settings.known_tools) or None
         self._keys = _answer_keys(settings.ignore_json_keys)
         self._keys_by_tool = {tool: _answer_keys(keys)
                               for tool, keys in settings.ignore_json_keys_by_tool} or None
@@ -391,13 +406,19 @@ cdef class Engine:
         elif self._no_op_names is not None:
             self._no_op_names = None
 
-    def observe_result(self, name="", error=None, no_op=False, payload=None):
-        return self._result(name, error, no_op, payload)
+    def observe_result(self, name="", error=None, no_op=False, payload=None,
+                       unknown_tool=False):
+        return self._result(name, error, no_op, payload, unknown_tool)
 
-    cdef object _result(self, object name, object error, object no_op, object payload):
+    cdef inline bint _unknown(self, object name, object flagged) except -1:
+        """unknown_tool.is_unknown: flagged, or a name outside the host's known tools."""
+        return bool(flagged) or (self._known is not None and name not in self._known)
+
+    cdef object _result(self, object name, object error, object no_op, object payload,
+                        object unknown_tool=False):
         """observe_result, callable from C (as _call)."""
         cdef Session* s = self._session()
-        cdef bint failed, noop, exempt
+        cdef bint failed, noop, exempt, unknown
         cdef uint32_t mask
         cdef _View p
         cdef object keep
@@ -415,24 +436,29 @@ cdef class Engine:
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
+        # one compare on the common result: no flag, no known_tools
+        unknown = (unknown_tool is not False or self._known is not None) and \
+            self._unknown(name, unknown_tool)
         exempt = name in self._exempt
         keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
             mask = s.observe_result(h, True, False, exempt, NULL, 0, False, p.data, p.size,
-                                    keys)
+                                    keys, unknown)
         elif payload is None or (exempt and not s.repeat.awaits(h)):
-            mask = s.observe_result(h, False, noop, exempt, NULL, 0, False, NULL, 0, keys)
+            mask = s.observe_result(h, False, noop, exempt, NULL, 0, False, NULL, 0, keys,
+                                    unknown)
         elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
             PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
             try:
                 mask = s.observe_result(h, False, noop, exempt, buf.buf, buf.len, True, NULL, 0,
-                                        keys)
+                                        keys, unknown)
             finally:
                 PyBuffer_Release(&buf)
         else:
             keep = _view(payload, &p, True)
-            mask = s.observe_result(h, False, noop, exempt, p.data, p.size, True, NULL, 0, keys)
+            mask = s.observe_result(h, False, noop, exempt, p.data, p.size, True, NULL, 0, keys,
+                                    unknown)
         if mask:
             return self._fired(mask, name, error)
         return ()
@@ -447,17 +473,35 @@ cdef class Engine:
 
     def observe_text(self, text):
         cdef Session* s = self._session()
+        cdef bint words = text_has_words(text)
         self.events += 1
-        s.observe_text(text_has_words(text))
-        return ()
+        # repeated-text's key (SPEC §12.4)
+        return self._event(s.observe_text(words, _text_key(text) if words else 0))
+
+    def observe_response(self):
+        """One model response (a usage event, or the host's ``on_response``)."""
+        cdef Session* s = self._session()
+        self.events += 1
+        return self._event(s.observe_response())
+
+    def observe_compaction(self):
+        """The history was compacted (a recorded event, or ``Guardrails.compact``)."""
+        cdef Session* s = self._session()
+        self.events += 1
+        return self._event(s.observe_compaction())
+
+    cdef inline object _event(self, uint32_t mask):
+        return self._fired(mask, "", None) if mask else ()
 
     def end_turn(self):
         self.events += 1
+        self._session().end_turn()  # compaction-storm: does the turn end in agent text?
         self.turn_boundary()
         return ()
 
     def turn_boundary(self):
-        """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped."""
+        """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped; §12.4:
+        unknown-tool's run, the repeated text and the compactions of a turn."""
         self._session().turn_boundary()
         self._no_op_names = None
 
@@ -558,6 +602,24 @@ cdef class Engine:
         """Results in a row each answering a repeated call with its earlier answer."""
         return self._session().recycled.run
 
+    @property
+    def unknown_tool_run(self):
+        return self._session().unknown_tool.run
+
+    @property
+    def repeated_text_run(self):
+        return self._session().text.run
+
+    @property
+    def empty_responses(self):
+        return self._session().empty.run
+
+    @property
+    def compaction_storm(self):
+        """(compactions in this turn, since a turn last ended in agent text)."""
+        cdef Session* s = self._session()
+        return s.storm.turn, s.storm.run
+
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 
     def enable_stats(self):
@@ -571,7 +633,7 @@ cdef class Engine:
         cdef SessionStats* st = self._session().stats()
         if st == NULL:
             return None
-        return tuple(st.peak[i] for i in range(10))
+        return tuple(st.peak[i] for i in range(kSignalCount))
 
     @property
     def state_bytes(self):

@@ -83,11 +83,19 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t last
     cdef cppclass RecycledCallsDetector:
         uint32_t run
+    cdef cppclass RepeatedTextDetector:
+        uint32_t run
+    cdef cppclass EmptyResponsesDetector:
+        uint32_t run
+    cdef cppclass CompactionStormDetector:
+        uint32_t turn
+        uint32_t run
+    uint64_t text_key(const char* text, size_t len) except +
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
-        uint32_t peak[10]
+        uint32_t peak[14]
 
 
 cdef extern from "session.h" namespace "tw" nogil:
@@ -117,6 +125,11 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t answer_volatile
         uint32_t recycled_threshold
         uint32_t recycled_window
+        uint32_t unknown_tool_threshold
+        uint32_t repeated_text_threshold
+        uint32_t empty_responses_threshold
+        uint32_t compaction_per_turn
+        uint32_t compaction_in_a_row
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -131,8 +144,12 @@ cdef extern from "session.h" namespace "tw" nogil:
         const void* next_join() noexcept
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
                                 const void* payload, size_t payload_len, cbool has_payload,
-                                const char* error, size_t error_len, const AnswerKeys* keys)
-        void observe_text(cbool has_words)
+                                const char* error, size_t error_len, const AnswerKeys* keys,
+                                cbool unknown)
+        uint32_t observe_text(cbool has_words, uint64_t key)
+        uint32_t observe_response()
+        uint32_t observe_compaction()
+        void end_turn()
         void turn_boundary()
         void reset()
         void retract_calls(uint32_t calls)
@@ -150,3 +167,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         StreakDetector stale
         RepeatedFailureDetector repeated_failure
         RecycledCallsDetector recycled
+        StreakDetector unknown_tool
+        RepeatedTextDetector text
+        EmptyResponsesDetector empty
+        CompactionStormDetector storm

@@ -51,6 +51,11 @@ tw::Settings defaults() {
     s.answer_volatile = tw::kAllClasses;
     s.recycled_threshold = 8;
     s.recycled_window = 64;
+    s.unknown_tool_threshold = 3;
+    s.repeated_text_threshold = 3;
+    s.empty_responses_threshold = 3;
+    s.compaction_per_turn = 3;
+    s.compaction_in_a_row = 5;
     return s;
 }
 
@@ -399,8 +404,47 @@ void test_recycled_calls_and_the_failure_streak() {
     CHECK(mask == 0);  // the streak it stood down on counts as reported
 }
 
+// SPEC §12.4: the four signals the anchors have, through the session (twins of
+// tests/test_anchor_signals.py)
+void test_anchor_signals() {
+    tw::Settings st = defaults();
+    st.enabled = 0x3FFF;
+    tw::Canonicalizer c;
+    tw::Session s(st);
+    const std::string nope = "No such tool available: todo_write";
+    uint32_t mask = 0;
+    for (int i = 0; i < 3; ++i) {  // unknown-tool alone: the failure signals stand down
+        call(s, c, "todo_write", "{}");
+        mask = s.observe_result(9, true, false, false, nullptr, 0, false, nope.data(),
+                                nope.size(), nullptr, true);
+        CHECK(mask == (i == 2 ? tw::kUnknownTool : 0u));
+    }
+    s.turn_boundary();
+    CHECK(s.unknown_tool.run == 0);
+    // repeated-text: whitespace collapsed, calls between
+    const std::string a = "Run the  tests.\n", b = " Run the tests.";
+    CHECK(tw::text_key(a.data(), a.size()) == tw::text_key(b.data(), b.size()));
+    for (int i = 0; i < 3; ++i) {
+        mask = s.observe_text(true, tw::text_key(a.data(), a.size()));
+        CHECK(mask == (i == 2 ? tw::kRepeatedText : 0u));
+        call(s, c, "bash", "{\"n\": " + std::to_string(i) + "}");
+    }
+    // empty-responses: the third empty gap between responses
+    for (int i = 0; i < 4; ++i) CHECK(s.observe_response() == (i == 3 ? tw::kEmptyResponses : 0u));
+    call(s, c, "read", "{}");
+    CHECK(s.observe_response() == 0 && s.empty.run == 0);
+    // compaction-storm: three in a turn; a turn that ends in agent text re-arms it
+    for (int i = 0; i < 3; ++i)
+        CHECK(s.observe_compaction() == (i == 2 ? tw::kCompactionStorm : 0u));
+    s.observe_text(true, 1);
+    s.end_turn();
+    s.turn_boundary();
+    CHECK(s.storm.run == 0 && s.storm.turn == 0 && !s.storm.tripped);
+}
+
 int main() {
     test_hash();
+    test_anchor_signals();
     test_answer_scanner();
     test_recycled_calls_and_the_failure_streak();
     test_canonicalizer();

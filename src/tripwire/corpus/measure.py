@@ -73,9 +73,14 @@ class SessionResult:
         }
 
 
+#: The knob a signal's statistic is compared with, where it is not ``threshold``: the cycle
+#: counts laps, compaction-storm's statistic is its run since a turn ended in agent text.
+_STATISTIC_KNOB = {"alternating-tool-cycle": "cycles", "compaction-storm": "in_a_row"}
+
+
 def threshold_knob(signal: str) -> str:
-    """The knob a signal's statistic is compared with (the cycle counts laps)."""
-    return "cycles" if signal == "alternating-tool-cycle" else "threshold"
+    """The knob a signal's statistic is compared with."""
+    return _STATISTIC_KNOB.get(signal, "threshold")
 
 
 def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
@@ -83,7 +88,11 @@ def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
     s = config.engine_settings()
     return (s.repeat_threshold, s.cycle_cycles, s.density_threshold, s.name_threshold,
             s.failure_threshold, s.no_op_threshold, s.no_new_state_threshold,
-            s.silence_threshold, s.repeated_failure_threshold, s.recycled_threshold)
+            s.silence_threshold, s.repeated_failure_threshold, s.recycled_threshold,
+            s.unknown_tool_threshold, s.repeated_text_threshold, s.empty_responses_threshold,
+            # compaction-storm's statistic is its run (a turn's count is never above it); its
+            # per-turn rule trips earlier, which the first-trip column shows
+            s.compaction_in_a_row)
 
 
 def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:

@@ -9,12 +9,13 @@ from typing import Any, NamedTuple
 #: Batch ingest rows: (session, kind, *fields), the fields of each kind in order (SPEC §0).
 BATCH_KINDS: dict[str, tuple[str, ...]] = {
     "call": ("name", "args", "id"),
-    "result": ("name", "payload", "error", "no_op", "id"),
+    "result": ("name", "payload", "error", "no_op", "id", "unknown_tool"),
     "text": ("text",),
     "usage": ("model", "input_tokens", "output_tokens", "cost_usd"),
     "turn_start": (),
     "turn_end": (),
     "reset": ("guardrail", "additional_budget_usd"),
+    "compaction": ("mechanical", "automatic"),  # Python's row: rare, and it has policy
 }
 
 

@@ -108,9 +108,9 @@ class _CustomSignals:
         return alerts + tuple(extra) if extra else alerts
 
     def observe_result(self, name: str = "", error: Any = None, no_op: bool = False,
-                       payload: Any = None) -> tuple[Alert, ...]:
+                       payload: Any = None, unknown_tool: bool = False) -> tuple[Alert, ...]:
         alerts: tuple[Alert, ...] = super().observe_result(  # type: ignore[misc]
-            name, error=error, no_op=no_op, payload=payload)
+            name, error=error, no_op=no_op, payload=payload, unknown_tool=unknown_tool)
         hooks = self._custom.results
         if not hooks:
             return alerts

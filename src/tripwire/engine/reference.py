@@ -8,7 +8,7 @@ side is the one that reads like SPEC.md, so read it first.
 Where each part lives:
 
 1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
-2. the ten detectors (SPEC §1, §7.3, §12.4): each in its signal's module
+2. the fourteen detectors (SPEC §1, §7.3, §12.4): each in its signal's module
    (``signals/<signal>.py``);
 3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
    bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
@@ -50,7 +50,9 @@ from ..identity.shell import tool_identity
 from ..signals import BY_ID, Alert
 from ..signals._spec import StreakDetector
 from ..signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
+from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
+from ..signals.empty_responses import EmptyResponsesDetector
 from ..signals.no_new_state import DigestMemory
 from ..signals.recycled_calls import FAILURE as FAILURE_ANSWER
 from ..signals.recycled_calls import NO_OP as NO_OP_ANSWER
@@ -62,11 +64,13 @@ from ..signals.repeated_failure import (
     error_signature,
     pair_key,
 )
+from ..signals.repeated_text import RepeatedTextDetector, text_key
 from ..signals.repeated_tool_call import RepeatDetector
 from ..signals.repeated_tool_name import NameRunDetector
 from ..signals.settings import EngineSettings
 from ..signals.tool_failure_streak import FailureStreakDetector
 from ..signals.tools_without_text import SilenceDetector
+from ..signals.unknown_tool import UNKNOWN_PAIR, UnknownToolDetector, is_unknown
 from .batch import BATCH_FIELDS, BatchChange, BatchState, StopReason
 
 IMPLEMENTATION = "python"
@@ -94,6 +98,10 @@ NO_NEW_STATE = BY_ID["no-new-state"].bit
 SILENCE = BY_ID["tools-without-text"].bit
 REPEATED_FAILURE = BY_ID["repeated-failure"].bit
 RECYCLED = BY_ID["recycled-calls"].bit
+UNKNOWN_TOOL = BY_ID["unknown-tool"].bit
+REPEATED_TEXT = BY_ID["repeated-text"].bit
+EMPTY_RESPONSES = BY_ID["empty-responses"].bit
+COMPACTION_STORM = BY_ID["compaction-storm"].bit
 
 
 class SessionStats:
@@ -131,6 +139,14 @@ class SessionStats:
         # only the pair that just failed rose: the peak is the highest count it reached
         peak[8] = max(peak[8], engine._repeated_failure.last)
         peak[9] = max(peak[9], engine._recycled.run)
+        peak[10] = max(peak[10], engine._unknown.run)
+
+    def after_event(self, engine: Engine) -> None:
+        """After a text, a model response or a compaction."""
+        peak = self.peak
+        peak[11] = max(peak[11], engine._text.run)
+        peak[12] = max(peak[12], engine._empty.run)
+        peak[13] = max(peak[13], engine._storm.run)  # a turn's count is never above it
 
     def after_reset(self) -> None:
         self._matches.clear()  # the history was cleared
@@ -177,6 +193,11 @@ class Engine:
         self._repeated_failure = RepeatedFailureDetector(settings.repeated_failure_threshold)
         self._recycled = RecycledCallsDetector(settings.recycled_threshold,
                                                settings.recycled_window)
+        self._unknown = UnknownToolDetector(settings.unknown_tool_threshold)
+        self._text = RepeatedTextDetector(settings.repeated_text_threshold)
+        self._empty = EmptyResponsesDetector(settings.empty_responses_threshold)
+        self._storm = CompactionStormDetector(settings.compaction_per_turn,
+                                              settings.compaction_in_a_row)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
@@ -221,7 +242,8 @@ class Engine:
         return ()
 
     def observe_result(
-        self, name: str = "", error: Any = None, no_op: bool = False, payload: Any = None
+        self, name: str = "", error: Any = None, no_op: bool = False, payload: Any = None,
+        unknown_tool: bool = False,
     ) -> tuple[Alert, ...]:
         if type(name) is not str:
             name = name_str(name)
@@ -230,6 +252,11 @@ class Engine:
         failed = error_failed(error)
         no_op = no_op_flag(no_op, failed)
         mask = 0
+        # unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
+        unknown = is_unknown(name, bool(unknown_tool), self.settings.known_tools)
+        if self._unknown.observe(unknown) and on & UNKNOWN_TOOL:
+            mask |= UNKNOWN_TOOL
+        unknowns = unknown and failed and bool(on & UNKNOWN_TOOL)
         repeat = self._repeat
         exempt = name in self.settings.exempt_tools
         classes = self.settings.answer_volatile
@@ -265,7 +292,9 @@ class Engine:
                     self.settings.cycle_max_period if on & CYCLE else 0):
                 mask |= RECYCLED  # (a run stood down on stays tripped: counted as reported)
         pair = None  # a failure repeated-failure counts: its pair key, read by the streak
-        if on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
+        if unknowns:
+            pair = UNKNOWN_PAIR  # the streak stands down for unknown-tool (SPEC §12.3's rule)
+        elif on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
             if failed:
                 pair = pair_key(hash(name), signature)
                 if self._repeated_failure.fail(name, signature):
@@ -304,20 +333,54 @@ class Engine:
 
     def observe_text(self, text: Any) -> tuple[Alert, ...]:
         self.events += 1
-        self._silence.observe_text(text_has_words(text))
-        return ()
+        words = text_has_words(text)
+        on = self.settings.enabled
+        mask = 0
+        # repeated-text reads the calls since the last words before they end that run
+        if words and self._text.observe(text_key(text), self._silence.run,
+                                        self._repeat.run if on & REPEAT else 0) \
+                and on & REPEATED_TEXT:
+            mask = REPEATED_TEXT
+        self._silence.observe_text(words)
+        self._empty.observe_text(words)
+        self._storm.observe_text(words)
+        return self._after_event(mask)
+
+    def observe_response(self) -> tuple[Alert, ...]:
+        """One model response (a usage event, or the host's ``on_response``)."""
+        self.events += 1
+        fired = self._empty.observe_response(self._silence.run)
+        return self._after_event(EMPTY_RESPONSES if fired and self.settings.enabled
+                                 & EMPTY_RESPONSES else 0)
+
+    def observe_compaction(self) -> tuple[Alert, ...]:
+        """The history was compacted (a recorded event, or ``Guardrails.compact``)."""
+        self.events += 1
+        fired = self._storm.observe()
+        return self._after_event(COMPACTION_STORM if fired and self.settings.enabled
+                                 & COMPACTION_STORM else 0)
+
+    def _after_event(self, mask: int) -> tuple[Alert, ...]:
+        if self._stats is not None:
+            self._stats.after_event(self)
+        return self._fired(mask, "", None) if mask else ()
 
     def end_turn(self) -> tuple[Alert, ...]:
         self.events += 1
+        self._storm.end_turn(self._silence.run)  # a turn that ends in agent text
         self.turn_boundary()
         return ()
 
     def turn_boundary(self) -> None:
-        """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped."""
+        """SPEC §10.5: the no-op run and the seen-set (with its run) are turn-scoped; §12.4:
+        unknown-tool's run, the repeated text and the compactions of a turn."""
         self._no_ops.reset()
         self._no_op_names = []
         self._digests.clear()
         self._stale.reset()
+        self._unknown.reset()
+        self._text.reset()
+        self._storm.turn_boundary()
 
     def reset(self) -> tuple[Alert, ...]:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
@@ -329,7 +392,7 @@ class Engine:
         for detector in (
             self._repeat, self._cycle, self._density, self._name, self._silence,
             self._failures, self._no_ops, self._stale, self._repeated_failure,
-            self._recycled,
+            self._recycled, self._unknown, self._text, self._empty, self._storm,
         ):
             detector.reset()
         self._digests.clear()
@@ -442,6 +505,23 @@ class Engine:
     def recycled_run(self) -> int:
         """Results in a row each answering a repeated call with its earlier answer."""
         return self._recycled.run
+
+    @property
+    def unknown_tool_run(self) -> int:
+        return self._unknown.run
+
+    @property
+    def repeated_text_run(self) -> int:
+        return self._text.run
+
+    @property
+    def empty_responses(self) -> int:
+        return self._empty.run
+
+    @property
+    def compaction_storm(self) -> tuple[int, int]:
+        """(compactions in this turn, since a turn last ended in agent text)."""
+        return self._storm.turn, self._storm.run
 
 
 # --------------------------------------------------------------------------------------------
@@ -673,7 +753,8 @@ class Batch:
             elif kind == "call":
                 self.items.append(("c", slot, name, fields[1]))
             else:
-                self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3])))
+                self.items.append(("r", slot, name, fields[1], fields[2], bool(fields[3]),
+                                   bool(fields[5])))
         self.bound = True
 
     def run(self) -> tuple[int, tuple[Alert, ...], StopReason]:
@@ -692,20 +773,24 @@ class Batch:
             if item[0] == "u":  # counted and charged even while blocked, as on_usage does
                 if not st.take_usage(item[2], item[3], item[4]):
                     return i, (), StopReason.PYTHON  # Guardrails decides
-                engine.count_event()
                 charge = self.charges[slot]  # its task's step and tokens (task_charges())
                 charge[0] += 1
                 charge[1] += item[5]
                 if st.blocked:
+                    engine.count_event()
                     self.blocked_rows.append(i)
+                    continue
+                alerts = engine.observe_response()  # empty-responses (SPEC §12.4)
+                if alerts:
+                    return i, alerts, StopReason.POLICY
                 continue
             if st.blocked:
                 self.blocked_rows.append(i)
                 continue
             if item[0] == "t":
-                engine.observe_text(item[2])
-                if st.words and text_has_words(item[2]):
-                    return i, (), StopReason.POLICY  # Guardrails withdraws the notes answered
+                alerts = engine.observe_text(item[2])
+                if alerts or (st.words and text_has_words(item[2])):
+                    return i, alerts, StopReason.POLICY  # and withdraws the notes answered
                 continue
             if item[0] == "c":
                 self.charges[slot][2] += 1  # its task's tool call (task_charges())
@@ -713,8 +798,9 @@ class Batch:
                 if alerts:
                     return i, alerts, StopReason.POLICY
                 continue
-            _, _, name, payload, error, no_op = item
-            alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload)
+            _, _, name, payload, error, no_op, unknown = item
+            alerts = engine.observe_result(name, error=error, no_op=no_op, payload=payload,
+                                           unknown_tool=unknown)
             if st.has_context:
                 size = 0 if payload is None else utf8_length(payload) if isinstance(payload, (
                     str, bytes, bytearray, memoryview)) else len(payload_bytes(payload) or b"")

@@ -268,20 +268,10 @@ class Fleet:
         carries feedback or compaction, a refusal for a ``turn_start`` on a halted session, and
         the blocked decision for each event of a session that is cut or halted.
 
-        A ``compaction`` event (``Compaction``, or a ``(session_id, "compaction")`` row) is an
-        event of the batch (the indexes count it) that nothing acts on yet (SPEC §0).
+        A ``compaction`` event (``Compaction``, or a ``(session_id, "compaction")`` row) is
+        the session's ``on_compaction`` (``compaction-storm``), like any other row.
         """
-        rows, compactions = _without_compactions(_rows(events))
-        if not compactions:
-            return self._observe_rows(rows)
-        try:
-            out = self._observe_rows(rows)
-        except BatchInterrupted as stopped:
-            raise BatchInterrupted(
-                _position(stopped.index, compactions), stopped.session_id, stopped.error,
-                [(_position(i, compactions), sid, o) for i, sid, o in stopped.outcomes],
-            ) from stopped.error
-        return [(_position(i, compactions), sid, o) for i, sid, o in out]
+        return self._observe_rows(_rows(events))
 
     def _observe_rows(self, rows: Iterable[Any]) -> list[tuple[int, str, Decision | Turn]]:
         batch = self._engine.Batch(rows, _as_tuple)  # checks every row first
@@ -404,29 +394,6 @@ def _index(outcome: tuple[int, str, Decision | Turn]) -> int:
     return outcome[0]
 
 
-#: the batch kind of a ``Compaction`` (no engine takes it yet: ``observe_many`` leaves it out)
-COMPACTION = "compaction"
-
-
-def _without_compactions(rows: Iterable[Any]) -> tuple[Iterable[Any], list[int]]:
-    """The rows without their compaction events, and the indexes those had (ascending)."""
-    rows = rows if isinstance(rows, list) else list(rows)
-    at = [i for i, row in enumerate(rows)
-          if type(row) in (tuple, list) and len(row) >= 2
-          and (type(row[1]) is Compaction or (type(row[1]) is str and row[1] == COMPACTION))]
-    if at:
-        dropped = set(at)
-        rows = [row for i, row in enumerate(rows) if i not in dropped]
-    return rows, at
-
-
-def _position(index: int, compactions: list[int]) -> int:
-    """The index in the whole batch of row ``index`` of the batch without its compactions."""
-    for at in compactions:  # ascending: each one at or before the row moves it on by one
-        if at > index:
-            break
-        index += 1
-    return index
 
 
 _COLUMNS = {"session", "kind"} | {f for fields in BATCH_KINDS.values() for f in fields}
@@ -452,9 +419,7 @@ def _rows(events: Iterable[Any] | Mapping[str, Sequence[Any]]) -> Iterable[Any]:
         kind = columns["kind"][i]
         kind = kind.decode() if isinstance(kind, bytes) else kind
         fields = BATCH_KINDS.get(kind)
-        if fields is None and kind == COMPACTION:
-            fields = ()
-        elif fields is None:
+        if fields is None:
             raise InvalidEvent(
                 f"event {i}: unknown kind {kind!r} (known: {', '.join(BATCH_KINDS)})")
         sid = columns["session"][i]
@@ -467,14 +432,15 @@ def _rows(events: Iterable[Any] | Mapping[str, Sequence[Any]]) -> Iterable[Any]:
 # event: one dict lookup instead of a chain of isinstance tests)
 _TUPLE_OF: dict[type, Callable[[Any, Any], tuple[Any, ...]]] = {
     Call: lambda sid, ev: (sid, "call", ev.name, ev.args, ev.id),
-    Result: lambda sid, ev: (sid, "result", ev.name, ev.payload, ev.error, ev.no_op, ev.id),
+    Result: lambda sid, ev: (sid, "result", ev.name, ev.payload, ev.error, ev.no_op, ev.id,
+                             ev.unknown_tool),
     Text: lambda sid, ev: (sid, "text", ev.text),
     Usage: lambda sid, ev: (sid, "usage", ev.model, ev.input_tokens, ev.output_tokens,
                             ev.cost_usd),
     TurnStart: lambda sid, ev: (sid, "turn_start"),
     TurnEnd: lambda sid, ev: (sid, "turn_end"),
     Reset: lambda sid, ev: (sid, "reset", ev.guardrail, ev.additional_budget_usd),
-    Compaction: lambda sid, ev: (sid, COMPACTION),
+    Compaction: lambda sid, ev: (sid, "compaction", ev.mechanical, ev.automatic),
 }
 
 

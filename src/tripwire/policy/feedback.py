@@ -55,6 +55,10 @@ class FeedbackQueue:
         if len(self._alerts) > self.capacity:
             del self._alerts[0]  # a full queue drops its oldest
 
+    def answerable(self) -> bool:
+        """Some queued note is one the agent's words withdraw."""
+        return bool(self._alerts) and any(a.signal in WITHDRAWN_BY_WORDS for a in self._alerts)
+
     def withdraw_answered(self) -> list[Alert]:
         """The agent spoke: queued notes its words answer (``SignalSpec.withdrawn_by_words``,
         e.g. a silence that ended) are withdrawn; returns them."""

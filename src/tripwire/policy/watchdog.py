@@ -164,8 +164,11 @@ class WatchdogPolicy:
         self.turn_cut_signal = critical[0].signal if critical else None
 
     def words_matter(self) -> bool:
-        """Whether agent words now would withdraw queued notes (batch ingest asks)."""
-        return self.mode >= Mode.FEEDBACK and bool(len(self.feedback) or self.pending)
+        """Whether agent words now would withdraw queued notes (batch ingest asks: a text
+        stops the batch only then; any other queued note, a repeated-text warning say, would
+        make every later text of the session a stop)."""
+        return self.mode >= Mode.FEEDBACK and (self.feedback.answerable() or any(
+            for_model and alert.signal in WITHDRAWN_BY_WORDS for alert, for_model in self.pending))
 
     def withdraw_answered(self) -> None:
         """The agent spoke: queued notes its words answer (``withdrawn_by_words``) are moot."""

@@ -43,7 +43,7 @@ import json
 import logging
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -224,6 +224,9 @@ class GuardrailsConfig:
     trust_operator: bool | None = None
     custom_signals: tuple[Any, ...] | None = None
     budget: Budget | None = None  # task caps (SPEC §7.1): set ones win over [budget]
+    #: the host's tools: a call of any other name is unknown-tool's (SPEC §12.4); the same as
+    #: [signals.unknown-tool] known_tools, which this one overrides
+    known_tools: Iterable[str] | None = None
     file: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -251,6 +254,10 @@ class GuardrailsConfig:
             raise ConfigError("GuardrailsConfig(watchdog=...) must be a WatchdogConfig, e.g. "
                               "WatchdogConfig(signals={'repeated-tool-call': {'threshold': 3}}), "
                               f"not {type(watchdog).__name__}")
+        if self.known_tools is not None:
+            known = self.known_tools
+            watchdog = watchdog.with_knobs(  # a str is refused by the knob, as a name list
+                "unknown-tool", known_tools=known if isinstance(known, str) else tuple(known))
         if self.context is not None and not isinstance(self.context, ContextConfig):
             raise ConfigError("GuardrailsConfig(context=...) must be a ContextConfig, "
                               f"not {type(self.context).__name__}")

@@ -26,7 +26,11 @@ class ContextMethods(SessionFields):
         reported in the result alone (``kind == "failed"``, ``reason``), with no row and no
         backoff. ``Compaction.apply(messages)`` is the new history."""
         with self._lock:
-            return self._context_policy.compact(messages, focus, manual=manual)
+            result = self._context_policy.compact(messages, focus, manual=manual)
+            if result.kind != "skipped":
+                self._compacted()  # compaction-storm: a compaction that ran (its decision is
+                #                     every later event's, if it cuts or halts)
+            return result
 
     def checkpoint(self, messages: Any, note: str | None = None, *,
                    manual: bool = False) -> Compaction:

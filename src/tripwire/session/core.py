@@ -124,7 +124,8 @@ class GuardrailsCore:
             lock.release()
 
     def on_result(self, name: str | None = None, *, id: str | None = None,
-                  error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
+                  error: Any = None, no_op: bool = False, payload: Any = None,
+                  unknown_tool: bool = False) -> Decision:
         """A tool's answer, by ``name`` or by the ``id`` of its call."""
         lock = self._lock
         lock.acquire()
@@ -151,7 +152,8 @@ class GuardrailsCore:
             if watchdog is not None:
                 if name is None:
                     name = self._ids.get(id, "") if id is not None else ""
-                alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload)
+                alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload,
+                                                 unknown_tool=unknown_tool)
                 if alerts:
                     decision = self._on_alerts(alerts)
             context = self._context

@@ -7,7 +7,7 @@ for interchange events, the live hooks for what a harness's payload and transcri
 each kind of event does to a session is written here, once:
 
     call          on_call(name, args, id)
-    result        on_result(name, payload=, error=, no_op=, id=)
+    result        on_result(name, payload=, error=, no_op=, id=, unknown_tool=)
     text          on_text(text)
     usage         on_usage(model=, input_tokens=, output_tokens=, cost_usd=, estimated=,
                   unpriced=)
@@ -18,7 +18,7 @@ each kind of event does to a session is written here, once:
                   (``ResetRefused`` and ``InvalidReset`` are raised to the caller)
     stop_attempt  on_stop_attempt(accepted, answer)
     retry         on_retry(reason)
-    compaction    nothing yet (SPEC §0): None
+    compaction    on_compaction(mechanical=, automatic=)
 
 ``observe_event`` takes an interchange event; ``observe`` a row: a kind and its fields
 (``ROW_FIELDS``: a batch row's, in its order, trailing ones optional and None where a batch row
@@ -70,7 +70,6 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
     "usage": (*BATCH_KINDS["usage"], "estimated", "unpriced"),
     "stop_attempt": ("accepted", "answer"),
     "retry": ("reason",),
-    "compaction": (),
 }
 # a field a row leaves out: None, as the batch pads rows; but for these
 _DEFAULTS = {"estimated": False, "unpriced": False, "accepted": True, "reason": ""}
@@ -96,7 +95,8 @@ def _call(g: Guardrails, ev: Any) -> Decision:
 
 
 def _result(g: Guardrails, ev: Any) -> Decision:
-    return g.on_result(ev.name, id=ev.id, error=ev.error, no_op=ev.no_op, payload=ev.payload)
+    return g.on_result(ev.name, id=ev.id, error=ev.error, no_op=ev.no_op, payload=ev.payload,
+                       unknown_tool=bool(ev.unknown_tool))
 
 
 def _text(g: Guardrails, ev: Any) -> Decision:
@@ -134,8 +134,9 @@ def _retry(g: Guardrails, ev: Any) -> Decision:
     return g.on_retry(ev.reason)
 
 
-def _compaction(g: Guardrails, ev: Any) -> None:
-    return None  # an event (its index counts); the signals acting on it: issue 25
+def _compaction(g: Guardrails, ev: Any) -> Decision:
+    # a row may leave ``automatic`` out (None): the harness's own, as most are
+    return g.on_compaction(mechanical=bool(ev.mechanical), automatic=ev.automatic is not False)
 
 
 _BY_KIND: dict[str, Callable[[Guardrails, Any], Outcome]] = {

@@ -29,7 +29,8 @@ __all__ = ["SessionFields"]
 
 
 class SessionFields:
-    """Declarations only: a session's state, as its parts read it."""
+    """Declarations only: a session's state, as its parts read it, and the hand-offs of
+    ``Guardrails`` they call."""
 
     if not TYPE_CHECKING:
         __slots__ = ()
@@ -52,3 +53,7 @@ class SessionFields:
     _context_policy: ContextPolicy
     session_id: str
     settings: ResolvedConfig
+
+    def _compacted(self) -> Decision:
+        """A compaction happened (``compaction-storm`` counts it): ``Guardrails``'."""
+        raise NotImplementedError

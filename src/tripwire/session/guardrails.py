@@ -270,8 +270,10 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
             """A tool call the model asked for."""
 
         def on_result(self, name: str | None = None, *, id: str | None = None,
-                      error: Any = None, no_op: bool = False, payload: Any = None) -> Decision:
-            """A tool's answer, by ``name`` or by the ``id`` of its call."""
+                      error: Any = None, no_op: bool = False, payload: Any = None,
+                      unknown_tool: bool = False) -> Decision:
+            """A tool's answer, by ``name`` or by the ``id`` of its call. ``unknown_tool``: the
+            host says the called tool does not exist (``unknown-tool``)."""
 
         def on_text(self, text: str) -> Decision:
             """The agent's own words (not tool output, injected messages or private
@@ -301,8 +303,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
-            if self._watchdog is not None:
-                self._watchdog.count_event()
+            alerts = self._response()  # a usage event is one model response
             # spend counts even while halted or cut
             trip = self._cost_policy.charge(model, input_tokens, output_tokens, nano, estimated,
                                             unpriced)
@@ -317,10 +318,49 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                 decision = spent
                 if not spent.proceed and self._in_turn:
                     self._blocked = spent
+            if alerts:  # empty-responses: reported, unless a bound's decision is the answer
+                watched = self._on_alerts(alerts)
+                decision = watched if decision is CONTINUE else decision
             if self._context is not None:
                 self._context_policy.observe_usage(model, input_tokens)
                 return self._context_check(decision)
             return decision
+
+    def on_response(self) -> Decision:
+        """One model response, for a host that reports no usage (``on_usage`` already is one:
+        call one or the other per response). ``empty-responses`` counts the responses with
+        neither a call nor agent words after them."""
+        with self._lock:
+            alerts = self._response()
+            if alerts:
+                return self._on_alerts(alerts)
+            return self._blocked if self._blocked is not None else CONTINUE
+
+    def on_compaction(self, *, mechanical: bool = False, automatic: bool = True) -> Decision:
+        """The harness compacted or condensed the history itself (a recorded ``compaction``
+        event; ``compact()`` counts its own). ``compaction-storm`` counts them."""
+        with self._lock:
+            return self._compacted()
+
+    def _response(self) -> tuple[Alert, ...]:
+        """A model response for the watchdog: observed unless the turn is cut or the session
+        halted (as a call is), counted either way."""
+        watchdog = self._watchdog
+        if watchdog is None:
+            return ()
+        if self._blocked is not None:
+            watchdog.count_event()
+            return ()
+        alerts: tuple[Alert, ...] = watchdog.observe_response()
+        return alerts
+
+    def _compacted(self) -> Decision:
+        """One compaction, whoever made it (a storm is the context failing to shrink enough,
+        blocked or not)."""
+        alerts = self._watchdog.observe_compaction() if self._watchdog is not None else ()
+        if alerts:
+            return self._on_alerts(alerts)
+        return self._blocked if self._blocked is not None else CONTINUE
 
     # -- policy hand-offs (the engines' cores, the budget policy and batch ingest call back) ---
 

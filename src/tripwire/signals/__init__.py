@@ -1,5 +1,6 @@
-"""The signal catalogue: the ten watchdog signals (SPEC §1's eight, §7.3's repeated-failure
-and §12.4's recycled-calls), one module each.
+"""The signal catalogue: the fourteen watchdog signals (SPEC §1's eight, §7.3's
+repeated-failure and §12.4's five: recycled-calls, unknown-tool, repeated-text,
+empty-responses, compaction-storm), one module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -21,15 +22,19 @@ from ..errors import ConfigError
 from ..identity.answer import ResultsConfig
 from . import (
     alternating_tool_cycle,
+    compaction_storm,
     dominant_tool_call,
+    empty_responses,
     no_new_state,
     no_op_streak,
     recycled_calls,
     repeated_failure,
+    repeated_text,
     repeated_tool_call,
     repeated_tool_name,
     tool_failure_streak,
     tools_without_text,
+    unknown_tool,
 )
 from ._spec import (
     MAX_COUNT,
@@ -75,6 +80,10 @@ CATALOGUE = (
     tools_without_text,
     repeated_failure,
     recycled_calls,
+    unknown_tool,
+    repeated_text,
+    empty_responses,
+    compaction_storm,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))
@@ -142,6 +151,12 @@ class WatchdogConfig:
         if not isinstance(signals, Mapping):
             raise ConfigError("'signals' must be a table keyed by signal id")
         return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})))
+
+    def with_knobs(self, signal_id: str, **knobs: Any) -> WatchdogConfig:
+        """The same config with these knobs of one signal set (checked as any knob is)."""
+        signals = {k: dict(v) for k, v in self.signals.items()}
+        signals.setdefault(signal_id, {}).update(knobs)
+        return WatchdogConfig(signals=signals, only=self.only, results=self.results)
 
     def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
         return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results)

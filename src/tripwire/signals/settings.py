@@ -29,8 +29,14 @@ class EngineSettings(NamedTuple):
     answer_volatile: int  # SPEC §12.1: the classes of volatile spans an answer replaces
     recycled_threshold: int
     recycled_window: int
+    unknown_tool_threshold: int  # SPEC §12.4
+    repeated_text_threshold: int
+    empty_responses_threshold: int
+    compaction_per_turn: int
+    compaction_in_a_row: int
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
+    known_tools: frozenset[str] = frozenset()  # SPEC §12.4: empty = the host lists none
     # SPEC §12.1 [results] ignore_json_keys: for every tool, and per tool (the global ones
     # included), as (tool, keys) pairs sorted by tool
     ignore_json_keys: tuple[str, ...] = ()

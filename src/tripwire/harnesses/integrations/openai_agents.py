@@ -17,11 +17,17 @@ SDK's ``AgentsException`` (the SDK re-raises its own exceptions as they are). To
 guard (hosted tools, shell and computer tools, agents as tools) are observed in
 ``on_tool_start``, which raises the same way; an exception raised in a hook propagates out of
 ``Runner.run``.
+
+A model that calls a tool the agent does not have ends the run with the SDK's
+``ModelBehaviorError`` ("Tool X not found in agent Y") before any hook sees the call: hand it to
+``hooks.on_run_error(error)``, which observes that call and its ``unknown_tool`` result (a host
+that retries within the turn, without ``end_turn()``, gets ``unknown-tool`` at the third).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from agents import Agent, RunContextWrapper, RunHooks, Tool
@@ -40,6 +46,9 @@ from ...session.guardrails import Guardrails
 from . import check
 
 __all__ = ["TripwireRunHooks", "AgentsGuardrailTripped"]
+
+#: The SDK's ModelBehaviorError for a call of a tool the agent does not have.
+_UNKNOWN_TOOL = re.compile(r"^Tool (\S+) not found in agent ")
 
 
 class AgentsGuardrailTripped(GuardrailTripped, AgentsException):
@@ -88,6 +97,18 @@ class TripwireRunHooks(RunHooks[Any]):
         call_id = getattr(context, "tool_call_id", None)
         self._check(self.guardrails.on_result(getattr(context, "tool_name", None) or tool.name,
                                         id=call_id, payload=_payload(result)))
+
+    def on_run_error(self, error: BaseException) -> None:
+        """The exception ``Runner.run`` raised: the SDK's unknown-tool error is a call and its
+        ``unknown_tool`` result (raises ``AgentsGuardrailTripped`` on a cut or halt); any
+        other error is not observed."""
+        found = _UNKNOWN_TOOL.match(str(error))
+        if found is None:
+            return
+        self._start_turn()
+        name = found.group(1)
+        self._check(self.guardrails.on_call(name, None))
+        self._check(self.guardrails.on_result(name, error=str(error), unknown_tool=True))
 
     # -- model calls and turns -----------------------------------------------------------------
 
