@@ -57,7 +57,8 @@ class FeedbackQueue:
 
     def answerable(self) -> bool:
         """Some queued note is one the agent's words withdraw."""
-        return bool(self._alerts) and any(a.signal in WITHDRAWN_BY_WORDS for a in self._alerts)
+        alerts = self._alerts
+        return alerts is not None and any(a.signal in WITHDRAWN_BY_WORDS for a in alerts)
 
     def withdraw_answered(self) -> list[Alert]:
         """The agent spoke: queued notes its words answer (``SignalSpec.withdrawn_by_words``,
