@@ -466,3 +466,24 @@ def test_the_name_statistic_on_the_shared_corpus(implementation: str) -> None:
                 for r in measure_paths(paths, implementation=implementation)}
     assert measured == _identity_runs(paths)
     assert len(measured) == 283 and max(measured.values()) == 33  # 33 `sed` calls in a row
+
+
+def test_stats_reads_a_transcript_with_the_hosts_task_events(tmp_path: Path,
+                                                            implementation: str) -> None:
+    """A task's start and end, stop attempts and retries are the host's events (recorded by
+    OpenHands, claude -p ...): counted as events, never a batch row, so the loop after them
+    trips at the same position as without them."""
+    loop = [{"type": "call", "name": "read_file", "args": {"path": "a.py"}},
+            {"type": "result", "name": "read_file", "payload": "same"}] * 5
+    events = [{"type": "task_start", "task": "t1"}, {"type": "turn_start"}, *loop,
+              {"type": "stop_attempt", "accepted": False}, {"type": "retry", "reason": "429"},
+              {"type": "task_end", "exhausted": "steps"}]
+    path = tmp_path / "host.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, err = run("corpus", "stats", str(path), "--json", "--implementation",
+                         implementation)
+    assert code == 0, err
+    session, summary = lines(out)
+    assert session["events"] == len(events) == 15
+    # the 5th identical call is event 10 (1-based: task_start 1, turn_start 2, calls 3, 5, ...)
+    assert session["first_trip"]["repeated-tool-call"] == 10

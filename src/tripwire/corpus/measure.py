@@ -36,6 +36,7 @@ from ..context.guard import ContextConfig
 from ..errors import ConfigError
 from ..fleet.fleet import Fleet, batch_row
 from ..interchange.adapters import Transcript, detected
+from ..interchange.events import Retry, StopAttempt, TaskEnd, TaskStart
 from ..session.guardrails import GuardrailsConfig, ResolvedConfig
 from ..signals import SIGNAL_IDS, WatchdogConfig
 from .sessions import corpus_files, empty_directory, session_events
@@ -158,6 +159,11 @@ class _Builder:
                        tuple(self.skipped))
 
 
+#: a task's start and end, stop attempts and retries: the host's events, which charge a task
+#: (a corpus run caps none) and move no signal
+_HOST_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry)
+
+
 class _Quiet(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return False
@@ -181,6 +187,8 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
             if engine is not None:
                 engine.enable_stats()
         counts[name] = index + 1
+        if isinstance(event, _HOST_EVENTS):
+            continue  # an event (positions count it, as replay's do), not a batch row
         rows.append(batch_row(name, event))
         position.append(index)
     first = {name: [NEVER] * _WIDTH for name in counts}
