@@ -109,18 +109,16 @@ class BudgetPolicy:
         """The implicit task shares the session's chain: its rows come back with the
         session's history (a host's task restores from its own chain)."""
         task = self.task
-        if task._log is None or task._log is not self._session.durable_log or not folded.task_rows:
+        if not folded.task_rows or not task.writes_to(self._session.durable_log):
             return
-        task.apply_rows([r for r in folded.task_rows if r.task == task.task_id])
-        task.remark()
-        task._written = task._state()
+        task.restore_from([r for r in folded.task_rows if r.task == task.task_id])
 
     def share_log(self, log: SessionLog, session_id: str) -> None:
         """A store given after construction: the implicit task writes into the session's
         chain too."""
         task = self.task
-        if task._log is None and task.task_id == session_id and not task.sessions[1:]:
-            task._log = log
+        if task.task_id == session_id and not task.sessions[1:]:
+            task.share_log(log)
 
     def take_usd(self, added: int) -> None:
         """Dollars the batch core charged (no cap along the chain: it checked), under the

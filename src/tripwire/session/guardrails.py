@@ -87,9 +87,9 @@ def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
     if task is not None:
         return checked_task(task)
     task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
-    task._log = log
+    task.share_log(log)
     if task.caps["deadline_s"]:
-        task._written = None  # its start time is written at the first decision point
+        task.defer_start()  # its start time is written at the first decision point
     return task
 
 
