@@ -223,8 +223,26 @@ def test_the_stop_hook_cap_is_the_sessions_task_budget(claude: Hook) -> None:
     assert claude(common("UserPromptSubmit", prompt="go on", prompt_id="p3")) == {
         "decision": "block",
         "reason": f"tripwire: task {SESSION} exhausted this task's refused attempts to "
-                  "finish: 9 of 8. The session's task is exhausted, so it refuses new turns; "
-                  "start a new session."}
+                  "finish: 9 of 8. The session's task is paused at its cap: the operator "
+                  f"raises it to resume (tripwire reset STORE --task {SESSION} --raise "
+                  "stop_rejections=+N), and the next prompt continues."}
+    # SPEC §13: an insufficient raise is refused (exit 4, naming the smallest), then a raise
+    # resumes the session at its next prompt, its consumption kept
+    reset = [sys.executable, "-m", "tripwire", "reset", str(claude.store), "--task", SESSION]
+    short = subprocess.run([*reset, "--raise", "stop_rejections=+0"], capture_output=True,
+                           text=True, timeout=60)
+    assert short.returncode == 4 and "by at least 1 (stop_rejections=+1)" in short.stderr
+    raised = subprocess.run([*reset, "--raise", "stop_rejections=+3"], capture_output=True,
+                            text=True, timeout=60)
+    assert raised.returncode == 0, raised.stderr
+    assert json.loads(raised.stdout)["resumed"] == "exhausted(stop_rejections)"
+    assert claude(common("UserPromptSubmit", prompt="go on", prompt_id="p4")) is None
+    for _ in range(2):  # refusals 10 and 11: within the raised cap of 11
+        assert claude(common("Stop", stop_hook_active=True, prompt_id="p4",
+                             last_assistant_message="done")) is None
+    again = claude(common("Stop", stop_hook_active=True, prompt_id="p4",
+                          last_assistant_message="done"))
+    assert again is not None and "12 of 11" in again["stopReason"]
 
 
 def test_below_enforce_the_stop_hook_cap_is_reported_only(tmp_path: Path,

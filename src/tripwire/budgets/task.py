@@ -42,6 +42,7 @@ from ..durability.rows import TaskRecord, TaskRow
 from ..errors import ConfigError
 from .calls import NEVER, CallCounter, call_mark
 from .caps import (
+    CHECKIN,
     CONSUMED,
     COUNTERS,
     NOTE_LEVELS,
@@ -56,6 +57,7 @@ from .clock import WALL_CLOCK
 from .outcomes import EXHAUSTED, Outcome
 from .task_ending import HISTORY, TaskOutcomes
 from .task_log import TaskLog, apply_rows
+from .task_resume import TaskResume
 from .task_rows import task_log_id
 
 if TYPE_CHECKING:
@@ -65,9 +67,11 @@ __all__ = ["Task", "HISTORY"]
 
 #: The note levels of a task that has had no note (shared; copied on the first).
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+#: The windows of a task that has had no check-in (shared; replaced, never changed in place).
+_NO_WINDOWS: dict[str, float] = {}
 
 
-class Task(TaskOutcomes):
+class Task(TaskOutcomes, TaskResume):
     """The unit a budget is charged to. ``task.child(allowance)`` makes a sub-task; a
     ``Guardrails`` (``task=``) or ``Fleet.session(id, task=)`` runs a session under it, and its
     observations charge it (usage: steps, tokens, usd; calls: tool_calls). A host charges what
@@ -98,8 +102,11 @@ class Task(TaskOutcomes):
         "calls",
         "caps",
         "chain",
+        "check_ins",
+        "checkin",
         "children",
         "clock",
+        "continued",
         "durable",
         "exhausted",
         "history",
@@ -111,6 +118,7 @@ class Task(TaskOutcomes):
         "objective",
         "outcome",
         "parent",
+        "raises",
         "retries",
         "reviews",
         "revision",
@@ -123,6 +131,7 @@ class Task(TaskOutcomes):
         "tokens",
         "tool_timeouts",
         "usd",
+        "windows",
     )
 
     def __init__(self, objective: str = "", budget: Budget | Mapping[str, Any] | None = None, *,
@@ -152,6 +161,11 @@ class Task(TaskOutcomes):
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
+        self.checkin = self.budget.internal_checkin()  # check-in windows (``task_resume``)
+        self.windows: dict[str, float] = _NO_WINDOWS  # where each window counts from
+        self.raises: tuple[Any, ...] = ()      # its raises (``RaiseRow``s), in order
+        self.check_ins = 0                     # its check-ins
+        self.continued: tuple[Outcome, ...] = ()  # the exhausted outcomes a raise continued
         self.calls: Any = CallCounter()      # tool_calls and call_mark (or the native twin)
         self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
@@ -272,7 +286,7 @@ class Task(TaskOutcomes):
         cap = self.caps["tool_calls"]
         if (self.parent is not None or self.children or len(self.sessions) > 1
                 or self.exhausted is not None or self.outcome is not None
-                or self.tampered is not None or any(
+                or self.tampered is not None or self.checkin is not None or any(
                     t.caps["deadline_s"] or t.caps["tool_timeout_s"] for t in self.chain)):
             self.call_mark = 0
         else:
@@ -371,25 +385,30 @@ class Task(TaskOutcomes):
         now = self._now() if "deadline_s" in counters else None
         first: tuple[Task, str] | None = None
         for t in self.chain:
+            windows = t.checkin
             for c in counters:
                 cap = t.caps[c]
-                if cap is None:
-                    continue
-                used = t._used(c, now)
-                level = t.noted[c]
-                while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
-                    level += 1
-                if level != t.noted[c]:  # one note, however many levels one charge passed
-                    t.set_note_level(c, level)
-                    if not t._over(c, used, cap):
-                        shown = used / NANO if c == "usd" else used
-                        t.notes += ((NOTE_SIGNAL, note_text(c, shown, cap / NANO if c == "usd"
-                                                            else cap)),)
-                if t._over(c, used, cap):
-                    if first is None:
-                        first = (t, c)
+                if cap is not None:
+                    used = t._used(c, now)
+                    level = t.noted[c]
+                    while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
+                        level += 1
+                    if level != t.noted[c]:  # one note, however many levels one charge passed
+                        t.set_note_level(c, level)
+                        if not t._over(c, used, cap):
+                            shown = used / NANO if c == "usd" else used
+                            t.notes += ((NOTE_SIGNAL, note_text(
+                                c, shown, cap / NANO if c == "usd" else cap)),)
+                    if t._over(c, used, cap):
+                        if first is None:
+                            first = (t, c)
+                        if t.exhausted is None:
+                            t.mark_exhausted(c, t)
+                if windows is not None and c in windows and t.window_over(c, windows[c], now):
+                    if first is None:  # a check-in window: paused until the next check-in
+                        first = (t, CHECKIN + c)
                     if t.exhausted is None:
-                        t.mark_exhausted(c, t)
+                        t.mark_exhausted(CHECKIN + c, t)
         if first is not None and self.exhausted is None:
             self.mark_exhausted(first[1], first[0])
         for t in self.chain:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO
 from ..durability.rows import OutcomeRow
-from .caps import CONSUMED, COUNTERS, Exhaustion, exhaustion_reason
+from .caps import CHECKIN, CONSUMED, COUNTERS, Exhaustion, exhaustion_reason
 from .outcomes import (
     ANSWERED,
     BLOCKED,
@@ -68,15 +68,26 @@ class TaskOutcomes:
 
         def set_note_level(self, counter: str, level: int) -> None: ...
 
+        def resume_from_ancestor(self) -> bool: ...
+
+        def apply_raise(self, row: Any) -> None: ...
+
+        def apply_check_in(self, row: Any) -> None: ...
+
     # -- exhaustion ------------------------------------------------------------------------------
 
     def mark_exhausted(self, counter: str, by: Any) -> None:
         """``counter`` of task ``by`` (this one or an ancestor) passed its cap: the task is
         exhausted (the tree's own call, under its lock)."""
-        used = by.elapsed() if counter == "deadline_s" else getattr(by, counter)
-        cap = by.caps[counter]
+        if counter.startswith(CHECKIN):  # a check-in window
+            base = counter[len(CHECKIN):]
+            used, cap = by.window_used(base), by.checkin[base]
+        else:
+            base = counter
+            used = by.elapsed() if counter == "deadline_s" else getattr(by, counter)
+            cap = by.caps[counter]
         assert cap is not None
-        scale = NANO if counter == "usd" else 1
+        scale = NANO if base == "usd" else 1
         reason = exhaustion_reason(counter, self.task_id, None if by is self else by.task_id,
                                    used / scale, cap / scale)
         self.exhausted = Exhaustion(counter, self.task_id, by.task_id, used / scale, cap / scale,
@@ -90,8 +101,12 @@ class TaskOutcomes:
     def exhausted_by(self) -> Exhaustion | None:
         """This task's exhaustion, or one of an ancestor's that reaches it (an ancestor whose
         allowance is used up exhausts the task at its next charge or turn)."""
-        if self.exhausted is not None:
-            return self.exhausted
+        ex = self.exhausted
+        if ex is not None:
+            if ex.by_task == self.task_id or not self.resume_from_ancestor():
+                return ex
+            if self.exhausted is not None:
+                return self.exhausted
         for t in self.chain[1:]:
             if t.exhausted is not None and t.exhausted.by_task == t.task_id:
                 with self.lock:

@@ -3,7 +3,7 @@ folds them back.
 
 With a ``store``, the task's start (objective, caps, start time), its consumption (written at
 every step, stop attempt, retry, review, note and exhaustion, and at turn ends; tool calls are
-written with the next such row), its children and its outcome are
+written with the next such row), its children, its raises and check-ins and its outcome are
 rows of the store's hash chain, under the reserved session id ``task:<task_id>``
 (``task_rows.task_log_id``); a session's implicit task writes into the session's own chain. A
 task constructed again with the same id and store resumes the consumption (folding its rows
@@ -21,7 +21,14 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..durability.rows import BudgetRow, OutcomeRow, StoredRow, TaskRecord
+from ..durability.rows import (
+    BudgetRow,
+    CheckInRow,
+    OutcomeRow,
+    RaiseRow,
+    StoredRow,
+    TaskRecord,
+)
 from .calls import NEVER
 from .caps import CONSUMED, Exhaustion
 from .outcomes import Outcome, Report
@@ -52,6 +59,10 @@ class Task(Protocol):
     def report(self) -> Report: ...
 
     def set_note_level(self, counter: str, level: int) -> None: ...
+
+    def apply_raise(self, row: RaiseRow) -> None: ...
+
+    def apply_check_in(self, row: CheckInRow) -> None: ...
 
 
 class TaskLog:
@@ -128,6 +139,12 @@ def apply_rows(task: Task, rows: Sequence[TaskRecord]) -> None:
         if isinstance(row, OutcomeRow):
             if row.outcome is not None:
                 task.outcome = _restored_outcome(row, task.report())
+            continue
+        if isinstance(row, RaiseRow):
+            task.apply_raise(row)
+            continue
+        if isinstance(row, CheckInRow):
+            task.apply_check_in(row)
             continue
         if row.started_at is not None:
             task.started_at = float(row.started_at)

@@ -28,8 +28,10 @@ from ..base.money import NANO
 from .reset import OperatorReset
 from .rows import (
     BudgetRow,
+    CheckInRow,
     EscalationCounts,
     OutcomeRow,
+    RaiseRow,
     ResetRow,
     Spend,
     SpendRow,
@@ -190,7 +192,7 @@ def _fold(folded: Folded, row: StoredRow) -> None:
             reset.apply(folded)
     elif isinstance(row, TurnRow):
         folded.turn = row
-    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow):
+    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow | RaiseRow | CheckInRow):
         folded.task_rows.append(row)
 
 

@@ -86,7 +86,7 @@ class BudgetPolicy:
         self.last_text: str | None = None    # the agent's last words (the attempted answer)
         self._channel = channel
         self._session = session
-        self._reported = False
+        self._reported: Any = None  # the exhaustion reported (a raise may bring another)
         with task.lock:
             task.sessions.append(self)
             task.remark()
@@ -224,8 +224,8 @@ class BudgetPolicy:
         ex = self.task.exhausted_by()
         if ex is None:
             return None
-        first = not self._reported
-        self._reported = True
+        first = self._reported is not ex
+        self._reported = ex
         if self.mode >= Mode.ENFORCE:
             decision = Decision(CUT_TURN, BUDGET, ex.reason)
             if first:

@@ -212,6 +212,8 @@ class Guardrails:
                     self._durable.sync_resets()
                     if not self.halted:
                         self._blocked = None
+            if self._task.exhausted is not None:  # raised or checked in by another process?
+                self._task.sync_stored()
             refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
             if refused is not None:
                 if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
