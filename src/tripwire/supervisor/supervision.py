@@ -12,7 +12,7 @@ sync or async, returning a ``SupervisorDecision`` (or its JSON):
 |---|---|
 | ``continue`` | nothing: the run goes on within its remaining allowance |
 | ``redirect(guidance, check)`` | the guidance joins this turn's ``[watchdog]`` block; ``check`` is evaluated on the calls that follow and the next review says whether it held |
-| ``stop_complete(evidence)`` | the host's acceptance check runs first (if it gave one); passed, the task ends ``answered`` with the evidence (an exhausted task stays exhausted); failed, it is a redirect carrying the check's evidence, and the third failure in a row ends the task ``blocked(acceptance_failed)`` |
+| ``stop_complete(evidence)`` | the task ends ``answered`` with the evidence (an exhausted task stays exhausted) |
 | ``stop_blocked(reason)`` | the task ends ``blocked(reason)`` |
 
 Hard limits stay outside both models: each review is one unit of the task's ``reviews``
@@ -28,7 +28,9 @@ input, a compaction, arriving while the supervisor thought): the review runs aga
 revision.
 
 "Done" is checked, not trusted (SPEC §13): a host's ``acceptance(task) -> (passed, evidence)``
-runs before a ``stop_complete`` is accepted. A review carries the host's ``changes(task)`` (what
+runs before a ``stop_complete`` is accepted; a failed check is a redirect carrying the check's
+evidence instead, and the third failed check in a row ends the task
+``blocked(acceptance_failed)``. A review carries the host's ``changes(task)`` (what
 the worker changed since the last review); a review the host cannot assemble (``changes`` or
 the acceptance check raises) ends the task ``blocked(evidence_unavailable)``, an explicit
 outcome.
