@@ -389,3 +389,21 @@ def test_a_one_shot_run_is_unattended_whatever_stdin_is(
     assert from_file.unattended is True
     with pytest.raises(ConfigError, match="one-shot run is unattended"):
         GuardrailsConfig(one_shot=True, unattended=False).resolve()
+
+
+def test_a_session_raised_from_outside_resumes_after_sigkill(tmp_path: Path,
+                                                             implementation: str) -> None:
+    """Real processes, both engines: a session's implicit task exhausted at 1,000 steps (the
+    unattended default), killed; an insufficient raise refused (exit 4), a raise of 10 written
+    by ``tripwire reset``; the restarted session has the raised cap and the consumption, and
+    its 10th step more is cut."""
+    from test_budgets import NEAR_THE_LIMIT
+
+    db = str(tmp_path / "g.sqlite")
+    first = run_until_ready(NEAR_THE_LIMIT, db, implementation, "1000").split()
+    assert first == ["continue"] * 999 + ["cut_turn"]
+    assert main(["reset", db, "--task", "s", "--raise", "steps=+0"]) == 4
+    assert main(["reset", db, "--task", "s", "--raise", "steps=+10"]) == 0
+    second = run_until_ready(NEAR_THE_LIMIT, db, implementation, "10").split()
+    assert second == ["continue"] * 9 + ["cut_turn"]
+    assert main(["verify", db]) == 0

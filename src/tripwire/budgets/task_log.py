@@ -48,6 +48,7 @@ class Task(Protocol):
 
     task_id: str
     caps: dict[str, Any]
+    checkin: dict[str, Any] | None
     children: tuple[Any, ...]
     exhausted: Exhaustion | None
     noted: dict[str, int]
@@ -88,12 +89,13 @@ class TaskLog:
 
     @staticmethod
     def state(task: Task) -> tuple[Any, ...]:
-        """What a budget row must keep: the capped counters (a row carries every counter,
-        but only a capped one moving is worth a write: nothing else can be exhausted), the
+        """What a budget row must keep: the capped and windowed counters (a row carries every
+        counter, but only such a one moving is worth a write: nothing else can be exhausted), the
         children, notes, exhaustion, and the start time when a deadline counts from it."""
-        caps = task.caps
-        return (tuple(getattr(task, c) if caps[c] else 0 for c in _WRITTEN),
-                len(task.children), task.exhausted is not None, tuple(task.noted.values()),
+        caps, windows = task.caps, task.checkin
+        used = tuple(getattr(task, c) if caps[c] else 0 for c in _WRITTEN) if windows is None \
+            else tuple(getattr(task, c) if caps[c] or c in windows else 0 for c in _WRITTEN)
+        return (used, len(task.children), task.exhausted is not None, tuple(task.noted.values()),
                 task.started_at if caps["deadline_s"] else None)
 
     def mark_written(self, task: Task) -> None:

@@ -135,7 +135,8 @@ def file_keys() -> dict[str, frozenset[str]]:
 
     return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
             "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
-            "budget": frozenset(COUNTERS), "context": FILE_KEYS, "models": MODELS_KEYS}
+            "budget": frozenset({*COUNTERS, "checkin"}), "context": FILE_KEYS,
+            "models": MODELS_KEYS}
 
 
 # --------------------------------------------------------------------------------------------
