@@ -48,6 +48,7 @@ class TaskOutcomes:
     started_at: float | None
     objective: str
     caps: dict[str, Any]
+    checkin: dict[str, Any] | None
     chain: tuple[Any, ...]   # (Task, ...): the task module imports this one
     children: tuple[Any, ...]
     sessions: list[Any]
