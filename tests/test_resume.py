@@ -407,3 +407,34 @@ def test_a_session_raised_from_outside_resumes_after_sigkill(tmp_path: Path,
     second = run_until_ready(NEAR_THE_LIMIT, db, implementation, "10").split()
     assert second == ["continue"] * 9 + ["cut_turn"]
     assert main(["verify", db]) == 0
+
+
+def test_an_unreadable_stores_anchor_carries_a_raise(tmp_path: Path, implementation: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The anchor proves a raise too: a store that cannot be read, moved aside by
+    ``tripwire reset``, starts its new chain with the raised cap, not the exhaustion the
+    raise continued."""
+    from corruption import corrupt
+
+    anchor = tmp_path / "operator" / "tripwire.anchor"
+    anchor.parent.mkdir()
+    monkeypatch.setenv("TRIPWIRE_STORE_KEY", "a secret kept from the agent")
+    monkeypatch.setenv("TRIPWIRE_STORE_ANCHOR", str(anchor))
+    db = tmp_path / "tripwire.db"
+    task = Task("o", {"steps": 3, "checkin": {"tool_calls": 5}}, task_id="t",
+                store=SQLiteStore(db))
+    g = guard(implementation, task=task, store=SQLiteStore(db), session_id="s")
+    g.start_turn()
+    assert exhaust_steps(g, 3)[-1] == "cut_turn"
+    task.raise_cap("steps", 4)
+    task.check_in()
+    task.step()
+    g.flush()
+    del g, task
+    corrupt(db, "truncated")
+    assert main(["reset", str(db), "--session", "s"]) == 0
+    restored = Task("o", {"steps": 3, "checkin": {"tool_calls": 5}}, task_id="t",
+                    store=SQLiteStore(db))
+    assert (restored.steps, restored.cap("steps"), restored.outcome, restored.tampered) == (
+        4, 7, None, None)
+    assert restored.windows == {"tool_calls": 0}
