@@ -64,8 +64,8 @@ class AnchorEntry:
     (nano-dollars; exact with one writer at a time, a lower bound under concurrent writers);
     ``tasks``: per task id, its latest ``used`` counters, ``exhausted`` and ``started_at``,
     its ``raised`` caps and last check-in ``window`` (a raise or check-in that continued it
-    lifts the exhaustion and outcome it had); ``bounds``: its cost ceiling as last recorded (``max_session_usd``, ``max_turn_usd``,
-    ``granted_usd``)."""
+    lifts the exhaustion and outcome it had); ``bounds``: its cost ceiling as last recorded
+    (``max_session_usd``, ``max_turn_usd``, ``granted_usd``)."""
 
     halted: tuple[str, ...]
     spend_nano: int
