@@ -191,7 +191,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2
     assert err == (f"tripwire: {bad}:2: unknown event type 'nope' (known: call, result, text, "
                    "usage, turn_start, turn_end, reset, task_start, task_end, stop_attempt, "
-                   "retry, compaction)\n")
+                   "retry, compaction, budget_raise, check_in)\n")
     labels = tmp_path / "labels.json"
     labels.write_text("[1, 2]")
     code, _, err = run("corpus", "validate", str(SCENARIOS), "--labels", str(labels))

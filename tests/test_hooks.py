@@ -223,8 +223,26 @@ def test_the_stop_hook_cap_is_the_sessions_task_budget(claude: Hook) -> None:
     assert claude(common("UserPromptSubmit", prompt="go on", prompt_id="p3")) == {
         "decision": "block",
         "reason": f"tripwire: task {SESSION} exhausted this task's refused attempts to "
-                  "finish: 9 of 8. The session's task is exhausted, so it refuses new turns; "
-                  "start a new session."}
+                  "finish: 9 of 8. The session's task is paused at its cap: the operator "
+                  f"raises it to resume (tripwire reset STORE --task {SESSION} --raise "
+                  "stop_rejections=+N), and the next prompt continues."}
+    # SPEC §13: an insufficient raise is refused (exit 4, naming the smallest), then a raise
+    # resumes the session at its next prompt, its consumption kept
+    reset = [sys.executable, "-m", "tripwire", "reset", str(claude.store), "--task", SESSION]
+    short = subprocess.run([*reset, "--raise", "stop_rejections=+0"], capture_output=True,
+                           text=True, timeout=60)
+    assert short.returncode == 4 and "by at least 1 (stop_rejections=+1)" in short.stderr
+    raised = subprocess.run([*reset, "--raise", "stop_rejections=+3"], capture_output=True,
+                            text=True, timeout=60)
+    assert raised.returncode == 0, raised.stderr
+    assert json.loads(raised.stdout)["resumed"] == "exhausted(stop_rejections)"
+    assert claude(common("UserPromptSubmit", prompt="go on", prompt_id="p4")) is None
+    for _ in range(2):  # refusals 10 and 11: within the raised cap of 11
+        assert claude(common("Stop", stop_hook_active=True, prompt_id="p4",
+                             last_assistant_message="done")) is None
+    again = claude(common("Stop", stop_hook_active=True, prompt_id="p4",
+                          last_assistant_message="done"))
+    assert again is not None and "12 of 11" in again["stopReason"]
 
 
 def test_below_enforce_the_stop_hook_cap_is_reported_only(tmp_path: Path,
@@ -513,3 +531,32 @@ def test_claude_code_spend_comes_from_the_transcript_priced(tmp_path: Path,
                              if x.startswith("{")) if r["kind"] == "session"]
     assert record["spent_usd"] == pytest.approx(expected, abs=1e-9)
     assert record["cost_estimated"] is True
+
+
+def test_a_user_prompt_checks_in_a_paused_task(claude: Hook, tmp_path: Path) -> None:
+    """SPEC §13: a check-in window of two tool calls pauses the session's task at the third
+    call (denied, exhausted(checkin:tool_calls)); the user's next prompt is the operator's
+    check-in (each prompt is one): the task continues, its totals kept."""
+    config = tmp_path / "checkin.toml"
+    config.write_text("[budget]\ncheckin = { tool_calls = 2 }\n")
+
+    def hook(payload: dict) -> dict | None:
+        done = claude.raw(json.dumps(payload), "--config", str(config))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return json.loads(done.stdout) if done.stdout.strip() else None
+
+    hook(common("UserPromptSubmit", prompt="list things", prompt_id="p1"))
+    for n in (1, 2):
+        assert hook(pre(n, {"command": f"ls dir{n}"})) is None
+        hook(post(n, {"command": f"ls dir{n}"}, stdout="a b"))
+    denied = hook(pre(3, {"command": "ls dir3"}))
+    assert denied is not None
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "check-in window of tool calls: 3 of 2" in json.dumps(denied)
+    assert hook(common("UserPromptSubmit", prompt="go on", prompt_id="p2")) is None
+    assert hook(pre(4, {"command": "ls dir4"})) is None
+    done = subprocess.run([sys.executable, "-m", "tripwire", "status", str(claude.store)],
+                          capture_output=True, text=True, timeout=60)
+    (task,) = [line for line in map(json.loads, done.stdout.splitlines())
+               if line["kind"] == "task"]
+    assert (task["outcome"], task["check_ins"], task["used"]["tool_calls"]) == (None, 2, 4)

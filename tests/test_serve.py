@@ -127,7 +127,8 @@ def test_a_bare_reset_clears_a_watchdog_halt(client: TestClient) -> None:
     ("/sessions/s/events", b"[]", "no events in the body"),
     ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "nap"}]',
      "event 1: unknown event type 'nap' (known: call, result, text, usage, turn_start, "
-     "turn_end, reset, task_start, task_end, stop_attempt, retry, compaction)"),
+     "turn_end, reset, task_start, task_end, stop_attempt, retry, compaction, budget_raise, "
+     "check_in)"),
     ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "retry"}]',
      "event 1: a 'retry' event is not taken here (the sidecar takes call, result, text, "
      "usage, turn_start, turn_end, reset, compaction)"),

@@ -19,16 +19,24 @@ Worker policies (each a task kind of its own):
 | ``poll`` | polls a build job until it is done, then fetches its artifact | the job finishes after 8-14 polls; polling is the right thing to do |
 | ``slow`` | edits a module, runs the tests, again: each edit fixes a test with probability 0.6 | 6-9 tests to fix |
 | ``false_claim`` | runs a smoke subset that passes and claims success; the stop hook (the acceptance check) refuses | one test of the full file fails until its bug is fixed |
+| ``claim`` | the same worker, and a harness whose stop hook checks nothing: the claim reaches the supervisor, who trusts a passing test run | as ``false_claim`` |
 
 Every worker finds the fix on its own with a small probability per step, follows a supervisor's
 redirect with probability ``comply`` (per redirect), and attempts to finish when it believes it
 is done: the harness's stop hook runs the acceptance check and accepts or refuses.
 
+Arms: ``without`` (guardrails, no supervisor), ``with`` (a supervisor), ``with+check`` (a
+supervisor whose ``stop_complete`` must pass the host's acceptance check,
+``Supervision(acceptance=...)``: SPEC §13). The ``claim`` policy is the one a check exists
+for: its worker claims success on a passing subset and its supervisor believes it.
+
 Figures per policy and arm: *success* (the task ended ``answered`` and the acceptance check
-holds), *unnecessary stops* (ended stopped — blocked, halted — although the same worker, left
+holds), *false successes* (ended ``answered`` while the acceptance check fails), *unnecessary stops* (ended stopped — blocked, halted — although the same worker, left
 alone without any guardrail, succeeds on the same seed within the same allowance), *useful
 redirects* (redirects whose check held in a run that succeeded), mean *steps* and *cost* (the
-supervisor's own model calls included: they are charged to the same task), mean *reviews*.
+supervisor's own model calls included: they are charged to the same task), mean *reviews*,
+mean *elapsed* seconds on the task's clock (a simulated one: a worker step takes
+``STEP_S``, a tool call ``CALL_S``, a review ``REVIEW_S``; the task measures it).
 """
 
 from __future__ import annotations
@@ -45,7 +53,8 @@ from tripwire.supervisor.decision import Check, ReviewUsage, SupervisorDecision
 from tripwire.supervisor.review import Review
 from tripwire.supervisor.supervision import Supervision, SupervisorConfig
 
-POLICIES = ("loop", "alternate", "poll", "slow", "false_claim")
+POLICIES = ("loop", "alternate", "poll", "slow", "false_claim", "claim")
+ARMS = ("without", "with", "with+check")
 ACCEPTANCE = "pytest tests/test_parser.py"
 
 # a worker step: one model request of the cheap worker model
@@ -53,6 +62,18 @@ WORKER_USAGE = {"model": "worker-small", "input_tokens": 2400, "output_tokens": 
                 "cost_usd": 0.0012}
 # one review: the stronger (dearer) supervisor model
 REVIEW_USAGE = ReviewUsage("supervisor-frontier", 6000, 300, 0.0180)
+# simulated time: one worker model step, one tool call, one review (the supervisor's model)
+STEP_S, CALL_S, REVIEW_S = 6.0, 3.0, 15.0
+
+
+class SimClock:
+    """The run's clock (seconds), moved by what happens in it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @dataclass(frozen=True)
@@ -91,7 +112,7 @@ class World:
         self.fetched = policy != "poll"
         self.to_fix = rng.randint(6, 9) if policy == "slow" else 0
         self.fixed = 0
-        self.unicode_ok = policy != "false_claim"
+        self.unicode_ok = policy not in ("false_claim", "claim")
         self.rng = rng
 
     def accepted(self) -> bool:
@@ -369,7 +390,7 @@ class Claimer(Worker):
 
 
 WORKERS: dict[str, type[Worker]] = {"loop": Looper, "alternate": Alternator, "poll": Poller,
-                                    "slow": Slow, "false_claim": Claimer}
+                                    "slow": Slow, "false_claim": Claimer, "claim": Claimer}
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,11 +401,16 @@ class ScriptedSupervisor:
     """A rule-based judge over the ``Review``, wrong at rate ``misjudge``: then it tells a run
     to start over, or stops it as blocked."""
 
-    def __init__(self, rng: random.Random, misjudge: float):
+    def __init__(self, rng: random.Random, misjudge: float, trusting: bool = False,
+                 clock: SimClock | None = None):
         self.rng = rng
         self.misjudge = misjudge
+        self.trusting = trusting  # believes a passing run of any subset of the test file
+        self.clock = clock
 
     def __call__(self, review: Review) -> SupervisorDecision:
+        if self.clock is not None:
+            self.clock.now += REVIEW_S
         if self.rng.random() < self.misjudge:
             if self.rng.random() < 0.3:
                 return SupervisorDecision.stop_blocked(
@@ -414,8 +440,8 @@ class ScriptedSupervisor:
                 "then write one patch against what is there.",
                 Check("apply_patch", "succeeds"), "an alternating pair of failing patches",
                 usage=u)
-        acceptance = [c for c in recent if c.tool == "bash" and c.args.endswith(
-            f'{ACCEPTANCE}"}}')]
+        acceptance = [c for c in recent if c.tool == "bash" and (c.args.endswith(
+            f'{ACCEPTANCE}"}}') or (self.trusting and "tests/test_parser.py" in c.args))]
         if "stop_attempt" in review.triggers:
             if acceptance and acceptance[-1].status == "ok":
                 return SupervisorDecision.stop_complete(
@@ -442,6 +468,8 @@ class Run:
     outcome: str
     detail: str
     success: bool
+    false_success: bool
+    elapsed: float
     steps: float
     cost: float
     reviews: int
@@ -455,19 +483,24 @@ def run_task(policy: str, index: int, seed: int, settings: Settings, arm: str) -
     tag = f"{seed}:{policy}:{index}"
     world = World(policy, random.Random(f"{tag}:world"))
     worker = WORKERS[policy](world, random.Random(f"{tag}:worker"), settings.comply)
+    clock = SimClock()
     task = Task(f"{policy} task {index}", {"steps": settings.steps,
                                            "stop_rejections": settings.stop_rejections,
                                            "reviews": settings.reviews},
-                task_id=f"{policy}-{index}", acceptance=[f"{ACCEPTANCE} exits 0"])
+                task_id=f"{policy}-{index}", acceptance=[f"{ACCEPTANCE} exits 0"], clock=clock)
     mode = "off" if arm == "alone" else settings.mode
     g = Guardrails(GuardrailsConfig(mode=mode), session_id=f"{policy}-{index}", task=task,
                    implementation=settings.implementation)
     host: Any = g
     supervision: Supervision | None = None
-    if arm == "with":
+    checks_stops = policy != "claim"  # the claim policy's stop hook checks nothing
+    if arm in ("with", "with+check"):
+        check = _acceptance_check(world, clock) if arm == "with+check" else None
         supervision = Supervision(
-            ScriptedSupervisor(random.Random(f"{tag}:judge"), settings.misjudge), g,
-            config=SupervisorConfig(review_every_steps=settings.review_every_steps))
+            ScriptedSupervisor(random.Random(f"{tag}:judge"), settings.misjudge,
+                               trusting=policy == "claim", clock=clock), g,
+            config=SupervisorConfig(review_every_steps=settings.review_every_steps),
+            acceptance=check)
         host = supervision
     last: tuple[str, dict[str, Any], str | None, str] | None = None
     calls = 0
@@ -478,10 +511,17 @@ def run_task(policy: str, index: int, seed: int, settings: Settings, arm: str) -
             for _ in range(settings.turn_steps):
                 action = worker.act(last)
                 last = None
+                clock.now += STEP_S
                 host.on_usage(**WORKER_USAGE)
                 if task.outcome is not None:
                     break
                 if action[0] == "stop":
+                    if not checks_stops:  # the claim goes on to the supervisor, if any
+                        host.on_stop_attempt(True, action[1])
+                        if supervision is None:
+                            task.finish(action[1])  # nobody checks: the harness believes it
+                        worker.refused()  # not finished yet: it claims again when asked
+                        break
                     accepted = world.accepted()
                     host.on_stop_attempt(accepted, action[1])
                     if accepted:
@@ -495,6 +535,7 @@ def run_task(policy: str, index: int, seed: int, settings: Settings, arm: str) -
                 if decision.cut_turn:
                     break
                 error, payload = world.run(tool, args)
+                clock.now += CALL_S
                 host.on_result(id=f"c{calls}", error=error, payload=payload)
                 last = (tool, args, error, payload)
             if task.outcome is None:
@@ -510,8 +551,19 @@ def run_task(policy: str, index: int, seed: int, settings: Settings, arm: str) -
         redirects = sum(1 for _, what in supervision.decisions if what == "redirect")
         held = supervision.redirects_held
     success = outcome.kind == "answered" and world.accepted()
-    return Run(policy, index, arm, outcome.kind, str(outcome), success, task.used("steps"),
-               task.used("usd"), int(task.used("reviews")), held if success else 0, redirects)
+    false_success = outcome.kind == "answered" and not world.accepted()
+    return Run(policy, index, arm, outcome.kind, str(outcome), success, false_success,
+               task.elapsed(), task.used("steps"), task.used("usd"), int(task.used("reviews")),
+               held if success else 0, redirects)
+
+
+def _acceptance_check(world: World, clock: SimClock) -> Any:
+    """The host's acceptance check: it runs the acceptance command (a tool call's time)."""
+    def check(task: Task) -> tuple[bool, str]:
+        clock.now += CALL_S
+        error, payload = world._pytest(ACCEPTANCE)
+        return error is None and world.accepted(), f"{ACCEPTANCE}: {error or payload}"
+    return check
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,21 +576,23 @@ class Row:
     arm: str
     tasks: int
     success: int
+    false_successes: int
     unnecessary_stops: int
     useful_redirects: int
     redirects: int
     steps: float
     cost: float
     reviews: float
+    elapsed: float
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
 def evaluate(seed: int, settings: Settings = Settings(),
-             policies: Iterable[str] = POLICIES) -> list[Row]:
+             policies: Iterable[str] = POLICIES, arms: Iterable[str] = ARMS) -> list[Row]:
     rows = []
     for policy in policies:
         alone = [run_task(policy, i, seed, settings, "alone") for i in range(settings.tasks)]
-        for arm in ("without", "with"):
+        for arm in arms:
             runs = [run_task(policy, i, seed, settings, arm) for i in range(settings.tasks)]
             outcomes: dict[str, int] = {}
             for r in runs:
@@ -546,23 +600,27 @@ def evaluate(seed: int, settings: Settings = Settings(),
             n = len(runs)
             rows.append(Row(
                 policy, arm, n, sum(r.success for r in runs),
+                sum(r.false_success for r in runs),
                 sum(1 for r, a in zip(runs, alone)
                     if r.outcome in ("blocked", "halted") and a.success),
                 sum(r.redirects_held for r in runs), sum(r.redirects for r in runs),
                 sum(r.steps for r in runs) / n, sum(r.cost for r in runs) / n,
-                sum(r.reviews for r in runs) / n, dict(sorted(outcomes.items()))))
+                sum(r.reviews for r in runs) / n, sum(r.elapsed for r in runs) / n,
+                dict(sorted(outcomes.items()))))
     return rows
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| policy | supervision | success | unnecessary stops | useful redirects "
-            "| steps (mean) | cost $ (mean) | reviews (mean) | outcomes |")
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    head = ("| policy | supervision | success | false successes | unnecessary stops "
+            "| useful redirects | steps (mean) | cost $ (mean) | reviews (mean) "
+            "| elapsed s (mean) | outcomes |")
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
-        useful = f"{r.useful_redirects} of {r.redirects}" if r.arm == "with" else "-"
+        useful = f"{r.useful_redirects} of {r.redirects}" if r.arm != "without" else "-"
         lines.append(
-            f"| {r.policy} | {r.arm} | {r.success}/{r.tasks} | {r.unnecessary_stops} | "
-            f"{useful} | {r.steps:.1f} | {r.cost:.4f} | {r.reviews:.1f} | {outcomes} |")
+            f"| {r.policy} | {r.arm} | {r.success}/{r.tasks} | {r.false_successes} | "
+            f"{r.unnecessary_stops} | {useful} | {r.steps:.1f} | {r.cost:.4f} | "
+            f"{r.reviews:.1f} | {r.elapsed:.0f} | {outcomes} |")
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ __all__ = [
     "GuardrailTripped",
     "ResetRefused",
     "InvalidReset",
+    "RaiseRefused",
     "BatchInterrupted",
     "NativeUnavailable",
     "SmallTierParentRefused",
@@ -105,6 +106,31 @@ class ResetRefused(TripwireError):
         self.spent_usd = spent_usd
         self.ceiling_usd = ceiling_usd
         self.needed_usd = needed_usd
+
+
+class RaiseRefused(TripwireError):
+    """A raise of a task's cap that would leave the counter exhausted (SPEC §13; HTTP 409
+    semantics): nothing changed. ``task_id`` is the task whose cap must be raised (the task
+    raised, or the ancestor whose allowance exhausted it: ``exhausted_task`` is then the task
+    asked for), ``counter`` the counter, ``raise_needed`` the smallest sufficient raise (the
+    counter's units: dollars for ``usd``, seconds for ``deadline_s``), ``used`` and ``cap``
+    that task's consumption and cap before the raise."""
+
+    def __init__(self, task_id: str, counter: str, raise_needed: float, used: float,
+                 cap: float, *, exhausted_task: str | None = None):
+        whose = f"task {task_id} would stay exhausted" if exhausted_task in (None, task_id) \
+            else (f"task {exhausted_task} is exhausted by the allowance of task {task_id}, "
+                  "which would stay exhausted")
+        amount = f"{raise_needed:.9f}".rstrip("0").rstrip(".") if counter == "usd" \
+            else f"{raise_needed:g}"
+        super().__init__(f"{whose}: {counter} used {used:g} of {cap:g}; raise task "
+                         f"{task_id}'s {counter} by at least {amount} ({counter}=+{amount})")
+        self.task_id = task_id
+        self.exhausted_task = exhausted_task or task_id
+        self.counter = counter
+        self.raise_needed = raise_needed
+        self.used = used
+        self.cap = cap
 
 
 class InvalidReset(TripwireError, ValueError):

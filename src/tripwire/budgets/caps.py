@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..base.money import NANO
@@ -39,7 +39,7 @@ from ..base.validate import MAX_COUNT, shown_value
 from ..errors import ConfigError
 
 __all__ = ["Budget", "Exhaustion", "COUNTERS", "SPENT", "CONSUMED", "NOTE_SIGNAL", "NOTE_LEVELS",
-           "NOUNS", "note_text", "exhaustion_reason"]
+           "NOUNS", "CHECKIN", "note_text", "exhaustion_reason"]
 
 #: Every counter, in SPEC §7.1's order.
 COUNTERS = ("steps", "tool_calls", "tokens", "usd", "deadline_s", "tool_timeout_s",
@@ -48,6 +48,8 @@ COUNTERS = ("steps", "tool_calls", "tokens", "usd", "deadline_s", "tool_timeout_
 SPENT = frozenset({"steps", "tokens", "usd", "deadline_s"})
 #: Counters a task consumes units of (``tool_timeout_s`` is a per-call limit, not consumption).
 CONSUMED = tuple(c for c in COUNTERS if c != "tool_timeout_s")
+#: How an exhaustion names a check-in window (``checkin:usd``: the window of ``usd``).
+CHECKIN = "checkin:"
 #: The signal name budget notes carry in the feedback block.
 NOTE_SIGNAL = "task-budget"
 #: The note levels: a counter passing 50% and then 80% of its cap.
@@ -81,7 +83,10 @@ def _cap(value: Any, name: str, *, integer: bool) -> float | int | None:
 class Budget:
     """A task's caps. None: not set here (the default, or the parent's only, applies); 0: off.
 
-    ``usd`` is in dollars; ``deadline_s`` and ``tool_timeout_s`` in seconds."""
+    ``usd`` is in dollars; ``deadline_s`` and ``tool_timeout_s`` in seconds. ``checkin``:
+    check-in windows, counter -> what the task may consume between two check-ins of its
+    operator (``Task.check_in``); reaching one pauses the task (``exhausted(checkin:<counter>)``)
+    until the next check-in."""
 
     steps: int | None = None
     tool_calls: int | None = None
@@ -92,12 +97,22 @@ class Budget:
     stop_rejections: int | None = None
     retries: int | None = None
     reviews: int | None = None
+    checkin: Mapping[str, float] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            integer = f.name not in ("usd", "deadline_s", "tool_timeout_s")
-            object.__setattr__(self, f.name, _cap(getattr(self, f.name), f.name,
-                                                  integer=integer))
+        for name in COUNTERS:
+            integer = name not in ("usd", "deadline_s", "tool_timeout_s")
+            object.__setattr__(self, name, _cap(getattr(self, name), name, integer=integer))
+        if self.checkin is not None:
+            if not isinstance(self.checkin, Mapping):
+                raise ConfigError("budget checkin must be a table/object of counters")
+            unknown = sorted(set(self.checkin) - set(CONSUMED))
+            if unknown:
+                raise ConfigError(f"unknown checkin counter(s) {', '.join(map(repr, unknown))} "
+                                  f"(known: {', '.join(CONSUMED)})")
+            windows = {c: _cap(v, f"checkin {c}", integer=c not in ("usd", "deadline_s"))
+                       for c, v in self.checkin.items()}
+            object.__setattr__(self, "checkin", {c: v for c, v in windows.items() if v} or None)
 
     @classmethod
     def defaults(cls, unattended: bool) -> Budget:
@@ -115,7 +130,7 @@ class Budget:
         """From a config section or an event's ``budget`` object; unknown keys are errors."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where} must be a table/object of counters")
-        unknown = sorted(set(data) - set(COUNTERS))
+        unknown = sorted(set(data) - {*COUNTERS, "checkin"})
         if unknown:
             raise ConfigError(f"unknown {where} counter(s) {', '.join(map(repr, unknown))} "
                               f"(known: {', '.join(COUNTERS)})")
@@ -123,14 +138,25 @@ class Budget:
 
     def over(self, base: Budget) -> Budget:
         """These caps where set, ``base``'s elsewhere."""
-        if all(getattr(self, f.name) is not None for f in fields(self)):
+        if all(getattr(self, name) is not None for name in COUNTERS):
             return self  # complete already (a resolved config's): shared, not copied
         return Budget(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
                          else getattr(self, f.name) for f in fields(self)})
 
+    def with_cap(self, counter: str, cap: float) -> Budget:
+        """These caps with ``counter``'s set to ``cap`` (a raise)."""
+        changes: dict[str, Any] = {counter: cap}
+        return replace(self, **changes)
+
     def caps(self) -> dict[str, float | int | None]:
         """Every counter's cap, None for off (0 and unset alike)."""
-        return {f.name: getattr(self, f.name) or None for f in fields(self)}
+        return {name: getattr(self, name) or None for name in COUNTERS}
+
+    def internal_checkin(self) -> dict[str, Any] | None:
+        """The check-in windows as a task counts them (``usd`` in nano-dollars), or None."""
+        if self.checkin is None:
+            return None
+        return {c: round(v * NANO) if c == "usd" else v for c, v in self.checkin.items()}
 
     def internal_caps(self) -> dict[str, Any]:
         """``caps()`` with ``usd`` in nano-dollars: what a task counts in. Computed once per
@@ -144,8 +170,10 @@ class Budget:
         return cached
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        out = {name: getattr(self, name) for name in COUNTERS if getattr(self, name) is not None}
+        if self.checkin is not None:
+            out["checkin"] = dict(self.checkin)
+        return out
 
 
 #: the default budgets, by (class, unattended)
@@ -200,7 +228,15 @@ def note_text(counter: str, used: float, cap: float) -> str:
 def exhaustion_reason(counter: str, task_id: str, by_task: str | None, used: float,
                       cap: float) -> str:
     """Why task ``task_id`` is exhausted: its own cap of ``counter`` (``by_task`` None) or the
-    allowance of its ancestor ``by_task`` (``used`` and ``cap`` in dollars for ``usd``)."""
+    allowance of its ancestor ``by_task`` (``used`` and ``cap`` in dollars for ``usd``); a
+    ``checkin:<counter>`` window: paused until its operator checks in."""
+    if counter.startswith(CHECKIN):
+        base = counter[len(CHECKIN):]
+        whose = "this task's" if by_task is None else f"its parent task {by_task}'s"
+        noun = {"usd": "spending", "deadline_s": "time"}.get(base, NOUNS.get(base, base))
+        return (f"task {task_id} reached {whose} check-in window of {noun}: "
+                f"{_fmt(base, used)} of {_fmt(base, cap)} since the last check-in; paused "
+                "until the operator checks in")
     whose = "this task's" if by_task is None else f"the allowance of its parent task {by_task}"
     noun = {"usd": "spending", "deadline_s": "time"}.get(counter, NOUNS.get(counter, counter))
     return (f"task {task_id} exhausted {whose} {noun}: "

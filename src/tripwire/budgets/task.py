@@ -30,20 +30,19 @@ of a task one session runs alone (``calls.py``).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, parse_dollars, to_nano
 from ..base.validate import MAX_TOKENS, check_count
-from ..durability.rows import BudgetRow, OutcomeRow, StoredRow, TaskRecord, TaskRow
+from ..durability.rows import TaskRecord, TaskRow
 from ..errors import ConfigError
 from .calls import NEVER, CallCounter, call_mark
 from .caps import (
+    CHECKIN,
     CONSUMED,
     COUNTERS,
     NOTE_LEVELS,
@@ -55,17 +54,10 @@ from .caps import (
     note_text,
 )
 from .clock import WALL_CLOCK
-from .outcomes import (
-    ANSWERED,
-    BLOCKED,
-    EXHAUSTED,
-    HALTED,
-    INTERRUPTED,
-    CounterReport,
-    Outcome,
-    Report,
-    UncertainCall,
-)
+from .outcomes import EXHAUSTED, Outcome
+from .task_ending import HISTORY, TaskOutcomes
+from .task_log import TaskLog, apply_rows
+from .task_resume import TaskResume
 from .task_rows import task_log_id
 
 if TYPE_CHECKING:
@@ -73,16 +65,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Task", "HISTORY"]
 
-#: Cuts and halts a task's report keeps (the latest; earlier ones are counted): a session cut
-#: turn after turn for a million calls used to add some 21 MB to its task.
-HISTORY = 64
-#: Counters a budget row is written for when they move (and are capped).
-_WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 #: The note levels of a task that has had no note (shared; copied on the first).
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+#: The windows of a task that has had no check-in (shared; replaced, never changed in place).
+_NO_WINDOWS: dict[str, float] = {}
 
 
-class Task:
+class Task(TaskOutcomes, TaskResume):
     """The unit a budget is charged to. ``task.child(allowance)`` makes a sub-task; a
     ``Guardrails`` (``task=``) or ``Fleet.session(id, task=)`` runs a session under it, and its
     observations charge it (usage: steps, tokens, usd; calls: tool_calls). A host charges what
@@ -108,25 +97,28 @@ class Task:
     __slots__ = (
         "__weakref__",
         "_ended_at",
-        "_log",
-        "_noted",
-        "_written",
         "acceptance",
         "budget",
         "calls",
         "caps",
         "chain",
+        "check_ins",
+        "checkin",
         "children",
         "clock",
+        "continued",
+        "durable",
         "exhausted",
         "history",
         "history_dropped",
         "last_answer",
         "lock",
+        "noted",
         "notes",
         "objective",
         "outcome",
         "parent",
+        "raises",
         "retries",
         "reviews",
         "revision",
@@ -139,6 +131,7 @@ class Task:
         "tokens",
         "tool_timeouts",
         "usd",
+        "windows",
     )
 
     def __init__(self, objective: str = "", budget: Budget | Mapping[str, Any] | None = None, *,
@@ -168,10 +161,15 @@ class Task:
             self.budget = (budget or Budget()).over(Budget.defaults(False).over(
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
+        self.checkin = self.budget.internal_checkin()  # check-in windows (``task_resume``)
+        self.windows: dict[str, float] = _NO_WINDOWS  # where each window counts from
+        self.raises: tuple[Any, ...] = ()      # its raises (``RaiseRow``s), in order
+        self.check_ins = 0                     # its check-ins
+        self.continued: tuple[Outcome, ...] = ()  # the exhausted outcomes a raise continued
         self.calls: Any = CallCounter()      # tool_calls and call_mark (or the native twin)
         self.steps = self.tokens = self.usd = 0
         self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
-        self._noted = _NOT_NOTED              # copied on the first note (most tasks have none)
+        self.noted = _NOT_NOTED  # note levels given per counter: copied on the first note
         # model-facing notes not delivered yet: (signal, text)
         self.notes: tuple[tuple[str, str], ...] = ()
         self.exhausted: Exhaustion | None = None
@@ -188,26 +186,24 @@ class Task:
         self.history_dropped = 0
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None
-        self._written: tuple[Any, ...] | None = None
         self._ended_at: float | None = None
         self.started_at: float | None = self.clock()
-        self._log = _log
+        self.durable = durable = TaskLog(_log)  # the rows it writes (``task_log``)
         if _log is None and store is not None:
             from ..durability.log import SessionLog
-            self._log = SessionLog(store, task_log_id(self.task_id),
-                                   lambda text: f"[task {self.task_id}] {text}")
-        if self._log is not None:
-            self._restore(_history)
+            durable.log = SessionLog(store, task_log_id(self.task_id),
+                                     lambda text: f"[task {self.task_id}] {text}")
+        if durable.log is not None:
+            durable.restore(self, _history)
         if _parent is not None:
             _parent.children = (*_parent.children, self)
         self.remark()
-        if self._log is not None and self._written is None:
-            self._persist(TaskRow(self.task_id, objective,
-                                  _parent.task_id if _parent else None,
-                                  self.budget.to_dict(), self.started_at))
+        if durable.log is not None and durable.written is None:
+            durable.put(TaskRow(self.task_id, objective, _parent.task_id if _parent else None,
+                                self.budget.to_dict(), self.started_at))
             if _parent is not None:
-                _parent._persist_budget()
-        self._written = self._state()  # what the store holds (nothing to write yet)
+                _parent.durable.persist_budget(_parent)
+        durable.mark_written(self)  # what the store holds (nothing to write yet)
 
     def __repr__(self) -> str:
         state = str(self.outcome) if self.outcome else (
@@ -248,7 +244,7 @@ class Task:
         """A sub-task with caps of its own (``allowance``); its consumption is charged to it
         and to every ancestor at once. Durable when this task is (same store; a stable
         ``task_id`` restores it)."""
-        store = self._log.store if self._log is not None else None
+        store = self.durable.store
         with self.lock:
             child = Task(objective, allowance, task_id=task_id, acceptance=acceptance,
                          _parent=self, store=store)
@@ -290,11 +286,11 @@ class Task:
         cap = self.caps["tool_calls"]
         if (self.parent is not None or self.children or len(self.sessions) > 1
                 or self.exhausted is not None or self.outcome is not None
-                or self.tampered is not None or any(
+                or self.tampered is not None or self.checkin is not None or any(
                     t.caps["deadline_s"] or t.caps["tool_timeout_s"] for t in self.chain)):
             self.call_mark = 0
         else:
-            self.call_mark = call_mark(cap, self._noted["tool_calls"])
+            self.call_mark = call_mark(cap, self.noted["tool_calls"])
 
     def charge(self, counter: str, units: float = 1) -> Exhaustion | None:
         """Charge ``units`` of ``counter`` to this task and every ancestor at once; returns the
@@ -389,239 +385,47 @@ class Task:
         now = self._now() if "deadline_s" in counters else None
         first: tuple[Task, str] | None = None
         for t in self.chain:
+            windows = t.checkin
             for c in counters:
                 cap = t.caps[c]
-                if cap is None:
-                    continue
-                used = t._used(c, now)
-                level = t._noted[c]
-                while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
-                    level += 1
-                if level != t._noted[c]:  # one note, however many levels one charge passed
-                    t._set_noted(c, level)
-                    if not t._over(c, used, cap):
-                        shown = used / NANO if c == "usd" else used
-                        t.notes += ((NOTE_SIGNAL, note_text(c, shown, cap / NANO if c == "usd"
-                                                            else cap)),)
-                if t._over(c, used, cap):
-                    if first is None:
-                        first = (t, c)
+                if cap is not None:
+                    used = t._used(c, now)
+                    level = t.noted[c]
+                    while level < len(NOTE_LEVELS) and used >= cap * NOTE_LEVELS[level]:
+                        level += 1
+                    if level != t.noted[c]:  # one note, however many levels one charge passed
+                        t.set_note_level(c, level)
+                        if not t._over(c, used, cap):
+                            shown = used / NANO if c == "usd" else used
+                            t.notes += ((NOTE_SIGNAL, note_text(
+                                c, shown, cap / NANO if c == "usd" else cap)),)
+                    if t._over(c, used, cap):
+                        if first is None:
+                            first = (t, c)
+                        if t.exhausted is None:
+                            t.mark_exhausted(c, t)
+                if windows is not None and c in windows and t.window_over(c, windows[c], now):
+                    if first is None:  # a check-in window: paused until the next check-in
+                        first = (t, CHECKIN + c)
                     if t.exhausted is None:
-                        t._exhaust(c, t)
+                        t.mark_exhausted(CHECKIN + c, t)
         if first is not None and self.exhausted is None:
-            self._exhaust(first[1], first[0])
+            self.mark_exhausted(first[1], first[0])
         for t in self.chain:
             t.remark()
         return self.exhausted_by()
 
-    def _exhaust(self, counter: str, by: Task) -> None:
-        used, cap = by._used(counter), by.caps[counter]
-        assert cap is not None
-        scale = NANO if counter == "usd" else 1
-        reason = exhaustion_reason(counter, self.task_id, None if by is self else by.task_id,
-                                   used / scale, cap / scale)
-        self.exhausted = Exhaustion(counter, self.task_id, by.task_id, used / scale, cap / scale,
-                                    max(0.0, (cap - used) / scale), reason)
-        self._ended_at = self.clock()
-        self._persist_budget()
-        self._end(Outcome(EXHAUSTED, self.task_id, self.report(), counter=counter,
-                          by_task=by.task_id, reason=reason, answer=self.last_answer,
-                          verified=False))
+    def set_note_level(self, counter: str, level: int) -> None:
+        """The budget notes of ``counter`` given so far: ``level`` of ``NOTE_LEVELS``."""
+        if self.noted is _NOT_NOTED:
+            self.noted = dict(_NOT_NOTED)
+        self.noted[counter] = level
 
-    def _set_noted(self, counter: str, level: int) -> None:
-        if self._noted is _NOT_NOTED:
-            self._noted = dict(_NOT_NOTED)
-        self._noted[counter] = level
-
-    def exhausted_by(self) -> Exhaustion | None:
-        """This task's exhaustion, or one of an ancestor's that reaches it (an ancestor whose
-        allowance is used up exhausts the task at its next charge or turn)."""
-        if self.exhausted is not None:
-            return self.exhausted
-        for t in self.chain[1:]:
-            if t.exhausted is not None and t.exhausted.by_task == t.task_id:
-                with self.lock:
-                    if self.exhausted is None:
-                        self._exhaust(t.exhausted.counter, t)
-                return self.exhausted
-        return None
-
-    # -- reading ---------------------------------------------------------------------------------
-
-    def used(self, counter: str) -> float:
-        """Units of ``counter`` consumed (``usd`` in dollars, ``deadline_s`` seconds elapsed)."""
-        if counter not in COUNTERS:
-            raise KeyError(counter)
-        if counter == "tool_timeout_s":
-            return float(self.tool_timeouts)
-        value = self._used(counter)
-        return value / NANO if counter == "usd" else value
-
-    def cap(self, counter: str) -> float | None:
-        cap = self.caps[counter]
-        return None if cap is None else (cap / NANO if counter == "usd" else cap)
-
-    def remaining(self) -> dict[str, float | None]:
-        """Every counter's remaining allowance, the tightest along the chain (None: no cap)."""
-        out: dict[str, float | None] = {}
-        for c in CONSUMED:
-            left: float | None = None
-            for t in self.chain:
-                cap = t.cap(c)
-                if cap is not None:
-                    r = max(0.0, cap - t.used(c))
-                    left = r if left is None else min(left, r)
-            out[c] = left
-        return out
-
-    def counters(self) -> tuple[CounterReport, ...]:
-        out = []
-        for c in COUNTERS:
-            if c == "tool_timeout_s":
-                out.append(CounterReport(c, float(self.tool_timeouts), self.cap(c)))
-            else:
-                out.append(CounterReport(c, self.used(c), self.cap(c)))
-        return tuple(out)
-
-    def report(self, unfinished: str | None = None) -> Report:
-        """Consumption and caps (with the children's), uncertain calls, history."""
-        uncertain: list[UncertainCall] = []
-        for policy in self.sessions:
-            uncertain.extend(policy.uncertain())
-        return Report(self.task_id, self.objective, self.counters(),
-                      tuple(c.report() for c in self.children), tuple(uncertain),
-                      self.tool_timeouts, unfinished, tuple(self.history),
-                      self.history_dropped)
-
-    def record(self, entry: dict[str, Any]) -> None:
-        """One cut or halt of a session running this task, for its report (the latest
-        ``HISTORY`` are kept; the earlier ones are counted)."""
-        with self.lock:
-            if len(self.history) == HISTORY:
-                self.history_dropped += 1
-            self.history.append(entry)
-
-    # -- ending ----------------------------------------------------------------------------------
-
-    def _end(self, outcome: Outcome) -> Outcome:
-        self.outcome = outcome
-        if self._ended_at is None:
-            self._ended_at = self.clock()
-        self._persist(OutcomeRow.of_outcome(self.task_id, _storable(outcome.to_dict())))
-        if self._log is not None:
-            self._log.flush()  # written before it is returned
-        for t in self.chain:
-            t.remark()
-        return outcome
-
-    def finish(self, answer: Any = None, *, evidence: Any = None,
-               unfinished: str | None = None) -> Outcome:
-        """The host finishes the task with ``answer``: ``answered``, unless a counter is
-        exhausted (the exhausted outcome, the answer attached unverified), the task's history
-        could not be trusted (``blocked``) or a session of it is halted (``halted``)."""
-        with self.lock:
-            if answer is not None:
-                self.last_answer = answer
-            current = self.outcome
-            if current is not None:
-                if current.kind == EXHAUSTED and answer is not None:
-                    return self._end(replace(current, answer=answer, verified=False,
-                                             report=self.report(unfinished)))
-                return current
-            if self.exhausted_by() is not None:
-                return self.finish(answer, unfinished=unfinished)
-            if self.tampered is not None:
-                return self._end(Outcome(BLOCKED, self.task_id, self.report(unfinished),
-                                         reason="history_tampered", answer=answer))
-            for policy in self.sessions:
-                halted = policy.halted_by()
-                if halted:
-                    return self._end(Outcome(HALTED, self.task_id, self.report(unfinished),
-                                             guardrail=halted, answer=answer))
-            return self._end(Outcome(ANSWERED, self.task_id, self.report(unfinished),
-                                     answer=answer, verified=True, evidence=evidence))
-
-    def exhaust(self, counter: str, reason: str, *, answer: Any = None,
-                unfinished: str | None = None) -> Outcome:
-        """The host ended the task on a cap of its own of ``counter`` (a harness's max turns
-        is ``steps``, its max budget ``usd``): ``exhausted(counter)`` by this task, the answer
-        attached unverified. A task that already has an outcome keeps it."""
-        if counter not in COUNTERS:
-            raise KeyError(counter)
-        with self.lock:
-            if answer is not None:
-                self.last_answer = answer
-            if self.outcome is not None:
-                return self.outcome
-            return self._end(Outcome(EXHAUSTED, self.task_id, self.report(unfinished),
-                                     counter=counter, by_task=self.task_id, reason=reason,
-                                     answer=self.last_answer, verified=False))
-
-    def interrupt(self, reason: str = "cancelled", *, unfinished: str | None = None) -> Outcome:
-        """The host or an operator cancelled the task (an exhausted task stays exhausted)."""
-        return self._stop(INTERRUPTED, reason, unfinished)
-
-    def block(self, reason: str, *, unfinished: str | None = None,
-              evidence: Any = None) -> Outcome:
-        """The task is stopped as blocked (the supervisor's ``stop_blocked``, an unavailable
-        supervisor); an exhausted task stays exhausted."""
-        return self._stop(BLOCKED, reason, unfinished, evidence)
-
-    def _stop(self, kind: str, reason: str, unfinished: str | None,
-              evidence: Any = None) -> Outcome:
-        with self.lock:
-            if self.outcome is not None:
-                return self.outcome
-            if self.exhausted_by() is not None:
-                assert self.outcome is not None
-                return self.outcome
-            return self._end(Outcome(kind, self.task_id, self.report(unfinished), reason=reason,
-                                     answer=self.last_answer, evidence=evidence))
-
-    @property
-    def ended(self) -> bool:
-        return self.outcome is not None
-
-    def new_revision(self) -> int:
-        """The task's context changed (new user input, a compaction): a supervisor decision
-        about an older revision is stale. Returns the new revision."""
-        self.revision += 1
-        return self.revision
-
-    # -- durability ------------------------------------------------------------------------------
-
-    def _snapshot(self) -> BudgetRow:
-        return BudgetRow(self.task_id,
-                         {c: getattr(self, c) for c in CONSUMED if c != "deadline_s"},
-                         self.tool_timeouts, {c: n for c, n in self._noted.items() if n},
-                         self.exhausted.to_dict() if self.exhausted else None,
-                         tuple(c.task_id for c in self.children), self.started_at)
-
-    def _persist(self, row: StoredRow) -> None:
-        if self._log is not None:
-            self._log.put(row)
-
-    def _persist_budget(self) -> None:
-        """A budget row, if the store does not hold this consumption yet."""
-        if self._log is None:
-            return
-        state = self._state()
-        if state != self._written:
-            self._written = state
-            self._persist(self._snapshot())
-
-    def _state(self) -> tuple[Any, ...]:
-        """What a budget row must keep: the capped counters (a row carries every counter,
-        but only a capped one moving is worth a write: nothing else can be exhausted), the
-        children, notes, exhaustion, and the start time when a deadline counts from it."""
-        caps = self.caps
-        return (tuple(getattr(self, c) if caps[c] else 0 for c in _WRITTEN),
-                len(self.children), self.exhausted is not None, tuple(self._noted.values()),
-                self.started_at if caps["deadline_s"] else None)
+    # -- durability (``task_log``) ------------------------------------------------------------
 
     def _persist_chain(self) -> None:
         for t in self.chain:
-            t._persist_budget()
+            t.durable.persist_budget(t)
 
     def persist(self) -> None:
         """Write the consumption if the store does not hold it yet (at a turn end)."""
@@ -629,65 +433,33 @@ class Task:
             self._persist_chain()
 
     def flush(self) -> bool:
-        return self._log is None or self._log.flush()
-
-    def _restore(self, history: Any) -> None:
-        log = self._log
-        assert log is not None
-        folded = log.read(history)
-        if folded is None:
-            return
-        rows = [r for r in folded.task_rows if r.task == self.task_id]
-        if folded.tampered is not None:
-            self.tampered = folded.tampered
-        if not rows and self.tampered is None:
-            return
-        self._written = ()
-        self.apply_rows(rows)
+        return self.durable.flush()
 
     def apply_rows(self, rows: Sequence[TaskRecord]) -> None:
         """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
-        for row in rows:
-            if isinstance(row, OutcomeRow):
-                if row.outcome is not None:
-                    self.outcome = _restored_outcome(row, self.report())
-                continue
-            if row.started_at is not None:
-                self.started_at = float(row.started_at)
-            if isinstance(row, BudgetRow):
-                self._apply_budget(row)
+        apply_rows(self, rows)
 
-    def _apply_budget(self, row: BudgetRow) -> None:
-        used = row.used
-        if used is not None:
-            for c in CONSUMED:
-                v = used.get(c)
-                if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
-                    setattr(self, c, max(getattr(self, c), v))
-        if row.tool_timeouts is not None:
-            self.tool_timeouts = max(self.tool_timeouts, row.tool_timeouts)
-        if row.noted is not None:
-            for c, n in row.noted.items():
-                if c in self._noted and isinstance(n, int) and n > self._noted[c]:
-                    self._set_noted(c, n)
-        if row.exhausted is not None:
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                self.exhausted = Exhaustion.from_dict(row.exhausted)
+    def share_log(self, log: SessionLog | None) -> bool:
+        """A session's implicit task writes into the session's own chain (``log``), when it
+        has no log of its own yet; whether it does now."""
+        durable = self.durable
+        if durable.log is None:
+            durable.log = log
+        return log is not None and durable.log is log
 
+    def writes_to(self, log: SessionLog | None) -> bool:
+        """Whether the task's rows go into ``log`` (a session's implicit task's do)."""
+        return log is not None and self.durable.log is log
 
-def _storable(value: Any) -> Any:
-    """An outcome's dict, with values the store cannot hold made text."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_storable(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _storable(v) for k, v in value.items()}
-    return str(value)
+    def defer_start(self) -> None:
+        """Write the task's start row at the next write (a deadline counts from its start,
+        which the first decision point fixes)."""
+        self.durable.written = None
 
-
-def _restored_outcome(row: OutcomeRow, report: Report) -> Outcome:
-    return Outcome(str(row.outcome), row.task if row.task is not None else report.task_id,
-                   report, counter=row.counter, by_task=row.by_task, guardrail=row.guardrail,
-                   reason=row.reason or "", answer=row.answer, verified=row.verified,
-                   evidence=row.evidence)
+    def restore_from(self, rows: Sequence[TaskRecord]) -> None:
+        """Fold rows read back with the session whose chain the task shares; the store holds
+        the state they give."""
+        with self.lock:
+            apply_rows(self, rows)
+            self.remark()
+            self.durable.mark_written(self)

@@ -182,13 +182,23 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                     "A store that cannot be read is moved aside first and a new chain started "
                     "with what its anchor proves (docs/durability.md).")
     reset.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
-    reset.add_argument("--session", metavar="ID", required=True,
-                       help="the session to reset (as `tripwire status STORE` lists them)")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--session", metavar="ID",
+                        help="the session to reset (as `tripwire status STORE` lists them)")
+    target.add_argument("--task", metavar="ID",
+                        help="the task to raise or check in (--raise, --check-in)")
     reset.add_argument("--guardrail", type=usage.reset_scope, default=Guardrail.ALL,
                        metavar="{watchdog,cost_ceiling,all}",
                        help="which halt to clear (default: all)")
     reset.add_argument("--add-budget", type=usage.dollars, default=0.0, metavar="USD",
                        help="raise the per-session ceiling by this much")
+    reset.add_argument("--raise", dest="raise_", action="append", type=usage.raise_spec,
+                       metavar="COUNTER=+N",
+                       help="with --task: raise the task's cap of COUNTER by N (COUNTER=N: to "
+                            "N); continues a task that counter exhausted; exit 4 when it would "
+                            "stay exhausted (repeatable)")
+    reset.add_argument("--check-in", action="store_true",
+                       help="with --task: the operator checked in: a new check-in window")
 
     verify = verbs.add_parser("verify", help="check every session's hash chain in a store")
     verify.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
@@ -497,40 +507,9 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
 
 def _print_tasks(chain: str, session: str | None, rows: list[TaskRecord], report: Any,
                  out: TextIO) -> None:
-    """One line per task whose rows a chain holds: its consumption, caps and outcome."""
-    from ..budgets.task_rows import TASK_PREFIX, shown_used
-    from ..durability.rows import BudgetRow, OutcomeRow
+    from .task_ops import print_tasks
 
-    tasks: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        tid = row.task if row.task is not None else chain.removeprefix(TASK_PREFIX)
-        line = tasks.setdefault(tid, {"kind": "task", "task": tid, "session": session,
-                                      "objective": None, "parent": None, "budget": None,
-                                      "used": {}, "exhausted": None, "outcome": None})
-        if isinstance(row, OutcomeRow):
-            if row.outcome is None:
-                continue
-            line["outcome"] = row.outcome
-            for key, value in (("counter", row.counter), ("by_task", row.by_task),
-                               ("guardrail", row.guardrail), ("reason", row.reason)):
-                if value is not None:
-                    line[key] = value
-            if row.report is not None:
-                line["used"] = {c: v.get("used") for c, v in
-                                row.report.get("counters", {}).items() if isinstance(v, dict)}
-        elif isinstance(row, BudgetRow):
-            if row.exhausted is not None:
-                line["exhausted"] = row.exhausted
-            if row.used is not None:
-                line["used"] = shown_used(row.used)  # usd in dollars, as spent_usd beside it
-        else:
-            for key, value in (("objective", row.objective), ("parent", row.parent),
-                               ("budget", row.budget)):
-                if value is not None:
-                    line[key] = value
-    for line in tasks.values():
-        _print({**line, "chain": "intact" if report.intact else "broken",
-                "problem": report.problem}, out)
+    print_tasks(chain, session, rows, report, out, _print)
 
 
 def _price_notes(rows: Any) -> dict[str, Any]:
@@ -559,6 +538,8 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..durability.rows import append
     from ..policy.halts import reset_stored
 
+    if args.task is not None or args.raise_ or args.check_in:
+        return _reset_task(args, out, err)
     try:
         store = _existing_store(args.store, write=True)
         history = store.history(args.session)
@@ -580,6 +561,19 @@ def _reset(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "max_session_cost_usd": outcome.max_session_cost_usd}, out)
     store.close()
     return EXIT_OK
+
+
+def _reset_task(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .task_ops import reset_task
+
+    if args.task is None or not (args.raise_ or args.check_in):
+        raise ConfigError("reset: --raise and --check-in go with --task, which needs one of "
+                          "them")
+    store = _existing_store(args.store, write=True)
+    try:
+        return reset_task(args, store, out, err, _print)
+    finally:
+        store.close()
 
 
 def _replace_unreadable(args: argparse.Namespace, problem: StoreUnreadable,

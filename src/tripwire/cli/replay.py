@@ -47,7 +47,16 @@ from ..budgets.task import Task
 from ..errors import InvalidEvent, InvalidReset, ResetRefused, TruncatedLine
 from ..interchange.adapters import Item, Transcript, detect_or_fail, transcripts
 from ..interchange.adapters import read as read_transcript
-from ..interchange.events import Reset, TaskEnd, TaskStart, TurnEnd, TurnStart, Usage
+from ..interchange.events import (
+    BudgetRaise,
+    CheckIn,
+    Reset,
+    TaskEnd,
+    TaskStart,
+    TurnEnd,
+    TurnStart,
+    Usage,
+)
 from ..interchange.prices import Priced
 from ..policy.halts import ResetOutcome
 from ..policy.reporting import OperatorEvent
@@ -225,7 +234,7 @@ class _Session:
 
     def records(self, index: int, event: Any) -> Iterator[dict[str, Any]]:
         if self.skipping is not None:
-            if isinstance(event, (Reset, TaskStart, TaskEnd)):
+            if isinstance(event, (Reset, TaskStart, TaskEnd, BudgetRaise, CheckIn)):
                 # an operator reset (a task's boundary) is not part of the cancelled turn
                 reason = self.skipping
                 yield from self.end_skip()
@@ -356,6 +365,45 @@ class _Session:
                                      unfinished=event.unfinished)
         return self.outcome_record(ended, index)
 
+    def raise_budget(self, index: int, event: BudgetRaise) -> dict[str, Any]:
+        """An operator's raise (SPEC §13): a ``budget_raise`` record, refused or not; a task
+        it continues is reported again at its next outcome."""
+        from ..errors import RaiseRefused, TaskEnded
+
+        task = self.task
+        was = task.outcome
+        record: dict[str, Any] = {"kind": "budget_raise", "event": index,
+                                  "task": task.task_id, "counter": event.counter,
+                                  "by": event.by}
+        try:
+            record["cap"] = task.raise_cap(event.counter, event.by, who="replay")
+        except RaiseRefused as refused:
+            return {**record, "refused": True, "raise_needed": refused.raise_needed,
+                    "reason": str(refused)}
+        except TaskEnded as ended:
+            return {**record, "refused": True, "reason": f"the task has ended ({ended.outcome})"}
+        return {**record, **self._resumed(was)}
+
+    def check_in(self, index: int, event: CheckIn) -> dict[str, Any]:
+        """An operator's check-in (SPEC §13): a ``check_in`` record."""
+        from ..errors import TaskEnded
+
+        task = self.task
+        was = task.outcome
+        record: dict[str, Any] = {"kind": "check_in", "event": index, "task": task.task_id}
+        try:
+            record["opened"] = task.check_in(who="replay")
+        except TaskEnded as ended:
+            return {**record, "refused": True, "reason": f"the task has ended ({ended.outcome})"}
+        return {**record, **self._resumed(was)}
+
+    def _resumed(self, was: Outcome | None) -> dict[str, Any]:
+        if was is not None and self.task.outcome is None:
+            if self.reported is was:
+                self.reported = None  # its next outcome is printed too
+            return {"resumed": str(was)}
+        return {"resumed": None}
+
     def start_task(self, index: int, event: TaskStart) -> dict[str, Any] | None:
         """A new task: the one before it, if unfinished, ends interrupted."""
         # the task before it ends interrupted (the session's implicit one is just replaced)
@@ -391,6 +439,8 @@ _OWN_EVENTS: dict[type, Callable[[_Session, int, Any], dict[str, Any] | None]] =
     TaskStart: _Session.start_task,
     TaskEnd: _Session.end_task_event,
     Reset: _Session.reset,
+    BudgetRaise: _Session.raise_budget,
+    CheckIn: _Session.check_in,
 }
 
 

@@ -10,6 +10,8 @@ Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bea
     POST /sessions/{id}/guardrails/reset   body optional: {"guardrail", "additional_budget_usd"}
     POST /sessions/{id}/events             interchange events in (an object or an array),
                                            the decisions that are not a plain "continue" out
+    POST /tasks/{id}/budget                {"raise": {"steps": 200, ...}}: raise a task's caps
+    POST /tasks/{id}/check-in              the operator checked in: a new check-in window
 
 Usage without ``cost_usd`` is priced from the model catalogue (``tripwire[prices]``) by the
 dispatcher's rule (``session.dispatch``), as ``tripwire replay`` and the hooks price it: the cost
@@ -28,6 +30,12 @@ Every answer is JSON: 404 for an unknown route or a session the fleet does not k
 or a reset never creates one), 405 for a wrong method, 413 for a body over ``MAX_BODY`` (a
 declared length is refused before the body is read), 500 for a fault of tripwire's own (logged,
 and counted in ``/metrics`` as every status is).
+
+A task (the fleet's, a session's implicit one by the session's id, or one the store holds)
+is raised with ``POST /tasks/{id}/budget``; a raise that would leave its counter exhausted is
+refused with **409** and ``raise_needed`` (the smallest sufficient raise, in the counter's
+units), nothing changed (``Task.raise_cap``'s rule). A raise that is enough continues an
+exhausted task: its next turn starts.
 
 The default bind is loopback (127.0.0.1): exposing the reset surface beyond the machine is a
 deliberate ``--host``. The token comes from ``--token-file`` or ``$TRIPWIRE_SERVE_TOKEN``;
@@ -53,11 +61,15 @@ from ..errors import (
     ConfigError,
     InvalidEvent,
     InvalidReset,
+    RaiseRefused,
     ResetRefused,
+    TaskEnded,
     TripwireError,
 )
 from ..fleet.fleet import Fleet
 from ..interchange.events import (
+    BudgetRaise,
+    CheckIn,
     Retry,
     StopAttempt,
     TaskEnd,
@@ -177,7 +189,71 @@ def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
             "message": outcome.message}
 
 
-_TASK_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry)
+def _task_of(fleet: Fleet, task_id: str) -> Any:
+    """The task ``task_id``: the fleet's, a session's implicit one (by the session's id), or
+    one the store holds; 404 for none of them."""
+    task = fleet.tasks.get(task_id)
+    if task is not None:
+        return task
+    g = fleet.existing(task_id)
+    if g is not None and g.task.task_id == task_id:
+        return g.task
+    if fleet.store is not None:
+        from ..budgets.task_stored import open_stored_task
+
+        try:
+            return open_stored_task(fleet.store, task_id)
+        except InvalidEvent:
+            pass
+    raise _BadRequest(f"no task {task_id!r}", 404)
+
+
+def _raise(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
+    from ..budgets.caps import CONSUMED
+
+    raises = body.get("raise") if isinstance(body, dict) and set(body) == {"raise"} else None
+    if not isinstance(raises, dict) or not raises:
+        raise _BadRequest('a raise body is {"raise": {"<counter>": <amount>, ...}}')
+    for counter, by in raises.items():
+        if counter not in CONSUMED:
+            raise _BadRequest(f"cannot raise {counter!r}: one of {', '.join(CONSUMED)}")
+        if isinstance(by, bool) or not isinstance(by, int | float):
+            raise _BadRequest(f"a raise of {counter} is a number, not {by!r}")
+    task = _task_of(fleet, task_id)
+    was = task.outcome
+    caps: dict[str, Any] = {}
+    try:
+        for counter, by in raises.items():
+            caps[counter] = task.raise_cap(counter, by, who="serve")
+    except RaiseRefused as refused:
+        raise _BadRequest(str(refused), 409, task=refused.task_id, counter=refused.counter,
+                          raise_needed=refused.raise_needed, used=refused.used,
+                          cap=refused.cap, raised=caps) from None
+    except TaskEnded as ended:
+        raise _BadRequest(f"task {task_id} has ended ({ended.outcome}): nothing to raise",
+                          409) from None
+    except ConfigError as bad:
+        raise _BadRequest(str(bad)) from None
+    return {"task": task.task_id, "caps": caps, "remaining": task.remaining(),
+            "resumed": str(was) if was is not None and task.outcome is None else None,
+            "outcome": None if task.outcome is None else str(task.outcome)}
+
+
+def _check_in(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
+    if body not in (None, {}):
+        raise _BadRequest("a check-in takes no body")
+    task = _task_of(fleet, task_id)
+    was = task.outcome
+    try:
+        opened = task.check_in(who="serve")
+    except TaskEnded as ended:
+        raise _BadRequest(f"task {task_id} has ended ({ended.outcome})", 409) from None
+    return {"task": task.task_id, "opened": opened,
+            "resumed": str(was) if was is not None and task.outcome is None else None,
+            "outcome": None if task.outcome is None else str(task.outcome)}
+
+
+_TASK_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry, BudgetRaise, CheckIn)
 _SIDECAR_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset",
                   "compaction")
 
@@ -376,6 +452,22 @@ def create_app(fleet: Fleet, token: str) -> Any:
         body = await body_of(request, optional=False)
         return await run_in_threadpool(_events, fleet, sid, body), 200
 
+    def task_of(request: Request) -> str:
+        try:
+            return check_session_id(str(request.path_params["task_id"]))
+        except InvalidEvent as exc:
+            raise _BadRequest(str(exc)) from None
+
+    async def post_budget(request: Request) -> tuple[Any, int]:
+        tid = task_of(request)
+        body = await body_of(request, optional=False)
+        return await run_in_threadpool(_raise, fleet, tid, body), 200
+
+    async def post_check_in(request: Request) -> tuple[Any, int]:
+        tid = task_of(request)
+        body = await body_of(request, optional=True)
+        return await run_in_threadpool(_check_in, fleet, tid, body), 200
+
     routes = [
         Route("/healthz", route("healthz", healthz, auth=False), methods=["GET"]),
         Route("/metrics", route("metrics", get_metrics), methods=["GET"]),
@@ -384,6 +476,9 @@ def create_app(fleet: Fleet, token: str) -> Any:
         Route("/sessions/{session_id}/guardrails/reset", route("reset", post_reset),
               methods=["POST"]),
         Route("/sessions/{session_id}/events", route("events", post_events), methods=["POST"]),
+        Route("/tasks/{task_id}/budget", route("task_budget", post_budget), methods=["POST"]),
+        Route("/tasks/{task_id}/check-in", route("task_check_in", post_check_in),
+              methods=["POST"]),
     ]
 
     async def no_route(request: Request, exc: Exception) -> Response:

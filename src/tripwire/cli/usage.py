@@ -14,8 +14,8 @@ from ..errors import ConfigError, InvalidReset
 if TYPE_CHECKING:
     from ..base.names import Guardrail
 
-__all__ = ["OneLineParser", "EXIT_USAGE", "count", "dollars", "mode", "port", "reset_scope",
-           "seconds", "signal_set"]
+__all__ = ["OneLineParser", "EXIT_USAGE", "count", "dollars", "mode", "port", "raise_spec",
+           "reset_scope", "seconds", "signal_set"]
 
 EXIT_USAGE = 2
 
@@ -92,3 +92,23 @@ def mode(text: str) -> str:
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
+
+def raise_spec(text: str) -> tuple[str, float, bool]:
+    """``COUNTER=+N`` (raise by N) or ``COUNTER=N`` (raise to N): the counter, the amount and
+    whether it is relative."""
+    from ..budgets.caps import CONSUMED
+
+    counter, sep, value = text.partition("=")
+    counter = counter.strip()
+    if not sep or counter not in CONSUMED:
+        raise argparse.ArgumentTypeError(
+            f"--raise takes COUNTER=+N (a counter of {', '.join(CONSUMED)}), not {text!r}")
+    relative = value.strip().startswith("+")
+    try:
+        amount = float(value.strip().lstrip("+").lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--raise {counter}= needs a number, not "
+                                         f"{value!r}") from None
+    if amount != amount or amount < 0 or amount in (float("inf"),):
+        raise argparse.ArgumentTypeError(f"--raise {counter}= needs a number of at least 0")
+    return counter, amount, relative

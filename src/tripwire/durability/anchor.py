@@ -35,7 +35,17 @@ from ..base.money import NANO
 from ..errors import StoreError
 from .chain import seal
 from .reset import OperatorReset
-from .rows import BudgetRow, OutcomeRow, ResetRow, TaskRow, TripRow, parse, spend_of
+from .rows import (
+    BudgetRow,
+    CheckInRow,
+    OutcomeRow,
+    RaiseRow,
+    ResetRow,
+    TaskRow,
+    TripRow,
+    parse,
+    spend_of,
+)
 
 __all__ = ["AnchorEntry", "AnchorFile", "hold_lock", "ANCHOR_ENV"]
 
@@ -52,9 +62,10 @@ class AnchorEntry:
     read. ``halted``: the standing halts (``watchdog``, ``cost_ceiling:session``,
     ``cost_ceiling:escalation``); ``spend_nano``: the largest spend a writer of its rows saw
     (nano-dollars; exact with one writer at a time, a lower bound under concurrent writers);
-    ``tasks``: per task id, its latest ``used`` counters, ``exhausted`` and ``started_at``;
-    ``bounds``: its cost ceiling as last recorded (``max_session_usd``, ``max_turn_usd``,
-    ``granted_usd``)."""
+    ``tasks``: per task id, its latest ``used`` counters, ``exhausted`` and ``started_at``,
+    its ``raised`` caps and last check-in ``window`` (a raise or check-in that continued it
+    lifts the exhaustion and outcome it had); ``bounds``: its cost ceiling as last recorded
+    (``max_session_usd``, ``max_turn_usd``, ``granted_usd``)."""
 
     halted: tuple[str, ...]
     spend_nano: int
@@ -267,6 +278,8 @@ def _updated(entry: Any, kind: str, data: Mapping[str, Any]) -> list[Any] | None
         reset = OperatorReset.from_row(row)
         if reset is not None:  # as the fold: a row this version cannot read resets nothing
             halted = {h for h in halted if not reset.clears(h.split(":", 1)[0])}
+    elif isinstance(row, RaiseRow | CheckInRow) and row.task is not None:
+        tasks[row.task] = _resumed(dict(tasks.get(row.task, {})), row)
     elif isinstance(row, TaskRow | BudgetRow | OutcomeRow) and row.task is not None:
         kept = dict(tasks.get(row.task, {}))
         proven: tuple[tuple[str, Any], ...]
@@ -284,6 +297,25 @@ def _updated(entry: Any, kind: str, data: Mapping[str, Any]) -> list[Any] | None
     if not halted and not spend and not tasks:
         return None
     return [sorted(halted), spend, tasks, bounds]
+
+
+def _resumed(kept: dict[str, Any], row: RaiseRow | CheckInRow) -> dict[str, Any]:
+    """A task's anchored state after a raise (its raised cap, ``raised``: counter -> cap as
+    the task counts it) or a check-in (its window, ``window``); the exhaustion either
+    continued is no longer proven, nor the outcome it ended in."""
+    if isinstance(row, RaiseRow):
+        if row.counter is not None and row.cap is not None:
+            raised = dict(kept.get("raised") or {})
+            raised[row.counter] = max(raised.get(row.counter, 0), row.cap)
+            kept["raised"] = raised
+    elif row.window:
+        kept["window"] = {**(kept.get("window") or {}), **row.window}
+    exhausted = kept.get("exhausted")
+    if row.resumed is not None and isinstance(exhausted, dict) and \
+            exhausted.get("counter") == row.resumed:
+        kept.pop("exhausted")
+        kept.pop("outcome", None)
+    return kept
 
 
 def _provable(value: float | None) -> bool:

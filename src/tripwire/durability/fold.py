@@ -28,8 +28,10 @@ from ..base.money import NANO
 from .reset import OperatorReset
 from .rows import (
     BudgetRow,
+    CheckInRow,
     EscalationCounts,
     OutcomeRow,
+    RaiseRow,
     ResetRow,
     Spend,
     SpendRow,
@@ -190,7 +192,7 @@ def _fold(folded: Folded, row: StoredRow) -> None:
             reset.apply(folded)
     elif isinstance(row, TurnRow):
         folded.turn = row
-    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow):
+    elif isinstance(row, TaskRow | BudgetRow | OutcomeRow | RaiseRow | CheckInRow):
         folded.task_rows.append(row)
 
 
@@ -230,14 +232,21 @@ def fold_unreadable(problem: str, entry: Any = None) -> Folded:
 def anchored_task_rows(task: str, kept: dict[str, Any],
                        carried: str | None = None) -> list[TaskRecord]:
     """The rows that fold back to what an anchor proved of a task (``kept``: its latest
-    ``used``, ``exhausted``, ``started_at`` and ``outcome``): its consumption, and its
-    outcome if it had one (``carried``: why a new chain carries them over)."""
+    ``used``, ``exhausted``, ``started_at`` and ``outcome``, its ``raised`` caps and last
+    check-in ``window``): its consumption, its raises and window, and its outcome if it had
+    one (``carried``: why a new chain carries them over)."""
     used, exhausted, started = kept.get("used"), kept.get("exhausted"), kept.get("started_at")
     found: list[TaskRecord] = [BudgetRow(
         task, used if isinstance(used, dict) else None, exhausted=exhausted
         if isinstance(exhausted, dict) else None, started_at=started
         if isinstance(started, int | float) and not isinstance(started, bool) else None,
         carried=carried)]
+    raised, window = kept.get("raised"), kept.get("window")
+    if isinstance(raised, dict):  # its raises since: the raised caps
+        found.extend(RaiseRow(task, c, None, cap, who=carried or "anchor")
+                     for c, cap in raised.items() if isinstance(cap, int | float))
+    if isinstance(window, dict):  # its last check-in's window
+        found.append(CheckInRow(task, window, who=carried or "anchor"))
     if isinstance(kept.get("outcome"), str):
         found.append(OutcomeRow(task, kept["outcome"], carried=carried))
     return found

@@ -21,6 +21,8 @@ Kinds and their writers:
 - ``turn`` (``TurnRow``): the turn in progress of a session with durable turns (a hook's).
 - ``task`` / ``budget`` / ``outcome`` (``TaskRow`` / ``BudgetRow`` / ``OutcomeRow``): a task's
   start, its consumption, how it ended (``budgets.task.Task``).
+- ``raise`` / ``checkin`` (``RaiseRow`` / ``CheckInRow``): an operator's raise of a task's cap,
+  a check-in opening a new window (``budgets.task_resume``; ``tripwire reset --task``).
 
 ``Spend`` is the part trip, reset and spend rows share: the writer's spend (see
 ``policy.ceiling``'s docstring: a row carries its writer's own running total) and the ceiling it
@@ -47,6 +49,8 @@ __all__ = [
     "TaskRow",
     "BudgetRow",
     "OutcomeRow",
+    "RaiseRow",
+    "CheckInRow",
     "TurnRow",
     "StoredRow",
     "TaskRecord",
@@ -474,6 +478,74 @@ class OutcomeRow(_OutcomeRowFields):
 
 
 
+class _RaiseRowFields(NamedTuple):
+    task: str | None
+    counter: str | None = None
+    by: int | float | None = None
+    cap: int | float | None = None
+    used: int | float | None = None
+    resumed: str | None = None
+    via: str | None = None
+    who: str | None = None
+
+
+class RaiseRow(_RaiseRowFields):
+    """A raise of a task's cap of ``counter`` by ``by`` (``usd`` in nano-dollars, as a task
+    counts it; ``deadline_s`` in seconds), to ``cap``, with ``used`` consumed then (never
+    reset). ``resumed``: the exhaustion it continued (its counter; None: the task was not
+    exhausted by it); ``via``: the ancestor whose raise resumed this task (its own ``by`` is
+    then 0); ``who``: who wrote it (``tripwire reset``, ``serve``; None: the library)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "raise"
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"task": self.task, "counter": self.counter, "by": self.by,
+                                "cap": self.cap, "used": self.used}
+        for key in ("resumed", "via", "who"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RaiseRow:
+        get = data.get
+        return cls(_text(get("task")), _text(get("counter")), _number(get("by")),
+                   _number(get("cap")), _number(get("used")), _text(get("resumed")),
+                   _text(get("via")), _text(get("who")))
+
+
+class _CheckInRowFields(NamedTuple):
+    task: str | None
+    window: Mapping[str, Any] | None = None
+    resumed: str | None = None
+    who: str | None = None
+
+
+class CheckInRow(_CheckInRowFields):
+    """An operator's check-in: a new check-in window opens for each counter of ``window``
+    (counter -> its consumption at the check-in, where the window counts from; ``usd`` in
+    nano-dollars); ``resumed``: the pause it ended (``checkin:<counter>``; None: none);
+    ``who``: who wrote it (None: the library)."""
+
+    __slots__ = ()
+    KIND: ClassVar[str] = "checkin"
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"task": self.task, "window": self.window}
+        if self.resumed is not None:
+            data["resumed"] = self.resumed
+        if self.who is not None:
+            data["who"] = self.who
+        return data
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> CheckInRow:
+        get = data.get
+        return cls(_text(get("task")), _mapping(get("window")), _text(get("resumed")),
+                   _text(get("who")))
+
+
 class TurnRow:
     """The turn in progress, as a session with durable turns keeps it (``turn`` rows, written
     by ``Guardrails.flush`` when it changed; the last one stands): whether a turn is open
@@ -543,17 +615,20 @@ def _strings(value: Any, n: int) -> bool:
 
 
 StoredRow = (TripRow | ResetRow | SpendRow | ContextRow | TaskRow | BudgetRow | OutcomeRow
-             | TurnRow)
-#: The rows of a task (``fold.Folded.task_rows``, ``budgets.task.Task.apply_rows``).
-TaskRecord = TaskRow | BudgetRow | OutcomeRow
+             | RaiseRow | CheckInRow | TurnRow)
+#: The rows of a task (``fold.Folded.task_rows``, ``budgets.task_log.apply_rows``).
+TaskRecord = TaskRow | BudgetRow | OutcomeRow | RaiseRow | CheckInRow
 
 _RECORDS: dict[str, Any] = {r.KIND: r for r in (TripRow, ResetRow, SpendRow, ContextRow,
-                                                 TaskRow, BudgetRow, OutcomeRow, TurnRow)}
+                                                 TaskRow, BudgetRow, OutcomeRow, RaiseRow,
+                                                 CheckInRow, TurnRow)}
 
 #: Row kinds a store accepts.
 KINDS = frozenset(_RECORDS)
-#: Row kinds of task budgets (SPEC §7): a task's start, its consumption, its outcome.
-TASK_KINDS = frozenset({TaskRow.KIND, BudgetRow.KIND, OutcomeRow.KIND})
+#: Row kinds of task budgets (SPEC §7, §13): a task's start, its consumption, its outcome,
+#: its raises and check-ins.
+TASK_KINDS = frozenset({TaskRow.KIND, BudgetRow.KIND, OutcomeRow.KIND, RaiseRow.KIND,
+                        CheckInRow.KIND})
 
 
 def parse(kind: str, data: Mapping[str, Any]) -> StoredRow:

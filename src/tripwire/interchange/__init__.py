@@ -18,6 +18,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
         Compaction as Compaction,
     )
     from .events import (
+        BudgetRaise as BudgetRaise,
+    )
+    from .events import (
+        CheckIn as CheckIn,
+    )
+    from .events import (
         Event as Event,
     )
     from .events import (
@@ -79,6 +85,8 @@ __getattr__, __dir__, __all__ = exports(__name__, {
     "StopAttempt": ".events",
     "Retry": ".events",
     "Compaction": ".events",
+    "BudgetRaise": ".events",
+    "CheckIn": ".events",
     "Event": ".events",
     "parse_event": ".events",
     "event_record": ".events",

@@ -31,6 +31,8 @@ __all__ = [
     "StopAttempt",
     "Retry",
     "Compaction",
+    "BudgetRaise",
+    "CheckIn",
     "Event",
     "parse_event",
     "event_record",
@@ -166,8 +168,28 @@ class Compaction:
     ts: float | None = None  # seconds since the epoch (replay's clock)
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetRaise:
+    """An operator raised the task's cap of ``counter`` by ``by`` (its units: dollars for
+    ``usd``, seconds for ``deadline_s``), SPEC §13: an exhausted task continues when the raise
+    is enough, its consumption kept; one that is not is refused, nothing changed."""
+
+    counter: str = "steps"
+    by: float = 0.0
+    ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckIn:
+    """The operator checked in (SPEC §13): a new check-in window opens for the task's windowed
+    counters (``Budget(checkin=...)``), its totals untouched; a task paused at a window
+    continues."""
+
+    ts: float | None = None
+
+
 Event = Union[Call, Result, Text, Usage, TurnStart, TurnEnd, Reset,  # noqa: UP007 (py3.10)
-              TaskStart, TaskEnd, StopAttempt, Retry, Compaction]
+              TaskStart, TaskEnd, StopAttempt, Retry, Compaction, BudgetRaise, CheckIn]
 
 
 def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], *, required: bool = False,
@@ -293,6 +315,20 @@ def _retry(o: dict[str, Any]) -> Retry:
     return Retry(_field(o, "reason", (str,)) or "")
 
 
+def _budget_raise(o: dict[str, Any]) -> BudgetRaise:
+    from ..budgets.caps import CONSUMED
+
+    counter = _field(o, "counter", (str,), required=True)
+    if counter not in CONSUMED:
+        raise InvalidEvent(f"field 'counter' must name a counter ({', '.join(CONSUMED)}), "
+                           f"not {counter!r}")
+    by = _field(o, "by", (int, float), required=True)
+    if by != by or not 0 <= by <= MAX_COUNT:
+        raise InvalidEvent(f"field 'by' must be a number from 0 to {MAX_COUNT:,}, "
+                           f"not {shown_value(by)}")
+    return BudgetRaise(counter, float(by))
+
+
 def _compaction(o: dict[str, Any]) -> Compaction:
     return Compaction(_field(o, "mechanical", (bool,)) is True,
                       _field(o, "automatic", (bool,)) is True)
@@ -311,12 +347,15 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Event]] = {
     "stop_attempt": _stop_attempt,
     "retry": _retry,
     "compaction": _compaction,
+    "budget_raise": _budget_raise,
+    "check_in": lambda o: CheckIn(),
 }
 EVENT_TYPES = tuple(_PARSERS)
 _TYPE_OF = {Call: "call", Result: "result", Text: "text", Usage: "usage",
             TurnStart: "turn_start", TurnEnd: "turn_end", Reset: "reset",
             TaskStart: "task_start", TaskEnd: "task_end", StopAttempt: "stop_attempt",
-            Retry: "retry", Compaction: "compaction"}
+            Retry: "retry", Compaction: "compaction", BudgetRaise: "budget_raise",
+            CheckIn: "check_in"}
 #: Each event class by its interchange ``type`` (``"call"``: ``Call``).
 EVENT_CLASSES: dict[str, type] = {name: cls for cls, name in _TYPE_OF.items()}
 

@@ -86,7 +86,7 @@ class BudgetPolicy:
         self.last_text: str | None = None    # the agent's last words (the attempted answer)
         self._channel = channel
         self._session = session
-        self._reported = False
+        self._reported: Any = None  # the exhaustion reported (a raise may bring another)
         with task.lock:
             task.sessions.append(self)
             task.remark()
@@ -109,18 +109,16 @@ class BudgetPolicy:
         """The implicit task shares the session's chain: its rows come back with the
         session's history (a host's task restores from its own chain)."""
         task = self.task
-        if task._log is None or task._log is not self._session.durable_log or not folded.task_rows:
+        if not folded.task_rows or not task.writes_to(self._session.durable_log):
             return
-        task.apply_rows([r for r in folded.task_rows if r.task == task.task_id])
-        task.remark()
-        task._written = task._state()
+        task.restore_from([r for r in folded.task_rows if r.task == task.task_id])
 
     def share_log(self, log: SessionLog, session_id: str) -> None:
         """A store given after construction: the implicit task writes into the session's
         chain too."""
         task = self.task
-        if task._log is None and task.task_id == session_id and not task.sessions[1:]:
-            task._log = log
+        if task.task_id == session_id and not task.sessions[1:]:
+            task.share_log(log)
 
     def take_usd(self, added: int) -> None:
         """Dollars the batch core charged (no cap along the chain: it checked), under the
@@ -226,8 +224,8 @@ class BudgetPolicy:
         ex = self.task.exhausted_by()
         if ex is None:
             return None
-        first = not self._reported
-        self._reported = True
+        first = self._reported is not ex
+        self._reported = ex
         if self.mode >= Mode.ENFORCE:
             decision = Decision(CUT_TURN, BUDGET, ex.reason)
             if first:

@@ -135,7 +135,8 @@ def file_keys() -> dict[str, frozenset[str]]:
 
     return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
             "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
-            "budget": frozenset(COUNTERS), "context": FILE_KEYS, "models": MODELS_KEYS}
+            "budget": frozenset({*COUNTERS, "checkin"}), "context": FILE_KEYS,
+            "models": MODELS_KEYS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,10 +241,15 @@ class GuardrailsConfig:
         cost_file = _section(f, "cost", _COST_FILE_KEYS)
         session_file = _section(f, "session", _SESSION_FILE_KEYS)
         unattended = _first(self.unattended, session_file.get("unattended"))
+        # a one-shot run (``-p``) is unattended whatever stdin is (SPEC §13)
+        one_shot = _flag(_first(self.one_shot, session_file.get("one_shot"), False), "one_shot")
         if unattended is None:
-            unattended = detect_unattended()
+            unattended = True if one_shot else detect_unattended()
         elif not isinstance(unattended, bool):
             raise ConfigError(f"unattended must be true or false, not {unattended!r}")
+        elif one_shot and not unattended:
+            raise ConfigError("a one-shot run is unattended: one_shot = true with "
+                              "unattended = false contradicts it")
         if self.mode is not None and not isinstance(self.mode, (str, Mode)):
             raise ConfigError(f"mode must be a string, not {self.mode!r}")
         mode, mode_source = resolve_mode(self.mode, wd_file.get("mode"), unattended)

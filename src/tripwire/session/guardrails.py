@@ -93,9 +93,9 @@ def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
     if task is not None:
         return checked_task(task)
     task = Task(budget=resolved.budget, task_id=session_id, clock=clock, _lock=lock)
-    task._log = log
+    task.share_log(log)
     if task.caps["deadline_s"]:
-        task._written = None  # its start time is written at the first decision point
+        task.defer_start()  # its start time is written at the first decision point
     return task
 
 
@@ -199,6 +199,8 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                     self._durable.sync_resets()
                     if not self.halted:
                         self._blocked = None
+            if self._task.exhausted is not None:  # raised or checked in by another process?
+                self._task.sync_stored()
             refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
             if refused is not None:
                 if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused

@@ -52,6 +52,11 @@ class Guidance:
         self._last = Redirect(review, guidance, check)
         self._deliver.append(f"{guidance} Checkpoint: {check.describe()}.")
 
+    def tell(self, line: str) -> None:
+        """Guidance without a check of its own (a failed acceptance check's evidence),
+        delivered at the next turn start."""
+        self._deliver.append(line)
+
     def observe_call(self, call: CheckedCall) -> None:
         """A call made: does it follow the last redirect, or (a ``called`` check) show it?"""
         redirect = self._last

@@ -106,7 +106,9 @@ class Review:
     """What the supervisor sees. ``run`` is the session reviewed and ``revision`` the context
     revision the review describes (the decision is applied to that run only, and only while it
     is still at that revision). ``remaining`` maps each configured counter to its units left;
-    ``used`` and ``caps`` give the rest of the picture."""
+    ``used`` and ``caps`` give the rest of the picture. ``changes``: what the host says the
+    worker changed since the last review (files, artifacts: its ``changes(task)``; None when
+    the host gives none)."""
 
     number: int
     run: str
@@ -124,6 +126,7 @@ class Review:
     caps: Mapping[str, float | None]
     alerts: tuple[str, ...]
     stop_attempts: int
+    changes: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,7 +139,7 @@ class Review:
             "failed_redirects": self.failed_redirects,
             "remaining": dict(self.remaining), "used": dict(self.used),
             "caps": dict(self.caps), "alerts": list(self.alerts),
-            "stop_attempts": self.stop_attempts,
+            "stop_attempts": self.stop_attempts, "changes": self.changes,
         }
 
     def to_json(self) -> str:

@@ -27,6 +27,14 @@ decision about context revision r is not applied once the run is at a later revi
 input, a compaction, arriving while the supervisor thought): the review runs again on the new
 revision.
 
+"Done" is checked, not trusted (SPEC §13): a host's ``acceptance(task) -> (passed, evidence)``
+runs before a ``stop_complete`` is accepted; a failed check is a redirect carrying the check's
+evidence instead, and the third failed check in a row ends the task
+``blocked(acceptance_failed)``. A review carries the host's ``changes(task)`` (what
+the worker changed since the last review); a review the host cannot assemble (``changes`` or
+the acceptance check raises) ends the task ``blocked(evidence_unavailable)``, an explicit
+outcome.
+
 This module holds ``SupervisorConfig`` and ``Supervision``: the run's state and its boundary.
 The parts it is built from are their own modules: the decisions (``decision.py``), what a
 review shows and the log of calls it is built from (``review.py``), the triggers
@@ -58,11 +66,14 @@ from .guidance import Guidance, with_guidance
 from .review import CallLog, Review
 from .triggers import ReviewTriggers
 
-__all__ = ["SupervisorConfig", "Supervision", "REDIRECTS_EXHAUSTED", "SUPERVISOR_UNAVAILABLE"]
+__all__ = ["SupervisorConfig", "Supervision", "REDIRECTS_EXHAUSTED", "SUPERVISOR_UNAVAILABLE",
+           "ACCEPTANCE_FAILED", "EVIDENCE_UNAVAILABLE"]
 
 # outcomes of the supervisor's failure modes, as the log and OperatorEvent name them
 REDIRECTS_EXHAUSTED = "redirects_exhausted"
 SUPERVISOR_UNAVAILABLE = "supervisor_unavailable"
+ACCEPTANCE_FAILED = "acceptance_failed"
+EVIDENCE_UNAVAILABLE = "evidence_unavailable"
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,6 +92,7 @@ class SupervisorConfig:
     review_timeout_s: float = 60.0
     max_failed_redirects: int = 3
     max_failures: int = 2          # supervisor failures in a row before blocked
+    max_failed_acceptance: int = 3  # failed acceptance checks in a row before blocked
     recent_calls: int = 20
     payload_limit: int = 2048      # bytes of args and of each result in the review
     record_limit: int = 64         # canonical keys in the review's long-term record
@@ -93,7 +105,8 @@ class SupervisorConfig:
         t = self.review_timeout_s
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
             raise ConfigError(f"review_timeout_s must be a positive number of seconds, not {t!r}")
-        for name in ("max_failed_redirects", "max_failures", "recent_calls", "payload_limit",
+        for name in ("max_failed_redirects", "max_failures", "max_failed_acceptance",
+                     "recent_calls", "payload_limit",
                      "record_limit", "record_keys"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -144,10 +157,16 @@ class Supervision:
     awaited there; a sync one runs in a worker thread). ``supervisor(review)`` returns a
     ``SupervisorDecision``, a mapping or JSON text matching ``DECISION_SCHEMA``, or an
     awaitable of one.
+
+    ``acceptance``: the acceptance criteria (a string or strings; default the task's), or the
+    host's acceptance check, ``acceptance(task) -> (passed, evidence)``, which a
+    ``stop_complete`` must pass. ``changes``: ``changes(task)``, what the worker changed since
+    the last review, carried by each review.
     """
 
     def __init__(self, supervisor: Supervisor, guardrails: Guardrails, *,
                  config: SupervisorConfig | None = None, acceptance: Any = None,
+                 changes: Callable[[Task], Any] | None = None,
                  implementation: str | None = None,
                  on_event: Callable[[OperatorEvent], object] | None = None):
         if not callable(supervisor):
@@ -164,6 +183,12 @@ class Supervision:
         self.guardrails = guardrails
         self.task = task
         self.config = cfg = config or SupervisorConfig()
+        self.check_acceptance: Callable[[Task], Any] | None = None
+        if callable(acceptance):  # the host's acceptance check; the criteria are the task's
+            self.check_acceptance, acceptance = acceptance, None
+        if changes is not None and not callable(changes):
+            raise ConfigError("changes must be a callable taking the Task")
+        self.changes = changes
         self.acceptance = _acceptance(acceptance if acceptance is not None else task.acceptance)
         watchdog = guardrails.watchdog
         if implementation is None and watchdog is not None:
@@ -181,6 +206,7 @@ class Supervision:
                                         on_stop_attempt=cfg.on_stop_attempt)
         self._guidance = Guidance()
         self._failures = 0           # failed reviews in a row
+        self.failed_acceptance = 0   # failed acceptance checks in a row
         self.reviews = 0             # reviews asked for (each charged one `reviews` unit)
         #: (review number, what became of it): continue, redirect, stop_complete,
         #: stop_blocked, failed, stale — what an evaluation counts
@@ -376,12 +402,23 @@ class Supervision:
             exhausted = task.charge("reviews")
             if exhausted is not None or task.outcome is not None:
                 return _End(task.outcome if task.outcome is not None else exhausted)
-            review = self._review(self.reviews)
+            try:
+                changes = self.changes(task) if self.changes is not None else None
+            except Exception as exc:  # the host cannot assemble the review: an explicit end
+                return _End(self._unavailable(f"its changes: {type(exc).__name__}: {exc}"))
+            review = self._review(self.reviews, changes)
         self._emit("supervisor_review", f"supervisor review {review.number} "
                    f"({', '.join(review.triggers)}) of revision {review.revision}")
         return review
 
-    def _review(self, number: int) -> Review:
+    def _unavailable(self, what: str) -> Any:
+        """The host could not give the evidence a review or a check needs (lock held): the
+        task ends ``blocked(evidence_unavailable)``."""
+        self._emit("supervisor_blocked", f"supervisor: the host could not assemble {what}; "
+                   f"the task ends blocked({EVIDENCE_UNAVAILABLE})", logging.WARNING)
+        return self.task.block(EVIDENCE_UNAVAILABLE, evidence=what)
+
+    def _review(self, number: int, changes: Any = None) -> Review:
         task = self.task
         used: dict[str, float] = {}
         caps: dict[str, float | None] = {}
@@ -393,7 +430,7 @@ class Supervision:
                       self._triggers.pending, task.objective, self.acceptance,
                       self._calls.recent(), self._calls.record(self.config.record_limit),
                       self._guidance.prior(), self.failed_redirects, remaining, used, caps,
-                      self._triggers.alerts, self._triggers.stop_attempts)
+                      self._triggers.alerts, self._triggers.stop_attempts, changes)
 
     def _failed(self, review: Review, what: str) -> None:
         with self._lock:
@@ -440,10 +477,39 @@ class Supervision:
             assert decision.guidance is not None and decision.check is not None
             self._guidance.give(review.number, decision.guidance, decision.check)
         elif kind == "stop_complete":
-            self.task.finish(self.task.last_answer, evidence=decision.evidence)
+            self._complete(review, decision)
         elif kind == "stop_blocked":
             assert decision.reason is not None
             self.task.block(decision.reason)
+
+    def _complete(self, review: Review, decision: SupervisorDecision) -> None:
+        """A ``stop_complete`` (lock held): checked by the host's acceptance check first."""
+        task = self.task
+        check = self.check_acceptance
+        if check is None:
+            task.finish(task.last_answer, evidence=decision.evidence)
+            return
+        try:
+            passed, evidence = check(task)
+        except Exception as exc:
+            self.decisions[-1] = (review.number, "evidence_unavailable")
+            self._unavailable(f"its acceptance check: {type(exc).__name__}: {exc}")
+            return
+        if passed is True:
+            self.failed_acceptance = 0
+            task.finish(task.last_answer, evidence={"supervisor": decision.evidence,
+                                                    "acceptance": evidence})
+            return
+        self.failed_acceptance += 1
+        self.decisions[-1] = (review.number, ACCEPTANCE_FAILED)
+        if self.failed_acceptance >= self.config.max_failed_acceptance:
+            self._emit("supervisor_blocked", f"supervisor: {self.failed_acceptance} failed "
+                       f"acceptance checks in a row; the task ends blocked({ACCEPTANCE_FAILED})",
+                       logging.WARNING)
+            task.block(ACCEPTANCE_FAILED, evidence=evidence)
+            return
+        self._guidance.tell(f"The task is not complete: its acceptance check failed "
+                            f"({evidence}). Make it pass before finishing.")
 
     def _emit(self, kind: str, text: str, level: int = logging.INFO) -> None:
         self._channel.emit(kind, text, level=level, guardrail="supervisor")

@@ -363,11 +363,20 @@ class HookSession:
 
     def _on_prompt(self, event: HookEvent) -> Verdict:
         self._new_turn()
+        task = self.guardrails.task
+        ex = task.exhausted
+        if task.checkin is not None and (task.outcome is None or (
+                ex is not None and ex.counter.startswith("checkin:"))):
+            task.check_in(who="hook")  # the user's prompt is the operator's check-in
         started = observe(self.guardrails, "turn_start")
         if isinstance(started, Decision):  # refused: halted, or the task exhausted
-            if started.guardrail == BUDGET:  # an exhausted task: a reset does not refill it
+            if started.guardrail == BUDGET:  # an exhausted task: a raise resumes it
+                ex = task.exhausted_by()
+                counter = ex.counter if ex is not None else "steps"
                 return Verdict(block=f"tripwire: {started.reason}. The session's task is "
-                               "exhausted, so it refuses new turns; start a new session.")
+                               "paused at its cap: the operator raises it to resume "
+                               f"(tripwire reset STORE --task {ex.by_task if ex else task.task_id}"
+                               f" --raise {counter}=+N), and the next prompt continues.")
             return Verdict(block=self._for_user(started.reason))
         return Verdict(context=self._feedback())
 

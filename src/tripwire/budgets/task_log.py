@@ -1,0 +1,191 @@
+"""A task's durable side (SPEC §7.1, §5): ``TaskLog``, the rows a ``Task`` writes and how it
+folds them back.
+
+With a ``store``, the task's start (objective, caps, start time), its consumption (written at
+every step, stop attempt, retry, review, note and exhaustion, and at turn ends; tool calls are
+written with the next such row), its children, its raises and check-ins and its outcome are
+rows of the store's hash chain, under the reserved session id ``task:<task_id>``
+(``task_rows.task_log_id``); a session's implicit task writes into the session's own chain. A
+task constructed again with the same id and store resumes the consumption (folding its rows
+forward, never lowering a counter: a restart never refills); a deleted or edited row breaks
+the chain, and the task restores *blocked*.
+
+``TaskLog`` is owned by its ``Task`` (``Task.durable``): it holds the log and what the store
+holds already (``written``: a budget row is written only when something worth one moved), and
+reads and writes the task's public fields.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..durability.rows import (
+    BudgetRow,
+    CheckInRow,
+    OutcomeRow,
+    RaiseRow,
+    StoredRow,
+    TaskRecord,
+)
+from .calls import NEVER
+from .caps import CONSUMED, Exhaustion
+from .outcomes import Outcome, Report
+
+if TYPE_CHECKING:
+    from ..durability.log import SessionLog
+
+__all__ = ["TaskLog", "storable"]
+
+#: Counters a budget row is written for when they move (and are capped).
+_WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
+
+
+class Task(Protocol):
+    """What a task's durable side reads and writes of it (``task.Task`` is one; a protocol:
+    the task module imports this one)."""
+
+    task_id: str
+    caps: dict[str, Any]
+    checkin: dict[str, Any] | None
+    children: tuple[Any, ...]
+    exhausted: Exhaustion | None
+    noted: dict[str, int]
+    started_at: float | None
+    tool_timeouts: int
+    tampered: str | None
+    outcome: Outcome | None
+
+    def report(self) -> Report: ...
+
+    def set_note_level(self, counter: str, level: int) -> None: ...
+
+    def apply_raise(self, row: RaiseRow) -> None: ...
+
+    def apply_check_in(self, row: CheckInRow) -> None: ...
+
+
+class TaskLog:
+    """The durable side of one task: its log (None: not durable) and the state of the task
+    the store holds (``written``; None while the task's start row is not written yet)."""
+
+    __slots__ = ("log", "written")
+
+    def __init__(self, log: SessionLog | None = None):
+        self.log = log
+        self.written: tuple[Any, ...] | None = None
+
+    @property
+    def store(self) -> Any:
+        return self.log.store if self.log is not None else None
+
+    def put(self, row: StoredRow) -> None:
+        if self.log is not None:
+            self.log.put(row)
+
+    def flush(self) -> bool:
+        return self.log is None or self.log.flush()
+
+    @staticmethod
+    def state(task: Task) -> tuple[Any, ...]:
+        """What a budget row must keep: the capped and windowed counters (a row carries every
+        counter, but only such a one moving is worth a write: nothing else can be exhausted), the
+        children, notes, exhaustion, and the start time when a deadline counts from it."""
+        caps, windows = task.caps, task.checkin
+        used = tuple(getattr(task, c) if caps[c] else 0 for c in _WRITTEN) if windows is None \
+            else tuple(getattr(task, c) if caps[c] or c in windows else 0 for c in _WRITTEN)
+        return (used, len(task.children), task.exhausted is not None, tuple(task.noted.values()),
+                task.started_at if caps["deadline_s"] else None)
+
+    def mark_written(self, task: Task) -> None:
+        """The store holds ``task``'s state as it is now."""
+        self.written = self.state(task)
+
+    @staticmethod
+    def snapshot(task: Task) -> BudgetRow:
+        return BudgetRow(task.task_id,
+                         {c: getattr(task, c) for c in CONSUMED if c != "deadline_s"},
+                         task.tool_timeouts, {c: n for c, n in task.noted.items() if n},
+                         task.exhausted.to_dict() if task.exhausted else None,
+                         tuple(c.task_id for c in task.children), task.started_at)
+
+    def persist_budget(self, task: Task) -> None:
+        """A budget row, if the store does not hold this consumption yet."""
+        if self.log is None:
+            return
+        state = self.state(task)
+        if state != self.written:
+            self.written = state
+            self.log.put(self.snapshot(task))
+
+    def restore(self, task: Task, history: Any) -> None:
+        """Fold the task's stored rows into ``task`` (its construction)."""
+        log = self.log
+        assert log is not None
+        folded = log.read(history)
+        if folded is None:
+            return
+        rows = [r for r in folded.task_rows if r.task == task.task_id]
+        if folded.tampered is not None:
+            task.tampered = folded.tampered
+        if not rows and task.tampered is None:
+            return
+        self.written = ()
+        apply_rows(task, rows)
+
+
+def apply_rows(task: Task, rows: Sequence[TaskRecord]) -> None:
+    """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
+    for row in rows:
+        if isinstance(row, OutcomeRow):
+            if row.outcome is not None:
+                task.outcome = _restored_outcome(row, task.report())
+            continue
+        if isinstance(row, RaiseRow):
+            task.apply_raise(row)
+            continue
+        if isinstance(row, CheckInRow):
+            task.apply_check_in(row)
+            continue
+        if row.started_at is not None:
+            task.started_at = float(row.started_at)
+        if isinstance(row, BudgetRow):
+            _apply_budget(task, row)
+
+
+def _apply_budget(task: Task, row: BudgetRow) -> None:
+    used = row.used
+    if used is not None:
+        for c in CONSUMED:
+            v = used.get(c)
+            if isinstance(v, int) and not isinstance(v, bool) and v < NEVER:
+                setattr(task, c, max(getattr(task, c), v))
+    if row.tool_timeouts is not None:
+        task.tool_timeouts = max(task.tool_timeouts, row.tool_timeouts)
+    if row.noted is not None:
+        for c, n in row.noted.items():
+            if c in task.noted and isinstance(n, int) and n > task.noted[c]:
+                task.set_note_level(c, n)
+    if row.exhausted is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            task.exhausted = Exhaustion.from_dict(row.exhausted)
+
+
+def storable(value: Any) -> Any:
+    """An outcome's dict, with values the store cannot hold made text."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [storable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): storable(v) for k, v in value.items()}
+    return str(value)
+
+
+def _restored_outcome(row: OutcomeRow, report: Report) -> Outcome:
+    return Outcome(str(row.outcome), row.task if row.task is not None else report.task_id,
+                   report, counter=row.counter, by_task=row.by_task, guardrail=row.guardrail,
+                   reason=row.reason or "", answer=row.answer, verified=row.verified,
+                   evidence=row.evidence)
+
