@@ -50,11 +50,10 @@ from .caps import (
     SPENT,
     Budget,
     Exhaustion,
-    exhaustion_reason,
     note_text,
 )
 from .clock import WALL_CLOCK
-from .outcomes import EXHAUSTED, Outcome
+from .outcomes import Outcome
 from .task_ending import HISTORY, TaskOutcomes
 from .task_log import TaskLog, apply_rows
 from .task_resume import TaskResume
@@ -182,7 +181,8 @@ class Task(TaskOutcomes, TaskResume):
         self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
         # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
         # earlier ones: a session cut turn after turn must not grow the task without bound)
-        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        # (empty until the first: an empty deque of HISTORY slots is 880 bytes a session)
+        self.history: deque[dict[str, Any]] | tuple[()] = ()
         self.history_dropped = 0
         self.revision = 0                    # the context revision (the supervisor's staleness)
         self.last_answer: Any = None

@@ -52,7 +52,7 @@ class TaskOutcomes:
     chain: tuple[Any, ...]   # (Task, ...): the task module imports this one
     children: tuple[Any, ...]
     sessions: list[Any]
-    history: deque[dict[str, Any]]
+    history: deque[dict[str, Any]] | tuple[()]
     history_dropped: int
     tool_timeouts: int
     lock: Any
@@ -167,9 +167,12 @@ class TaskOutcomes:
         """One cut or halt of a session running this task, for its report (the latest
         ``HISTORY`` are kept; the earlier ones are counted)."""
         with self.lock:
-            if len(self.history) == HISTORY:
+            history = self.history
+            if not isinstance(history, deque):  # the first: made now (most tasks never cut)
+                history = self.history = deque(maxlen=HISTORY)
+            if len(history) == HISTORY:
                 self.history_dropped += 1
-            self.history.append(entry)
+            history.append(entry)
 
     # -- ending ----------------------------------------------------------------------------------
 

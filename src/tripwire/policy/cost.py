@@ -29,6 +29,9 @@ __all__ = ["CostPolicy"]
 PersistTrip = Callable[[TripRow], None]
 
 
+_NO_MODELS: frozenset[str] = frozenset()
+
+
 class CostPolicy:
     """A cost trip → a cut turn (per-turn bound) or a halted session (per-session bound, or the
     per-turn bound tripped ``escalate_after`` turns in a row). Also what the spend rows say of
@@ -43,7 +46,9 @@ class CostPolicy:
         self._channel = channel
         self._persist = persist
         self.estimated = False  # some spend was estimated from token prices (SPEC §11.3)
-        self.unpriced: set[str] = set()  # models whose usage had no price, so no cost
+        # models whose usage had no price, so no cost (shared and empty until the first: a
+        # set per session would be 216 bytes a fleet session)
+        self.unpriced: frozenset[str] = _NO_MODELS
         self.unpriced_changed = False
         self.usage = UsageByModel()  # per-model turns, tokens and cost (context_stats)
 
@@ -53,7 +58,7 @@ class CostPolicy:
         if estimated:
             self.estimated = True
         if unpriced and (model or "") not in self.unpriced:
-            self.unpriced.add(model or "")
+            self.unpriced = self.unpriced | {model or ""}
             self.unpriced_changed = True
         self.usage.add(model, input_tokens, output_tokens, nano)
         return self.ceiling.add(nano)  # spend counts even while halted or cut
