@@ -27,6 +27,12 @@ HARNESSES = ("claude-code", "codex")
 _filtered = False
 
 
+def _config(args: argparse.Namespace) -> Any:
+    from .hook_config import hook_config
+
+    return hook_config(args.mode, args.config)
+
+
 def _harness(name: str) -> Any:
     if name == "codex":
         from ..harnesses.hooks import codex
@@ -52,10 +58,18 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--wait", metavar="SECONDS", type=_seconds,
                         help="longest wait for the store's locks (default: 2); under enforce a "
                              "call the store cannot record within it is denied")
+    parser.add_argument("--no-interrupt", action="store_true",
+                        help="codex: never interrupt the codex exec process of a halted "
+                             "session (by default, under enforce, it gets SIGINT)")
     parser.add_argument("--install", action="store_true",
-                        help="print the harness's hooks settings block (no event is read)")
+                        help="print the harness's hooks settings block (no event is read); "
+                             "every option is checked first (exit 2 on a bad one)")
     parser.add_argument("--write", metavar="SETTINGS",
-                        help="with --install: merge the block into this settings file")
+                        help="with --install: put the block into this settings file, in "
+                             "place of tripwire's earlier entries (its directory must exist)")
+    parser.add_argument("--uninstall", metavar="SETTINGS",
+                        help="remove tripwire's entries for the harness from this settings "
+                             "file")
     return parser
 
 
@@ -63,12 +77,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     """The options, read by hand on the event path (argparse costs milliseconds to build);
     anything unusual goes to argparse for its usage message."""
     args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
-                              write=None, wait=None)
+                              write=None, wait=None, uninstall=None, no_interrupt=False)
     values = iter(argv)
     for arg in values:
         if arg in HARNESSES and args.harness is None:
             args.harness = arg
-        elif arg in ("--store", "--mode", "--config", "--write", "--wait"):
+        elif arg in ("--store", "--mode", "--config", "--write", "--wait", "--uninstall"):
             value = next(values, None)
             if value is None:
                 break
@@ -81,12 +95,44 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             setattr(args, arg[2:], value)
         elif arg == "--install":
             args.install = True
+        elif arg == "--no-interrupt":
+            args.no_interrupt = True
         else:
             break
     else:
         if args.harness is not None:
             return args
     return build_parser().parse_args(argv)
+
+
+def _usage(argv: list[str], stderr: TextIO) -> argparse.Namespace | int:
+    """The options, or the exit status of a usage error. Installing, a usage error is exit 2
+    (nothing written); on the event path it is exit 0 and no decision: every harness reads
+    exit 2 as "block this call", so a hook with a bad option would block the agent."""
+    import contextlib
+    import io
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            args = _parse(argv)
+    except SystemExit as exc:
+        message = " ".join(said.getvalue().split())
+        code = exc.code if isinstance(exc.code, int) else 2
+        if code == 0 or any(a in ("--install", "--uninstall", "--write") for a in argv):
+            stderr.write(said.getvalue())
+            return code
+        stderr.write(f"{message or 'tripwire hook: bad options'}; no decision\n")
+        return 0
+    if args.write and not args.install:
+        stderr.write(f"tripwire hook {args.harness}: --write SETTINGS is an option of "
+                     "--install (nothing was read or written)\n")
+        return 2
+    if args.install and args.uninstall:
+        stderr.write(f"tripwire hook {args.harness}: --install and --uninstall exclude each "
+                     "other\n")
+        return 2
+    return args
 
 
 def _seconds(text: str) -> float:
@@ -114,9 +160,14 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
-    args = _parse(argv)
-    if args.install:
-        return _install(_harness(args.harness), args, stdout, stderr)
+    args = _usage(argv, stderr)
+    if isinstance(args, int):
+        return args
+    if args.install or args.uninstall:
+        from .hook_install import install, uninstall
+
+        return (install if args.install else uninstall)(_harness(args.harness), args, stdout,
+                                                        stderr)
     text = stdin.read(MAX_STDIN + 1)
     if len(text) > MAX_STDIN:
         stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
@@ -250,28 +301,6 @@ def _unrecorded(problem: str) -> Any:
         "where you are."))
 
 
-def _config(args: argparse.Namespace) -> Any:
-    """The hook's configuration: the command's options over the config file."""
-    from ..context.guard import ContextConfig
-    from ..session.guardrails import GuardrailsConfig
-    from ..signals import ResultsConfig, WatchdogConfig
-
-    file: dict[str, Any] = {}
-    signals: Any = {}
-    if args.config:
-        from ..session.config import builtin_signals, read_config_file
-
-        file = read_config_file(args.config)
-        signals = builtin_signals(file)  # [signals] custom: GuardrailsConfig loads those
-    # Hooks see no agent text between tool calls, so tools-without-text would fire on every
-    # session; the context guard needs the conversation, which the harness compacts itself.
-    watchdog = WatchdogConfig(signals={**signals,
-                                       "tools-without-text": {"enabled": False}},
-                              results=ResultsConfig.from_mapping(file.get("results", {})))
-    return GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
-                            context=ContextConfig(enabled=False), file=file)
-
-
 def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
            close: bool = True) -> tuple[Any, str | None]:
     """The event's verdict, and why its rows were not all recorded (None: they were)."""
@@ -317,60 +346,6 @@ def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
         return None
     finally:
         LOGGER.disabled = False
-
-
-def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    command = "tripwire hook " + args.harness
-    if args.store:
-        command += f" --store {args.store}"
-    if args.mode:
-        command += f" --mode {args.mode}"
-    if args.config:
-        command += f" --config {args.config}"
-    if args.wait is not None:
-        command += f" --wait {args.wait:g}"
-    block = harness.install_block(command)
-    from ..durability.chain import DEFAULT_KEY_NOTICE, KEY_ENV
-
-    if not os.environ.get(KEY_ENV, "").strip():
-        stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
-    if not args.write:
-        stdout.write(json.dumps(block, indent=2) + "\n")
-        return 0
-    try:
-        settings = _merge(args.write, block)
-    except (OSError, ValueError) as exc:
-        stderr.write(f"tripwire: {args.write}: {_one_line(exc)}\n")
-        return 2
-    stdout.write(f"tripwire: hooks for {args.harness} written to {args.write} "
-                 f"({len(settings['hooks'])} events)\n")
-    return 0
-
-
-def _merge(path: str, block: dict[str, Any]) -> dict[str, Any]:
-    """Add the block's handlers to a settings file, keeping everything else in it (a handler
-    already there is not added twice)."""
-    settings: dict[str, Any] = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        settings = json.loads(text) if text.strip() else {}
-        if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
-            raise ValueError("not a settings object with a hooks table")
-    hooks = settings.setdefault("hooks", {})
-    for event, groups in block["hooks"].items():
-        present = hooks.setdefault(event, [])
-        if not isinstance(present, list):
-            raise ValueError(f"hooks.{event} is not a list")
-        if not any(g == groups[0] for g in present):
-            present.extend(groups)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tripwire-tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
-    return settings
 
 
 def _one_line(exc: BaseException | str) -> str:

@@ -74,6 +74,9 @@ WINDOW = 256
 #: well under a harness's hook timeout (tripwire installs 10 s; Claude Code's default is 60 s),
 #: and far above what 8 hooks running at once wait for each other (tens of milliseconds each).
 WAIT = 2.0
+#: Tool-call ids remembered per session, so that an event delivered twice (two hook entries, a
+#: harness that imports another's hooks) is observed once.
+SEEN = 512
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
 
@@ -94,6 +97,8 @@ class _State:
     resets: int = 0              # reset rows of the store already applied to the window
     transcript: int = 0          # bytes of the transcript already read for usage
     transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
+    seen: list[str] = field(default_factory=list)  # the last SEEN calls' and results' ids
+    said: list[str] = field(default_factory=list)  # one-time notices said to this session
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -311,6 +316,20 @@ class HookSession:
         if len(events) > WINDOW:
             del events[: len(events) - WINDOW]
 
+    def _seen(self, kind: str, call_id: str | None) -> bool:
+        """Whether this call's (``c``) or result's (``r``) event was observed already (the
+        id remembered when it was not): observations are idempotent per tool-call id."""
+        if call_id is None:
+            return False
+        key = f"{kind}:{call_id}"
+        seen = self.state.seen
+        if key in seen:
+            return True
+        seen.append(key)
+        if len(seen) > SEEN:
+            del seen[: len(seen) - SEEN]
+        return False
+
     # -- events ------------------------------------------------------------------------------
 
     def apply(self, event: HookEvent, usage: Sequence[dict[str, Any]] = ()) -> Verdict:
@@ -336,6 +355,8 @@ class HookSession:
             return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
         if g.blocked is not None:  # the turn was cut: its later calls get the cut's reason
             return Verdict(deny=told(g.blocked))
+        if self._seen("c", event.call_id):
+            return Verdict()  # this call was observed already (and was not denied)
         args = compact_args(event.args)
         decision = observe(g, "call", event.name, args, event.call_id)
         self._record(["c", event.name, args])
@@ -350,6 +371,8 @@ class HookSession:
             return Verdict(halt=self._for_user(g.refusal().reason))
         if g.blocked is not None:
             return Verdict()  # a result of the cut turn: nothing more to say
+        if self._seen("r", event.call_id):
+            return Verdict()  # this result was observed already
         error = event.error
         no_op = error is None and _no_op(event.payload)
         digest = None if error is not None else payload_digest(

@@ -27,6 +27,8 @@ __all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "claude-code"
 HALT_ON_PRE_TOOL_USE = True
+#: handlers grouped under matchers (Cursor lists them flat)
+FLAT = False
 
 _KINDS = {
     "PreToolUse": "call",

@@ -19,6 +19,8 @@ __all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "codex"
 HALT_ON_PRE_TOOL_USE = False
+#: handlers grouped under matchers (Cursor lists them flat)
+FLAT = False
 
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 _OTHER_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop")
