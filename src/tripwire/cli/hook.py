@@ -236,8 +236,6 @@ def default_store() -> str:
 
 def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
          stderr: TextIO | None = None) -> dict[str, Any] | None:
-    from ..harnesses.hooks._contract import render
-
     try:
         payload = json.loads(text)
     except ValueError:
@@ -277,7 +275,8 @@ def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
                 stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(problem)}; the call "
                              "is denied: under enforce a call the store cannot record does "
                              "not run\n")
-    return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
+    out: dict[str, Any] | None = harness.render(event, name, verdict)
+    return out
 
 
 class _Unrecorded(Exception):

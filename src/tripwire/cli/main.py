@@ -191,6 +191,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     status = verbs.add_parser("status", help="halts, spend and chain state in a store")
     status.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     status.add_argument("--session", metavar="ID", help="one session (default: all)")
+    status.add_argument("--fail-on", choices=("halt", "exhausted"),
+                        help="exit 3 when a session shown is halted (halt) or a task shown is "
+                             "exhausted (exhausted): a CI step after an agent run "
+                             "(`claude -p`, `codex exec`) tells a halt from success")
 
     reset = verbs.add_parser(
         "reset", help="an operator reset of a session in a store",
@@ -519,13 +523,21 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     except StoreUnreadable as exc:
         return _status_unreadable(args, exc, out)
     if args.session and not histories[args.session].exists:
-        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+        if not args.fail_on:
+            raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+        # a gate after a run: a session that recorded nothing halted nothing (a halt is rows)
+        _print({"kind": "session", "session": args.session, "halted": False, "rows": 0,
+                "note": "the store holds no rows of this session"}, out)
+        store.close()
+        return EXIT_OK
+    halted = exhausted = False
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
         if sid.startswith(TASK_PREFIX):  # a task's own chain: its task line only
-            _print_tasks(sid, None, folded.task_rows, report, out)
+            exhausted |= _print_tasks(sid, None, folded.task_rows, report, out)
             continue
+        halted |= bool(folded.halted_by)
         _print({**_price_notes(history.rows),
             "kind": "session", "session": sid, "halted": bool(folded.halted_by),
             "halted_by": list(folded.halted_by), "reason": folded.reason or None,
@@ -535,8 +547,10 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
             # the /context view, rebuilt from the stored rows (the live window is not stored)
             "context": context_stats_from_rows(history.rows).to_dict(),
         }, out)
-        _print_tasks(sid, sid, folded.task_rows, report, out)
+        exhausted |= _print_tasks(sid, sid, folded.task_rows, report, out)
     store.close()
+    if (args.fail_on == "halt" and halted) or (args.fail_on == "exhausted" and exhausted):
+        return EXIT_GATED
     return EXIT_OK
 
 
@@ -559,8 +573,9 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
 
 
 def _print_tasks(chain: str, session: str | None, rows: list[TaskRecord], report: Any,
-                 out: TextIO) -> None:
-    """One line per task whose rows a chain holds: its consumption, caps and outcome."""
+                 out: TextIO) -> bool:
+    """One line per task whose rows a chain holds: its consumption, caps and outcome;
+    whether one of them is exhausted."""
     from ..budgets.task_rows import TASK_PREFIX, shown_used
     from ..durability.rows import BudgetRow, OutcomeRow
 
@@ -594,6 +609,7 @@ def _print_tasks(chain: str, session: str | None, rows: list[TaskRecord], report
     for line in tasks.values():
         _print({**line, "chain": "intact" if report.intact else "broken",
                 "problem": report.problem}, out)
+    return any(line["outcome"] == "exhausted" for line in tasks.values())
 
 
 def _price_notes(rows: Any) -> dict[str, Any]:

@@ -41,3 +41,4 @@ class Verdict:
     context: str | None = None
     halt: str | None = None
     cut: str | None = None
+    told: str | None = None

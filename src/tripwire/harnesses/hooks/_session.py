@@ -46,7 +46,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -57,6 +59,7 @@ import blake3
 import msgpack
 
 from ...base.decision import HALT_SESSION, Decision
+from ...base.log import LOGGER
 from ...engine import select as _engine
 from ...policy.budget import BUDGET
 from ...policy.feedback import render_feedback
@@ -77,6 +80,8 @@ WAIT = 2.0
 #: Tool-call ids remembered per session, so that an event delivered twice (two hook entries, a
 #: harness that imports another's hooks) is observed once.
 SEEN = 512
+#: One-time notices remembered per session (their digests).
+SAID = 64
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
 
@@ -224,6 +229,7 @@ class HookSession:
             self._db: sqlite3.Connection | None
             self.store, self._db = opened
             self.state = _State.load(self._read_state(session))
+            LOGGER.addFilter(self._once)  # before the guardrails announce their configuration
             try:
                 history: Any = self.store.history(session)
             except StoreError:
@@ -237,6 +243,7 @@ class HookSession:
             self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
             self._engine = _engine.load(_engine.resolve(implementation))
         except BaseException:
+            LOGGER.removeFilter(self._once)
             self._lock.close()
             raise
         resets = sum(1 for r in history.rows if r.kind == ResetRow.KIND) if history else 0
@@ -244,6 +251,19 @@ class HookSession:
             self.state.resets = resets
             self.state.events.clear()
         self._replay()
+
+    def _once(self, record: logging.LogRecord) -> bool:
+        """A logging filter: a one-time notice (``extra=ONCE``) is said once per session, not
+        once per hook process (every event is one), kept in the session's state."""
+        if not getattr(record, "once", False):
+            return True
+        key = _digest(record.getMessage().encode("utf-8", "surrogatepass"))
+        said = self.state.said
+        if key in said:
+            return False
+        said.append(key)
+        del said[:-SAID]
+        return True
 
     def __enter__(self) -> HookSession:
         return self
@@ -292,6 +312,7 @@ class HookSession:
                     self._db.close()
                 self.store.close()
                 _OPEN.pop(self.store_path, None)
+            LOGGER.removeFilter(self._once)
             self._lock.close()  # releases the lock
 
     # -- replay ------------------------------------------------------------------------------
@@ -368,7 +389,7 @@ class HookSession:
     def _on_result(self, event: HookEvent) -> Verdict:
         g = self.guardrails
         if g.halted:
-            return Verdict(halt=self._for_user(g.refusal().reason))
+            return Verdict(halt=self._for_user(g.refusal().reason), told=self._halt_text())
         if g.blocked is not None:
             return Verdict()  # a result of the cut turn: nothing more to say
         if self._seen("r", event.call_id):
@@ -438,6 +459,7 @@ class HookSession:
         verdict = Verdict(cut=told(decision))
         if decision.halt_session:
             verdict.halt = self._for_user(decision.reason)
+            verdict.told = verdict.cut
         return verdict
 
     def _feedback(self) -> str | None:
@@ -464,8 +486,20 @@ HALTED = ("[watchdog] This session was halted for a runaway pattern and refuses 
           "calls. Stop working and end your turn with a short summary of where you are.")
 
 
+#: Where a halt's reason turns to the operator (what follows is not for the model).
+_OPERATOR = re.compile(r"[,:]? *(?:the session refuses new turns|so the session (?:is|stays) "
+                       r"halted until|(?:the session )?until an operator)", re.IGNORECASE)
+
+
 def told(decision: Decision) -> str:
     """A cut's or halt's reason for the model: the critical alerts' ``[watchdog]`` block (all
-    of its alerts when none is critical), else the decision's reason."""
+    of its alerts when none is critical); a decision without alerts (a ceiling, a store that
+    cannot be read) says what happened without the operator's instructions (how to reset is
+    not the model's business: it would only try)."""
     alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
-    return render_feedback(alerts) if alerts else decision.reason
+    if alerts:
+        return render_feedback(alerts)
+    if not decision.halt_session:
+        return decision.reason
+    what = _OPERATOR.split(decision.reason, 1)[0].rstrip(". :")
+    return f"[watchdog] {what}. {HALTED.removeprefix('[watchdog] ')}"

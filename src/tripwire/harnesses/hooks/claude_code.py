@@ -21,9 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from ._contract import hooks_block
-from ._model import HookEvent
+from ._contract import render as _render
+from ._model import HookEvent, Verdict
 
-__all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
+__all__ = ["HARNESS", "parse", "render", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "claude-code"
 HALT_ON_PRE_TOOL_USE = True
@@ -81,3 +82,8 @@ def install_block(command: str = "tripwire hook claude-code") -> dict[str, Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def render(event: HookEvent, name: str, verdict: Verdict) -> dict[str, Any] | None:
+    """The stdout object for ``verdict`` (None: no decision, empty stdout)."""
+    return _render(event, name, verdict, halt_on_pre_tool_use=True, system_message=True)

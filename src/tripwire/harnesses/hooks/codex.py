@@ -13,9 +13,10 @@ from typing import Any
 
 from . import claude_code
 from ._contract import hooks_block
-from ._model import HookEvent
+from ._contract import render as _render
+from ._model import HookEvent, Verdict
 
-__all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
+__all__ = ["HARNESS", "parse", "render", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "codex"
 HALT_ON_PRE_TOOL_USE = False
@@ -36,3 +37,8 @@ def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
 def install_block(command: str = "tripwire hook codex") -> dict[str, Any]:
     """The ``hooks.json`` block (``~/.codex/hooks.json`` or ``<repo>/.codex/hooks.json``)."""
     return hooks_block(command, _TOOL_EVENTS, _OTHER_EVENTS)
+
+
+def render(event: HookEvent, name: str, verdict: Verdict) -> dict[str, Any] | None:
+    """The stdout object for ``verdict`` (None: no decision, empty stdout)."""
+    return _render(event, name, verdict, halt_on_pre_tool_use=False, told_on_result=True)
