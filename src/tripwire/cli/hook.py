@@ -153,10 +153,12 @@ MAX_STDIN = 16 << 20
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None, *, close: bool = True) -> int:
+         stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None) -> int:
     """Run one hook invocation. ``close=False`` leaves the store's connections open for the
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
-    that every event would pay; auto-checkpoints keep the WAL bounded)."""
+    that every event would pay; auto-checkpoints keep the WAL bounded). ``origin``: the
+    process the harness started for this event (the resident server's client; default: this
+    process), whose ``codex exec`` ancestor a halt interrupts."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
@@ -179,6 +181,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         stderr.write(served["stderr"])
         code: int = served["code"]
         return code
+    args.origin, args.interrupt = origin or os.getpid(), None
     try:
         out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
@@ -186,7 +189,25 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         return 0
     if out is not None:
         stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    if args.interrupt is not None:
+        _interrupt(args.interrupt, stdout, stderr)
     return 0
+
+
+def _interrupt(pid: int, stdout: TextIO, stderr: TextIO) -> None:
+    """The last resort for a harness no hook output stops (Codex): SIGINT to its ``codex
+    exec`` process, after the denial is written (the turn is aborted, codex exits 1)."""
+    import signal
+
+    stdout.flush()
+    try:
+        os.kill(pid, signal.SIGINT)
+    except OSError as exc:
+        stderr.write(f"tripwire hook codex: the session is halted; interrupting codex exec "
+                     f"(pid {pid}) failed: {_one_line(exc)}\n")
+        return
+    stderr.write(f"tripwire hook codex: the session is halted: codex exec (pid {pid}) "
+                 "interrupted (SIGINT)\n")
 
 
 def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
@@ -203,6 +224,8 @@ def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
                      else args.mode]
     if args.wait is not None:
         argv += ["--wait", repr(args.wait)]
+    if args.no_interrupt:
+        argv += ["--no-interrupt"]
     return call(path, argv, text)
 
 
@@ -320,6 +343,9 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
             harness.HARNESS, event.transcript_path, session.state.transcript,
             session.state.transcript_memo)
         verdict = session.apply(event, usage)
+        if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
+                getattr(harness, "INTERRUPTS", False) and _enforced(config):
+            args.interrupt = session.interrupt_once(harness.exec_ancestor(args.origin))
     return verdict, session.problem
 
 

@@ -104,6 +104,7 @@ class _State:
     transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
     seen: list[str] = field(default_factory=list)  # the last SEEN calls' and results' ids
     said: list[str] = field(default_factory=list)  # one-time notices said to this session
+    interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -350,6 +351,14 @@ class HookSession:
         if len(seen) > SEEN:
             del seen[: len(seen) - SEEN]
         return False
+
+    def interrupt_once(self, pid: int | None) -> int | None:
+        """``pid`` when this session has not interrupted that harness process yet (it is
+        remembered), else None: a halted session interrupts each process once."""
+        if pid is None or pid in self.state.interrupted:
+            return None
+        self.state.interrupted = [*self.state.interrupted[-15:], pid]
+        return pid
 
     # -- events ------------------------------------------------------------------------------
 
