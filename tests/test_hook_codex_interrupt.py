@@ -24,8 +24,9 @@ interrupted = []
 signal.signal(signal.SIGINT, lambda *a: interrupted.append(1))
 store, extra = sys.argv[1], sys.argv[2:-1]
 def hook(event):
-    done = subprocess.run([os.environ["HOOK_PYTHON"], "-m", "tripwire", "hook", "codex", "--store", store,
-                           *extra], input=json.dumps(event), capture_output=True, text=True)
+    argv = [os.environ["HOOK_PYTHON"], "-m", "tripwire", "hook", "codex", "--store", store]
+    done = subprocess.run([*argv, *extra], input=json.dumps(event), capture_output=True,
+                          text=True)
     return done.stdout.strip()
 events = json.loads(sys.stdin.read())
 for i, event in enumerate(events):

@@ -210,8 +210,9 @@ def test_the_stop_hook_cap_is_the_sessions_task_budget(claude: Hook) -> None:
         assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
                              last_assistant_message="done")) is None
     capped = (f"tripwire: budget guardrail: task {SESSION} exhausted this task's refused "
-              "attempts to finish: 9 of 8, so the agent stops here; its last answer was not "
-              "accepted by the stop hook and is unverified. The session refuses new turns.")
+              "attempts to finish: 9 of 8, so the agent stops here: this cap overrides the "
+              "stop hooks. Its last answer was not accepted by the stop hook and is "
+              "unverified. The session refuses new turns.")
     assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
                          last_assistant_message="done, all tests pass")) == {
         "continue": False, "stopReason": capped, "systemMessage": capped}

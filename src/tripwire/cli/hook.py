@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 __all__ = ["main", "HARNESSES"]
 
-HARNESSES = ("claude-code", "codex")
+HARNESSES = ("claude-code", "codex", "gemini-cli", "cursor")
 _filtered = False
 
 
@@ -38,6 +38,14 @@ def _harness(name: str) -> Any:
         from ..harnesses.hooks import codex
 
         return codex
+    if name == "gemini-cli":
+        from ..harnesses.hooks import gemini_cli
+
+        return gemini_cli
+    if name == "cursor":
+        from ..harnesses.hooks import cursor
+
+        return cursor
     from ..harnesses.hooks import claude_code
 
     return claude_code
@@ -174,7 +182,9 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if len(text) > MAX_STDIN:
         stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
                      "a hook payload; no decision\n")
+        stdout.write("{}\n" if args.harness in ("gemini-cli", "cursor") else "")
         return 0
+    empty = "{}\n" if args.harness in ("gemini-cli", "cursor") else ""  # "no decision"
     served = _served(args, text)
     if served is not None:
         stdout.write(served["stdout"])
@@ -186,9 +196,9 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
         stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
+        stdout.write(empty)
         return 0
-    if out is not None:
-        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    stdout.write(json.dumps(out, ensure_ascii=False) + "\n" if out is not None else empty)
     if args.interrupt is not None:
         _interrupt(args.interrupt, stdout, stderr)
     return 0

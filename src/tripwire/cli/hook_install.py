@@ -38,7 +38,8 @@ def _problem(args: argparse.Namespace) -> str | None:
     if args.config is not None and not os.path.isfile(args.config):
         return f"--config {args.config}: no such config file"
     try:
-        hook_config(args.mode, args.config).resolve()  # the mode, the config file: as the hook will read them
+        # the mode and the config file, as the hook will read them
+        hook_config(args.mode, args.config).resolve()
     except (ConfigError, ValueError, OSError) as exc:
         return " ".join(str(exc).split())
     return None

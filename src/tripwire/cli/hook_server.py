@@ -45,7 +45,8 @@ def call(path: str, argv: list[str], stdin: str, timeout: float = 5.0) -> dict[s
 def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None) -> int:
     """Answer hook requests on ``path`` with ``main`` (the hook command's: argv, stdin, stdout,
     stderr) until idle for ``idle_timeout`` seconds (forever when None)."""
-    from ..harnesses.hooks import _contract, _session, claude_code, codex  # noqa: F401 - once, here
+    from ..harnesses.hooks import (  # noqa: F401 - once, here
+        _contract, _session, claude_code, codex, cursor, gemini_cli)
 
     if os.path.exists(path):
         os.unlink(path)  # a stale socket of a server that died

@@ -236,7 +236,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     else:
         verbs.add_parser("corpus")
     hook = verbs.add_parser(
-        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)")
+        "hook", help="a live hook command for Claude Code, Codex, Gemini CLI or Cursor (reads "
+                     "one event on stdin)")
     if verb in (None, "hook"):
         from .hook import build_parser as hook_parser
 

@@ -24,6 +24,7 @@ class HookEvent:
     payload: Any = None
     stop_hook_active: bool = False
     answer: str | None = None    # a stop attempt's answer (the agent's last message)
+    stop_count: int | None = None  # Cursor: the stop hooks' follow-ups so far (loop_count)
     transcript_path: str | None = None
 
 

@@ -105,6 +105,7 @@ class _State:
     seen: list[str] = field(default_factory=list)  # the last SEEN calls' and results' ids
     said: list[str] = field(default_factory=list)  # one-time notices said to this session
     interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
+    stops: int = 0               # Cursor: the last loop_count seen (refusals charged)
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -432,19 +433,33 @@ class HookSession:
         g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
-        if not event.stop_hook_active:
+        refusals = self._refusals(event)
+        if not refusals:
             return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
-        # stop_hook_active: this attempt comes after a stop hook refused the previous one, a
-        # rejection charged to the session's task (durable: its budget rows); the one past
-        # the stop_rejections cap exhausts it, and under enforce the agent stops here
-        decision = observe(g, "stop_attempt", False, event.answer)
-        assert isinstance(decision, Decision)
+        # this attempt comes after a stop hook refused the previous one (whether or not tools
+        # ran between them), a rejection charged to the session's task (durable: its budget
+        # rows); the one past the stop_rejections cap exhausts it, and under enforce the agent
+        # stops here, the cap overriding the stop hooks
+        for _ in range(refusals):
+            decision = observe(g, "stop_attempt", False, event.answer)
+            assert isinstance(decision, Decision)
+            if not decision.proceed:
+                break
         if decision.proceed or decision.guardrail != BUDGET:
             return Verdict()
         return Verdict(halt=(
-            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here; its "
-            "last answer was not accepted by the stop hook and is unverified. The session "
-            "refuses new turns."))
+            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here: this "
+            "cap overrides the stop hooks. Its last answer was not accepted by the stop hook "
+            "and is unverified. The session refuses new turns."))
+
+    def _refusals(self, event: HookEvent) -> int:
+        """The stop hooks' refusals this stop attempt reports: one with ``stop_hook_active``;
+        Cursor's ``loop_count`` counts them for the conversation, so its increase since the
+        last stop (a lower count: the count started over)."""
+        if event.stop_count is None:
+            return 1 if event.stop_hook_active else 0
+        seen, self.state.stops = self.state.stops, event.stop_count
+        return event.stop_count - seen if event.stop_count >= seen else event.stop_count
 
     # -- the harness's view of the session's decisions -----------------------------------------
 

@@ -52,8 +52,21 @@ def session_key(payload: dict[str, Any]) -> str:
     return f"{session}/{agent}" if isinstance(agent, str) and agent else session
 
 
+#: Cursor runs Claude Code's hooks with its own payloads, and maps these answers back
+_FROM_CURSOR = {"preToolUse": "PreToolUse", "postToolUse": "PostToolUse",
+                "postToolUseFailure": "PostToolUseFailure",
+                "beforeSubmitPrompt": "UserPromptSubmit", "stop": "Stop",
+                "sessionStart": "SessionStart"}
+
+
 def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
-    """``(hook_event_name, event)`` of one stdin payload."""
+    """``(hook_event_name, event)`` of one stdin payload (a Cursor payload is read as Cursor's
+    hook reads it, under its Claude Code event name: the same session, the same call ids)."""
+    from . import cursor
+
+    if cursor.is_cursor(payload):
+        name, event = cursor.parse(payload)
+        return _FROM_CURSOR.get(name, name), event
     name = payload.get("hook_event_name")
     if not isinstance(name, str):
         raise ValueError("the hook payload has no hook_event_name")
