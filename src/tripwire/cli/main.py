@@ -235,6 +235,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         add_corpus_parser(verbs)
     else:
         verbs.add_parser("corpus")
+    from .doctor import add_parser as doctor_parser
+
+    doctor_parser(verbs)
     hook = verbs.add_parser(
         "hook", help="a live hook command for Claude Code, Codex, Gemini CLI or Cursor (reads "
                      "one event on stdin)")
@@ -806,6 +809,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _verify(args, out)
         if args.verb == "serve":
             return _serve(args, out)
+        if args.verb == "doctor":
+            from .doctor import run as doctor
+
+            return doctor(args, out, err)
         if args.verb == "corpus":
             from ..corpus.cli import run as corpus
 

@@ -16,23 +16,29 @@ import os
 import shlex
 from typing import Any
 
-__all__ = ["is_tripwire", "read_settings", "remove", "merge", "write_json",
+__all__ = ["is_tripwire", "hook_harness", "read_settings", "remove", "merge", "write_json",
            "tripwire_handlers"]
 
 
 def is_tripwire(command: Any, harness: str | None = None) -> bool:
     """Whether a handler's command runs ``tripwire hook <harness>`` (any harness: None)."""
+    found = hook_harness(command)
+    return found is not None and (harness is None or found == harness)
+
+
+def hook_harness(command: Any) -> str | None:
+    """The harness of a ``tripwire hook <harness>`` command (None: not tripwire's hook)."""
     if not isinstance(command, str):
-        return False
+        return None
     try:
         words = shlex.split(command)
     except ValueError:
-        return False
+        return None
     for i in range(1, len(words) - 1):
         if words[i] == "hook" and os.path.basename(words[i - 1]) in ("tripwire",
                                                                      "tripwire.exe"):
-            return harness is None or words[i + 1] == harness
-    return False
+            return words[i + 1]
+    return None
 
 
 def read_settings(path: str) -> dict[str, Any]:
