@@ -90,8 +90,11 @@ def test_codex_hooks_codex_would_skip_are_problems(home: Path) -> None:
 def test_a_command_the_shell_cannot_find_is_a_problem(home: Path) -> None:
     install_all(home)
     settings = home / FILES["cursor"]
-    settings.write_text(settings.read_text().replace('"tripwire hook',
-                                                     '"/nonexistent/tripwire hook'))
+    data = json.loads(settings.read_text())
+    for entries in data["hooks"].values():
+        for handler in entries:
+            handler["command"] = "/nonexistent/tripwire " + handler["command"].split(" ", 1)[1]
+    settings.write_text(json.dumps(data))
     done = tripwire(home, "doctor", str(settings))
     assert done.returncode == 1
     (hook,) = [r for r in lines(done) if r["kind"] == "hook"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_hooks import Hook, common, post, pre
+from test_hooks import TRIPWIRE, Hook, common, post, pre
 
 HARNESS_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
 
@@ -76,7 +76,7 @@ def test_paths_are_written_absolute(home: Path) -> None:
                     "tw.toml", "--mode", "Warn", cwd=home)
     assert done.returncode == 0, done.stderr
     handler = json.loads(done.stdout)["hooks"]["PreToolUse"][0]["hooks"][0]
-    assert handler["command"] == (f"tripwire hook claude-code --store {home}/state/s.db "
+    assert handler["command"] == (f"{TRIPWIRE} hook claude-code --store {home}/state/s.db "
                                   f"--mode warn --config {home}/tw.toml")
 
 
@@ -109,7 +109,7 @@ def test_installing_again_replaces_the_entry_in_place(home: Path, harness: str) 
     data = json.loads(settings.read_text())
     assert data["model"] == "x"
     assert data["hooks"]["PreToolUse"][0] == mine
-    command = f"tripwire hook {harness} --store {home}/s.db"
+    command = f"{TRIPWIRE} hook {harness} --store {home}/s.db"
     assert commands(settings) == ["my-check"] + [command] * len(data["hooks"])
     assert [len(v) for k, v in data["hooks"].items() if k != "PreToolUse"] == \
         [1] * (len(data["hooks"]) - 1)
@@ -141,8 +141,9 @@ def test_codex_install_trusts_the_handlers_it_writes(home: Path) -> None:
     config.write_text('# my settings\nmodel = "gpt-5-codex"\n\n[projects."/src"]\n'
                       'trust_level = "trusted"\n')
     settings = codex_home / "hooks.json"
+    bare = {"CODEX_HOME": str(codex_home), "PATH": "/usr/bin:/bin"}  # no tripwire on it
     done = tripwire("hook", "codex", "--install", "--store", "/abs/s.db", "--write",
-                    str(settings), env={"CODEX_HOME": str(codex_home)})
+                    str(settings), env=bare)
     assert done.returncode == 0, done.stderr
     assert "5 Codex hooks trusted" in done.stdout
     text = config.read_text()
@@ -166,7 +167,7 @@ def test_codex_install_trusts_the_handlers_it_writes(home: Path) -> None:
     assert tomllib.loads(text)["projects"] == {"/src": {"trust_level": "trusted"}}
     # installing again with other options: the same keys, new hashes, nothing stale
     done = tripwire("hook", "codex", "--install", "--mode", "warn", "--write", str(settings),
-                    env={"CODEX_HOME": str(codex_home)})
+                    env=bare)
     assert done.returncode == 0, done.stderr
     again = tomllib.loads(config.read_text())["hooks"]["state"]
     assert set(again) == set(state)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +19,9 @@ from tripwire.policy.feedback import render_feedback
 from tripwire.signals import Alert
 
 SESSION = "3f1c9a2e-7b4d-4e21-9c3a-5d8e1f2a6b70"
+#: the executable --install writes: tripwire's absolute path when it is on the PATH
+_FOUND = shutil.which("tripwire")
+TRIPWIRE = os.path.abspath(_FOUND) if _FOUND else "tripwire"
 TRANSCRIPT = f"/home/u/.claude/projects/-home-u-app/{SESSION}.jsonl"
 PYTEST = {"command": "pytest -x", "description": "run tests"}
 
@@ -274,7 +278,7 @@ def test_a_directory_in_place_of_the_store_is_unreadable_not_absent(claude: Hook
 
 
 def test_install_prints_and_merges_the_settings_block(tmp_path: Path) -> None:
-    handler = [{"type": "command", "command": "tripwire hook claude-code", "timeout": 10}]
+    handler = [{"type": "command", "command": f"{TRIPWIRE} hook claude-code", "timeout": 10}]
     expected = {"hooks": {
         "PreToolUse": [{"matcher": "*", "hooks": handler}],
         "PostToolUse": [{"matcher": "*", "hooks": handler}],

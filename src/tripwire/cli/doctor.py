@@ -148,8 +148,11 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tripwire-doctor-") as cwd:
         payload = json.dumps(_synthetic(harness, session, cwd))
         started = time.monotonic()
+        # Codex runs hooks through a login shell ($SHELL -lc), the others through a shell
+        shell = [os.environ.get("SHELL") or "/bin/sh", "-lc"] if harness == "codex" else \
+            ["/bin/sh", "-c"]
         try:
-            done = subprocess.run(command, shell=True, input=payload, capture_output=True,
+            done = subprocess.run([*shell, command], input=payload, capture_output=True,
                                   text=True, cwd=cwd, timeout=timeout)
         except subprocess.TimeoutExpired:
             line["problem"] = (f"no answer within the hook's timeout ({timeout:g} s): the "

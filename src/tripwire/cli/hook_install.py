@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from .usage import EXIT_USAGE
 
-__all__ = ["install", "uninstall", "hook_command"]
+__all__ = ["install", "uninstall", "hook_command", "executable"]
 
 
 def _fail(args: argparse.Namespace, message: str, stderr: TextIO) -> int:
@@ -45,9 +45,19 @@ def _problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def executable() -> str:
+    """The ``tripwire`` the harness runs: its absolute path when it is on this PATH (a
+    harness starts hooks with another PATH: Codex through a login shell, which on many
+    systems sets PATH anew), else ``tripwire``."""
+    import shutil
+
+    found = shutil.which("tripwire")
+    return os.path.abspath(found) if found else "tripwire"
+
+
 def hook_command(args: argparse.Namespace) -> str:
     """The command the harness runs: the options given, paths made absolute."""
-    words = ["tripwire", "hook", args.harness]
+    words = [executable(), "hook", args.harness]
     if args.store:
         words += ["--store", os.path.abspath(args.store)]
     if args.mode:
