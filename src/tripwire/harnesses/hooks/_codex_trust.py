@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import Any
 
 __all__ = ["LABELS", "codex_home", "config_path", "key_path", "trust_key", "trust_hash",
@@ -80,9 +81,9 @@ def trust_hash(event: str, group: dict[str, Any], handler: dict[str, Any]) -> st
 
 def read_trust(path: str | None = None) -> dict[str, str]:
     """``{key: trusted_hash}`` of the user's config file ({} when it has none)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
+    else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
 
     path = path or config_path()

@@ -440,11 +440,13 @@ class HookSession:
         # ran between them), a rejection charged to the session's task (durable: its budget
         # rows); the one past the stop_rejections cap exhausts it, and under enforce the agent
         # stops here, the cap overriding the stop hooks
+        decision = None
         for _ in range(refusals):
             decision = observe(g, "stop_attempt", False, event.answer)
             assert isinstance(decision, Decision)
             if not decision.proceed:
                 break
+        assert isinstance(decision, Decision)
         if decision.proceed or decision.guardrail != BUDGET:
             return Verdict()
         return Verdict(halt=(

@@ -65,8 +65,8 @@ def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
     from . import cursor
 
     if cursor.is_cursor(payload):
-        name, event = cursor.parse(payload)
-        return _FROM_CURSOR.get(name, name), event
+        named, parsed = cursor.parse(payload)
+        return _FROM_CURSOR.get(named, named), parsed
     name = payload.get("hook_event_name")
     if not isinstance(name, str):
         raise ValueError("the hook payload has no hook_event_name")
