@@ -1,16 +1,23 @@
-"""The hook command: ``tripwire hook claude-code`` and ``tripwire hook codex`` (SPEC §11.4).
+"""The hook command: ``tripwire hook claude-code|codex|gemini-cli|cursor`` (SPEC §11.4-§11.5).
 
 The harness runs the hook command on each event: one JSON object on stdin; the decision is
-JSON on stdout with exit code 0 (no output: no decision). One module per harness says how its
-payloads read (``harnesses/hooks/claude_code.py``, ``codex.py``); ``_contract.py`` writes the
-output both read; ``_session.py`` keeps the session across invocations in the store.
+JSON on stdout with exit code 0 (no output, or ``{}`` for Gemini CLI and Cursor: no decision).
+One module per harness says how its payloads read and its output is written
+(``harnesses/hooks/claude_code.py``, ``codex.py``, ``gemini_cli.py``, ``cursor.py``);
+``_session.py`` keeps the session across invocations in the store, shared by all four.
+
+``--install`` / ``--uninstall`` edit the harness's settings file (``hook_install.py``): every
+option checked first, exit 2 on a bad one. On the event path a usage error is exit 0 and no
+decision: every harness reads exit 2 as "block".
 
 ``tripwire hook serve --socket PATH`` keeps the modules imported in a resident process that the
 command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``hook_server.py``).
 
 Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
 decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
-store still denies a tool call then.
+store still denies a tool call then. Codex's last resort: under enforce, the event that halts
+a session interrupts its ``codex exec`` process (SIGINT), since no Codex hook output ends a
+turn (``--no-interrupt`` turns it off).
 """
 
 from __future__ import annotations
