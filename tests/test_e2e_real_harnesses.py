@@ -195,6 +195,14 @@ def test_codex_exec_is_stopped_by_tripwire(tmp_path: Path) -> None:
         done = tripwire("hook", "codex", "--install", "--store", str(store), "--write",
                         str(home / "hooks.json"), env=env)
         assert done.returncode == 0, done.stderr
+        # Codex itself (app-server hooks/list) says the installed hooks are trusted
+        doctor = tripwire("doctor", str(home / "hooks.json"), cwd=work, env={
+            **env, "PATH": f"{env['PATH']}{os.pathsep}{os.path.dirname(codex)}"})
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        trust = [json.loads(x) for x in doctor.stdout.splitlines()
+                 if json.loads(x)["kind"] == "codex_trust"]
+        assert {(r["status"], r["checked_by"]) for r in trust} == {
+            ("trusted", "codex hooks/list")}
         run = subprocess.run([codex, "exec", "--skip-git-repo-check", "--json", "do it"],
                              capture_output=True, text=True, env=env, cwd=work, timeout=300,
                              stdin=subprocess.DEVNULL)

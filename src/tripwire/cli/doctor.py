@@ -192,7 +192,8 @@ def _tail(text: str) -> str:
 
 def _codex_trust(path: str, handlers: list[Any]) -> list[dict[str, Any]]:
     """Each Codex handler's trust: Codex runs it only when the user's config trusts its
-    current hash."""
+    current hash. Asked of Codex itself (``codex app-server``'s ``hooks/list``) when a
+    ``codex`` is on the PATH, else computed as codex-cli 0.147.0 computes it."""
     from ..harnesses.hooks._codex_trust import (LABELS, config_path, read_trust, trust_hash,
                                                 trust_key)
 
@@ -203,6 +204,7 @@ def _codex_trust(path: str, handlers: list[Any]) -> list[dict[str, Any]]:
     except (OSError, ValueError) as exc:
         return [{"kind": "codex_trust", "file": path, "problem": f"{config_path()}: "
                  f"{' '.join(str(exc).split())}"}]
+    listed = _codex_hooks_list()
     lines = []
     for event, g, h, group, handler in handlers:
         if event not in LABELS:
@@ -211,11 +213,68 @@ def _codex_trust(path: str, handlers: list[Any]) -> list[dict[str, Any]]:
         current = trust_hash(event, group, handler)
         stored = trusted.get(key)
         status = "trusted" if stored == current else "modified" if stored else "untrusted"
+        checked = "tripwire (codex-cli 0.147.0's hash)"
+        if listed is not None:
+            checked = "codex hooks/list"
+            entry = listed.get(key)
+            if entry is None:
+                status = "not listed by codex"
+            else:
+                status = str(entry.get("trustStatus"))
+                if entry.get("enabled") is False:
+                    status = "disabled"
         problem = None
-        if status != "trusted":
+        if status not in ("trusted", "managed"):
             problem = (f"Codex skips this hook in silence ({status}): run `tripwire hook codex "
                        f"--install --write {path}` with the options it has, or trust it in "
                        "Codex's /hooks")
         lines.append({"kind": "codex_trust", "file": path, "key": key, "status": status,
-                      "problem": problem})
+                      "checked_by": checked, "problem": problem})
     return lines
+
+
+def _codex_hooks_list(timeout: float = 20.0) -> dict[str, dict[str, Any]] | None:
+    """``{key: hook}`` as ``codex app-server`` lists them for this directory (None: no
+    ``codex`` on the PATH, or it did not answer)."""
+    import select
+    import shutil
+
+    codex = shutil.which("codex")
+    if codex is None:
+        return None
+    requests = [{"id": 1, "method": "initialize", "params": {
+                    "clientInfo": {"name": "tripwire-doctor", "version": "1"},
+                    "capabilities": {"experimentalApi": True}}},
+                {"method": "initialized"},
+                {"id": 2, "method": "hooks/list", "params": {"cwds": [os.getcwd()]}}]
+    try:
+        server = subprocess.Popen([codex, "app-server"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        server.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([server.stdout], [], [], 0.5)
+            if not ready:
+                continue
+            line = server.stdout.readline()
+            if not line:
+                return None
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict) and message.get("id") == 2:
+                data = (message.get("result") or {}).get("data") or []
+                hooks = data[0].get("hooks", []) if data and isinstance(data[0], dict) else []
+                return {h["key"]: h for h in hooks if isinstance(h, dict) and "key" in h}
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    finally:
+        server.kill()
+        server.wait()
