@@ -119,3 +119,23 @@ def test_a_one_time_notice_is_said_once_per_session(tmp_path: Path,
     # each response's usage is read once it is complete (from the next event on): three of
     # them priced, in three processes, the notice said once
     assert sum(said) == 1 and said[0] == 0
+
+
+def test_stop_refusals_count_whether_or_not_tools_ran_between(tmp_path: Path,
+                                                             implementation: str) -> None:
+    """A stop hook that keeps refusing while the agent works between its attempts: every
+    refused attempt counts toward the cap (8), tools or no tools between them; the 9th
+    stops the agent, saying the cap overrode the stop hooks."""
+    hook = Hook("claude-code", tmp_path / "s.sqlite3", implementation)
+    assert hook(common("Stop", stop_hook_active=False, last_assistant_message="done")) is None
+    out = None
+    for n in range(9):
+        args = {"command": f"pytest -k case{n}"}
+        assert hook(pre(n, args)) is None
+        hook(post(n, args, stdout=f"{n} passed"))
+        out = hook(common("Stop", stop_hook_active=True, last_assistant_message="done"))
+        if n < 8:
+            assert out is None, n
+    assert out is not None and out["continue"] is False
+    assert "9 of 8" in out["stopReason"] and "this cap overrides the stop hooks" in \
+        out["stopReason"]
