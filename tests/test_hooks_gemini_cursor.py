@@ -237,3 +237,41 @@ def test_a_claude_code_payload_still_reads_as_claude_codes(tmp_path: Path,
     hook = Hook("claude-code", tmp_path / "s.sqlite3", implementation)
     assert hook(common("UserPromptSubmit", prompt="go")) is None
     assert hook(pre(1)) is None
+
+
+def test_gemini_spend_comes_from_the_recording_priced(tmp_path: Path,
+                                                     implementation: str) -> None:
+    """Gemini's hook payloads carry no usage: the hook reads the chat recording its
+    transcript_path names, charging each response's tokens once (across processes)."""
+    pytest.importorskip("genai_prices", reason="the price catalogue is the prices extra")
+    from tripwire.interchange.events import Usage
+    from tripwire.interchange.prices import estimate
+
+    recording = tmp_path / f"session-2026-12-05T03-00-{GEMINI_SESSION[:8]}.json"
+    messages: list = [{"id": "u1", "timestamp": "2026-12-05T03:00:00Z", "type": "user",
+                       "content": "fix the tests"}]
+
+    def respond(n: int) -> None:
+        messages.append({"id": f"g{n}", "timestamp": "2026-12-05T03:00:01Z", "type": "gemini",
+                         "content": "", "model": "gemini-2.5-pro",
+                         "tokens": {"input": 1000, "output": 50, "cached": 0, "thoughts": 10,
+                                    "tool": 0, "total": 1060}})
+        recording.write_text(json.dumps({"sessionId": GEMINI_SESSION, "projectHash": "abc",
+                                         "startTime": "2026-12-05T03:00:00Z",
+                                         "lastUpdated": "2026-12-05T03:00:01Z",
+                                         "messages": messages}))
+
+    hook = ObjectHook("gemini-cli", tmp_path / "s.sqlite3", implementation)
+    for n in range(2):
+        respond(n)
+        for payload in (before_tool(2 * n), after_tool(2 * n + 1)):
+            hook({**payload, "transcript_path": str(recording)})
+    one = estimate(Usage(model="gemini-2.5-pro", input_tokens=1000, output_tokens=60,
+                         provider="google")).cost_usd
+    assert one and one > 0
+    status = subprocess.run([sys.executable, "-m", "tripwire", "status", str(hook.store)],
+                            capture_output=True, text=True, env=hook.env, timeout=60)
+    (record,) = [r for r in map(json.loads, status.stdout.splitlines())
+                 if r["kind"] == "session"]
+    assert record["spent_usd"] == pytest.approx(2 * one, abs=1e-9)
+    assert record["cost_estimated"] is True
