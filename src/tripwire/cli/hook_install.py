@@ -95,6 +95,9 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
         stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
     if not args.write:
         stdout.write(json.dumps(block, indent=2) + "\n")
+        if args.harness == "codex":
+            stderr.write("tripwire: Codex runs a hook only once it is trusted: install with "
+                         "--write ~/.codex/hooks.json to have the trust entries written too\n")
         return 0
     from ..harnesses.hooks import _settings
 
@@ -114,6 +117,13 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
                  f"({len(block['hooks'])} events){replaced}\n")
     if trust is not None:
         stdout.write(f"tripwire: {len(trust[0])} Codex hooks trusted in {path}\n")
+        from ..harnesses.hooks._codex_trust import codex_home
+
+        if os.path.dirname(os.path.realpath(args.write)) != codex_home():
+            stderr.write("tripwire: a project's .codex/hooks.json is read only for a trusted "
+                         "project, and Codex keys its trust by the directory it starts in (as "
+                         "typed): run codex from this directory, or install in "
+                         "~/.codex/hooks.json\n")
     return 0
 
 
