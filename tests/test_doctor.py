@@ -54,6 +54,7 @@ def test_every_installed_hook_decides(home: Path) -> None:
     hooks = [r for r in records if r["kind"] == "hook"]
     assert sorted(r["harness"] for r in hooks) == sorted(FILES)
     assert all(r["decides"] and r["problem"] is None for r in hooks)
+    assert [r["denies_call"] for r in hooks] == [5] * 4  # the 5th identical call
     trust = [r for r in records if r["kind"] == "codex_trust"]
     assert len(trust) == 5 and {r["status"] for r in trust} == {"trusted"}
     assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}
@@ -107,3 +108,12 @@ def test_no_hook_installed_is_a_problem_and_a_missing_file_is_usage(home: Path) 
     assert lines(done)[-1]["problem"].startswith("no tripwire hook is installed")
     done = tripwire(home, "doctor", str(home / "nope.json"))
     assert done.returncode == 2 and "no such settings file" in done.stderr
+
+
+def test_a_hook_that_lets_loops_run_is_noted_not_a_problem(home: Path) -> None:
+    install_all(home, "--mode", "warn")
+    done = tripwire(home, "doctor", str(home / FILES["gemini-cli"]))
+    assert done.returncode == 0, done.stdout
+    (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
+    assert hook["decides"] is True and hook["denies_call"] is None
+    assert "do not stop a loop" in hook["note"]

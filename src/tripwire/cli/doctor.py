@@ -3,9 +3,11 @@
 An installed hook is checked, not trusted (SPEC §11.5). For every settings file given (or, with
 none, every one the harnesses read that exists: the user's and the current directory's), each
 tripwire hook command found in it is run as its harness runs it: through the shell, from
-another directory, with a synthetic tool call of a new session (``tripwire-doctor-…``, written
-to that hook's store) on stdin. It decides when it exits 0 with the output its harness reads
-and no fail-open line; anything else is a problem (a command not on the PATH, a config file
+another directory, with identical synthetic tool calls of a new session (``tripwire-doctor-…``,
+written to that hook's store) on stdin, until it denies one (``denies_call``: the 5th with the
+default thresholds under enforce; none in 12 is a note, not a problem: a mode below enforce
+lets loops run by choice). It decides when it exits 0 with the output its harness reads and no
+fail-open line; anything else is a problem (a command not on the PATH, a config file
 that does not load, a store it cannot open, no answer within the harness's timeout). Codex
 hooks are also checked for trust: Codex skips a hook whose ``trusted_hash`` in
 ``$CODEX_HOME/config.toml`` is missing or stale, in silence.
@@ -105,13 +107,22 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def _synthetic(harness: str, session: str, cwd: str) -> dict[str, Any]:
-    call = {"tool_name": "Bash", "tool_input": {"command": "true"}, "tool_use_id": "doctor_1"}
+#: the hook's environment: a doctor run inside ``codex exec`` must not interrupt it
+_ENV = {**os.environ, "TRIPWIRE_DOCTOR": "1"}
+#: identical calls the doctor makes at most to see a hook deny a loop (the default threshold of
+#: repeated-tool-call is 5)
+PROBE = 12
+
+
+def _synthetic(harness: str, session: str, cwd: str, n: int) -> dict[str, Any]:
+    """The ``n``th of identical tool calls of a new session, as the harness sends it."""
+    call = {"tool_name": "Bash", "tool_input": {"command": "true"},
+            "tool_use_id": f"doctor_{n}"}
     if harness == "gemini-cli":
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         return {"session_id": session, "transcript_path": "", "cwd": cwd,
                 "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
-                "tool_input": {"command": "true"},
-                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())}
+                "tool_input": {"command": "true"}, "timestamp": f"{stamp}.{n:03d}Z"}
     if harness == "cursor":
         return {"conversation_id": session, "generation_id": "doctor",
                 "hook_event_name": "preToolUse", "cursor_version": "tripwire-doctor",
@@ -123,6 +134,17 @@ def _synthetic(harness: str, session: str, cwd: str) -> dict[str, Any]:
     return payload
 
 
+def _denied(harness: str, answer: Any) -> bool:
+    if not isinstance(answer, dict):
+        return False
+    if harness == "gemini-cli":
+        return answer.get("decision") == "deny"
+    if harness == "cursor":
+        return answer.get("permission") == "deny"
+    specific = answer.get("hookSpecificOutput")
+    return isinstance(specific, dict) and specific.get("permissionDecision") == "deny"
+
+
 def _timeout(harness: str, handler: dict[str, Any]) -> float:
     value = handler.get("timeout")
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
@@ -131,8 +153,8 @@ def _timeout(harness: str, handler: dict[str, Any]) -> float:
 
 
 def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
-    """Run one hook command on a synthetic tool call, from another directory, through the
-    shell (as the harnesses run hooks)."""
+    """Run one hook command on identical tool calls of a new session, from another directory,
+    through the shell (as the harnesses run hooks), until it denies one (or ``PROBE``)."""
     from ..harnesses.hooks._settings import hook_harness
 
     harness = hook_harness(command) or "?"
@@ -145,44 +167,59 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
         return line
     timeout = min(_timeout(harness, entries[0][4]), 60.0)
     session = f"tripwire-doctor-{uuid.uuid4().hex[:12]}"
-    with tempfile.TemporaryDirectory(prefix="tripwire-doctor-") as cwd:
-        payload = json.dumps(_synthetic(harness, session, cwd))
-        started = time.monotonic()
-        # Codex runs hooks through a login shell ($SHELL -lc), the others through a shell
-        shell = [os.environ.get("SHELL") or "/bin/sh", "-lc"] if harness == "codex" else \
-            ["/bin/sh", "-c"]
-        try:
-            done = subprocess.run([*shell, command], input=payload, capture_output=True,
-                                  text=True, cwd=cwd, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            line["problem"] = (f"no answer within the hook's timeout ({timeout:g} s): the "
-                               "harness would go on without it")
-            return line
-    line["seconds"] = round(time.monotonic() - started, 3)
     line["session"] = session
+    # Codex runs hooks through a login shell ($SHELL -lc), the others through a shell
+    shell = [os.environ.get("SHELL") or "/bin/sh", "-lc"] if harness == "codex" else \
+        ["/bin/sh", "-c"]
+    slowest = 0.0
+    with tempfile.TemporaryDirectory(prefix="tripwire-doctor-") as cwd:
+        for n in range(1, PROBE + 1):
+            payload = json.dumps(_synthetic(harness, session, cwd, n))
+            started = time.monotonic()
+            try:
+                done = subprocess.run([*shell, command], input=payload, capture_output=True,
+                                      text=True, cwd=cwd, timeout=timeout, env=_ENV)
+            except subprocess.TimeoutExpired:
+                line["problem"] = (f"no answer within the hook's timeout ({timeout:g} s): the "
+                                   "harness would go on without it")
+                return line
+            slowest = max(slowest, time.monotonic() - started)
+            answer, line["problem"] = _answer(harness, done)
+            if line["problem"] is not None:
+                return line
+            if _denied(harness, answer):
+                line["denies_call"] = n
+                break
+    line["decides"] = True
+    line["slowest_seconds"] = round(slowest, 3)
+    if "denies_call" not in line:
+        line["denies_call"] = None
+        line["note"] = (f"it let {PROBE} identical calls run: its mode or thresholds do not "
+                        "stop a loop")
+    return line
+
+
+def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, str | None]:
+    """The hook's answer, or what is wrong with it."""
     failed = [x for x in done.stderr.splitlines() if x.startswith(f"tripwire hook {harness}")
               or x.startswith("tripwire hook:")]
     if done.returncode == 127:
-        line["problem"] = ("the command is not found from the harness's shell: put tripwire "
-                           "on that PATH, or install with its absolute path")
-    elif done.returncode != 0:
-        line["problem"] = (f"exit status {done.returncode} (the harness reads 2 as a denial): "
-                           f"{_tail(done.stderr)}")
-    elif failed:
-        line["problem"] = f"it fails open, deciding nothing: {failed[0]}"
-    else:
-        text = done.stdout.strip()
-        try:
-            answer = json.loads(text) if text else None
-        except ValueError:
-            answer = ...
-        needs_object = harness in ("gemini-cli", "cursor")
-        if answer is ... or (answer is not None and not isinstance(answer, dict)) or (
-                needs_object and answer is None):
-            line["problem"] = f"its output is not what {harness} reads: {text[:200]!r}"
-        else:
-            line["decides"] = True
-    return line
+        return None, ("the command is not found from the harness's shell: put tripwire on "
+                      "that PATH, or install with its absolute path")
+    if done.returncode != 0:
+        return None, (f"exit status {done.returncode} (the harness reads 2 as a denial): "
+                      f"{_tail(done.stderr)}")
+    if failed and not any("the call is denied" in x or "interrupted" in x for x in failed):
+        return None, f"it fails open, deciding nothing: {failed[0]}"
+    text = done.stdout.strip()
+    try:
+        answer = json.loads(text) if text else None
+    except ValueError:
+        return None, f"its output is not what {harness} reads: {text[:200]!r}"
+    if (answer is not None and not isinstance(answer, dict)) or (
+            harness in ("gemini-cli", "cursor") and answer is None):
+        return None, f"its output is not what {harness} reads: {text[:200]!r}"
+    return answer, None
 
 
 def _tail(text: str) -> str:

@@ -361,7 +361,8 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
             session.state.transcript_memo)
         verdict = session.apply(event, usage)
         if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
-                getattr(harness, "INTERRUPTS", False) and _enforced(config):
+                getattr(harness, "INTERRUPTS", False) and _enforced(config) and \
+                not os.environ.get("TRIPWIRE_DOCTOR"):  # doctor's synthetic session
             args.interrupt = session.interrupt_once(harness.exec_ancestor(args.origin))
     return verdict, session.problem
 
