@@ -216,7 +216,8 @@ def test_codex_exec_is_stopped_by_tripwire(tmp_path: Path) -> None:
     assert gate.returncode == 3, gate.stdout + gate.stderr
 
 
-def test_claude_p_is_stopped_by_tripwire(tmp_path: Path) -> None:
+@pytest.mark.parametrize("output", ["json", "stream-json"])
+def test_claude_p_is_stopped_by_tripwire(tmp_path: Path, output: str) -> None:
     claude = claude_binary()
     if claude is None:
         pytest.skip("Claude Code is not installed (pip install claude-agent-sdk, which "
@@ -235,12 +236,20 @@ def test_claude_p_is_stopped_by_tripwire(tmp_path: Path) -> None:
         done = tripwire("hook", "claude-code", "--install", "--store", str(store), "--write",
                         str(settings), env=env)
         assert done.returncode == 0, done.stderr
-        run = subprocess.run([claude, "-p", "--output-format", "json", "--allowedTools",
-                              "Bash", "--", "do it"],
+        verbose = ["--verbose"] if output == "stream-json" else []
+        run = subprocess.run([claude, "-p", "--output-format", output, *verbose,
+                              "--allowedTools", "Bash", "--", "do it"],
                              capture_output=True, text=True, env=env, cwd=work, timeout=300,
                              stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stderr[-2000:]  # Claude Code counts a hook stop a success
-    result = json.loads(run.stdout)
+    lines = [json.loads(x) for x in run.stdout.splitlines() if x.startswith("{")]
+    result = lines[-1]
+    assert result["type"] == "result"
+    if output == "stream-json":  # the halt's reason reaches the user: systemMessage
+        said = [x["content"] for x in lines
+                if x.get("type") == "system" and x.get("subtype") == "informational"]
+        assert any("tripwire: watchdog halted the session (repeated-tool-call)" in text and
+                   "tripwire reset" in text for text in said), said
     assert result["terminal_reason"] == "hook_stopped", result
     assert len(model.requests) == 5
     gate = tripwire("status", str(store), "--session", result["session_id"], "--fail-on",
