@@ -31,9 +31,16 @@ def one_line(done: subprocess.CompletedProcess[str], text: str) -> None:
 
 
 def test_an_unknown_hook_harness_is_one_line() -> None:
-    one_line(tripwire("hook", "bogus"),
+    """On the hook's event path a usage error is one line and exit 0, no decision: every
+    harness reads exit 2 as "block this call" (SPEC §11.5); installing, it is exit 2."""
+    done = tripwire("hook", "bogus", stdin="{}")
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "tripwire hook: argument harness: invalid choice: 'bogus' (choose from 'claude-code', "
+        "'codex', 'gemini-cli', 'cursor') (see tripwire hook --help); no decision"]
+    one_line(tripwire("hook", "bogus", "--install"),
              "tripwire hook: argument harness: invalid choice: 'bogus' (choose from "
-             "'claude-code', 'codex') (see tripwire hook --help)")
+             "'claude-code', 'codex', 'gemini-cli', 'cursor') (see tripwire hook --help)")
     one_line(tripwire("hook", "serve"),
              "tripwire hook serve: the following arguments are required: --socket (see "
              "tripwire hook serve --help)")

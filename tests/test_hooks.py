@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +19,9 @@ from tripwire.policy.feedback import render_feedback
 from tripwire.signals import Alert
 
 SESSION = "3f1c9a2e-7b4d-4e21-9c3a-5d8e1f2a6b70"
+#: the executable --install writes: tripwire's absolute path when it is on the PATH
+_FOUND = shutil.which("tripwire")
+TRIPWIRE = os.path.abspath(_FOUND) if _FOUND else "tripwire"
 TRANSCRIPT = f"/home/u/.claude/projects/-home-u-app/{SESSION}.jsonl"
 PYTEST = {"command": "pytest -x", "description": "run tests"}
 
@@ -111,6 +115,7 @@ def test_claude_code_denies_the_fifth_identical_call_and_halts(claude: Hook) -> 
     assert looping_until_denied(claude) == {
         "continue": False,
         "stopReason": halt_reason(claude.store),
+        "systemMessage": halt_reason(claude.store),
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
@@ -126,6 +131,7 @@ def test_a_halted_session_is_denied_in_later_processes_until_a_reset(claude: Hoo
     assert claude(pre(6, other, tool="Read")) == {
         "continue": False,
         "stopReason": halt_reason(claude.store),
+        "systemMessage": halt_reason(claude.store),
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse", "permissionDecision": "deny",
             "permissionDecisionReason": block(("repeated-tool-call", repeat_guidance())),
@@ -135,7 +141,8 @@ def test_a_halted_session_is_denied_in_later_processes_until_a_reset(claude: Hoo
     assert claude(common("UserPromptSubmit", prompt="try again")) == {
         "decision": "block", "reason": halt_reason(claude.store)}
     assert claude(common("Stop", stop_hook_active=False, last_assistant_message="done")) == {
-        "continue": False, "stopReason": halt_reason(claude.store)}
+        "continue": False, "stopReason": halt_reason(claude.store),
+        "systemMessage": halt_reason(claude.store)}
     # an operator reset (another process) lets the session run again, its runs started over
     done = subprocess.run([sys.executable, "-m", "tripwire", "reset", str(claude.store),
                            "--session", SESSION], capture_output=True, text=True, env=claude.env)
@@ -206,13 +213,13 @@ def test_the_stop_hook_cap_is_the_sessions_task_budget(claude: Hook) -> None:
     for _ in range(3):  # refusals 6-8: at the cap, not past it
         assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
                              last_assistant_message="done")) is None
+    capped = (f"tripwire: budget guardrail: task {SESSION} exhausted this task's refused "
+              "attempts to finish: 9 of 8, so the agent stops here: this cap overrides the "
+              "stop hooks. Its last answer was not accepted by the stop hook and is "
+              "unverified. The session refuses new turns.")
     assert claude(common("Stop", stop_hook_active=True, prompt_id="p2",
                          last_assistant_message="done, all tests pass")) == {
-        "continue": False,
-        "stopReason": f"tripwire: budget guardrail: task {SESSION} exhausted this task's "
-                      "refused attempts to finish: 9 of 8, so the agent stops here; its last "
-                      "answer was not accepted by the stop hook and is unverified. The session "
-                      "refuses new turns."}
+        "continue": False, "stopReason": capped, "systemMessage": capped}
     done = subprocess.run([sys.executable, "-m", "tripwire", "status", str(claude.store)],
                           capture_output=True, text=True, timeout=60)
     (task,) = [line for line in map(json.loads, done.stdout.splitlines())
@@ -289,7 +296,7 @@ def test_a_directory_in_place_of_the_store_is_unreadable_not_absent(claude: Hook
 
 
 def test_install_prints_and_merges_the_settings_block(tmp_path: Path) -> None:
-    handler = [{"type": "command", "command": "tripwire hook claude-code", "timeout": 10}]
+    handler = [{"type": "command", "command": f"{TRIPWIRE} hook claude-code", "timeout": 10}]
     expected = {"hooks": {
         "PreToolUse": [{"matcher": "*", "hooks": handler}],
         "PostToolUse": [{"matcher": "*", "hooks": handler}],
@@ -437,6 +444,8 @@ def test_a_resident_server_answers_exactly_as_the_command_does(claude: Hook, tmp
         assert looping_until_denied(client) == {
             "continue": False,
             "stopReason": halt_reason(claude.store),
+            "systemMessage": halt_reason(claude.store),
+        "systemMessage": halt_reason(claude.store),
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
                 "permissionDecisionReason": block(("repeated-tool-call", repeat_guidance())),
@@ -470,6 +479,8 @@ def test_a_recorded_halt_still_denies_when_the_hook_fails(claude: Hook) -> None:
     assert json.loads(done.stdout) == {
         "continue": False,
         "stopReason": halt_reason(claude.store).split(" To resume:")[0].removeprefix("tripwire: "),
+        "systemMessage": halt_reason(claude.store).split(" To resume:")[0].removeprefix(
+            "tripwire: "),
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse", "permissionDecision": "deny",
             "permissionDecisionReason": "[watchdog] This session was halted for a runaway "

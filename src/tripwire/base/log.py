@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["LOGGER"]
+__all__ = ["LOGGER", "ONCE"]
 
 LOGGER = logging.getLogger("tripwire")
+#: ``extra=ONCE`` marks a one-time notice (said once per process; a host whose every event is
+#: a new process, the hook, keeps what it said per session and says it once per session).
+ONCE = {"once": True}
 
 
 class _UnconfiguredStderr(logging.Handler):

@@ -1,16 +1,23 @@
-"""The hook command: ``tripwire hook claude-code`` and ``tripwire hook codex`` (SPEC §11.4).
+"""The hook command: ``tripwire hook claude-code|codex|gemini-cli|cursor`` (SPEC §11.4-§11.5).
 
 The harness runs the hook command on each event: one JSON object on stdin; the decision is
-JSON on stdout with exit code 0 (no output: no decision). One module per harness says how its
-payloads read (``harnesses/hooks/claude_code.py``, ``codex.py``); ``_contract.py`` writes the
-output both read; ``_session.py`` keeps the session across invocations in the store.
+JSON on stdout with exit code 0 (no output, or ``{}`` for Gemini CLI and Cursor: no decision).
+One module per harness says how its payloads read and its output is written
+(``harnesses/hooks/claude_code.py``, ``codex.py``, ``gemini_cli.py``, ``cursor.py``);
+``_session.py`` keeps the session across invocations in the store, shared by all four.
+
+``--install`` / ``--uninstall`` edit the harness's settings file (``hook_install.py``): every
+option checked first, exit 2 on a bad one. On the event path a usage error is exit 0 and no
+decision: every harness reads exit 2 as "block".
 
 ``tripwire hook serve --socket PATH`` keeps the modules imported in a resident process that the
 command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``hook_server.py``).
 
 Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
 decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
-store still denies a tool call then.
+store still denies a tool call then. Codex's last resort: under enforce, the event that halts
+a session interrupts its ``codex exec`` process (SIGINT), since no Codex hook output ends a
+turn (``--no-interrupt`` turns it off).
 """
 
 from __future__ import annotations
@@ -23,8 +30,14 @@ from typing import Any, TextIO
 
 __all__ = ["main", "HARNESSES"]
 
-HARNESSES = ("claude-code", "codex")
+HARNESSES = ("claude-code", "codex", "gemini-cli", "cursor")
 _filtered = False
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from .hook_config import hook_config
+
+    return hook_config(args.mode, args.config)
 
 
 def _harness(name: str) -> Any:
@@ -32,6 +45,14 @@ def _harness(name: str) -> Any:
         from ..harnesses.hooks import codex
 
         return codex
+    if name == "gemini-cli":
+        from ..harnesses.hooks import gemini_cli
+
+        return gemini_cli
+    if name == "cursor":
+        from ..harnesses.hooks import cursor
+
+        return cursor
     from ..harnesses.hooks import claude_code
 
     return claude_code
@@ -52,10 +73,18 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--wait", metavar="SECONDS", type=_seconds,
                         help="longest wait for the store's locks (default: 2); under enforce a "
                              "call the store cannot record within it is denied")
+    parser.add_argument("--no-interrupt", action="store_true",
+                        help="codex: never interrupt the codex exec process of a halted "
+                             "session (by default, under enforce, it gets SIGINT)")
     parser.add_argument("--install", action="store_true",
-                        help="print the harness's hooks settings block (no event is read)")
+                        help="print the harness's hooks settings block (no event is read); "
+                             "every option is checked first (exit 2 on a bad one)")
     parser.add_argument("--write", metavar="SETTINGS",
-                        help="with --install: merge the block into this settings file")
+                        help="with --install: put the block into this settings file, in "
+                             "place of tripwire's earlier entries (its directory must exist)")
+    parser.add_argument("--uninstall", metavar="SETTINGS",
+                        help="remove tripwire's entries for the harness from this settings "
+                             "file")
     return parser
 
 
@@ -63,12 +92,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     """The options, read by hand on the event path (argparse costs milliseconds to build);
     anything unusual goes to argparse for its usage message."""
     args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
-                              write=None, wait=None)
+                              write=None, wait=None, uninstall=None, no_interrupt=False)
     values = iter(argv)
     for arg in values:
         if arg in HARNESSES and args.harness is None:
             args.harness = arg
-        elif arg in ("--store", "--mode", "--config", "--write", "--wait"):
+        elif arg in ("--store", "--mode", "--config", "--write", "--wait", "--uninstall"):
             value = next(values, None)
             if value is None:
                 break
@@ -81,12 +110,44 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             setattr(args, arg[2:], value)
         elif arg == "--install":
             args.install = True
+        elif arg == "--no-interrupt":
+            args.no_interrupt = True
         else:
             break
     else:
         if args.harness is not None:
             return args
     return build_parser().parse_args(argv)
+
+
+def _usage(argv: list[str], stderr: TextIO) -> argparse.Namespace | int:
+    """The options, or the exit status of a usage error. Installing, a usage error is exit 2
+    (nothing written); on the event path it is exit 0 and no decision: every harness reads
+    exit 2 as "block this call", so a hook with a bad option would block the agent."""
+    import contextlib
+    import io
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            args = _parse(argv)
+    except SystemExit as exc:
+        message = " ".join(said.getvalue().split())
+        code = exc.code if isinstance(exc.code, int) else 2
+        if code == 0 or any(a in ("--install", "--uninstall", "--write") for a in argv):
+            stderr.write(said.getvalue())
+            return code
+        stderr.write(f"{message or 'tripwire hook: bad options'}; no decision\n")
+        return 0
+    if args.write and not args.install:
+        stderr.write(f"tripwire hook {args.harness}: --write SETTINGS is an option of "
+                     "--install (nothing was read or written)\n")
+        return 2
+    if args.install and args.uninstall:
+        stderr.write(f"tripwire hook {args.harness}: --install and --uninstall exclude each "
+                     "other\n")
+        return 2
+    return args
 
 
 def _seconds(text: str) -> float:
@@ -107,35 +168,63 @@ MAX_STDIN = 16 << 20
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None, *, close: bool = True) -> int:
+         stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None) -> int:
     """Run one hook invocation. ``close=False`` leaves the store's connections open for the
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
-    that every event would pay; auto-checkpoints keep the WAL bounded)."""
+    that every event would pay; auto-checkpoints keep the WAL bounded). ``origin``: the
+    process the harness started for this event (the resident server's client; default: this
+    process), whose ``codex exec`` ancestor a halt interrupts."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
-    args = _parse(argv)
-    if args.install:
-        return _install(_harness(args.harness), args, stdout, stderr)
+    args = _usage(argv, stderr)
+    if isinstance(args, int):
+        return args
+    if args.install or args.uninstall:
+        from .hook_install import install, uninstall
+
+        return (install if args.install else uninstall)(_harness(args.harness), args, stdout,
+                                                        stderr)
     text = stdin.read(MAX_STDIN + 1)
     if len(text) > MAX_STDIN:
         stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
                      "a hook payload; no decision\n")
+        stdout.write("{}\n" if args.harness in ("gemini-cli", "cursor") else "")
         return 0
+    empty = "{}\n" if args.harness in ("gemini-cli", "cursor") else ""  # "no decision"
     served = _served(args, text)
     if served is not None:
         stdout.write(served["stdout"])
         stderr.write(served["stderr"])
         code: int = served["code"]
         return code
+    args.origin, args.interrupt = origin or os.getpid(), None
     try:
         out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
         stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
+        stdout.write(empty)
         return 0
-    if out is not None:
-        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    stdout.write(json.dumps(out, ensure_ascii=False) + "\n" if out is not None else empty)
+    if args.interrupt is not None:
+        _interrupt(args.interrupt, stdout, stderr)
     return 0
+
+
+def _interrupt(pid: int, stdout: TextIO, stderr: TextIO) -> None:
+    """The last resort for a harness no hook output stops (Codex): SIGINT to its ``codex
+    exec`` process, after the denial is written (the turn is aborted, codex exits 1)."""
+    import signal
+
+    stdout.flush()
+    try:
+        os.kill(pid, signal.SIGINT)
+    except OSError as exc:
+        stderr.write(f"tripwire hook codex: the session is halted; interrupting codex exec "
+                     f"(pid {pid}) failed: {_one_line(exc)}\n")
+        return
+    stderr.write(f"tripwire hook codex: the session is halted: codex exec (pid {pid}) "
+                 "interrupted (SIGINT)\n")
 
 
 def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
@@ -152,6 +241,8 @@ def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
                      else args.mode]
     if args.wait is not None:
         argv += ["--wait", repr(args.wait)]
+    if args.no_interrupt:
+        argv += ["--no-interrupt"]
     return call(path, argv, text)
 
 
@@ -185,8 +276,6 @@ def default_store() -> str:
 
 def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
          stderr: TextIO | None = None) -> dict[str, Any] | None:
-    from ..harnesses.hooks._contract import render
-
     try:
         payload = json.loads(text)
     except ValueError:
@@ -226,7 +315,8 @@ def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
                 stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(problem)}; the call "
                              "is denied: under enforce a call the store cannot record does "
                              "not run\n")
-    return render(event, name, verdict, halt_on_pre_tool_use=harness.HALT_ON_PRE_TOOL_USE)
+    out: dict[str, Any] | None = harness.render(event, name, verdict)
+    return out
 
 
 class _Unrecorded(Exception):
@@ -250,28 +340,6 @@ def _unrecorded(problem: str) -> Any:
         "where you are."))
 
 
-def _config(args: argparse.Namespace) -> Any:
-    """The hook's configuration: the command's options over the config file."""
-    from ..context.guard import ContextConfig
-    from ..session.guardrails import GuardrailsConfig
-    from ..signals import ResultsConfig, WatchdogConfig
-
-    file: dict[str, Any] = {}
-    signals: Any = {}
-    if args.config:
-        from ..session.config import builtin_signals, read_config_file
-
-        file = read_config_file(args.config)
-        signals = builtin_signals(file)  # [signals] custom: GuardrailsConfig loads those
-    # Hooks see no agent text between tool calls, so tools-without-text would fire on every
-    # session; the context guard needs the conversation, which the harness compacts itself.
-    watchdog = WatchdogConfig(signals={**signals,
-                                       "tools-without-text": {"enabled": False}},
-                              results=ResultsConfig.from_mapping(file.get("results", {})))
-    return GuardrailsConfig(mode=args.mode, unattended=True, watchdog=watchdog,
-                            context=ContextConfig(enabled=False), file=file)
-
-
 def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
            close: bool = True) -> tuple[Any, str | None]:
     """The event's verdict, and why its rows were not all recorded (None: they were)."""
@@ -292,6 +360,10 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
             harness.HARNESS, event.transcript_path, session.state.transcript,
             session.state.transcript_memo)
         verdict = session.apply(event, usage)
+        if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
+                getattr(harness, "INTERRUPTS", False) and _enforced(config) and \
+                not os.environ.get("TRIPWIRE_DOCTOR"):  # doctor's synthetic session
+            args.interrupt = session.interrupt_once(harness.exec_ancestor(args.origin))
     return verdict, session.problem
 
 
@@ -317,60 +389,6 @@ def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:
         return None
     finally:
         LOGGER.disabled = False
-
-
-def _install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    command = "tripwire hook " + args.harness
-    if args.store:
-        command += f" --store {args.store}"
-    if args.mode:
-        command += f" --mode {args.mode}"
-    if args.config:
-        command += f" --config {args.config}"
-    if args.wait is not None:
-        command += f" --wait {args.wait:g}"
-    block = harness.install_block(command)
-    from ..durability.chain import DEFAULT_KEY_NOTICE, KEY_ENV
-
-    if not os.environ.get(KEY_ENV, "").strip():
-        stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
-    if not args.write:
-        stdout.write(json.dumps(block, indent=2) + "\n")
-        return 0
-    try:
-        settings = _merge(args.write, block)
-    except (OSError, ValueError) as exc:
-        stderr.write(f"tripwire: {args.write}: {_one_line(exc)}\n")
-        return 2
-    stdout.write(f"tripwire: hooks for {args.harness} written to {args.write} "
-                 f"({len(settings['hooks'])} events)\n")
-    return 0
-
-
-def _merge(path: str, block: dict[str, Any]) -> dict[str, Any]:
-    """Add the block's handlers to a settings file, keeping everything else in it (a handler
-    already there is not added twice)."""
-    settings: dict[str, Any] = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        settings = json.loads(text) if text.strip() else {}
-        if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
-            raise ValueError("not a settings object with a hooks table")
-    hooks = settings.setdefault("hooks", {})
-    for event, groups in block["hooks"].items():
-        present = hooks.setdefault(event, [])
-        if not isinstance(present, list):
-            raise ValueError(f"hooks.{event} is not a list")
-        if not any(g == groups[0] for g in present):
-            present.extend(groups)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tripwire-tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(settings, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
-    return settings
 
 
 def _one_line(exc: BaseException | str) -> str:

@@ -45,7 +45,7 @@ def call(path: str, argv: list[str], stdin: str, timeout: float = 5.0) -> dict[s
 def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None) -> int:
     """Answer hook requests on ``path`` with ``main`` (the hook command's: argv, stdin, stdout,
     stderr) until idle for ``idle_timeout`` seconds (forever when None)."""
-    from ..harnesses.hooks import _contract, _session, claude_code, codex  # noqa: F401 - once, here
+    from ..harnesses.hooks import _contract, _session, claude_code, codex, cursor, gemini_cli  # noqa: F401 - once, here
 
     if os.path.exists(path):
         os.unlink(path)  # a stale socket of a server that died
@@ -70,11 +70,27 @@ def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None
                     request = json.loads(_read(conn))
                     out, err = io.StringIO(), io.StringIO()
                     code = main(list(request["argv"]), io.StringIO(request["stdin"]), out, err,
-                                close=False)  # the store stays open between requests
+                                close=False,  # the store stays open between requests
+                                origin=_peer(conn))
                     conn.sendall(json.dumps({"code": code, "stdout": out.getvalue(),
                                              "stderr": err.getvalue()}).encode())
                 except (OSError, ValueError, KeyError, TypeError):
                     continue  # that client falls back to running the event itself
+
+
+def _peer(conn: socket.socket) -> int | None:
+    """The client's process id (Linux ``SO_PEERCRED``), None where it cannot be had."""
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
+                                                        struct.calcsize("3i")))
+    except OSError:
+        return None
+    return pid or None
 
 
 def _read(s: socket.socket) -> bytes:

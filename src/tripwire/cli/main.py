@@ -174,6 +174,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     status = verbs.add_parser("status", help="halts, spend and chain state in a store")
     status.add_argument("store", metavar="STORE", help="a SQLite file or a postgresql:// URL")
     status.add_argument("--session", metavar="ID", help="one session (default: all)")
+    status.add_argument("--fail-on", choices=("halt", "exhausted"),
+                        help="exit 3 when a session shown is halted (halt) or a task shown is "
+                             "exhausted (exhausted): a CI step after an agent run "
+                             "(`claude -p`, `codex exec`) tells a halt from success")
 
     reset = verbs.add_parser(
         "reset", help="an operator reset of a session in a store",
@@ -224,8 +228,12 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         add_corpus_parser(verbs)
     else:
         verbs.add_parser("corpus")
+    from .doctor import add_parser as doctor_parser
+
+    doctor_parser(verbs)
     hook = verbs.add_parser(
-        "hook", help="a live hook command for Claude Code or Codex (reads one event on stdin)")
+        "hook", help="a live hook command for Claude Code, Codex, Gemini CLI or Cursor (reads "
+                     "one event on stdin)")
     if verb in (None, "hook"):
         from .hook import build_parser as hook_parser
 
@@ -466,13 +474,21 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
     except StoreUnreadable as exc:
         return _status_unreadable(args, exc, out)
     if args.session and not histories[args.session].exists:
-        raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+        if not args.fail_on:
+            raise InvalidEvent(f"{store.path}: no session {args.session!r}")
+        # a gate after a run: a session that recorded nothing halted nothing (a halt is rows)
+        _print({"kind": "session", "session": args.session, "halted": False, "rows": 0,
+                "note": "the store holds no rows of this session"}, out)
+        store.close()
+        return EXIT_OK
+    halted = exhausted = False
     for sid, history in sorted(histories.items()):
         folded = fold_history(history)
         report = history.report
         if sid.startswith(TASK_PREFIX):  # a task's own chain: its task line only
-            _print_tasks(sid, None, folded.task_rows, report, out)
+            exhausted |= _print_tasks(sid, None, folded.task_rows, report, out)
             continue
+        halted |= bool(folded.halted_by)
         _print({**_price_notes(history.rows),
             "kind": "session", "session": sid, "halted": bool(folded.halted_by),
             "halted_by": list(folded.halted_by), "reason": folded.reason or None,
@@ -482,8 +498,10 @@ def _status(args: argparse.Namespace, out: TextIO) -> int:
             # the /context view, rebuilt from the stored rows (the live window is not stored)
             "context": context_stats_from_rows(history.rows).to_dict(),
         }, out)
-        _print_tasks(sid, sid, folded.task_rows, report, out)
+        exhausted |= _print_tasks(sid, sid, folded.task_rows, report, out)
     store.close()
+    if (args.fail_on == "halt" and halted) or (args.fail_on == "exhausted" and exhausted):
+        return EXIT_GATED
     return EXIT_OK
 
 
@@ -506,10 +524,11 @@ def _status_unreadable(args: argparse.Namespace, exc: StoreUnreadable, out: Text
 
 
 def _print_tasks(chain: str, session: str | None, rows: list[TaskRecord], report: Any,
-                 out: TextIO) -> None:
+                 out: TextIO) -> bool:
+    """One line per task whose rows a chain holds; whether one of them is exhausted."""
     from .task_ops import print_tasks
 
-    print_tasks(chain, session, rows, report, out, _print)
+    return print_tasks(chain, session, rows, report, out, _print)
 
 
 def _price_notes(rows: Any) -> dict[str, Any]:
@@ -720,6 +739,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _verify(args, out)
         if args.verb == "serve":
             return _serve(args, out)
+        if args.verb == "doctor":
+            from .doctor import run as doctor
+
+            return doctor(args, out, err)
         if args.verb == "corpus":
             from ..corpus.cli import run as corpus
 

@@ -56,10 +56,11 @@ def reset_task(args: argparse.Namespace, store: Any, out: TextIO, err: TextIO,
 
 
 def print_tasks(chain: str, session: str | None, rows: list[Any], report: Any,
-                out: TextIO, emit: Emit) -> None:
+                out: TextIO, emit: Emit) -> bool:
     """``tripwire status``: one line per task whose rows a chain holds: its consumption, caps
     and outcome, its raises and check-ins (``raises``, ``check_ins``) and the exhausted
-    outcomes they continued (``continued``)."""
+    outcomes they continued (``continued``). Whether one of them is exhausted now (a raise
+    that continued it clears that)."""
     from ..budgets.task_rows import TASK_PREFIX, shown_used
     from ..durability.rows import BudgetRow, CheckInRow, OutcomeRow, RaiseRow
 
@@ -107,7 +108,8 @@ def print_tasks(chain: str, session: str | None, rows: list[Any], report: Any,
                     line[key] = value
     for line in tasks.values():
         emit({**line, "chain": "intact" if report.intact else "broken",
-                "problem": report.problem}, out)
+              "problem": report.problem}, out)
+    return any(line["outcome"] == "exhausted" for line in tasks.values())
 
 
 def _shown(counter: str | None, value: float | None) -> float | None:

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.log import LOGGER
+from ..base.log import LOGGER, ONCE
 from .events import Usage
 
 __all__ = ["Priced", "estimate", "PriceCatalogue"]
@@ -50,7 +50,7 @@ class PriceCatalogue:
                 self._missing = True
                 LOGGER.warning("usage without cost_usd cannot be priced: the price "
                                "catalogue is not installed (pip install 'tripwire[prices]'); "
-                               "cost ceilings cannot trip on such usage")
+                               "cost ceilings cannot trip on such usage", extra=ONCE)
                 return None
             self._calc = (calc_price, CatalogueUsage)
         return self._calc
@@ -75,7 +75,7 @@ class PriceCatalogue:
             if first:
                 LOGGER.warning(f"model {model or '(none)'!r} has no price in the "
                                "catalogue: its usage has no cost, and cost ceilings cannot trip "
-                               "on it")
+                               "on it", extra=ONCE)
             return Priced(None, unpriced=True)
         return Priced(cost, estimated=True)
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..base.log import ONCE
 from ..base.modes import Mode, detect_unattended, resolve_mode
 from ..base.money import parse_dollars
 from ..base.validate import check_hook, check_session_id
@@ -197,9 +198,9 @@ class ResolvedConfig:
                 return
             _ANNOUNCED.add(line)
         logger = logging.getLogger("tripwire")
-        logger.info(line)
+        logger.info(line, extra=ONCE)
         if self.small_tier_notice:
-            logger.warning(self.small_tier_notice)
+            logger.warning(self.small_tier_notice, extra=ONCE)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,16 @@ __all__ = ["render", "hooks_block"]
 
 
 def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
-           halt_on_pre_tool_use: bool) -> dict[str, Any] | None:
+           halt_on_pre_tool_use: bool, system_message: bool = False,
+           told_on_result: bool = False) -> dict[str, Any] | None:
     """The output object for ``verdict``, or None for "no decision" (empty stdout).
 
     ``halt_on_pre_tool_use``: whether ``continue: false`` may accompany a PreToolUse denial
-    (Claude Code: yes; Codex rejects the whole output, so a halt is a denial there)."""
+    (Claude Code: yes; Codex rejects the whole output, so a halt is a denial there).
+    ``system_message``: a halt's reason for the user goes in ``systemMessage`` too (Claude
+    Code shows it to the user, and ``claude -p --output-format stream-json`` prints it).
+    ``told_on_result``: a halted result carries the model's text as ``reason`` (Codex gives
+    the model ``reason``, else ``stopReason``: never the operator's text)."""
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
     if event.kind == "call" and verdict.deny is not None:
@@ -38,6 +43,11 @@ def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
         specific = {"additionalContext": verdict.context}
     if verdict.halt is not None and (event.kind != "call" or halt_on_pre_tool_use):
         out.update({"continue": False, "stopReason": verdict.halt})
+        if system_message:
+            out["systemMessage"] = verdict.halt
+        if told_on_result and event.kind == "result" and "reason" not in out and \
+                verdict.told is not None:
+            out["reason"] = verdict.told
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": hook_event_name, **specific}
     return out or None

@@ -24,6 +24,7 @@ class HookEvent:
     payload: Any = None
     stop_hook_active: bool = False
     answer: str | None = None    # a stop attempt's answer (the agent's last message)
+    stop_count: int | None = None  # Cursor: the stop hooks' follow-ups so far (loop_count)
     transcript_path: str | None = None
 
 
@@ -41,3 +42,4 @@ class Verdict:
     context: str | None = None
     halt: str | None = None
     cut: str | None = None
+    told: str | None = None

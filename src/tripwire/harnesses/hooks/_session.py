@@ -46,7 +46,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -57,6 +59,7 @@ import blake3
 import msgpack
 
 from ...base.decision import HALT_SESSION, Decision
+from ...base.log import LOGGER
 from ...engine import select as _engine
 from ...policy.budget import BUDGET
 from ...policy.feedback import render_feedback
@@ -74,6 +77,11 @@ WINDOW = 256
 #: well under a harness's hook timeout (tripwire installs 10 s; Claude Code's default is 60 s),
 #: and far above what 8 hooks running at once wait for each other (tens of milliseconds each).
 WAIT = 2.0
+#: Tool-call ids remembered per session, so that an event delivered twice (two hook entries, a
+#: harness that imports another's hooks) is observed once.
+SEEN = 512
+#: One-time notices remembered per session (their digests).
+SAID = 64
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
 
@@ -94,6 +102,10 @@ class _State:
     resets: int = 0              # reset rows of the store already applied to the window
     transcript: int = 0          # bytes of the transcript already read for usage
     transcript_memo: dict[str, Any] = field(default_factory=dict)  # Codex: model, last totals
+    seen: list[str] = field(default_factory=list)  # the last SEEN calls' and results' ids
+    said: list[str] = field(default_factory=list)  # one-time notices said to this session
+    interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
+    stops: int = 0               # Cursor: the last loop_count seen (refusals charged)
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -219,6 +231,7 @@ class HookSession:
             self._db: sqlite3.Connection | None
             self.store, self._db = opened
             self.state = _State.load(self._read_state(session))
+            LOGGER.addFilter(self._once)  # before the guardrails announce their configuration
             try:
                 history: Any = self.store.history(session)
             except StoreError:
@@ -232,6 +245,7 @@ class HookSession:
             self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
             self._engine = _engine.load(_engine.resolve(implementation))
         except BaseException:
+            LOGGER.removeFilter(self._once)
             self._lock.close()
             raise
         resets = sum(1 for r in history.rows if r.kind == ResetRow.KIND) if history else 0
@@ -239,6 +253,19 @@ class HookSession:
             self.state.resets = resets
             self.state.events.clear()
         self._replay()
+
+    def _once(self, record: logging.LogRecord) -> bool:
+        """A logging filter: a one-time notice (``extra=ONCE``) is said once per session, not
+        once per hook process (every event is one), kept in the session's state."""
+        if not getattr(record, "once", False):
+            return True
+        key = _digest(record.getMessage().encode("utf-8", "surrogatepass"))
+        said = self.state.said
+        if key in said:
+            return False
+        said.append(key)
+        del said[:-SAID]
+        return True
 
     def __enter__(self) -> HookSession:
         return self
@@ -287,6 +314,7 @@ class HookSession:
                     self._db.close()
                 self.store.close()
                 _OPEN.pop(self.store_path, None)
+            LOGGER.removeFilter(self._once)
             self._lock.close()  # releases the lock
 
     # -- replay ------------------------------------------------------------------------------
@@ -310,6 +338,28 @@ class HookSession:
         events.append(event)
         if len(events) > WINDOW:
             del events[: len(events) - WINDOW]
+
+    def _seen(self, kind: str, call_id: str | None) -> bool:
+        """Whether this call's (``c``) or result's (``r``) event was observed already (the
+        id remembered when it was not): observations are idempotent per tool-call id."""
+        if call_id is None:
+            return False
+        key = f"{kind}:{call_id}"
+        seen = self.state.seen
+        if key in seen:
+            return True
+        seen.append(key)
+        if len(seen) > SEEN:
+            del seen[: len(seen) - SEEN]
+        return False
+
+    def interrupt_once(self, pid: int | None) -> int | None:
+        """``pid`` when this session has not interrupted that harness process yet (it is
+        remembered), else None: a halted session interrupts each process once."""
+        if pid is None or pid in self.state.interrupted:
+            return None
+        self.state.interrupted = [*self.state.interrupted[-15:], pid]
+        return pid
 
     # -- events ------------------------------------------------------------------------------
 
@@ -336,6 +386,8 @@ class HookSession:
             return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
         if g.blocked is not None:  # the turn was cut: its later calls get the cut's reason
             return Verdict(deny=told(g.blocked))
+        if self._seen("c", event.call_id):
+            return Verdict()  # this call was observed already (and was not denied)
         args = compact_args(event.args)
         decision = observe(g, "call", event.name, args, event.call_id)
         self._record(["c", event.name, args])
@@ -347,9 +399,11 @@ class HookSession:
     def _on_result(self, event: HookEvent) -> Verdict:
         g = self.guardrails
         if g.halted:
-            return Verdict(halt=self._for_user(g.refusal().reason))
+            return Verdict(halt=self._for_user(g.refusal().reason), told=self._halt_text())
         if g.blocked is not None:
             return Verdict()  # a result of the cut turn: nothing more to say
+        if self._seen("r", event.call_id):
+            return Verdict()  # this result was observed already
         error = event.error
         no_op = error is None and _no_op(event.payload)
         digest = None if error is not None else payload_digest(
@@ -388,19 +442,35 @@ class HookSession:
         g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
-        if not event.stop_hook_active:
+        refusals = self._refusals(event)
+        if not refusals:
             return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
-        # stop_hook_active: this attempt comes after a stop hook refused the previous one, a
-        # rejection charged to the session's task (durable: its budget rows); the one past
-        # the stop_rejections cap exhausts it, and under enforce the agent stops here
-        decision = observe(g, "stop_attempt", False, event.answer)
+        # this attempt comes after a stop hook refused the previous one (whether or not tools
+        # ran between them), a rejection charged to the session's task (durable: its budget
+        # rows); the one past the stop_rejections cap exhausts it, and under enforce the agent
+        # stops here, the cap overriding the stop hooks
+        decision = None
+        for _ in range(refusals):
+            decision = observe(g, "stop_attempt", False, event.answer)
+            assert isinstance(decision, Decision)
+            if not decision.proceed:
+                break
         assert isinstance(decision, Decision)
         if decision.proceed or decision.guardrail != BUDGET:
             return Verdict()
         return Verdict(halt=(
-            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here; its "
-            "last answer was not accepted by the stop hook and is unverified. The session "
-            "refuses new turns."))
+            f"tripwire: budget guardrail: {decision.reason}, so the agent stops here: this "
+            "cap overrides the stop hooks. Its last answer was not accepted by the stop hook "
+            "and is unverified. The session refuses new turns."))
+
+    def _refusals(self, event: HookEvent) -> int:
+        """The stop hooks' refusals this stop attempt reports: one with ``stop_hook_active``;
+        Cursor's ``loop_count`` counts them for the conversation, so its increase since the
+        last stop (a lower count: the count started over)."""
+        if event.stop_count is None:
+            return 1 if event.stop_hook_active else 0
+        seen, self.state.stops = self.state.stops, event.stop_count
+        return event.stop_count - seen if event.stop_count >= seen else event.stop_count
 
     # -- the harness's view of the session's decisions -----------------------------------------
 
@@ -424,6 +494,7 @@ class HookSession:
         verdict = Verdict(cut=told(decision))
         if decision.halt_session:
             verdict.halt = self._for_user(decision.reason)
+            verdict.told = verdict.cut
         return verdict
 
     def _feedback(self) -> str | None:
@@ -450,8 +521,20 @@ HALTED = ("[watchdog] This session was halted for a runaway pattern and refuses 
           "calls. Stop working and end your turn with a short summary of where you are.")
 
 
+#: Where a halt's reason turns to the operator (what follows is not for the model).
+_OPERATOR = re.compile(r"[,:]? *(?:the session refuses new turns|so the session (?:is|stays) "
+                       r"halted until|(?:the session )?until an operator)", re.IGNORECASE)
+
+
 def told(decision: Decision) -> str:
     """A cut's or halt's reason for the model: the critical alerts' ``[watchdog]`` block (all
-    of its alerts when none is critical), else the decision's reason."""
+    of its alerts when none is critical); a decision without alerts (a ceiling, a store that
+    cannot be read) says what happened without the operator's instructions (how to reset is
+    not the model's business: it would only try)."""
     alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
-    return render_feedback(alerts) if alerts else decision.reason
+    if alerts:
+        return render_feedback(alerts)
+    if not decision.halt_session:
+        return decision.reason
+    what = _OPERATOR.split(decision.reason, 1)[0].rstrip(". :")
+    return f"[watchdog] {what}. {HALTED.removeprefix('[watchdog] ')}"

@@ -10,6 +10,8 @@ line of that id. A response is final once a line of another response or a user l
 it; the offset stays at the first line of a response not yet final, so the next invocation
 reads it again, whole. The usage itself is read by the transcript adapter's ``usage_of``
 and priced by the dispatcher's rule (``session.dispatch.usage_arguments``, the ``prices`` extra).
+A Gemini CLI recording (a JSON document rewritten whole, or its JSON Lines log) is read whole
+by its transcript reader, and the responses past those already charged are charged.
 A Codex rollout's lines are final once written: each ``token_count`` is one request's usage
 (the adapter's rule, ``adapters.codex.usage_events``), priced by the model of the latest
 ``turn_context``; the model and the last cumulative totals (for the repeat that must not count
@@ -31,7 +33,7 @@ def transcript_usage(harness: str, path: str | None, offset: int,
     """The usage events (``Guardrails.on_usage`` keyword arguments) final in the transcript
     since byte ``offset``, and the offset to read from next time. ``memo``: what a Codex
     rollout's reading keeps between invocations (updated in place)."""
-    if harness not in ("claude-code", "codex") or not path:
+    if harness not in ("claude-code", "codex", "gemini-cli") or not path:
         return [], offset
     try:
         size = os.path.getsize(path)
@@ -41,6 +43,8 @@ def transcript_usage(harness: str, path: str | None, offset: int,
         offset = 0
     if size == offset:
         return [], offset
+    if harness == "gemini-cli":
+        return _gemini(path, size, memo if memo is not None else {}), size
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read(size - offset)
@@ -75,6 +79,37 @@ def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[st
     if state.totals is not None:
         memo["totals"] = state.totals
     return usages, offset + end
+
+
+#: Bytes of a Gemini CLI recording the hook reads at most (it reads it whole: the legacy
+#: recording is one JSON document, rewritten whole): a bounded cost per event.
+GEMINI_MAX = 8 << 20
+
+
+def _gemini(path: str, size: int, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The usage of the Gemini CLI recording's responses not charged yet: the recording is
+    read whole by its transcript reader (one usage per response), and the responses already
+    charged (a count kept in ``memo``) are skipped. A recording past ``GEMINI_MAX`` is not
+    read (its spend is then not seen)."""
+    from pathlib import Path
+
+    from ...interchange.adapters.gemini_cli import read
+    from ...interchange.events import Usage
+
+    if size > GEMINI_MAX:
+        return []
+    usages = []
+    try:
+        for item in read(Path(path), "gemini-cli"):
+            if isinstance(item.event, Usage) and not item.session.count(":subagent-"):
+                usages.append(item.event)
+    except (InvalidEvent, OSError, ValueError):
+        return []  # not written whole yet, or not a recording: read again next time
+    charged = memo.get("responses", 0)
+    if not isinstance(charged, int) or charged > len(usages):
+        charged = len(usages)  # another recording, or one rewound: charge from here on
+    memo["responses"] = len(usages)
+    return [_keywords(u) for u in usages[charged:]]
 
 
 def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:

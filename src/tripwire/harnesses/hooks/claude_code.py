@@ -21,12 +21,15 @@ from __future__ import annotations
 from typing import Any
 
 from ._contract import hooks_block
-from ._model import HookEvent
+from ._contract import render as _render
+from ._model import HookEvent, Verdict
 
-__all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
+__all__ = ["HARNESS", "parse", "render", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "claude-code"
 HALT_ON_PRE_TOOL_USE = True
+#: handlers grouped under matchers (Cursor lists them flat)
+FLAT = False
 
 _KINDS = {
     "PreToolUse": "call",
@@ -49,8 +52,21 @@ def session_key(payload: dict[str, Any]) -> str:
     return f"{session}/{agent}" if isinstance(agent, str) and agent else session
 
 
+#: Cursor runs Claude Code's hooks with its own payloads, and maps these answers back
+_FROM_CURSOR = {"preToolUse": "PreToolUse", "postToolUse": "PostToolUse",
+                "postToolUseFailure": "PostToolUseFailure",
+                "beforeSubmitPrompt": "UserPromptSubmit", "stop": "Stop",
+                "sessionStart": "SessionStart"}
+
+
 def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
-    """``(hook_event_name, event)`` of one stdin payload."""
+    """``(hook_event_name, event)`` of one stdin payload (a Cursor payload is read as Cursor's
+    hook reads it, under its Claude Code event name: the same session, the same call ids)."""
+    from . import cursor
+
+    if cursor.is_cursor(payload):
+        named, parsed = cursor.parse(payload)
+        return _FROM_CURSOR.get(named, named), parsed
     name = payload.get("hook_event_name")
     if not isinstance(name, str):
         raise ValueError("the hook payload has no hook_event_name")
@@ -79,3 +95,8 @@ def install_block(command: str = "tripwire hook claude-code") -> dict[str, Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def render(event: HookEvent, name: str, verdict: Verdict) -> dict[str, Any] | None:
+    """The stdout object for ``verdict`` (None: no decision, empty stdout)."""
+    return _render(event, name, verdict, halt_on_pre_tool_use=True, system_message=True)

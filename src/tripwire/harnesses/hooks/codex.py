@@ -9,16 +9,22 @@ visible to its hooks), and names the turn (``turn_id``) on every turn-scoped eve
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import claude_code
 from ._contract import hooks_block
-from ._model import HookEvent
+from ._contract import render as _render
+from ._model import HookEvent, Verdict
 
-__all__ = ["HARNESS", "parse", "install_block", "HALT_ON_PRE_TOOL_USE"]
+__all__ = ["HARNESS", "parse", "render", "install_block", "HALT_ON_PRE_TOOL_USE"]
 
 HARNESS = "codex"
 HALT_ON_PRE_TOOL_USE = False
+#: No hook output ends a Codex turn: under enforce a halt interrupts ``codex exec`` (SIGINT)
+INTERRUPTS = True
+#: handlers grouped under matchers (Cursor lists them flat)
+FLAT = False
 
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 _OTHER_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop")
@@ -34,3 +40,31 @@ def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
 def install_block(command: str = "tripwire hook codex") -> dict[str, Any]:
     """The ``hooks.json`` block (``~/.codex/hooks.json`` or ``<repo>/.codex/hooks.json``)."""
     return hooks_block(command, _TOOL_EVENTS, _OTHER_EVENTS)
+
+
+def render(event: HookEvent, name: str, verdict: Verdict) -> dict[str, Any] | None:
+    """The stdout object for ``verdict`` (None: no decision, empty stdout)."""
+    return _render(event, name, verdict, halt_on_pre_tool_use=False, told_on_result=True)
+
+
+def exec_ancestor(pid: int) -> int | None:
+    """The nearest ancestor of ``pid`` that is ``codex exec`` (Linux ``/proc``), or None: the
+    process a halt interrupts (never the interactive TUI or ``codex app-server``, whose
+    answer to SIGINT is another)."""
+    for _ in range(64):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+            pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        if pid <= 1:
+            return None
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            return None
+        if argv and os.path.basename(argv[0]).startswith("codex") and "exec" in argv[1:]:
+            return pid
+    return None

@@ -1,0 +1,119 @@
+"""``tripwire doctor``: each installed hook command is run on a synthetic event, as its harness
+runs it (through the shell, from another directory), and reported as deciding or not; Codex
+hooks that Codex would skip (untrusted, or trusted under another hash) are problems."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json",
+         "gemini-cli": ".gemini/settings.json", "cursor": ".cursor/hooks.json"}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    for name in FILES.values():
+        (tmp_path / "home" / name).parent.mkdir(parents=True)
+    return tmp_path / "home"
+
+
+def env(home: Path) -> dict:
+    bin_dir = os.path.dirname(sys.executable)  # where the `tripwire` script is installed
+    return {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"),
+            "TRIPWIRE_STORE_KEY": "k", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def tripwire(home: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tripwire", *args], capture_output=True,
+                          text=True, cwd=home, env=env(home), timeout=300)
+
+
+def install_all(home: Path, *options: str) -> None:
+    for harness, name in FILES.items():
+        done = tripwire(home, "hook", harness, "--install", "--store", "state/s.db", *options,
+                        "--write", str(home / name))
+        assert done.returncode == 0, done.stderr
+
+
+def lines(done: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(x) for x in done.stdout.splitlines()]
+
+
+def test_every_installed_hook_decides(home: Path) -> None:
+    install_all(home)
+    done = tripwire(home, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = lines(done)
+    hooks = [r for r in records if r["kind"] == "hook"]
+    assert sorted(r["harness"] for r in hooks) == sorted(FILES)
+    assert all(r["decides"] and r["problem"] is None for r in hooks)
+    assert [r["denies_call"] for r in hooks] == [5] * 4  # the 5th identical call
+    trust = [r for r in records if r["kind"] == "codex_trust"]
+    assert len(trust) == 5 and {r["status"] for r in trust} == {"trusted"}
+    assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}
+
+
+def test_a_hook_that_fails_open_is_a_problem(home: Path) -> None:
+    install_all(home)
+    settings = home / FILES["claude-code"]
+    settings.write_text(settings.read_text().replace("--store", "--config nowhere.toml --store"))
+    done = tripwire(home, "doctor", str(settings))
+    assert done.returncode == 1
+    (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
+    assert hook["decides"] is False
+    assert hook["problem"].startswith("it fails open, deciding nothing: tripwire hook "
+                                      "claude-code: nowhere.toml: config file not found")
+
+
+def test_codex_hooks_codex_would_skip_are_problems(home: Path) -> None:
+    install_all(home)
+    (home / ".codex" / "config.toml").unlink()
+    done = tripwire(home, "doctor", str(home / FILES["codex"]))
+    assert done.returncode == 1
+    trust = [r for r in lines(done) if r["kind"] == "codex_trust"]
+    assert {r["status"] for r in trust} == {"untrusted"}
+    assert all("Codex skips this hook in silence" in r["problem"] for r in trust)
+    install_all(home)  # installing again trusts them again
+    hooks = home / FILES["codex"]
+    hooks.write_text(hooks.read_text().replace('"timeout": 10', '"timeout": 20'))
+    trust = [r for r in lines(tripwire(home, "doctor", str(hooks)))
+             if r["kind"] == "codex_trust"]
+    assert {r["status"] for r in trust} == {"modified"}
+
+
+def test_a_command_the_shell_cannot_find_is_a_problem(home: Path) -> None:
+    install_all(home)
+    settings = home / FILES["cursor"]
+    data = json.loads(settings.read_text())
+    for entries in data["hooks"].values():
+        for handler in entries:
+            handler["command"] = "/nonexistent/tripwire " + handler["command"].split(" ", 1)[1]
+    settings.write_text(json.dumps(data))
+    done = tripwire(home, "doctor", str(settings))
+    assert done.returncode == 1
+    (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
+    assert "not found" in hook["problem"]
+
+
+def test_no_hook_installed_is_a_problem_and_a_missing_file_is_usage(home: Path) -> None:
+    done = tripwire(home, "doctor")
+    assert done.returncode == 1
+    assert lines(done)[-1]["problem"].startswith("no tripwire hook is installed")
+    done = tripwire(home, "doctor", str(home / "nope.json"))
+    assert done.returncode == 2 and "no such settings file" in done.stderr
+
+
+def test_a_hook_that_lets_loops_run_is_noted_not_a_problem(home: Path) -> None:
+    install_all(home, "--mode", "warn")
+    done = tripwire(home, "doctor", str(home / FILES["gemini-cli"]))
+    assert done.returncode == 0, done.stdout
+    (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
+    assert hook["decides"] is True and hook["denies_call"] is None
+    assert "do not stop a loop" in hook["note"]
