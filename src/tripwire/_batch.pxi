@@ -1,7 +1,8 @@
 # Batch ingest (included by _native.pyx): many sessions' events in one call, the tool traffic
 # (calls, results, agent text, usage) observed in the C++ core without the GIL; every other row,
 # and every row whose outcome needs policy (a signal fired, a limit crossed, a cost ceiling
-# reached, a model changed), goes back to Python (tripwire.fleet.Fleet.observe_many).
+# reached, a task's note or cap reached, a model changed), goes back to Python
+# (tripwire.fleet.Fleet.observe_many).
 
 from libc.math cimport isfinite, nearbyint
 from libc.string cimport memcmp
@@ -39,6 +40,7 @@ cdef struct _Slot:
     bint has_exempt      # the engine exempts some tools' results from the digest
     bint blocked         # cut or halted: its calls, results and texts are not observed
     bint words_matter    # agent words would withdraw queued notes: such a text stops for Python
+    bint calls_python    # its task is exhausted, or bounded and shared: calls stop for Python
     # the context estimate as of the last hand-over, and the bytes added since
     bint has_context
     int64_t measured
@@ -61,9 +63,20 @@ cdef struct _Slot:
     int64_t ceiling
     bint cost_frozen     # halted or tripped this turn: no ceiling is checked
     bint spent_changed
+    # a task bounding steps, tokens or dollars: the room below its next mark as of the last
+    # hand-over (has_room False: none bounded), and what usage rows charged since; a usage row
+    # that would reach a mark goes to Python
+    bint has_room
+    int64_t room_steps
+    int64_t room_tokens
+    int64_t room_nano
+    int64_t used_steps
+    int64_t used_tokens
+    int64_t used_nano
     # the task's charge for the rows observed since the last take (task_charges()): usage
-    # rows (model steps), their tokens, tool calls; a session whose task caps any of these,
-    # or time, has those rows charged in Python instead
+    # rows (model steps), their tokens, tool calls; a session whose task caps calls or time
+    # has every row handed to Python, one whose task cannot be counted here (shared, ended)
+    # its usage rows
     int64_t task_steps
     int64_t task_tokens
     int64_t task_calls
@@ -124,6 +137,14 @@ cdef inline bint _small_count(object value):
     return value is None or (type(value) is int and 0 <= value < _MAX_COUNT)
 
 
+cdef inline int64_t _room(object value):
+    """A task's room as the core counts it: none (0) unless a positive int, at most
+    _MAX_COUNT (more than any count of one batch reaches)."""
+    if type(value) is not int or value <= 0:
+        return 0
+    return value if value < _MAX_COUNT else _MAX_COUNT
+
+
 cdef inline bint _small_tokens(object value):
     return value is None or (type(value) is int and 0 <= value <= _MAX_TOKENS)
 
@@ -156,10 +177,12 @@ cdef class Batch:
     whose kind is not a str goes through ``convert(row, i)`` first), checks every one (a bad
     row raises InvalidEvent before anything is observed) and gives each session a slot, in
     order of first appearance (``session_ids``). ``bind(states)`` then describes each slot's
-    session with a ``BatchState`` (``SessionBatch.state()``): the engine the batch drives (None: its rows go
-    to Python), whether it is cut or halted, its context estimate, call ids, whether agent
-    words matter, its cost ceiling. ``run()`` observes rows until one needs Python and returns
-    ``(i, alerts, why)``, ``why`` a ``StopReason``: ``POLICY`` when row i fired a signal,
+    session with a ``BatchState`` (``SessionBatch.state()``): the engine the batch drives
+    (None: its rows go to Python), whether it is cut or halted, its context estimate, call
+    ids, whether agent words matter, its cost ceiling, its task's room below the next mark (a
+    usage row that would reach it stops), whether its calls go to Python. ``run()`` observes
+    rows until one needs Python and returns ``(i, alerts, why)``, ``why`` a ``StopReason``:
+    ``POLICY`` when row i fired a signal,
     crossed a context limit or is text that answers queued notes, ``PYTHON`` when row i is for
     Python (not observed), ``END`` at the end.
     Rows of a blocked session are not observed (its usage still counts); ``take_blocked()``
@@ -433,10 +456,12 @@ cdef class Batch:
         for it starts again from zero."""
         cdef object context = st.context
         cdef object cost = st.cost
+        cdef object task = st.task
         cdef object model
         cdef _View v
         sl.blocked = st.blocked
         sl.words_matter = st.words_matter
+        sl.calls_python = st.calls_to_python
         sl.has_context = context is not None
         sl.added = sl.taken = 0
         sl.measured_reset = sl.spent_changed = False
@@ -462,6 +487,12 @@ cdef class Batch:
             sl.baseline = cost.baseline if cost.baseline is not None else 0
             sl.max_turn, sl.ceiling = cost.max_turn, cost.ceiling
             sl.cost_frozen = cost.frozen
+        sl.has_room = task is not None
+        sl.used_steps = sl.used_tokens = sl.used_nano = 0
+        if task is not None:  # a room past the core's counts is as good as none
+            sl.room_steps = _room(task.steps)
+            sl.room_tokens = _room(task.tokens)
+            sl.room_nano = _room(task.nano)
         return 0
 
     cdef dict _ids_to_change(self, int slot):
@@ -503,6 +534,11 @@ cdef class Batch:
                     if not sl.has_cost:
                         stop, why = i, STOP_PYTHON
                         break
+                    if sl.has_room and (sl.used_steps + 1 >= sl.room_steps
+                                        or sl.used_tokens + it.tokens >= sl.room_tokens
+                                        or sl.used_nano + it.cost >= sl.room_nano):
+                        stop, why = i, STOP_PYTHON  # its task notes or exhausts: Python charges
+                        break
                     spent = sl.spent + it.cost
                     if not sl.cost_frozen and c_cost_trips(spent, sl.has_baseline, sl.baseline,
                                                            sl.max_turn, sl.ceiling):
@@ -517,12 +553,16 @@ cdef class Batch:
                             sl.measured + tokens_for_bytes(sl.carried + sl.added)
                         if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
                                              sl.cut):
-                            stop, why = i, STOP_PYTHON  # a context limit crossed: the guard reports it
-                            break
+                            stop, why = i, STOP_PYTHON  # a context limit crossed: the guard
+                            break                       # reports it
                     self._touch(sl, it.slot)
                     sl.counted += 1
                     sl.task_steps += 1  # its task's step and tokens (task_charges())
                     sl.task_tokens += it.tokens
+                    if sl.has_room:
+                        sl.used_steps += 1
+                        sl.used_tokens += it.tokens
+                        sl.used_nano += it.cost
                     self._mark_charged(sl, it.slot)
                     if it.cost:
                         sl.spent = spent
@@ -549,10 +589,13 @@ cdef class Batch:
                     sl.counted += 1
                     mask = sl.session.observe_text(it.has_words, it.name_hash)
                     if mask or (it.has_words and sl.words_matter):
-                        stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the words answer
-                        break
+                        stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the
+                        break                       # words answer
                     continue
                 if it.kind == b'c':
+                    if sl.calls_python:
+                        stop, why = i, STOP_PYTHON  # its task charges and judges it
+                        break
                     sl.calls += 1
                     sl.task_calls += 1  # its task's tool call (task_charges())
                     self._mark_charged(sl, it.slot)

@@ -103,6 +103,11 @@ _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries"
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 #: The fast path's "nothing to check until this count" for a counter without a cap.
 _NEVER = 1 << 62
+#: The counters batch ingest charges as totals (``charge_batch``).
+_BATCHED = ("steps", "tokens", "usd", "tool_calls")
+#: Tasks of a tree ``usage_room`` looks through for another session (a larger tree's usage
+#: rows are charged one by one).
+_MAX_TREE = 64
 
 _NOUNS = {
     "steps": "model steps",
@@ -549,18 +554,59 @@ class Task:
             self._persist_chain()
             return found
 
-    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int) -> None:
+    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int,
+                     persist: bool = True) -> None:
         """Batch ingest's totals for the rows of one session it observed since its last
         hand-back (``Fleet.observe_many``): model steps, their tokens and cost (nano-dollars),
-        tool calls, charged along the chain at once. Only for a chain that caps none of
-        these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
-        store row (a bounded chain's rows are charged one by one)."""
+        tool calls, charged along the chain at once. The core charges a capped counter only
+        below its next mark (``usage_room``), so nothing is noted or exhausted here; should
+        the chain have been charged meanwhile by another thread, the check below still notes
+        and exhausts, late rather than never. ``persist``: write the consumption (one budget
+        row for the totals, when a capped counter moved)."""
         with self._lock:
             for t in self.chain:
                 t.steps += steps
                 t.tokens += tokens
                 t.usd += nano
                 t.tool_calls += calls
+            if any(t.caps[c] for t in self.chain for c in _BATCHED):
+                self._check(_BATCHED)
+                if persist:
+                    self._persist_chain()
+
+    def usage_room(self, session: Any) -> tuple[int, int, int] | None:
+        """The steps, tokens and nano-dollars this task may be charged before a charge could
+        reach a mark: the next note level (50%, 80%) or the cap of that counter, of this task
+        or an ancestor (each is charged the same units). A charge that leaves the use below
+        every mark notes and exhausts nothing; batch ingest charges those in its core. None
+        when a session other than ``session`` (a ``BudgetPolicy``) runs a task of the tree
+        (its charges would move the marks unseen), or the tree has more than ``_MAX_TREE``
+        tasks."""
+        with self._lock:
+            seen, todo = 0, [self.chain[-1]]
+            while todo:  # the whole tree: a sibling's session charges the ancestors too
+                t = todo.pop()
+                seen += 1
+                if seen > _MAX_TREE or any(p is not session for p in t.sessions):
+                    return None
+                todo.extend(t.children)
+            return self._room()
+
+    def _room(self) -> tuple[int, int, int]:
+        rooms = []
+        for c in ("steps", "tokens", "usd"):
+            room = _NEVER - 1
+            for t in self.chain:
+                cap = t.caps[c]
+                if cap is None:
+                    continue
+                level = t._noted[c]
+                # used >= cap * f (a float) exactly when used >= ceil(cap * f); the cap of a
+                # spent counter is reached at used >= cap
+                mark = min([math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap)])
+                room = min(room, mark - getattr(t, c))
+            rooms.append(max(0, room))
+        return rooms[0], rooms[1], rooms[2]
 
     def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
                      cost_usd: float | None = None) -> Exhaustion | None:

@@ -349,8 +349,10 @@ class Fleet:
     @staticmethod
     def _charge_tasks(batch: Any, sessions: list[Guardrails], slot: int = -1) -> None:
         """Charge the tasks of sessions the batch core observed (all, or the one of ``slot``)
-        for those rows: totals since the last charge, once per task (such a task caps none
-        of the counters, so nothing can be noted or exhausted by them)."""
+        for those rows: totals since the last charge, once per task (the core charged a
+        capped counter only below its next mark, so nothing is noted or exhausted by them),
+        and one budget row for them when a capped counter moved: a step-capped task's
+        consumption is durable at each hand-back and before the batch returns."""
         for k, steps, tokens, calls in batch.task_charges(slot):
             sessions[k].task.charge_batch(steps, tokens, 0, calls)
 

@@ -122,9 +122,18 @@ class BudgetPolicy:
             task._log = log
 
     def take_usd(self, added: int) -> None:
-        """Dollars the batch core charged (no cap along the chain: it checked), under the
-        task tree's lock."""
-        self.task.charge_batch(0, 0, added, 0)
+        """Dollars the batch core charged (below every mark along the chain: it checked),
+        under the task tree's lock; written with the steps they came with (``charge_batch``
+        of the session's task charges)."""
+        self.task.charge_batch(0, 0, added, 0, persist=False)
+
+    def batch_room(self) -> tuple[int, int, int] | None:
+        """The room below the task's next marks (``Task.usage_room``) for batch ingest to
+        charge usage rows in its core, or None when this session's usage rows and calls must
+        be charged here: a tree another session also charges (the batch holds this session's
+        lock, not the tree's: its room would not be its own, nor would it see a sibling
+        exhaust the tree) or a tree too large to look through."""
+        return self.task.usage_room(self)
 
     # -- observations --------------------------------------------------------------------------
 
@@ -305,8 +314,8 @@ class BudgetPolicy:
 
     @property
     def usage_armed(self) -> bool:
-        """The chain caps steps, tokens or dollars: batch ingest hands this session's usage
-        rows to Python, which charges them one by one."""
+        """The chain caps steps, tokens or dollars: batch ingest charges this session's usage
+        rows in its core only below the next mark (``batch_room``)."""
         return any(t.caps[c] for t in self.task.chain for c in ("steps", "tokens", "usd"))
 
     @property

@@ -39,7 +39,7 @@ from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
 from ..context.stats import ContextStats
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
-from ..engine.batch import BatchChange, BatchState
+from ..engine.batch import BatchChange, BatchState, CostState, TaskState
 from ..engine.watchdog import Watchdog, retracted_count
 from ..errors import GuardrailHalted
 from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
@@ -648,16 +648,26 @@ class SessionBatch:
         hand every row to ``Guardrails``: off mode, a result streaming in chunk by chunk (its
         final result skips the bytes already counted, which only on_result knows), custom
         signals (they observe in Python), a task bounding calls or time (each row is charged
-        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
-        each usage row in Python."""
+        in Python). A task bounding steps, tokens or dollars hands the core its room below
+        the next mark (``task``). An exhausted task, or a bounded tree other sessions charge
+        too (the core cannot count it), has its usage rows (no cost) and calls handed to
+        Python, as the call counter's mark 0 sends each call down the locked path."""
         g = self._g
         guard, budget = g._context, g._budget
         engine = None if (guard is not None and guard.streamed) or g.settings.custom_signals \
             or budget.calls_armed else g._watchdog
+        cost: CostState | None = g._cost_policy.batch_state()
+        task = None
+        python = budget.task.exhausted_by() is not None
+        if not python and budget.usage_armed:
+            room = budget.batch_room()
+            if room is None:
+                python = True
+            else:
+                task = TaskState(*room)
         return BatchState(engine, g._blocked is not None,
                           None if guard is None else g._context_policy.batch_state(), g._ids,
-                          g._policy.words_matter(),
-                          None if budget.usage_armed else g._cost_policy.batch_state())
+                          g._policy.words_matter(), None if python else cost, task, python)
 
     def take_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
