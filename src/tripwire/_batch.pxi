@@ -74,11 +74,12 @@ cdef struct _Slot:
     int64_t used_tokens
     int64_t used_nano
     # the task's charge for the rows observed since the last take (task_charges()): usage
-    # rows (model steps), their tokens, tool calls; a session whose task caps calls or time
+    # rows (model steps), their tokens and cost (nano-dollars), tool calls; a session whose task caps calls or time
     # has every row handed to Python, one whose task cannot be counted here (shared, ended)
     # its usage rows
     int64_t task_steps
     int64_t task_tokens
+    int64_t task_nano
     int64_t task_calls
     bint charged         # listed in Batch.charged
     bint dirty           # listed in Batch.dirty: something to hand back to Python
@@ -406,7 +407,7 @@ cdef class Batch:
             slp.ring = (<Engine>engine)._ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
-            slp.task_steps = slp.task_tokens = slp.task_calls = 0
+            slp.task_steps = slp.task_tokens = slp.task_nano = slp.task_calls = 0
             slp.charged = False
             self._set_state(slp, st)
         # call ids as the rows go: a turn_start forgets them, as start_turn() does
@@ -557,8 +558,9 @@ cdef class Batch:
                             break                       # reports it
                     self._touch(sl, it.slot)
                     sl.counted += 1
-                    sl.task_steps += 1  # its task's step and tokens (task_charges())
+                    sl.task_steps += 1  # its task's step, tokens, dollars (task_charges())
                     sl.task_tokens += it.tokens
+                    sl.task_nano += it.cost
                     if sl.has_room:
                         sl.used_steps += 1
                         sl.used_tokens += it.tokens
@@ -749,22 +751,24 @@ cdef class Batch:
 
     def task_charges(self, int slot=-1):
         """What the sessions' tasks are charged for the rows observed since the last take:
-        ``(slot, steps, tokens, calls)`` for each session with any; ``slot``: that one only
-        (before Python acts on it). Totals, not rows: Python charges each task once."""
+        ``(slot, steps, tokens, nano, calls)`` for each session with any (``nano``: the usage
+        rows' cost, nano-dollars); ``slot``: that one only (before Python acts on it). Totals,
+        not rows: Python charges each task once."""
         cdef Py_ssize_t k
         cdef _Slot* sl
         out = []
         if slot >= 0:
             sl = &self.slots[slot]
             if sl.task_steps or sl.task_calls:
-                out.append((slot, sl.task_steps, sl.task_tokens, sl.task_calls))
-                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+                out.append((slot, sl.task_steps, sl.task_tokens, sl.task_nano, sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_nano = sl.task_calls = 0
             return out
         for k in range(<Py_ssize_t>self.charged.size()):
             sl = &self.slots[self.charged[k]]
             if sl.task_steps or sl.task_calls:
-                out.append((self.charged[k], sl.task_steps, sl.task_tokens, sl.task_calls))
-                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+                out.append((self.charged[k], sl.task_steps, sl.task_tokens, sl.task_nano,
+                            sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_nano = sl.task_calls = 0
             sl.charged = False
         self.charged.clear()
         return out

@@ -241,6 +241,27 @@ class Budget:
             object.__setattr__(self, "_internal", cached)
         return cached
 
+    def marks(self) -> dict[str, tuple[int, ...]]:
+        """The use at which each capped spent counter (steps, tokens, usd in nano-dollars)
+        notes at 50%, at 80%, and reaches its cap, by note level: ``used >= cap * f`` (a
+        float) exactly when ``used >= ceil(cap * f)``. Computed once per budget, shared."""
+        cached: dict[str, tuple[int, ...]] | None = self.__dict__.get("_marks")
+        if cached is None:
+            caps = self.internal_caps()
+            cached = {c: (*(math.ceil(cap * f) for f in NOTE_LEVELS), int(cap))
+                      for c in ("steps", "tokens", "usd") if (cap := caps[c]) is not None}
+            object.__setattr__(self, "_marks", cached)
+        return cached
+
+    def calls_armed(self) -> bool:
+        """Tool calls or time capped (each call is charged or timed one by one). Cached."""
+        cached: bool | None = self.__dict__.get("_calls_armed")
+        if cached is None:
+            caps = self.internal_caps()
+            cached = any(caps[c] for c in ("tool_calls", "deadline_s", "tool_timeout_s"))
+            object.__setattr__(self, "_calls_armed", cached)
+        return cached
+
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) is not None}
@@ -554,15 +575,14 @@ class Task:
             self._persist_chain()
             return found
 
-    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int,
-                     persist: bool = True) -> None:
+    def charge_batch(self, steps: int, tokens: int, nano: int, calls: int) -> None:
         """Batch ingest's totals for the rows of one session it observed since its last
         hand-back (``Fleet.observe_many``): model steps, their tokens and cost (nano-dollars),
         tool calls, charged along the chain at once. The core charges a capped counter only
         below its next mark (``usage_room``), so nothing is noted or exhausted here; should
         the chain have been charged meanwhile by another thread, the check below still notes
-        and exhausts, late rather than never. ``persist``: write the consumption (one budget
-        row for the totals, when a capped counter moved)."""
+        and exhausts, late rather than never. The consumption is then written (one budget row
+        for the totals, when a capped counter moved)."""
         with self._lock:
             for t in self.chain:
                 t.steps += steps
@@ -571,8 +591,7 @@ class Task:
                 t.tool_calls += calls
             if any(t.caps[c] for t in self.chain for c in _BATCHED):
                 self._check(_BATCHED)
-                if persist:
-                    self._persist_chain()
+                self._persist_chain()
 
     def usage_room(self, session: Any) -> tuple[int, int, int] | None:
         """The steps, tokens and nano-dollars this task may be charged before a charge could
@@ -583,30 +602,27 @@ class Task:
         (its charges would move the marks unseen), or the tree has more than ``_MAX_TREE``
         tasks."""
         with self._lock:
-            seen, todo = 0, [self.chain[-1]]
-            while todo:  # the whole tree: a sibling's session charges the ancestors too
-                t = todo.pop()
-                seen += 1
-                if seen > _MAX_TREE or any(p is not session for p in t.sessions):
-                    return None
-                todo.extend(t.children)
-            return self._room()
-
-    def _room(self) -> tuple[int, int, int]:
-        rooms = []
-        for c in ("steps", "tokens", "usd"):
-            room = _NEVER - 1
+            if self.parent is not None or self.children or self.sessions[1:] or \
+                    (self.sessions and self.sessions[0] is not session):
+                seen, todo = 0, [self.chain[-1]]
+                while todo:  # the whole tree: a sibling's session charges the ancestors too
+                    t = todo.pop()
+                    seen += 1
+                    if seen > _MAX_TREE or any(p is not session for p in t.sessions):
+                        return None
+                    todo.extend(t.children)
+            steps = tokens = usd = _NEVER - 1
             for t in self.chain:
-                cap = t.caps[c]
-                if cap is None:
-                    continue
-                level = t._noted[c]
-                # used >= cap * f (a float) exactly when used >= ceil(cap * f); the cap of a
-                # spent counter is reached at used >= cap
-                mark = min([math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap)])
-                room = min(room, mark - getattr(t, c))
-            rooms.append(max(0, room))
-        return rooms[0], rooms[1], rooms[2]
+                noted = t._noted
+                for c, mark in t.budget.marks().items():  # the next mark: a note or the cap
+                    room = mark[min(noted[c], 2)] - getattr(t, c)
+                    if c == "steps":
+                        steps = min(steps, room)
+                    elif c == "tokens":
+                        tokens = min(tokens, room)
+                    else:
+                        usd = min(usd, room)
+            return max(0, steps), max(0, tokens), max(0, usd)
 
     def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
                      cost_usd: float | None = None) -> Exhaustion | None:

@@ -672,7 +672,7 @@ class Batch:
         self.session_ids: list[str] = []
         self.slots: list[int] = []
         # per slot, the task's charge for the rows observed since the last take
-        # (task_charges()): [model steps, their tokens, tool calls]
+        # (task_charges()): [model steps, their tokens, their cost (nano-dollars), tool calls]
         self.charges: list[list[int]] = []
         self.bound = False
         i = 0
@@ -733,7 +733,7 @@ class Batch:
         self.states = [_BatchSlot(s) for s in states]
         self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
-        self.charges = [[0, 0, 0] for _ in states]
+        self.charges = [[0, 0, 0, 0] for _ in states]
         self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
         self.pos = 0
@@ -787,9 +787,10 @@ class Batch:
             if item[0] == "u":  # counted and charged even while blocked, as on_usage does
                 if not st.take_usage(item[2], item[3], item[4], item[5]):
                     return i, (), StopReason.PYTHON  # Guardrails decides
-                charge = self.charges[slot]  # its task's step and tokens (task_charges())
+                charge = self.charges[slot]  # its task's step, tokens, dollars (task_charges())
                 charge[0] += 1
                 charge[1] += item[5]
+                charge[2] += item[2]
                 if st.blocked:
                     engine.count_event()
                     self.blocked_rows.append(i)
@@ -809,7 +810,7 @@ class Batch:
             if item[0] == "c":
                 if st.calls_python:
                     return i, (), StopReason.PYTHON
-                self.charges[slot][2] += 1  # its task's tool call (task_charges())
+                self.charges[slot][3] += 1  # its task's tool call (task_charges())
                 alerts = engine.observe_call(item[2], item[3])
                 if alerts:
                     return i, alerts, StopReason.POLICY
@@ -846,13 +847,13 @@ class Batch:
     def changes(self) -> list[BatchChange]:
         return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
 
-    def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int]]:
+    def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int, int]]:
         out = []
         for k in ((slot,) if slot >= 0 else range(len(self.charges))):
             charge = self.charges[k]
-            if charge[0] or charge[2]:
-                out.append((k, charge[0], charge[1], charge[2]))
-                charge[:] = [0, 0, 0]
+            if charge[0] or charge[3]:
+                out.append((k, charge[0], charge[1], charge[2], charge[3]))
+                charge[:] = [0, 0, 0, 0]
         return out
 
     def call_ids(self) -> list[tuple[int, dict[Any, str]]]:

@@ -353,8 +353,8 @@ class Fleet:
         capped counter only below its next mark, so nothing is noted or exhausted by them),
         and one budget row for them when a capped counter moved: a step-capped task's
         consumption is durable at each hand-back and before the batch returns."""
-        for k, steps, tokens, calls in batch.task_charges(slot):
-            sessions[k].task.charge_batch(steps, tokens, 0, calls)
+        for k, steps, tokens, nano, calls in batch.task_charges(slot):
+            sessions[k].task.charge_batch(steps, tokens, nano, calls)
 
     @staticmethod
     def _take_changes(batch: Any, views: list[SessionBatch]) -> None:

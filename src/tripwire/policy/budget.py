@@ -121,12 +121,6 @@ class BudgetPolicy:
         if task._log is None and task.task_id == session_id and not task.sessions[1:]:
             task._log = log
 
-    def take_usd(self, added: int) -> None:
-        """Dollars the batch core charged (below every mark along the chain: it checked),
-        under the task tree's lock; written with the steps they came with (``charge_batch``
-        of the session's task charges)."""
-        self.task.charge_batch(0, 0, added, 0, persist=False)
-
     def batch_room(self) -> tuple[int, int, int] | None:
         """The room below the task's next marks (``Task.usage_room``) for batch ingest to
         charge usage rows in its core, or None when this session's usage rows and calls must
@@ -312,15 +306,20 @@ class BudgetPolicy:
         by = self._session.halted_by
         return by[0] if by else None
 
+    # batch ingest asks these at every hand-back: a chain of one task reads its budget's
+    # (computed once per budget)
+
     @property
     def usage_armed(self) -> bool:
         """The chain caps steps, tokens or dollars: batch ingest charges this session's usage
         rows in its core only below the next mark (``batch_room``)."""
-        return any(t.caps[c] for t in self.task.chain for c in ("steps", "tokens", "usd"))
+        chain = self.task.chain
+        if len(chain) == 1:
+            return bool(chain[0].budget.marks())
+        return any(t.budget.marks() for t in chain)
 
     @property
     def calls_armed(self) -> bool:
         """The chain caps tool calls or time: batch ingest then hands every row of this
         session to Python, which charges and times them one by one."""
-        return any(t.caps[c] for t in self.task.chain
-                   for c in ("tool_calls", "deadline_s", "tool_timeout_s"))
+        return any(t.budget.calls_armed() for t in self.task.chain)

@@ -671,10 +671,11 @@ class SessionBatch:
 
     def take_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
-        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
+        charged (it checked that no bound trips), a context a usage measured, estimate bytes.
+        (Its task's dollars come with its steps: ``Batch.task_charges``.)"""
         g = self._g
-        if change.spent is not None:  # its task's dollars too
-            g._budget.take_usd(g._cost_policy.take_spent(change.spent))
+        if change.spent is not None:
+            g._cost_policy.take_spent(change.spent)
         if g._context is not None:
             g._context_policy.take_change(change.measured, change.added)
 
