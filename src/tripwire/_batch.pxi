@@ -732,22 +732,36 @@ cdef class Batch:
         self.blocked_rows.clear()
         return rows
 
-    def changes(self):
+    def changes(self, int slot=-1):
         """What the batch changed in sessions since the last take, to hand back before Python
-        acts: a ``BatchChange`` per session that changed."""
+        acts: a ``BatchChange`` per session that changed; ``slot``: that one only (the
+        session Python acts on; the others' changes wait for their own turn or the end)."""
         cdef Py_ssize_t k
-        cdef int64_t added
         cdef _Slot* sl
         out = []
+        if slot >= 0:
+            sl = &self.slots[slot]
+            if sl.dirty:
+                out.append(self._change(slot))
+                for k in range(<Py_ssize_t>self.dirty.size()):
+                    if self.dirty[k] == slot:  # out of the list: order does not matter
+                        self.dirty[k] = self.dirty.back()
+                        self.dirty.pop_back()
+                        break
+            return out
         for k in range(<Py_ssize_t>self.dirty.size()):
-            sl = &self.slots[self.dirty[k]]
-            added = sl.added - sl.taken
-            sl.taken = sl.added
-            out.append(BatchChange(self.dirty[k], sl.spent if sl.spent_changed else None,
-                                   sl.measured if sl.measured_reset else None, added))
-            sl.spent_changed = sl.measured_reset = sl.dirty = False
+            out.append(self._change(self.dirty[k]))
         self.dirty.clear()
         return out
+
+    cdef object _change(self, int slot):
+        cdef _Slot* sl = &self.slots[slot]
+        cdef int64_t added = sl.added - sl.taken
+        sl.taken = sl.added
+        change = BatchChange(slot, sl.spent if sl.spent_changed else None,
+                             sl.measured if sl.measured_reset else None, added)
+        sl.spent_changed = sl.measured_reset = sl.dirty = False
+        return change
 
     def task_charges(self, int slot=-1):
         """What the sessions' tasks are charged for the rows observed since the last take:

@@ -844,8 +844,9 @@ class Batch:
         rows, self.blocked_rows = self.blocked_rows, []
         return rows
 
-    def changes(self) -> list[BatchChange]:
-        return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
+    def changes(self, slot: int = -1) -> list[BatchChange]:
+        slots = (slot,) if slot >= 0 else range(len(self.states))
+        return [c for k in slots if (c := self.states[k].change(k)) is not None]
 
     def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int, int]]:
         out = []

@@ -289,10 +289,10 @@ class Fleet:
                 if why is StopReason.END:
                     break
                 self._report_blocked(batch, sessions, views, out)
-                self._take_changes(batch, views)  # the estimate as of this row
                 row = batch.row(i)
                 slot = batch.slot(i)
                 g = sessions[slot]
+                self._take_changes(batch, views, slot)  # its spend and estimate as of this row
                 self._charge_tasks(batch, sessions, slot)  # its task's counts as of this row
                 if why is StopReason.PYTHON:
                     try:
@@ -314,6 +314,7 @@ class Fleet:
             out.sort(key=_index)
             return out
         finally:
+            self._take_changes(batch, views)  # every session's (none left unless a row raised)
             self._charge_tasks(batch, sessions)  # every task, for the rows observed
             self._persist_spend(views)
             for g in reversed(locked):
@@ -357,10 +358,11 @@ class Fleet:
             sessions[k].task.charge_batch(steps, tokens, nano, calls)
 
     @staticmethod
-    def _take_changes(batch: Any, views: list[SessionBatch]) -> None:
-        """Hand what the batch changed back to its sessions, before Python acts on any: the
-        spend of usage rows, a context a usage measured, estimate bytes of results."""
-        for change in batch.changes():
+    def _take_changes(batch: Any, views: list[SessionBatch], slot: int = -1) -> None:
+        """Hand what the batch changed back to its sessions (all, or the one of ``slot``,
+        before Python acts on it: sessions are independent, the others' wait): the spend of
+        usage rows, a context a usage measured, estimate bytes of results."""
+        for change in batch.changes(slot):
             views[change.slot].take_change(change)
 
     @staticmethod
