@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
@@ -386,6 +388,38 @@ def test_a_batch_charges_capped_tasks_exactly_as_one_event_at_a_time(
             assert str(ta.outcome) == str(tb.outcome), sid
         ended += a.task.exhausted_by() is not None
     assert ended, "a task was exhausted inside a batch"
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), steps=st.sampled_from([None, 1, 2, 3, 7, 20, 45]),
+       tokens=st.sampled_from([None, 1, 5_000, 40_000, 150_000]),
+       usd=st.sampled_from([None, 0.000000001, 0.01, 0.05, 0.3]),
+       mode=st.sampled_from(["warn", "feedback", "enforce"]),
+       cuts=st.lists(st.integers(1, 399), max_size=4))
+def test_capped_batches_equal_one_at_a_time_property(
+        implementation: str, seed: int, steps: int | None, tokens: int | None,
+        usd: float | None, mode: str, cuts: list[int]) -> None:
+    """Any caps (down to one step, one token, one nano-dollar: notes and the cap on the same
+    row), any traffic, any split into batches: the batch's decisions, notes, counters and
+    outcomes are those of one event at a time."""
+    from tripwire.budgets.task import Budget
+
+    events = usage_heavy_traffic(seed, 400)
+    budget = Budget(steps=steps or 0, tokens=tokens or 0, usd=usd or 0.0)
+    batch_fleet, single_fleet = (fleet(implementation, mode=mode, unattended=True,
+                                       max_session_cost_usd=0, budget=budget) for _ in range(2))
+    bounds = [0, *sorted(set(cuts)), 400]
+    for start, stop in zip(bounds, bounds[1:]):
+        got = summary(batch_fleet.observe_many(events[start:stop]))
+        want = summary(one_by_one(single_fleet, events[start:stop]))
+        assert got == want
+    for sid in {e[0] for e in events}:
+        a, b = batch_fleet.session(sid), single_fleet.session(sid)
+        assert a.status() == b.status()
+        assert task_counts_of(a.task) == task_counts_of(b.task), sid
+        assert (a.task._noted, a.task.notes, a.task.exhausted, str(a.task.outcome)) == \
+            (b.task._noted, b.task.notes, b.task.exhausted, str(b.task.outcome)), sid
 
 
 def task_counts_of(task: Any) -> dict[str, float]:
