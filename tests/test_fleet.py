@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import in_threads
 
 from tripwire import Decision, GuardrailHalted, Guardrails, GuardrailsConfig, Turn
@@ -274,6 +276,168 @@ def test_a_batch_decides_what_one_at_a_time_decides_at_every_limit(
         assert task_counts(batch_fleet.session(sid)) == task_counts(single_fleet.session(sid))
 
 
+def usage_heavy_traffic(seed: int, n: int = 900) -> list[tuple]:
+    """Turns of model steps with a few tool calls between them: usage rows with varied tokens
+    and costs (none, zero, small, larger), the traffic a task bounding steps, tokens and
+    dollars is charged by."""
+    rng = random.Random(seed)
+    events: list[tuple] = []
+    for _ in range(n):
+        sid = f"s{rng.randrange(5)}"
+        roll = rng.random()
+        if roll < 0.45:
+            events.append((sid, "usage", rng.choice([None, "claude-haiku-4-5"]),
+                           rng.choice([None, 0, rng.randrange(1_000, 9_000)]),
+                           rng.choice([None, 0, rng.randrange(10, 900)]),
+                           rng.choice([None, 0.0, 0.001, 0.0125, rng.random() / 50])))
+        elif roll < 0.7:
+            events.append((sid, "call", rng.choice(["read_file", "grep", "bash"]),
+                           {"path": f"{rng.randrange(40)}.py"}))
+        elif roll < 0.88:
+            events.append((sid, "result", rng.choice(["read_file", "grep"]),
+                           f"out {rng.randrange(1000)}"))
+        elif roll < 0.92:
+            events.append((sid, "text", rng.choice(["", "working on it", "done?"])))
+        elif roll < 0.97:
+            events.append((sid, "turn_start"))
+        else:
+            events.append((sid, "turn_end"))
+    return events
+
+
+#: Task caps low enough that the 50% and 80% notes and the cap fall inside batches (each
+#: session sees about 80 usage rows of some 2,500 tokens and $0.008 on average).
+CAPPED = {
+    "steps": {"steps": 37},
+    "tokens": {"tokens": 90_000},
+    "usd": {"usd": 0.31},
+    "all": {"steps": 61, "tokens": 150_000, "usd": 0.4},
+}
+
+
+def capped_fleets(implementation: str, caps: str, mode: str, tree: str) -> list[Fleet]:
+    """Two fleets alike: sessions under the unattended defaults with ``caps`` (``tree``
+    "own": each its implicit task; "child": s0 a child of a task nobody else runs, s1 and s2
+    children of one parent, s3 and s4 sharing one task; the shared ones are charged in
+    Python, the sole child in the core)."""
+    from tripwire.budgets.task import Budget, Task
+
+    out = []
+    for _ in range(2):
+        f = fleet(implementation, mode=mode, unattended=True, max_session_cost_usd=0,
+                  budget=Budget(**CAPPED[caps]))
+        if tree == "child":
+            solo = Task("solo", {"steps": 50, "tokens": 120_000}, task_id="solo")
+            f.session("s0", task=solo.child(CAPPED[caps], task_id="c0"))
+            parent = Task("parent", {"usd": 0.5, "steps": 70}, task_id="parent")
+            f.session("s1", task=parent.child({"steps": 30}, task_id="c1"))
+            f.session("s2", task=parent.child(CAPPED[caps], task_id="c2"))
+            shared = Task("shared", CAPPED[caps], task_id="shared", unattended=True)
+            f.session("s3", task=shared)
+            f.session("s4", task=shared)
+        out.append(f)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("caps", list(CAPPED))
+@pytest.mark.parametrize("mode", ["warn", "feedback", "enforce"])
+@pytest.mark.parametrize("tree", ["own", "child"])
+def test_a_batch_charges_capped_tasks_exactly_as_one_event_at_a_time(
+        implementation: str, seed: int, caps: str, mode: str, tree: str) -> None:
+    """The property above for tasks bounding steps, tokens and dollars (the unattended
+    defaults, caps low enough to note and exhaust inside batches): the batch core charges
+    usage rows below the next mark and hands the row that reaches one to Python; decisions,
+    alerts, notes, counters and outcomes are the same, batch after batch."""
+    events = usage_heavy_traffic(seed)
+    batch_fleet, single_fleet = capped_fleets(implementation, caps, mode, tree)
+    got, want = [], []
+    for start, stop in ((0, 300), (300, 301), (301, 900)):  # state carried between batches
+        got += [(i + start, *rest) for i, *rest in
+                summary(batch_fleet.observe_many(events[start:stop]))]
+        want += [(i + start, *rest) for i, *rest in
+                 summary(one_by_one(single_fleet, events[start:stop]))]
+        assert got == want
+    notes = [row for row in got if row[2] == "turn" and "task-budget" in str(row[3])]
+    assert notes or mode == "warn", "a budget note was delivered"
+    ended = 0
+    for sid in {e[0] for e in events}:
+        a, b = batch_fleet.session(sid), single_fleet.session(sid)
+        assert a.status() == b.status()
+        for ta, tb in zip(a.task.chain, b.task.chain, strict=True):
+            assert task_counts_of(ta) == task_counts_of(tb), sid
+            assert ta.noted == tb.noted and ta.notes == tb.notes, sid
+            assert ta.exhausted == tb.exhausted, sid
+            assert str(ta.outcome) == str(tb.outcome), sid
+        ended += a.task.exhausted_by() is not None
+    assert ended, "a task was exhausted inside a batch"
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), steps=st.sampled_from([None, 1, 2, 3, 7, 20, 45]),
+       tokens=st.sampled_from([None, 1, 5_000, 40_000, 150_000]),
+       usd=st.sampled_from([None, 0.000000001, 0.01, 0.05, 0.3]),
+       mode=st.sampled_from(["warn", "feedback", "enforce"]),
+       cuts=st.lists(st.integers(1, 399), max_size=4))
+def test_capped_batches_equal_one_at_a_time_property(
+        implementation: str, seed: int, steps: int | None, tokens: int | None,
+        usd: float | None, mode: str, cuts: list[int]) -> None:
+    """Any caps (down to one step, one token, one nano-dollar: notes and the cap on the same
+    row), any traffic, any split into batches: the batch's decisions, notes, counters and
+    outcomes are those of one event at a time."""
+    from tripwire.budgets.task import Budget
+
+    events = usage_heavy_traffic(seed, 400)
+    budget = Budget(steps=steps or 0, tokens=tokens or 0, usd=usd or 0.0)
+    batch_fleet, single_fleet = (fleet(implementation, mode=mode, unattended=True,
+                                       max_session_cost_usd=0, budget=budget) for _ in range(2))
+    bounds = [0, *sorted(set(cuts)), 400]
+    for start, stop in zip(bounds, bounds[1:]):
+        got = summary(batch_fleet.observe_many(events[start:stop]))
+        want = summary(one_by_one(single_fleet, events[start:stop]))
+        assert got == want
+    for sid in {e[0] for e in events}:
+        a, b = batch_fleet.session(sid), single_fleet.session(sid)
+        assert a.status() == b.status()
+        assert task_counts_of(a.task) == task_counts_of(b.task), sid
+        assert (a.task.noted, a.task.notes, a.task.exhausted, str(a.task.outcome)) == \
+            (b.task.noted, b.task.notes, b.task.exhausted, str(b.task.outcome)), sid
+
+
+def task_counts_of(task: Any) -> dict[str, float]:
+    return {c: task.used(c) for c in CONSUMED if c != "deadline_s"}
+
+
+def test_a_capped_tasks_batch_charges_are_durable(tmp_path: Path, implementation: str) -> None:
+    """A step-capped task charged by the batch core: its consumption is written before
+    observe_many returns (one budget row per hand-back, not one per usage row), and a fleet on
+    the same store restores it."""
+    from tripwire.budgets.task import Budget
+
+    config = GuardrailsConfig(mode="enforce", unattended=True, max_session_cost_usd=0,
+                              budget=Budget(steps=100, usd=5.0))
+    store = SQLiteStore(tmp_path / "f.sqlite")
+    f = Fleet(config, store=store, implementation=implementation)
+    rows = [("a", "turn_start")] + [("a", "usage", None, 100, 10, 0.01)] * 30
+    f.observe_many(rows)
+    task = f.session("a").task
+    assert (task.steps, task.tokens, task.used("usd")) == (30, 3300, pytest.approx(0.3))
+    history = store.histories()["a"].rows
+    budget_rows = [r for r in history if r.kind == "budget"]
+    assert len(budget_rows) <= 2 and budget_rows[-1].data["used"]["steps"] == 30
+    again = Fleet(config, store=SQLiteStore(tmp_path / "f.sqlite"),
+                  implementation=implementation)
+    restored = again.session("a").task
+    assert (restored.steps, restored.tokens, restored.usd) == (30, 3300, task.usd)
+    # the 50% note falls on the 50th step: Python charges that row, and notes
+    out = f.observe_many([("a", "usage", None, 100, 10, 0.01)] * 25 + [("a", "turn_start")])
+    assert task.steps == 55 and task.notes == ()
+    assert "You have used 50 of 100 model steps" in str(out[-1][2].feedback)
+    budget_rows = [r for r in store.histories()["a"].rows if r.kind == "budget"]
+    assert budget_rows[-1].data["used"]["steps"] == 55
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_batch_alert_texts_quote_the_same_calls(implementation: str, seed: int) -> None:
     events = patterned_traffic(seed)
@@ -438,3 +602,30 @@ def test_session_ids_are_checked(implementation: str) -> None:
         f.observe_many([(1, "call", "grep", "{}"), ("s", "call", "grep", "{}")])
     with pytest.raises(InvalidEvent, match="session id"):
         f.session("")
+
+
+def test_a_check_in_window_pauses_a_task_in_a_batch_as_one_at_a_time(
+        implementation: str) -> None:
+    """A task with a check-in window is charged row by row (the batch core has no room for
+    it): the usage row that reaches the window pauses the task at that row, in a batch as one
+    event at a time, and the turn after it is refused under enforce."""
+    from tripwire.budgets.caps import Budget
+
+    config = GuardrailsConfig(mode="enforce", unattended=True, max_session_cost_usd=0,
+                              budget=Budget(steps=100, checkin={"steps": 3}))
+    events: list[tuple] = [("s", "turn_start")]
+    for n in range(5):
+        events += [("s", "call", "read_file", f'{{"path": "m{n}.py"}}', None),
+                   ("s", "result", "read_file", f"contents {n}"),
+                   ("s", "usage", "m", 100, 10, 0.001)]
+    events += [("s", "turn_end"), ("s", "turn_start")]
+    batch_fleet = Fleet(config, implementation=implementation)
+    single_fleet = Fleet(config, implementation=implementation)
+    got = summary(batch_fleet.observe_many(events))
+    assert got == summary(one_by_one(single_fleet, events))
+    paused = [row for row in got if row[2] == "cut_turn"]
+    assert paused and paused[0][0] == 9, got  # the third usage row
+    for fleet in (batch_fleet, single_fleet):
+        exhausted = fleet.session("s").task.exhausted_by()
+        assert exhausted is not None and exhausted.counter == "checkin:steps"
+        assert fleet.session("s").task.steps == 5  # what was spent after the pause counts too

@@ -1,7 +1,8 @@
 # Batch ingest (included by _native.pyx): many sessions' events in one call, the tool traffic
 # (calls, results, agent text, usage) observed in the C++ core without the GIL; every other row,
 # and every row whose outcome needs policy (a signal fired, a limit crossed, a cost ceiling
-# reached, a model changed), goes back to Python (tripwire.fleet.Fleet.observe_many).
+# reached, a task's note or cap reached, a model changed), goes back to Python
+# (tripwire.fleet.Fleet.observe_many).
 
 from libc.math cimport isfinite, nearbyint
 from libc.string cimport memcmp
@@ -39,6 +40,7 @@ cdef struct _Slot:
     bint has_exempt      # the engine exempts some tools' results from the digest
     bint blocked         # cut or halted: its calls, results and texts are not observed
     bint words_matter    # agent words would withdraw queued notes: such a text stops for Python
+    bint calls_python    # its task is exhausted, or bounded and shared: calls stop for Python
     # the context estimate as of the last hand-over, and the bytes added since
     bint has_context
     int64_t measured
@@ -61,11 +63,23 @@ cdef struct _Slot:
     int64_t ceiling
     bint cost_frozen     # halted or tripped this turn: no ceiling is checked
     bint spent_changed
+    # a task bounding steps, tokens or dollars: the room below its next mark as of the last
+    # hand-over (has_room False: none bounded), and what usage rows charged since; a usage row
+    # that would reach a mark goes to Python
+    bint has_room
+    int64_t room_steps
+    int64_t room_tokens
+    int64_t room_nano
+    int64_t used_steps
+    int64_t used_tokens
+    int64_t used_nano
     # the task's charge for the rows observed since the last take (task_charges()): usage
-    # rows (model steps), their tokens, tool calls; a session whose task caps any of these,
-    # or time, has those rows charged in Python instead
+    # rows (model steps), their tokens and cost (nano-dollars), tool calls; a session whose task caps calls or time
+    # has every row handed to Python, one whose task cannot be counted here (shared, ended)
+    # its usage rows
     int64_t task_steps
     int64_t task_tokens
+    int64_t task_nano
     int64_t task_calls
     bint charged         # listed in Batch.charged
     bint dirty           # listed in Batch.dirty: something to hand back to Python
@@ -124,6 +138,14 @@ cdef inline bint _small_count(object value):
     return value is None or (type(value) is int and 0 <= value < _MAX_COUNT)
 
 
+cdef inline int64_t _room(object value):
+    """A task's room as the core counts it: none (0) unless a positive int, at most
+    _MAX_COUNT (more than any count of one batch reaches)."""
+    if type(value) is not int or value <= 0:
+        return 0
+    return value if value < _MAX_COUNT else _MAX_COUNT
+
+
 cdef inline bint _small_tokens(object value):
     return value is None or (type(value) is int and 0 <= value <= _MAX_TOKENS)
 
@@ -156,10 +178,12 @@ cdef class Batch:
     whose kind is not a str goes through ``convert(row, i)`` first), checks every one (a bad
     row raises InvalidEvent before anything is observed) and gives each session a slot, in
     order of first appearance (``session_ids``). ``bind(states)`` then describes each slot's
-    session with a ``BatchState`` (``SessionBatch.state()``): the engine the batch drives (None: its rows go
-    to Python), whether it is cut or halted, its context estimate, call ids, whether agent
-    words matter, its cost ceiling. ``run()`` observes rows until one needs Python and returns
-    ``(i, alerts, why)``, ``why`` a ``StopReason``: ``POLICY`` when row i fired a signal,
+    session with a ``BatchState`` (``SessionBatch.state()``): the engine the batch drives
+    (None: its rows go to Python), whether it is cut or halted, its context estimate, call
+    ids, whether agent words matter, its cost ceiling, its task's room below the next mark (a
+    usage row that would reach it stops), whether its calls go to Python. ``run()`` observes
+    rows until one needs Python and returns ``(i, alerts, why)``, ``why`` a ``StopReason``:
+    ``POLICY`` when row i fired a signal,
     crossed a context limit or is text that answers queued notes, ``PYTHON`` when row i is for
     Python (not observed), ``END`` at the end.
     Rows of a blocked session are not observed (its usage still counts); ``take_blocked()``
@@ -383,7 +407,7 @@ cdef class Batch:
             slp.ring = (<Engine>engine)._ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
-            slp.task_steps = slp.task_tokens = slp.task_calls = 0
+            slp.task_steps = slp.task_tokens = slp.task_nano = slp.task_calls = 0
             slp.charged = False
             self._set_state(slp, st)
         # call ids as the rows go: a turn_start forgets them, as start_turn() does
@@ -433,10 +457,12 @@ cdef class Batch:
         for it starts again from zero."""
         cdef object context = st.context
         cdef object cost = st.cost
+        cdef object task = st.task
         cdef object model
         cdef _View v
         sl.blocked = st.blocked
         sl.words_matter = st.words_matter
+        sl.calls_python = st.calls_to_python
         sl.has_context = context is not None
         sl.added = sl.taken = 0
         sl.measured_reset = sl.spent_changed = False
@@ -462,6 +488,12 @@ cdef class Batch:
             sl.baseline = cost.baseline if cost.baseline is not None else 0
             sl.max_turn, sl.ceiling = cost.max_turn, cost.ceiling
             sl.cost_frozen = cost.frozen
+        sl.has_room = task is not None
+        sl.used_steps = sl.used_tokens = sl.used_nano = 0
+        if task is not None:  # a room past the core's counts is as good as none
+            sl.room_steps = _room(task.steps)
+            sl.room_tokens = _room(task.tokens)
+            sl.room_nano = _room(task.nano)
         return 0
 
     cdef dict _ids_to_change(self, int slot):
@@ -503,6 +535,11 @@ cdef class Batch:
                     if not sl.has_cost:
                         stop, why = i, STOP_PYTHON
                         break
+                    if sl.has_room and (sl.used_steps + 1 >= sl.room_steps
+                                        or sl.used_tokens + it.tokens >= sl.room_tokens
+                                        or sl.used_nano + it.cost >= sl.room_nano):
+                        stop, why = i, STOP_PYTHON  # its task notes or exhausts: Python charges
+                        break
                     spent = sl.spent + it.cost
                     if not sl.cost_frozen and c_cost_trips(spent, sl.has_baseline, sl.baseline,
                                                            sl.max_turn, sl.ceiling):
@@ -517,12 +554,17 @@ cdef class Batch:
                             sl.measured + tokens_for_bytes(sl.carried + sl.added)
                         if c_context_crosses(tokens, sl.compact_at, sl.pending, sl.cut_tokens,
                                              sl.cut):
-                            stop, why = i, STOP_PYTHON  # a context limit crossed: the guard reports it
-                            break
+                            stop, why = i, STOP_PYTHON  # a context limit crossed: the guard
+                            break                       # reports it
                     self._touch(sl, it.slot)
                     sl.counted += 1
-                    sl.task_steps += 1  # its task's step and tokens (task_charges())
+                    sl.task_steps += 1  # its task's step, tokens, dollars (task_charges())
                     sl.task_tokens += it.tokens
+                    sl.task_nano += it.cost
+                    if sl.has_room:
+                        sl.used_steps += 1
+                        sl.used_tokens += it.tokens
+                        sl.used_nano += it.cost
                     self._mark_charged(sl, it.slot)
                     if it.cost:
                         sl.spent = spent
@@ -549,10 +591,13 @@ cdef class Batch:
                     sl.counted += 1
                     mask = sl.session.observe_text(it.has_words, it.name_hash)
                     if mask or (it.has_words and sl.words_matter):
-                        stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the words answer
-                        break
+                        stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the
+                        break                       # words answer
                     continue
                 if it.kind == b'c':
+                    if sl.calls_python:
+                        stop, why = i, STOP_PYTHON  # its task charges and judges it
+                        break
                     sl.calls += 1
                     sl.task_calls += 1  # its task's tool call (task_charges())
                     self._mark_charged(sl, it.slot)
@@ -687,41 +732,57 @@ cdef class Batch:
         self.blocked_rows.clear()
         return rows
 
-    def changes(self):
+    def changes(self, int slot=-1):
         """What the batch changed in sessions since the last take, to hand back before Python
-        acts: a ``BatchChange`` per session that changed."""
+        acts: a ``BatchChange`` per session that changed; ``slot``: that one only (the
+        session Python acts on; the others' changes wait for their own turn or the end)."""
         cdef Py_ssize_t k
-        cdef int64_t added
         cdef _Slot* sl
         out = []
+        if slot >= 0:
+            sl = &self.slots[slot]
+            if sl.dirty:
+                out.append(self._change(slot))
+                for k in range(<Py_ssize_t>self.dirty.size()):
+                    if self.dirty[k] == slot:  # out of the list: order does not matter
+                        self.dirty[k] = self.dirty.back()
+                        self.dirty.pop_back()
+                        break
+            return out
         for k in range(<Py_ssize_t>self.dirty.size()):
-            sl = &self.slots[self.dirty[k]]
-            added = sl.added - sl.taken
-            sl.taken = sl.added
-            out.append(BatchChange(self.dirty[k], sl.spent if sl.spent_changed else None,
-                                   sl.measured if sl.measured_reset else None, added))
-            sl.spent_changed = sl.measured_reset = sl.dirty = False
+            out.append(self._change(self.dirty[k]))
         self.dirty.clear()
         return out
 
+    cdef object _change(self, int slot):
+        cdef _Slot* sl = &self.slots[slot]
+        cdef int64_t added = sl.added - sl.taken
+        sl.taken = sl.added
+        change = BatchChange(slot, sl.spent if sl.spent_changed else None,
+                             sl.measured if sl.measured_reset else None, added)
+        sl.spent_changed = sl.measured_reset = sl.dirty = False
+        return change
+
     def task_charges(self, int slot=-1):
         """What the sessions' tasks are charged for the rows observed since the last take:
-        ``(slot, steps, tokens, calls)`` for each session with any; ``slot``: that one only
-        (before Python acts on it). Totals, not rows: Python charges each task once."""
+        ``(slot, steps, tokens, nano, calls)`` for each session with any (``nano``: the usage
+        rows' cost, nano-dollars); ``slot``: that one only (before Python acts on it). Totals,
+        not rows: Python charges each task once."""
         cdef Py_ssize_t k
         cdef _Slot* sl
         out = []
         if slot >= 0:
             sl = &self.slots[slot]
             if sl.task_steps or sl.task_calls:
-                out.append((slot, sl.task_steps, sl.task_tokens, sl.task_calls))
-                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+                out.append((slot, sl.task_steps, sl.task_tokens, sl.task_nano, sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_nano = sl.task_calls = 0
             return out
         for k in range(<Py_ssize_t>self.charged.size()):
             sl = &self.slots[self.charged[k]]
             if sl.task_steps or sl.task_calls:
-                out.append((self.charged[k], sl.task_steps, sl.task_tokens, sl.task_calls))
-                sl.task_steps = sl.task_tokens = sl.task_calls = 0
+                out.append((self.charged[k], sl.task_steps, sl.task_tokens, sl.task_nano,
+                            sl.task_calls))
+                sl.task_steps = sl.task_tokens = sl.task_nano = sl.task_calls = 0
             sl.charged = False
         self.charged.clear()
         return out

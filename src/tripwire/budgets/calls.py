@@ -45,3 +45,4 @@ def call_mark(cap: float | None, level: int) -> int:
         return NEVER
     marks = [math.ceil(cap * f) for f in NOTE_LEVELS[level:]] + [int(cap) + 1]
     return max(1, min(marks))
+

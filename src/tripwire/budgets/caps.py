@@ -169,6 +169,27 @@ class Budget:
             object.__setattr__(self, "_internal", cached)
         return cached
 
+    def marks(self) -> dict[str, tuple[int, ...]]:
+        """The use at which each capped spent counter (steps, tokens, usd in nano-dollars)
+        notes at 50%, at 80%, and reaches its cap, by note level: ``used >= cap * f`` (a
+        float) exactly when ``used >= ceil(cap * f)``. Computed once per budget, shared."""
+        cached: dict[str, tuple[int, ...]] | None = self.__dict__.get("_marks")
+        if cached is None:
+            caps = self.internal_caps()
+            cached = {c: (*(math.ceil(cap * f) for f in NOTE_LEVELS), int(cap))
+                      for c in ("steps", "tokens", "usd") if (cap := caps[c]) is not None}
+            object.__setattr__(self, "_marks", cached)
+        return cached
+
+    def calls_armed(self) -> bool:
+        """Tool calls or time capped (each call is charged or timed one by one). Cached."""
+        cached: bool | None = self.__dict__.get("_calls_armed")
+        if cached is None:
+            caps = self.internal_caps()
+            cached = any(caps[c] for c in ("tool_calls", "deadline_s", "tool_timeout_s"))
+            object.__setattr__(self, "_calls_armed", cached)
+        return cached
+
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in COUNTERS if getattr(self, name) is not None}
         if self.checkin is not None:

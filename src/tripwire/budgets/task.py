@@ -66,6 +66,8 @@ __all__ = ["Task", "HISTORY"]
 
 #: The note levels of a task that has had no note (shared; copied on the first).
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+#: The counters batch ingest charges as totals (``charge_batch``).
+_BATCHED = ("steps", "tokens", "usd", "tool_calls")
 #: The windows of a task that has had no check-in (shared; replaced, never changed in place).
 _NO_WINDOWS: dict[str, float] = {}
 
@@ -326,15 +328,20 @@ class Task(TaskOutcomes, TaskResume):
     def charge_batch(self, steps: int, tokens: int, nano: int, calls: int) -> None:
         """Batch ingest's totals for the rows of one session it observed since its last
         hand-back (``Fleet.observe_many``): model steps, their tokens and cost (nano-dollars),
-        tool calls, charged along the chain at once. Only for a chain that caps none of
-        these (nor time): nothing can then be noted or exhausted, and nothing new is worth a
-        store row (a bounded chain's rows are charged one by one)."""
+        tool calls, charged along the chain at once. The core charges a capped counter only
+        below its next mark (``usage_room``), so nothing is noted or exhausted here; should
+        the chain have been charged meanwhile by another thread, the check below still notes
+        and exhausts, late rather than never. The consumption is then written (one budget row
+        for the totals, when a capped counter moved)."""
         with self.lock:
             for t in self.chain:
                 t.steps += steps
                 t.tokens += tokens
                 t.usd += nano
                 t.tool_calls += calls
+            if any(t.caps[c] for t in self.chain for c in _BATCHED):
+                self._check(_BATCHED)
+                self._persist_chain()
 
     def charge_usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
                      cost_usd: float | None = None) -> Exhaustion | None:

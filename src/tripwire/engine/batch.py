@@ -29,6 +29,8 @@ class StopReason(enum.IntEnum):
     POLICY = 1  # row i was observed and needs policy: a signal fired, a context limit was
     #             crossed, or agent words answer queued notes
     PYTHON = 2  # row i was not observed: Python takes it whole (a usage that trips a ceiling,
+    #             reaches its task's next mark, changes the model or crosses a context limit;
+    #             a row of a session the batch does not drive; a kind only Python handles)
 
 
 class ContextState(NamedTuple):
@@ -55,10 +57,25 @@ class CostState(NamedTuple):
     frozen: bool
 
 
+class TaskState(NamedTuple):
+    """A task bounding steps, tokens or dollars, as the batch core needs it: the room left
+    below its next mark (the next 50% or 80% note, or the cap, of each counter, along the
+    chain), in steps, tokens and nano-dollars. A usage row whose charge would reach a mark
+    goes to Python, which charges it, notes and exhausts; rows below are charged in the core
+    and handed back as totals."""
+
+    steps: int
+    tokens: int
+    nano: int
+
+
 class BatchState(NamedTuple):
     """One session, as ``SessionBatch.state()`` hands it to the batch core. ``engine`` is
     None when the batch must hand every row of the session to Python; ``cost`` is None when
-    its usage rows must go to Python (its task charges each one)."""
+    its usage rows must go to Python (a task it cannot count in the core charges each one);
+    ``task``, when its task bounds steps, tokens or dollars: the room below the next mark;
+    ``calls_to_python``: its tool calls go to Python (its task is exhausted, whose calls are
+    cut, or bounded and charged by other sessions too, whose charges the core cannot see)."""
 
     engine: Any
     blocked: bool
@@ -66,6 +83,8 @@ class BatchState(NamedTuple):
     ids: dict[Any, str]
     words_matter: bool
     cost: CostState | None
+    task: TaskState | None = None
+    calls_to_python: bool = False
 
 
 class BatchChange(NamedTuple):

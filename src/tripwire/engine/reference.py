@@ -588,13 +588,14 @@ class _BatchSlot:
     """A session's policy state as of the last hand-over (``BatchState``), and what the batch
     changed since: the native ``_Slot``, field for field."""
 
-    __slots__ = ("added", "blocked", "carried", "compact_at", "cost", "cut", "cut_tokens",
-                 "has_context", "measured", "measured_reset", "model", "pending", "spent",
-                 "spent_changed", "taken", "words")
+    __slots__ = ("added", "blocked", "calls_python", "carried", "compact_at", "cost", "cut",
+                 "cut_tokens", "has_context", "measured", "measured_reset", "model", "pending",
+                 "room", "spent", "spent_changed", "taken", "used", "words")
 
     def __init__(self, state: BatchState):
         self.blocked = state.blocked
         self.words = state.words_matter
+        self.calls_python = state.calls_to_python  # its task charges and judges each call
         c = state.context
         self.has_context = c is not None
         if c is not None:
@@ -605,6 +606,10 @@ class _BatchSlot:
         self.spent = state.cost.spent if state.cost is not None else 0
         self.added = self.taken = 0
         self.measured_reset = self.spent_changed = False
+        # a task bounding steps, tokens or dollars: the room below its next mark, and what
+        # usage rows charged since this hand-over (steps, tokens, nano-dollars)
+        self.room = state.task
+        self.used = [0, 0, 0]
 
     def tokens(self) -> int:
         return self.measured + estimate_tokens(self.carried + self.added)
@@ -613,12 +618,17 @@ class _BatchSlot:
         """A context limit the guard has not reported yet is reached."""
         return context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens, self.cut)
 
-    def take_usage(self, cost: int, model: Any, input_tokens: int | None) -> bool:
+    def take_usage(self, cost: int, model: Any, input_tokens: int | None, tokens: int) -> bool:
         """A usage row, as the native batch core handles it: charged here unless Python must
-        see it (a bound that trips, a new model, a context limit crossed); False then."""
+        see it (its task's next mark reached, a bound that trips, a new model, a context
+        limit crossed); False then."""
         c = self.cost
         if c is None:
             return False
+        room, used = self.room, self.used
+        if room is not None and (used[0] + 1 >= room.steps or used[1] + tokens >= room.tokens
+                                 or used[2] + cost >= room.nano):
+            return False  # its task notes or exhausts: Python charges it
         spent = self.spent + cost
         if not c.frozen and cost_trips(spent, c.baseline, c.max_turn, c.ceiling):
             return False
@@ -627,6 +637,10 @@ class _BatchSlot:
                 return False
             if self.crosses(input_tokens if input_tokens is not None else self.tokens()):
                 return False
+        if room is not None:
+            used[0] += 1
+            used[1] += tokens
+            used[2] += cost
         if cost:
             self.spent, self.spent_changed = spent, True
         if self.has_context and input_tokens is not None:
@@ -658,7 +672,7 @@ class Batch:
         self.session_ids: list[str] = []
         self.slots: list[int] = []
         # per slot, the task's charge for the rows observed since the last take
-        # (task_charges()): [model steps, their tokens, tool calls]
+        # (task_charges()): [model steps, their tokens, their cost (nano-dollars), tool calls]
         self.charges: list[list[int]] = []
         self.bound = False
         i = 0
@@ -719,7 +733,7 @@ class Batch:
         self.states = [_BatchSlot(s) for s in states]
         self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
-        self.charges = [[0, 0, 0] for _ in states]
+        self.charges = [[0, 0, 0, 0] for _ in states]
         self.items: list[tuple[Any, ...]] = []
         self.blocked_rows: list[int] = []
         self.pos = 0
@@ -771,11 +785,12 @@ class Batch:
             st = self.states[slot]
             engine = self.engines[slot]
             if item[0] == "u":  # counted and charged even while blocked, as on_usage does
-                if not st.take_usage(item[2], item[3], item[4]):
+                if not st.take_usage(item[2], item[3], item[4], item[5]):
                     return i, (), StopReason.PYTHON  # Guardrails decides
-                charge = self.charges[slot]  # its task's step and tokens (task_charges())
+                charge = self.charges[slot]  # its task's step, tokens, dollars (task_charges())
                 charge[0] += 1
                 charge[1] += item[5]
+                charge[2] += item[2]
                 if st.blocked:
                     engine.count_event()
                     self.blocked_rows.append(i)
@@ -793,7 +808,9 @@ class Batch:
                     return i, alerts, StopReason.POLICY  # and withdraws the notes answered
                 continue
             if item[0] == "c":
-                self.charges[slot][2] += 1  # its task's tool call (task_charges())
+                if st.calls_python:
+                    return i, (), StopReason.PYTHON
+                self.charges[slot][3] += 1  # its task's tool call (task_charges())
                 alerts = engine.observe_call(item[2], item[3])
                 if alerts:
                     return i, alerts, StopReason.POLICY
@@ -827,16 +844,17 @@ class Batch:
         rows, self.blocked_rows = self.blocked_rows, []
         return rows
 
-    def changes(self) -> list[BatchChange]:
-        return [c for k, st in enumerate(self.states) if (c := st.change(k)) is not None]
+    def changes(self, slot: int = -1) -> list[BatchChange]:
+        slots = (slot,) if slot >= 0 else range(len(self.states))
+        return [c for k in slots if (c := self.states[k].change(k)) is not None]
 
-    def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int]]:
+    def task_charges(self, slot: int = -1) -> list[tuple[int, int, int, int, int]]:
         out = []
         for k in ((slot,) if slot >= 0 else range(len(self.charges))):
             charge = self.charges[k]
-            if charge[0] or charge[2]:
-                out.append((k, charge[0], charge[1], charge[2]))
-                charge[:] = [0, 0, 0]
+            if charge[0] or charge[3]:
+                out.append((k, charge[0], charge[1], charge[2], charge[3]))
+                charge[:] = [0, 0, 0, 0]
         return out
 
     def call_ids(self) -> list[tuple[int, dict[Any, str]]]:

@@ -291,10 +291,10 @@ class Fleet:
                 if why is StopReason.END:
                     break
                 self._report_blocked(batch, sessions, views, out)
-                self._take_changes(batch, views)  # the estimate as of this row
                 row = batch.row(i)
                 slot = batch.slot(i)
                 g = sessions[slot]
+                self._take_changes(batch, views, slot)  # its spend and estimate as of this row
                 self._charge_tasks(batch, sessions, slot)  # its task's counts as of this row
                 if why is StopReason.PYTHON:
                     try:
@@ -316,6 +316,7 @@ class Fleet:
             out.sort(key=_index)
             return out
         finally:
+            self._take_changes(batch, views)  # every session's (none left unless a row raised)
             self._charge_tasks(batch, sessions)  # every task, for the rows observed
             self._persist_spend(views)
             for g in reversed(locked):
@@ -351,16 +352,19 @@ class Fleet:
     @staticmethod
     def _charge_tasks(batch: Any, sessions: list[Guardrails], slot: int = -1) -> None:
         """Charge the tasks of sessions the batch core observed (all, or the one of ``slot``)
-        for those rows: totals since the last charge, once per task (such a task caps none
-        of the counters, so nothing can be noted or exhausted by them)."""
-        for k, steps, tokens, calls in batch.task_charges(slot):
-            sessions[k].task.charge_batch(steps, tokens, 0, calls)
+        for those rows: totals since the last charge, once per task (the core charged a
+        capped counter only below its next mark, so nothing is noted or exhausted by them),
+        and one budget row for them when a capped counter moved: a step-capped task's
+        consumption is durable at each hand-back and before the batch returns."""
+        for k, steps, tokens, nano, calls in batch.task_charges(slot):
+            sessions[k].task.charge_batch(steps, tokens, nano, calls)
 
     @staticmethod
-    def _take_changes(batch: Any, views: list[SessionBatch]) -> None:
-        """Hand what the batch changed back to its sessions, before Python acts on any: the
-        spend of usage rows, a context a usage measured, estimate bytes of results."""
-        for change in batch.changes():
+    def _take_changes(batch: Any, views: list[SessionBatch], slot: int = -1) -> None:
+        """Hand what the batch changed back to its sessions (all, or the one of ``slot``,
+        before Python acts on it: sessions are independent, the others' wait): the spend of
+        usage rows, a context a usage measured, estimate bytes of results."""
+        for change in batch.changes(slot):
             views[change.slot].take_change(change)
 
     @staticmethod

@@ -12,16 +12,16 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
         EVENT_TYPES as EVENT_TYPES,
     )
     from .events import (
-        Call as Call,
-    )
-    from .events import (
-        Compaction as Compaction,
-    )
-    from .events import (
         BudgetRaise as BudgetRaise,
     )
     from .events import (
+        Call as Call,
+    )
+    from .events import (
         CheckIn as CheckIn,
+    )
+    from .events import (
+        Compaction as Compaction,
     )
     from .events import (
         Event as Event,

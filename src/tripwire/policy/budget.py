@@ -23,6 +23,7 @@ from ..base.inputs import MAX_CALL_IDS
 from ..base.modes import Mode
 from ..budgets.caps import NOTE_SIGNAL
 from ..budgets.outcomes import UncertainCall
+from ..budgets.room import usage_room
 from ..budgets.task import Task
 from ..errors import ConfigError
 from ..signals import Alert
@@ -120,10 +121,13 @@ class BudgetPolicy:
         if task.task_id == session_id and not task.sessions[1:]:
             task.share_log(log)
 
-    def take_usd(self, added: int) -> None:
-        """Dollars the batch core charged (no cap along the chain: it checked), under the
-        task tree's lock."""
-        self.task.charge_batch(0, 0, added, 0)
+    def batch_room(self) -> tuple[int, int, int] | None:
+        """The room below the task's next marks (``budgets.room.usage_room``) for batch ingest to
+        charge usage rows in its core, or None when this session's usage rows and calls must
+        be charged here: a tree another session also charges (the batch holds this session's
+        lock, not the tree's: its room would not be its own, nor would it see a sibling
+        exhaust the tree) or a tree too large to look through."""
+        return usage_room(self.task, self)
 
     # -- observations --------------------------------------------------------------------------
 
@@ -302,15 +306,20 @@ class BudgetPolicy:
         by = self._session.halted_by
         return by[0] if by else None
 
+    # batch ingest asks these at every hand-back: a chain of one task reads its budget's
+    # (computed once per budget)
+
     @property
     def usage_armed(self) -> bool:
-        """The chain caps steps, tokens or dollars: batch ingest hands this session's usage
-        rows to Python, which charges them one by one."""
-        return any(t.caps[c] for t in self.task.chain for c in ("steps", "tokens", "usd"))
+        """The chain caps steps, tokens or dollars: batch ingest charges this session's usage
+        rows in its core only below the next mark (``batch_room``)."""
+        chain = self.task.chain
+        if len(chain) == 1:
+            return bool(chain[0].budget.marks())
+        return any(t.budget.marks() for t in chain)
 
     @property
     def calls_armed(self) -> bool:
         """The chain caps tool calls or time: batch ingest then hands every row of this
         session to Python, which charges and times them one by one."""
-        return any(t.caps[c] for t in self.task.chain
-                   for c in ("tool_calls", "deadline_s", "tool_timeout_s"))
+        return any(t.budget.calls_armed() for t in self.task.chain)

@@ -41,7 +41,7 @@ from ..budgets.task import Task
 from ..context.guard import ContextGuard, SummaryResult
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
-from ..engine.batch import BatchChange, BatchState
+from ..engine.batch import BatchChange, BatchState, CostState, TaskState
 from ..engine.watchdog import Watchdog
 from ..errors import GuardrailHalted
 from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
@@ -505,23 +505,34 @@ class SessionBatch:
         hand every row to ``Guardrails``: off mode, a result streaming in chunk by chunk (its
         final result skips the bytes already counted, which only on_result knows), custom
         signals (they observe in Python), a task bounding calls or time (each row is charged
-        in Python); the cost is None when a task bounding steps, tokens or dollars is charged
-        each usage row in Python."""
+        in Python). A task bounding steps, tokens or dollars hands the core its room below
+        the next mark (``task``). An exhausted task, or a bounded tree other sessions charge
+        too (the core cannot count it), has its usage rows (no cost) and calls handed to
+        Python, as the call counter's mark 0 sends each call down the locked path."""
         g = self._g
         guard, budget = g._context, g._budget
         engine = None if (guard is not None and guard.streamed) or g.settings.custom_signals \
             or budget.calls_armed else g._watchdog
+        cost: CostState | None = g._cost_policy.batch_state()
+        task = None
+        python = budget.task.exhausted_by() is not None
+        if not python and budget.usage_armed:
+            room = budget.batch_room()
+            if room is None:
+                python = True
+            else:
+                task = TaskState(*room)
         return BatchState(engine, g._blocked is not None,
                           None if guard is None else g._context_policy.batch_state(), g._ids,
-                          g._policy.words_matter(),
-                          None if budget.usage_armed else g._cost_policy.batch_state())
+                          g._policy.words_matter(), None if python else cost, task, python)
 
     def take_change(self, change: BatchChange) -> None:
         """What the batch core changed in this session, before policy looks at it: spend it
-        charged (it checked that no bound trips), a context a usage measured, estimate bytes."""
+        charged (it checked that no bound trips), a context a usage measured, estimate bytes.
+        (Its task's dollars come with its steps: ``Batch.task_charges``.)"""
         g = self._g
-        if change.spent is not None:  # its task's dollars too
-            g._budget.take_usd(g._cost_policy.take_spent(change.spent))
+        if change.spent is not None:
+            g._cost_policy.take_spent(change.spent)
         if g._context is not None:
             g._context_policy.take_change(change.measured, change.added)
 
