@@ -231,8 +231,13 @@ def _codex_trust(path: str, handlers: list[Any]) -> list[dict[str, Any]]:
     """Each Codex handler's trust: Codex runs it only when the user's config trusts its
     current hash. Asked of Codex itself (``codex app-server``'s ``hooks/list``) when a
     ``codex`` is on the PATH, else computed as codex-cli 0.147.0 computes it."""
-    from ..harnesses.hooks._codex_trust import (LABELS, config_path, read_trust, trust_hash,
-                                                trust_key)
+    from ..harnesses.hooks._codex_trust import (
+        LABELS,
+        config_path,
+        read_trust,
+        trust_hash,
+        trust_key,
+    )
 
     if not handlers:
         return []
