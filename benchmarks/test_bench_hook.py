@@ -2,8 +2,9 @@
 runs it — a new process (cold Python start included) reading one PreToolUse payload, restoring
 the session from the store, replaying its window and answering.
 
-Target: median < 100 ms per invocation, measured as the command alone and through the resident
-server (``tripwire hook serve``). Measured against the floor it cannot beat (``python -c
+Target: median < 100 ms per invocation, measured as the command alone, through the resident
+server (``tripwire hook serve``) with the Python command as its client, and with the native
+client (``tripwire-hook``, no Python start). Measured against the floor it cannot beat (``python -c
 pass``: the interpreter's own start) and the import of the modules the hook needs, so the
 report says where the time goes (``python -X importtime`` breaks the import down further).
 
@@ -27,6 +28,8 @@ import pytest
 from tripwire.harnesses.hooks._session import WINDOW
 
 HOOK = [sys.executable, "-m", "tripwire", "hook", "claude-code"]
+#: the native client of the resident server (client/tripwire_hook.cpp), beside the interpreter
+CLIENT = Path(sys.executable).parent / "tripwire-hook"
 
 
 def payload(n: int) -> str:
@@ -37,8 +40,8 @@ def payload(n: int) -> str:
         "tool_input": {"file_path": f"/home/u/app/src/m{n % 7}.py"}, "tool_use_id": f"t{n}"})
 
 
-def run(env: dict[str, str], n: int) -> None:
-    done = subprocess.run(HOOK, input=payload(n), capture_output=True, text=True, env=env)
+def run(env: dict[str, str], n: int, command: list[str] = HOOK) -> None:
+    done = subprocess.run(command, input=payload(n), capture_output=True, text=True, env=env)
     assert done.returncode == 0 and done.stdout == "", done.stderr
 
 
@@ -86,6 +89,15 @@ def test_hook_invocation_through_the_resident_server(benchmark, server: dict[str
 
 
 @pytest.mark.benchmark(group="hook_invocation")
+@pytest.mark.skipif(not os.access(CLIENT, os.X_OK), reason=f"{CLIENT} is not installed")
+def test_hook_invocation_through_the_native_client(benchmark, server: dict[str, str]) -> None:
+    """``tripwire-hook claude-code``: the resident server's answer without a Python start."""
+    n = iter(range(10**6))
+    benchmark.pedantic(lambda: run(server, next(n), [str(CLIENT), "claude-code"]), rounds=30,
+                       warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="hook_invocation")
 def test_python_start_floor(benchmark) -> None:
     benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True),
                        rounds=30, warmup_rounds=2)
@@ -93,6 +105,7 @@ def test_python_start_floor(benchmark) -> None:
 
 @pytest.mark.benchmark(group="hook_invocation")
 def test_import_of_the_hook_path(benchmark) -> None:
-    code = "import tripwire.harnesses.hooks._session, tripwire.harnesses.hooks.claude_code, tripwire.store"
+    code = ("import tripwire.harnesses.hooks._session, tripwire.harnesses.hooks.claude_code, "
+            "tripwire.durability.sqlite")
     benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", code], check=True),
                        rounds=30, warmup_rounds=2)

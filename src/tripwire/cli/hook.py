@@ -23,9 +23,11 @@ turn (``--no-interrupt`` turns it off).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 __all__ = ["main", "HARNESSES"]
@@ -228,22 +230,48 @@ def _interrupt(pid: int, stdout: TextIO, stderr: TextIO) -> None:
 
 
 def _served(args: argparse.Namespace, text: str) -> dict[str, Any] | None:
-    """The resident server's answer when ``$TRIPWIRE_HOOK_SOCKET`` names one (``_daemon``)."""
+    """The resident server's answer when ``$TRIPWIRE_HOOK_SOCKET`` names one
+    (``hook_server``)."""
     path = os.environ.get("TRIPWIRE_HOOK_SOCKET", "").strip()
     if not path:
         return None
-    from .hook_server import call
+    from .hook_server import REQUEST_ENV, Request, call
 
-    argv = [args.harness, "--store", os.path.abspath(args.store or default_store())]
-    for option in ("mode", "config"):
-        if getattr(args, option):
-            argv += [f"--{option}", os.path.abspath(args.config) if option == "config"
-                     else args.mode]
+    env = {k: os.environ.get(k, "") for k in REQUEST_ENV}
+    return call(path, Request(served_argv(args, os.getcwd(), env), os.getcwd(), env, text))
+
+
+def served_argv(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> list[str]:
+    """The arguments the server runs an event with: the store and config as absolute paths,
+    resolved as the client would resolve them (against its directory; the default store from
+    its variables)."""
+    def absolute(path: str) -> str:
+        return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+
+    argv = [args.harness, "--store", absolute(args.store or default_store(env))]
+    if args.mode:
+        argv += ["--mode", args.mode]
+    if args.config:
+        argv += ["--config", absolute(args.config)]
     if args.wait is not None:
         argv += ["--wait", repr(args.wait)]
     if args.no_interrupt:
         argv += ["--no-interrupt"]
-    return call(path, argv, text)
+    return argv
+
+
+def served_request(request: Any, stdout: TextIO, stderr: TextIO, origin: int | None) -> int:
+    """One event the resident server took (a ``hook_server.Request``): its arguments resolved
+    as its client would (``served_argv``), then the command, the store kept open."""
+    args = _usage(request.argv, stderr)
+    if isinstance(args, int):
+        return args
+    if args.install or args.uninstall:
+        stderr.write("tripwire hook: --install and --uninstall run in the command itself, not "
+                     "through the resident server\n")
+        return 2
+    argv = served_argv(args, request.cwd or os.getcwd(), request.env)
+    return main(argv, io.StringIO(request.stdin), stdout, stderr, close=False, origin=origin)
 
 
 def _serve(argv: list[str]) -> int:
@@ -260,17 +288,18 @@ def _serve(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from .hook_server import serve
 
-    return serve(args.socket, main, args.idle_timeout)
+    return serve(args.socket, served_request, args.idle_timeout)
 
 
-def default_store() -> str:
+def default_store(env: Mapping[str, str] | None = None) -> str:
     """``$TRIPWIRE_STORE``, else ``$XDG_STATE_HOME/tripwire/hooks.sqlite3`` (XDG's default
-    state directory is ``~/.local/state``)."""
-    env = os.environ.get("TRIPWIRE_STORE", "").strip()
-    if env:
-        return env
-    base = os.environ.get("XDG_STATE_HOME", "").strip() or os.path.join(
-        os.path.expanduser("~"), ".local", "state")
+    state directory is ``~/.local/state``); ``env``: the variables to read (this process's)."""
+    env = os.environ if env is None else env
+    store = env.get("TRIPWIRE_STORE", "").strip()
+    if store:
+        return store
+    home = env.get("HOME", "").strip() or os.path.expanduser("~")
+    base = env.get("XDG_STATE_HOME", "").strip() or os.path.join(home, ".local", "state")
     return os.path.join(base, "tripwire", "hooks.sqlite3")
 
 

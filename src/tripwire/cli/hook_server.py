@@ -9,43 +9,126 @@ any error talking to it) it runs the event itself, as it does without the variab
 answers one request at a time with exactly what the command would have printed: each request
 reads the session from the store afresh (other processes write it too). The store key and the
 engine come from the server's environment; the socket is the user's alone (mode 0600).
+
+One frame serves both clients, this module's ``call`` and the native ``tripwire-hook``
+(``client/tripwire_hook.cpp``, no Python start), in both directions starting with ``TWH1``
+(integers little-endian u32): a request is a count and that many strings (length, bytes) —
+the number of arguments, the arguments, the client's working directory, its
+``$TRIPWIRE_STORE``, ``$XDG_STATE_HOME`` and ``$HOME`` (what relative paths and the default
+store are resolved against, as the client would), its stdin; an answer is the exit status,
+stdout and stderr. The server removes ``$TRIPWIRE_HOOK_SOCKET`` from its own environment, so
+the command it runs never hands the event back to itself.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import socket
+import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["SOCKET_ENV", "serve", "call"]
+__all__ = ["SOCKET_ENV", "Request", "serve", "call"]
 
 SOCKET_ENV = "TRIPWIRE_HOOK_SOCKET"
 _LIMIT = 64 << 20  # bytes one request or answer may take
+_MAGIC = b"TWH1"
+_U32 = struct.Struct("<I")
+#: the client's variables a request carries, in the frame's order
+REQUEST_ENV = ("TRIPWIRE_STORE", "XDG_STATE_HOME", "HOME")
 
 
-def call(path: str, argv: list[str], stdin: str, timeout: float = 5.0) -> dict[str, Any] | None:
+class Request(NamedTuple):
+    """One hook invocation handed over: its arguments, working directory, the variables that
+    locate the default store (``REQUEST_ENV``: "" when unset) and stdin."""
+
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    stdin: str
+
+
+def _strings(*items: bytes) -> bytes:
+    return b"".join(_U32.pack(len(b)) + b for b in items)
+
+
+def encode_request(request: Request) -> bytes:
+    fields = [str(len(request.argv)).encode(), *(a.encode() for a in request.argv),
+              request.cwd.encode(), *(request.env.get(k, "").encode() for k in REQUEST_ENV),
+              request.stdin.encode()]
+    return _MAGIC + _U32.pack(len(fields)) + _strings(*fields)
+
+
+def decode_request(data: bytes) -> Request:
+    """A request frame (ValueError when it is not one)."""
+    try:
+        return _decode_request(data)
+    except struct.error as exc:
+        raise ValueError(f"a truncated hook request: {exc}") from None
+
+
+def _decode_request(data: bytes) -> Request:
+    if not data.startswith(_MAGIC):
+        raise ValueError("not a hook request")
+    (count,), pos = _U32.unpack_from(data, 4), 8
+    fields = []
+    for _ in range(count):
+        (size,) = _U32.unpack_from(data, pos)
+        pos += 4
+        if pos + size > len(data):
+            raise ValueError("a truncated hook request")
+        fields.append(data[pos:pos + size].decode())
+        pos += size
+    if pos != len(data) or not fields or not fields[0].isdigit():
+        raise ValueError("a malformed hook request")
+    n = int(fields[0])
+    if len(fields) != n + 2 + len(REQUEST_ENV) + 1:
+        raise ValueError("a malformed hook request")
+    env = dict(zip(REQUEST_ENV, fields[n + 2:n + 2 + len(REQUEST_ENV)], strict=True))
+    return Request(fields[1:n + 1], fields[n + 1], env, fields[-1])
+
+
+def encode_answer(code: int, stdout: str, stderr: str) -> bytes:
+    return _MAGIC + _U32.pack(code) + _strings(stdout.encode(), stderr.encode())
+
+
+def decode_answer(data: bytes) -> tuple[int, str, str]:
+    """An answer frame: exit status, stdout, stderr (ValueError when it is not one)."""
+    if not data.startswith(_MAGIC) or len(data) < 16:
+        raise ValueError("not a hook answer")
+    (code,) = _U32.unpack_from(data, 4)
+    (n,) = _U32.unpack_from(data, 8)
+    out = data[12:12 + n]
+    if len(data) < 16 + n:
+        raise ValueError("a truncated hook answer")
+    (m,) = _U32.unpack_from(data, 12 + n)
+    err = data[16 + n:16 + n + m]
+    if 16 + n + m != len(data) or len(out) != n:
+        raise ValueError("a malformed hook answer")
+    return code, out.decode(), err.decode()
+
+
+def call(path: str, request: Request, timeout: float = 5.0) -> dict[str, Any] | None:
     """The server's answer (``code``, ``stdout``, ``stderr``), or None when there is none."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout)
             s.connect(path)
-            s.sendall(json.dumps({"argv": argv, "stdin": stdin}).encode())
+            s.sendall(encode_request(request))
             s.shutdown(socket.SHUT_WR)
-            answer = json.loads(_read(s))
+            code, out, err = decode_answer(_read(s))
     except (OSError, ValueError):
         return None
-    ok = isinstance(answer, dict) and isinstance(answer.get("code"), int) and all(
-        isinstance(answer.get(k), str) for k in ("stdout", "stderr"))
-    return answer if ok else None
+    return {"code": code, "stdout": out, "stderr": err}
 
 
-def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None) -> int:
-    """Answer hook requests on ``path`` with ``main`` (the hook command's: argv, stdin, stdout,
-    stderr) until idle for ``idle_timeout`` seconds (forever when None)."""
-    from ..harnesses.hooks import _contract, _session, claude_code, codex, cursor, gemini_cli  # noqa: F401 - once, here
+def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None) -> int:
+    """Answer hook requests on ``path`` until idle for ``idle_timeout`` seconds (forever when
+    None): ``run(request, stdout, stderr, origin)`` is the hook command's (``cli.hook``)."""
+    os.environ.pop(SOCKET_ENV, None)  # the command it runs must not hand events back here
+    from ..harnesses.hooks import (  # noqa: F401 - import once, here
+        _contract, _session, claude_code, codex, cursor, gemini_cli)
 
     if os.path.exists(path):
         os.unlink(path)  # a stale socket of a server that died
@@ -67,21 +150,16 @@ def serve(path: str, main: Callable[..., int], idle_timeout: float | None = None
             with conn:
                 conn.settimeout(10.0)
                 try:
-                    request = json.loads(_read(conn))
+                    request = decode_request(_read(conn))
                     out, err = io.StringIO(), io.StringIO()
-                    code = main(list(request["argv"]), io.StringIO(request["stdin"]), out, err,
-                                close=False,  # the store stays open between requests
-                                origin=_peer(conn))
-                    conn.sendall(json.dumps({"code": code, "stdout": out.getvalue(),
-                                             "stderr": err.getvalue()}).encode())
-                except (OSError, ValueError, KeyError, TypeError):
+                    code = run(request, out, err, _peer(conn))
+                    conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
+                except (OSError, ValueError):
                     continue  # that client falls back to running the event itself
 
 
 def _peer(conn: socket.socket) -> int | None:
     """The client's process id (Linux ``SO_PEERCRED``), None where it cannot be had."""
-    import struct
-
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None

@@ -1,0 +1,241 @@
+// tripwire-hook: the resident hook server's client, without a Python start.
+//
+// A harness runs its hook command once per event. `tripwire hook <harness> ...` is a Python
+// process that pays the interpreter's start before it can hand the event to the resident
+// server (`tripwire hook serve`); this executable takes the same arguments and does only the
+// hand-over: it connects to $TRIPWIRE_HOOK_SOCKET, sends its arguments, its working directory,
+// the variables that locate the default store and its stdin, and writes the server's answer
+// (stdout, stderr, exit status) as its own.
+//
+// Whenever the server cannot answer (no socket variable, nothing listening, a broken answer)
+// it runs `tripwire hook <the same arguments>` instead, with the stdin it already read, so the
+// event is always decided exactly as the Python command decides it.
+//
+// The frame (both directions start with the magic "TWH1"; integers are little-endian u32):
+//   request:  "TWH1", count, then count strings (u32 length, bytes): argc, the arguments,
+//             cwd, $TRIPWIRE_STORE, $XDG_STATE_HOME, $HOME, stdin
+//   answer:   "TWH1", exit status (u32), stdout (u32 length, bytes), stderr (likewise)
+// src/tripwire/cli/hook_server.py reads and writes the same frames.
+
+#include <cerrno>
+#include <csignal>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+constexpr char kMagic[4] = {'T', 'W', 'H', '1'};
+constexpr size_t kMaxStdin = (16u << 20) + 1;  // the hook reads at most this (MAX_STDIN + 1)
+constexpr size_t kMaxAnswer = 64u << 20;       // the server's answer limit (hook_server._LIMIT)
+constexpr int kTimeoutMs = 10000;              // the server's own per-connection timeout
+
+void put_u32(std::string& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void put_str(std::string& out, const std::string& s) {
+    put_u32(out, static_cast<uint32_t>(s.size()));
+    out += s;
+}
+
+uint32_t get_u32(const std::string& in, size_t& pos, bool& ok) {
+    if (!ok || in.size() - pos < 4) { ok = false; return 0; }
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) {
+        v |= static_cast<uint32_t>(static_cast<unsigned char>(in[pos + i])) << (8 * i);
+    }
+    pos += 4;
+    return v;
+}
+
+std::string get_str(const std::string& in, size_t& pos, bool& ok) {
+    uint32_t n = get_u32(in, pos, ok);
+    if (!ok || in.size() - pos < n) { ok = false; return {}; }
+    std::string s = in.substr(pos, n);
+    pos += n;
+    return s;
+}
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+bool read_stdin(std::string& out) {
+    char buf[65536];
+    while (out.size() < kMaxStdin) {
+        ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+        if (n == 0) return true;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return true;  // more than the hook reads: it refuses the payload, as the command does
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+bool wait_for(int fd, short events) {
+    struct pollfd p = {fd, events, 0};
+    for (;;) {
+        int r = poll(&p, 1, kTimeoutMs);
+        if (r > 0) return true;
+        if (r == 0 || errno != EINTR) return false;
+    }
+}
+
+int connect_to(const std::string& path) {
+    struct sockaddr_un addr;
+    if (path.empty() || path.size() >= sizeof addr.sun_path) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    std::memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    if (connect(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// The server's answer, or false (the caller runs the event itself).
+bool ask(int fd, const std::string& request, int& code, std::string& out, std::string& err) {
+    if (!wait_for(fd, POLLOUT) || !write_all(fd, request.data(), request.size())) return false;
+    shutdown(fd, SHUT_WR);
+    std::string answer;
+    char buf[65536];
+    for (;;) {
+        if (!wait_for(fd, POLLIN)) return false;
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        answer.append(buf, static_cast<size_t>(n));
+        if (answer.size() > kMaxAnswer) return false;
+    }
+    if (answer.size() < 4 || std::memcmp(answer.data(), kMagic, 4) != 0) return false;
+    size_t pos = 4;
+    bool ok = true;
+    uint32_t status = get_u32(answer, pos, ok);
+    out = get_str(answer, pos, ok);
+    err = get_str(answer, pos, ok);
+    if (!ok || pos != answer.size() || status > 255) return false;
+    code = static_cast<int>(status);
+    return true;
+}
+
+// `tripwire`, the console script beside this executable (a harness may run hooks with a PATH
+// that does not hold the environment's bin directory), else the first one on PATH.
+std::string python_command() {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        std::string dir(self, static_cast<size_t>(n));
+        size_t slash = dir.rfind('/');
+        if (slash != std::string::npos) {
+            std::string beside = dir.substr(0, slash) + "/tripwire";
+            if (access(beside.c_str(), X_OK) == 0) return beside;
+        }
+    }
+    return "tripwire";
+}
+
+// Run `tripwire hook <args>`: exec'd when stdin was not read yet, else fed what was read.
+int run_python(int argc, char** argv, const std::string* input) {
+    std::string command = python_command();
+    std::vector<char*> args;
+    args.push_back(const_cast<char*>("tripwire"));
+    args.push_back(const_cast<char*>("hook"));
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    if (input == nullptr) {
+        execvp(command.c_str(), args.data());
+        std::fprintf(stderr, "tripwire-hook: cannot run %s: %s; no decision\n", command.c_str(),
+                     std::strerror(errno));
+        return 0;  // fail open, as the hook does
+    }
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return 0;
+    pid_t child = fork();
+    if (child < 0) return 0;
+    if (child == 0) {
+        dup2(pipefd[0], STDIN_FILENO);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        execvp(command.c_str(), args.data());
+        std::fprintf(stderr, "tripwire-hook: cannot run %s: %s; no decision\n", command.c_str(),
+                     std::strerror(errno));
+        _exit(0);
+    }
+    close(pipefd[0]);
+    signal(SIGPIPE, SIG_IGN);
+    write_all(pipefd[1], input->data(), input->size());
+    close(pipefd[1]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string socket_path = env("TRIPWIRE_HOOK_SOCKET");
+    // trim the surrounding white space a shell profile may leave
+    size_t a = socket_path.find_first_not_of(" \t\n"), b = socket_path.find_last_not_of(" \t\n");
+    socket_path = a == std::string::npos ? std::string() : socket_path.substr(a, b - a + 1);
+    int fd = connect_to(socket_path);
+    if (fd < 0) return run_python(argc, argv, nullptr);
+    std::string input;
+    if (!read_stdin(input)) {
+        close(fd);
+        return run_python(argc, argv, &input);
+    }
+    char cwd[PATH_MAX];
+    std::string request(kMagic, 4);
+    std::vector<std::string> fields;
+    for (int i = 1; i < argc; ++i) fields.emplace_back(argv[i]);
+    put_u32(request, static_cast<uint32_t>(fields.size() + 6));
+    put_str(request, std::to_string(fields.size()));
+    for (const std::string& f : fields) put_str(request, f);
+    put_str(request, getcwd(cwd, sizeof cwd) ? std::string(cwd) : std::string());
+    put_str(request, env("TRIPWIRE_STORE"));
+    put_str(request, env("XDG_STATE_HOME"));
+    put_str(request, env("HOME"));
+    put_str(request, input);
+    int code = 0;
+    std::string out, err;
+    bool answered = ask(fd, request, code, out, err);
+    close(fd);
+    if (!answered) return run_python(argc, argv, &input);
+    write_all(STDOUT_FILENO, out.data(), out.size());
+    write_all(STDERR_FILENO, err.data(), err.size());
+    return code;
+}
