@@ -445,7 +445,6 @@ def test_a_resident_server_answers_exactly_as_the_command_does(claude: Hook, tmp
             "continue": False,
             "stopReason": halt_reason(claude.store),
             "systemMessage": halt_reason(claude.store),
-        "systemMessage": halt_reason(claude.store),
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse", "permissionDecision": "deny",
                 "permissionDecisionReason": block(("repeated-tool-call", repeat_guidance())),
