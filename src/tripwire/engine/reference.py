@@ -71,7 +71,8 @@ from ..signals.settings import EngineSettings
 from ..signals.tool_failure_streak import FailureStreakDetector
 from ..signals.tools_without_text import SilenceDetector
 from ..signals.unknown_tool import UNKNOWN_PAIR, UnknownToolDetector, is_unknown
-from .batch import BATCH_FIELDS, BatchChange, BatchState, StopReason
+from .batch import BATCH_FIELDS, BatchChange, BatchSlot, BatchState, StopReason
+from .tokens import BYTES_PER_TOKEN, TokenEstimator, estimate_tokens, utf8_length  # noqa: F401
 
 IMPLEMENTATION = "python"
 
@@ -528,137 +529,9 @@ class Engine:
 # 4. Streaming token estimate (SPEC §6)
 # --------------------------------------------------------------------------------------------
 
-#: Tool results are JSON, YAML and logs, which tokenize worse than prose; under-counting is the
-#: dangerous direction, so 3 bytes per token rather than the 4-byte prose rule (seed).
-BYTES_PER_TOKEN = 3
-
-
-class TokenEstimator:
-    """Counts unmeasured bytes; ``tokens`` is ceil(bytes / 3) over the total, so any chunking of
-    the same bytes gives the same count (SPEC §10.14)."""
-
-    __slots__ = ("bytes",)
-
-    def __init__(self) -> None:
-        self.bytes = 0
-
-    def feed(self, chunk: Any) -> int:
-        """Add one chunk (str, bytes or any buffer); returns the running token estimate."""
-        self.bytes += utf8_length(chunk)
-        return self.tokens
-
-    def add_bytes(self, count: int) -> int:
-        """Add a byte count measured elsewhere (batch ingest hands its totals over this way)."""
-        self.bytes += count
-        return self.tokens
-
-    @property
-    def tokens(self) -> int:
-        return -(-self.bytes // BYTES_PER_TOKEN)
-
-    def reset(self) -> None:
-        self.bytes = 0
-
-
-def utf8_length(chunk: Any) -> int:
-    """Bytes a chunk occupies as UTF-8 (buffers: their byte length)."""
-    if isinstance(chunk, str):
-        return len(chunk.encode("utf-8", "surrogatepass"))
-    if chunk is None:
-        return 0
-    try:
-        return memoryview(chunk).nbytes
-    except TypeError:
-        raise InvalidEvent(
-            f"expected str or a bytes-like buffer, not {type(chunk).__name__}"
-        ) from None
-
-
-def estimate_tokens(byte_count: int) -> int:
-    return -(-byte_count // BYTES_PER_TOKEN)
-
 
 # --------------------------------------------------------------------------------------------
 # 5. Batch ingest (the same contract as the native Batch, one event at a time)
-
-_BATCH_FIELDS = BATCH_FIELDS
-
-
-class _BatchSlot:
-    """A session's policy state as of the last hand-over (``BatchState``), and what the batch
-    changed since: the native ``_Slot``, field for field."""
-
-    __slots__ = ("added", "blocked", "calls_python", "carried", "compact_at", "cost", "cut",
-                 "cut_tokens", "has_context", "measured", "measured_reset", "model", "pending",
-                 "room", "spent", "spent_changed", "taken", "used", "words")
-
-    def __init__(self, state: BatchState):
-        self.blocked = state.blocked
-        self.words = state.words_matter
-        self.calls_python = state.calls_to_python  # its task charges and judges each call
-        c = state.context
-        self.has_context = c is not None
-        if c is not None:
-            self.measured, self.carried = c.measured, c.carried
-            self.compact_at, self.cut_tokens = c.compact_at, c.cut_tokens
-            self.pending, self.cut, self.model = c.pending, c.cut, c.model
-        self.cost = state.cost  # None: every usage row goes to Python (a task charges it)
-        self.spent = state.cost.spent if state.cost is not None else 0
-        self.added = self.taken = 0
-        self.measured_reset = self.spent_changed = False
-        # a task bounding steps, tokens or dollars: the room below its next mark, and what
-        # usage rows charged since this hand-over (steps, tokens, nano-dollars)
-        self.room = state.task
-        self.used = [0, 0, 0]
-
-    def tokens(self) -> int:
-        return self.measured + estimate_tokens(self.carried + self.added)
-
-    def crosses(self, tokens: int) -> bool:
-        """A context limit the guard has not reported yet is reached."""
-        return context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens, self.cut)
-
-    def take_usage(self, cost: int, model: Any, input_tokens: int | None, tokens: int) -> bool:
-        """A usage row, as the native batch core handles it: charged here unless Python must
-        see it (its task's next mark reached, a bound that trips, a new model, a context
-        limit crossed); False then."""
-        c = self.cost
-        if c is None:
-            return False
-        room, used = self.room, self.used
-        if room is not None and (used[0] + 1 >= room.steps or used[1] + tokens >= room.tokens
-                                 or used[2] + cost >= room.nano):
-            return False  # its task notes or exhausts: Python charges it
-        spent = self.spent + cost
-        if not c.frozen and cost_trips(spent, c.baseline, c.max_turn, c.ceiling):
-            return False
-        if self.has_context:
-            if model is not None and model != self.model:
-                return False
-            if self.crosses(input_tokens if input_tokens is not None else self.tokens()):
-                return False
-        if room is not None:
-            used[0] += 1
-            used[1] += tokens
-            used[2] += cost
-        if cost:
-            self.spent, self.spent_changed = spent, True
-        if self.has_context and input_tokens is not None:
-            self.measured = input_tokens  # a measured count replaces the estimate
-            self.carried = self.added = self.taken = 0
-            self.measured_reset = True
-        return True
-
-    def change(self, slot: int) -> BatchChange | None:
-        added = self.added - self.taken
-        if not (self.spent_changed or self.measured_reset or added):
-            return None
-        change = BatchChange(slot, self.spent if self.spent_changed else None,
-                             self.measured if self.measured_reset else None, added)
-        self.taken = self.added
-        self.spent_changed = self.measured_reset = False
-        return change
-
 
 class Batch:
     """Many sessions' events observed in order, one at a time; the contract of
@@ -694,9 +567,9 @@ class Batch:
             if not isinstance(row, tuple) or len(row) < 2:
                 raise InvalidEvent(f"expected (session_id, kind, *fields), not {row!r}")
         sid, kind = row[0], row[1]
-        nfields = _BATCH_FIELDS.get(kind) if isinstance(kind, str) else None
+        nfields = BATCH_FIELDS.get(kind) if isinstance(kind, str) else None
         if nfields is None:
-            raise InvalidEvent(f"unknown kind {kind!r} (known: {', '.join(_BATCH_FIELDS)})")
+            raise InvalidEvent(f"unknown kind {kind!r} (known: {', '.join(BATCH_FIELDS)})")
         if len(row) - 2 > nfields:
             raise InvalidEvent(f"a {kind} takes at most {nfields} fields")
         slot = self.slot_of.get(sid)
@@ -730,7 +603,7 @@ class Batch:
         if len(states) != len(self.session_ids):
             raise ValueError(f"bind: {len(states)} states for {len(self.session_ids)} sessions")
         self.engines = [s.engine for s in states]
-        self.states = [_BatchSlot(s) for s in states]
+        self.states = [BatchSlot(s) for s in states]
         self.ids = [dict(s.ids) for s in states]
         self.ids_changed = [False] * len(states)
         self.charges = [[0, 0, 0, 0] for _ in states]
@@ -832,13 +705,13 @@ class Batch:
 
     def row(self, i: int) -> tuple[Any, ...]:
         row: tuple[Any, ...] = self.rows[i]
-        return row + (None,) * (_BATCH_FIELDS[row[1]] + 2 - len(row))
+        return row + (None,) * (BATCH_FIELDS[row[1]] + 2 - len(row))
 
     def slot(self, i: int) -> int:
         return self.slots[i]
 
     def update_slot(self, slot: int, state: BatchState) -> None:
-        self.states[slot] = _BatchSlot(state)
+        self.states[slot] = BatchSlot(state)
 
     def take_blocked(self) -> list[int]:
         rows, self.blocked_rows = self.blocked_rows, []
