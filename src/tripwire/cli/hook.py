@@ -61,7 +61,7 @@ def _harness(name: str) -> Any:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    from .usage import OneLineParser
+    from .usage import OneLineParser, wait
 
     parser = parser or OneLineParser(prog="tripwire hook")
     parser.epilog = ("tripwire hook serve --socket PATH runs a resident server that the command "
@@ -72,7 +72,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                              "$XDG_STATE_HOME/tripwire/hooks.sqlite3)")
     parser.add_argument("--mode", help="watchdog mode (default: enforce, hooks run unattended)")
     parser.add_argument("--config", metavar="FILE", help="TOML or JSON config file")
-    parser.add_argument("--wait", metavar="SECONDS", type=_seconds,
+    parser.add_argument("--wait", metavar="SECONDS", type=wait,
                         help="longest wait for the store's locks (default: 2); under enforce a "
                              "call the store cannot record within it is denied")
     parser.add_argument("--no-interrupt", action="store_true",
@@ -104,8 +104,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             if value is None:
                 break
             if arg == "--wait":
+                from .usage import wait
+
                 try:
-                    args.wait = _seconds(value)
+                    args.wait = wait(value)
                 except argparse.ArgumentTypeError:
                     break
                 continue
@@ -150,17 +152,6 @@ def _usage(argv: list[str], stderr: TextIO) -> argparse.Namespace | int:
                      "other\n")
         return 2
     return args
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value <= 60:
-        raise argparse.ArgumentTypeError(f"a wait is more than 0 and at most 60 seconds, not "
-                                         f"{text}")
-    return value
 
 
 #: Characters of stdin a hook reads at most: a harness's payload (a tool's input and output,

@@ -127,8 +127,7 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None)
     """Answer hook requests on ``path`` until idle for ``idle_timeout`` seconds (forever when
     None): ``run(request, stdout, stderr, origin)`` is the hook command's (``cli.hook``)."""
     os.environ.pop(SOCKET_ENV, None)  # the command it runs must not hand events back here
-    from ..harnesses.hooks import (  # noqa: F401 - import once, here
-        _contract, _session, claude_code, codex, cursor, gemini_cli)
+    from ..harnesses.hooks import _contract, _session, claude_code, codex, cursor, gemini_cli  # noqa: F401 - import once, here
 
     if os.path.exists(path):
         os.unlink(path)  # a stale socket of a server that died

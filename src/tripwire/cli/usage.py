@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..base.names import Guardrail
 
 __all__ = ["OneLineParser", "EXIT_USAGE", "count", "dollars", "mode", "port", "raise_spec",
-           "reset_scope", "seconds", "signal_set"]
+           "reset_scope", "seconds", "signal_set", "wait"]
 
 EXIT_USAGE = 2
 
@@ -74,13 +74,27 @@ def port(text: str) -> int:
     return value
 
 
-def seconds(text: str) -> float:
+def _number_of_seconds(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+
+
+def seconds(text: str) -> float:
+    value = _number_of_seconds(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+def wait(text: str) -> float:
+    """A bounded wait for a lock (the hook's ``--wait``): well under the harnesses' own
+    hook timeouts."""
+    value = _number_of_seconds(text)
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError(f"a wait is more than 0 and at most 60 seconds, not "
+                                         f"{text}")
     return value
 
 
