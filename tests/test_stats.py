@@ -127,10 +127,11 @@ def test_native_and_reference_stats_agree(trace: list[tuple], config: WatchdogCo
 
 
 #: Signals with no stand-down or exemption: the threshold is compared with exactly this
-#: quantity. (repeated-tool-call is exempt while its run polls changing output, SPEC §10.24:
-#: its peak bounds its trips from above, tested with the stand-downs below.)
-EXACT = {"tool-failure-streak": FAILURE, "no-op-streak": NO_OP,
-         "no-new-state": STALE, "tools-without-text": SILENCE, "repeated-failure": SAME_ERROR}
+#: quantity. (repeated-tool-call is exempt while its run polls changing output, SPEC §10.24,
+#: and tool-failure-streak stands down for repeated-failure's identical failures, §12.3: their
+#: peaks bound their trips from above, tested with the stand-downs below.)
+EXACT = {"no-op-streak": NO_OP, "no-new-state": STALE, "tools-without-text": SILENCE,
+         "repeated-failure": SAME_ERROR}
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -154,9 +155,12 @@ def test_signals_with_stand_downs_trip_only_at_or_past_their_peak(
         "repeated-tool-name": {"threshold": threshold},
         "dominant-tool-call": {"threshold": threshold},
         "alternating-tool-cycle": {"cycles": min(threshold, 4)},
+        "tool-failure-streak": {"threshold": threshold},
     })
     stats, alerts = _stats("python", trace, config)
     fired = {a[0] for a in alerts}
+    if "tool-failure-streak" in fired:
+        assert stats[FAILURE] >= threshold
     if "repeated-tool-call" in fired:
         assert stats[REPEAT] >= threshold
     if "repeated-tool-name" in fired:
