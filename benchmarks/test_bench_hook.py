@@ -3,8 +3,9 @@ runs it — a new process (cold Python start included) reading one PreToolUse pa
 the session from the store, replaying its window and answering.
 
 Target: median < 100 ms per invocation, measured as the command alone, through the resident
-server (``tripwire hook serve``) with the Python command as its client, and with the native
-client (``tripwire-hook``, no Python start). Measured against the floor it cannot beat (``python -c
+server (``tripwire hook serve``) with the Python command as its client, with the native
+client (``tripwire-hook``, no Python start), and as installed (``tripwire-hook`` with no
+server running yet: the first event starts the client's automatic server). Measured against the floor it cannot beat (``python -c
 pass``: the interpreter's own start) and the import of the modules the hook needs, so the
 report says where the time goes (``python -X importtime`` breaks the import down further).
 
@@ -95,6 +96,39 @@ def test_hook_invocation_through_the_native_client(benchmark, server: dict[str, 
     n = iter(range(10**6))
     benchmark.pedantic(lambda: run(server, next(n), [str(CLIENT), "claude-code"]), rounds=30,
                        warmup_rounds=2)
+
+
+@pytest.fixture
+def no_server_yet(long_session: dict[str, str], tmp_path: Path):
+    """The environment of a harness running the installed hook (``tripwire-hook``, nothing
+    set): no server runs yet, so the first event starts the client's automatic one."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**long_session, "XDG_RUNTIME_DIR": str(runtime)}
+    for key in ("TRIPWIRE_HOOK_SOCKET", "TRIPWIRE_HOOK_SERVER", "TRIPWIRE_STORE_KEY"):
+        env.pop(key, None)
+    yield env
+    for lock in runtime.glob("tripwire/*.lock"):
+        pid = int(lock.read_text().strip() or 0)
+        if pid:
+            os.kill(pid, 15)
+
+
+@pytest.mark.benchmark(group="hook_invocation")
+@pytest.mark.skipif(not os.access(CLIENT, os.X_OK), reason=f"{CLIENT} is not installed")
+def test_hook_invocation_as_installed(benchmark, no_server_yet: dict[str, str]) -> None:
+    """What a harness pays per event with the hook ``--install`` writes: ``tripwire-hook
+    claude-code``, its resident server started by the first event (which pays the start:
+    no warm-up round, so the median is over a session's first 30 events)."""
+    n, times = iter(range(10**6)), []
+
+    def event() -> None:
+        started = time.perf_counter()
+        run(no_server_yet, next(n), [str(CLIENT), "claude-code"])
+        times.append(time.perf_counter() - started)
+
+    benchmark.pedantic(event, rounds=30, warmup_rounds=0)
+    benchmark.extra_info["first_event_ms"] = round(times[0] * 1000, 1)
 
 
 @pytest.mark.benchmark(group="hook_invocation")

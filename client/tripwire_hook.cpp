@@ -7,9 +7,20 @@
 // the variables that locate the default store and its stdin, and writes the server's answer
 // (stdout, stderr, exit status) as its own.
 //
-// Whenever the server cannot answer (no socket variable, nothing listening, a broken answer)
-// it runs `tripwire hook <the same arguments>` instead, with the stdin it already read, so the
-// event is always decided exactly as the Python command decides it.
+// Whenever the server cannot answer (nothing listening, a broken answer) it runs `tripwire hook
+// <the same arguments>` instead, with the stdin it already read, so the event is always decided
+// exactly as the Python command decides it.
+//
+// Without $TRIPWIRE_HOOK_SOCKET it uses a server of its own, started on demand: the first event
+// finding none starts `tripwire hook serve` detached (it exits after 15 idle minutes) and hands
+// the event to it once it listens. That server's socket lives in a directory only this user
+// can enter, and its name is a hash of what the answer depends on besides the event: this
+// executable (its path and modification time: an upgrade gets a new server) and the variables
+// the hook reads (TRIPWIRE_*, PYTHON*, HOME, XDG_STATE_HOME, XDG_CONFIG_HOME, CODEX_HOME). So a
+// server only ever answers clients whose environment is its own. None is started when
+// $TRIPWIRE_HOOK_SERVER is "off", or when $TRIPWIRE_STORE_KEY holds a secret key: a server is
+// a process an agent running as the same user could stand in for, which a secret key exists
+// to rule out (docs/harnesses/claude-code.md).
 //
 // The frame (both directions start with the magic "TWH1"; integers are little-endian u32):
 //   request:  "TWH1", count, then count strings (u32 length, bytes): argc, the arguments,
@@ -27,12 +38,20 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -40,6 +59,9 @@ constexpr char kMagic[4] = {'T', 'W', 'H', '1'};
 constexpr size_t kMaxStdin = (16u << 20) + 1;  // the hook reads at most this (MAX_STDIN + 1)
 constexpr size_t kMaxAnswer = 64u << 20;       // the server's answer limit (hook_server._LIMIT)
 constexpr int kTimeoutMs = 10000;              // the server's own per-connection timeout
+constexpr const char* kIdleSeconds = "900";    // an automatic server's life without requests
+constexpr int kStartMs = 3000;                 // how long an event waits for a server starting
+constexpr time_t kRespawnSeconds = 30;         // no second start this soon (one that crashes)
 
 void put_u32(std::string& out, uint32_t v) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -204,6 +226,136 @@ int run_python(int argc, char** argv, const std::string* input) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
+
+// A directory only this user can enter: made (0700) when missing, refused when it is a
+// symbolic link, someone else's, or open to others.
+bool private_dir(const std::string& dir) {
+    mkdir(dir.c_str(), 0700);
+    struct stat st;
+    return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+           (st.st_mode & 077) == 0;
+}
+
+uint64_t fnv1a(const std::string& s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+    return h;
+}
+
+bool served_variable(const std::string& entry) {
+    static const char* const exact[] = {"HOME=", "XDG_STATE_HOME=", "XDG_CONFIG_HOME=",
+                                        "CODEX_HOME="};
+    if (entry.rfind("TRIPWIRE_HOOK_SOCKET=", 0) == 0) return false;
+    if (entry.rfind("TRIPWIRE_", 0) == 0 || entry.rfind("PYTHON", 0) == 0) return true;
+    for (const char* e : exact) {
+        if (entry.rfind(e, 0) == 0) return true;
+    }
+    return false;
+}
+
+// The automatic server's socket for this executable and environment ("" when there is none:
+// turned off, a secret key, no private directory, a path too long for a socket).
+std::string auto_socket() {
+    std::string mode = env("TRIPWIRE_HOOK_SERVER");
+    if (mode == "off" || mode == "0" || mode == "false" || mode == "no") return {};
+    if (env("TRIPWIRE_STORE_KEY").find_first_not_of(" \t\r\n") != std::string::npos) return {};
+    std::string dir = env("XDG_RUNTIME_DIR");
+    if (!dir.empty() && dir[0] == '/') {
+        dir += "/tripwire";
+    } else {
+        std::string tmp = env("TMPDIR");
+        dir = (tmp.empty() || tmp[0] != '/' ? std::string("/tmp") : tmp) + "/tripwire-" +
+              std::to_string(getuid());
+    }
+    if (!private_dir(dir)) return {};
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    struct stat st;
+    if (n <= 0 || stat("/proc/self/exe", &st) != 0) return {};
+    std::string fingerprint(self, static_cast<size_t>(n));
+    fingerprint += '\0' + std::to_string(st.st_mtim.tv_sec) + '.' +
+                   std::to_string(st.st_mtim.tv_nsec);
+    std::vector<std::string> served;
+    for (char** e = environ; *e; ++e) {
+        if (served_variable(*e)) served.emplace_back(*e);
+    }
+    std::sort(served.begin(), served.end());
+    for (const std::string& v : served) fingerprint += '\0' + v;
+    char name[40];
+    std::snprintf(name, sizeof name, "/hook-%016llx.sock",
+                  static_cast<unsigned long long>(fnv1a(fingerprint)));
+    std::string path = dir + name;
+    return path.size() < sizeof(sockaddr_un{}.sun_path) ? path : std::string();
+}
+
+// Starts `tripwire hook serve` on `path`, detached (its own session, no terminal, none of this
+// process's descriptors: a harness waits for the hook's stdout to close), unless a server
+// holds the lock (one is starting) or one was started less than kRespawnSeconds ago (one that
+// crashes is not started again on every event). The server's lines go to `path`.log.
+void start_server(const std::string& path, const std::string& command) {
+    std::string lock = path + ".lock";
+    int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return;
+    struct stat st;
+    bool start = flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st) == 0 &&
+                 (st.st_size == 0 || time(nullptr) - st.st_mtime >= kRespawnSeconds);
+    if (start && (ftruncate(fd, 0) != 0 || write(fd, "0\n", 2) != 2)) start = false;  // its time
+    close(fd);                         // the lock goes with it: the server takes it
+    if (!start) return;
+    pid_t child = fork();
+    if (child < 0) return;
+    if (child == 0) {
+        setsid();
+        if (fork() != 0) _exit(0);  // the server is no child of the harness's process
+        int null = open("/dev/null", O_RDONLY);
+        std::string log_path = path + ".log";
+        int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        if (null < 0 || log < 0) _exit(0);
+        dup2(null, STDIN_FILENO);
+        dup2(log, STDOUT_FILENO);
+        dup2(log, STDERR_FILENO);
+        for (int i = 3; i < 1024; ++i) close(i);
+        if (chdir("/") != 0) _exit(0);
+        const char* args[] = {"tripwire", "hook", "serve", "--socket", path.c_str(),
+                              "--idle-timeout", kIdleSeconds, nullptr};
+        execvp(command.c_str(), const_cast<char**>(args));
+        _exit(0);
+    }
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {}
+}
+
+// Whether a server is starting on `path`: one holds the lock (it listens soon after taking
+// it), or one was started less than kStartMs ago and has not taken it yet.
+bool starting(const std::string& path) {
+    std::string lock = path + ".lock";
+    int fd = open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return false;
+    struct stat st;
+    struct timespec now;
+    // a shared lock for an instant: a server that takes the lock then retries for a while
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+    bool recent = fstat(fd, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+                  (now.tv_sec - st.st_mtim.tv_sec) * 1000 +
+                  (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000 < kStartMs;
+    close(fd);
+    return held || recent;
+}
+
+// A connection to the automatic server, started if none listens (-1: the event runs here).
+int auto_connect(const std::string& path) {
+    if (path.empty()) return -1;
+    int fd = connect_to(path);
+    if (fd >= 0) return fd;
+    start_server(path, python_command());
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    for (int waited = 0; waited < kStartMs && starting(path); waited += 5) {
+        nanosleep(&pause, nullptr);
+        fd = connect_to(path);
+        if (fd >= 0) return fd;
+    }
+    return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,7 +363,7 @@ int main(int argc, char** argv) {
     // trim the surrounding white space a shell profile may leave
     size_t a = socket_path.find_first_not_of(" \t\n"), b = socket_path.find_last_not_of(" \t\n");
     socket_path = a == std::string::npos ? std::string() : socket_path.substr(a, b - a + 1);
-    int fd = connect_to(socket_path);
+    int fd = socket_path.empty() ? auto_connect(auto_socket()) : connect_to(socket_path);
     if (fd < 0) return run_python(argc, argv, nullptr);
     std::string input;
     if (!read_stdin(input)) {

@@ -8,6 +8,7 @@ core that fails to import is an error, never a silent skip.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -26,6 +27,46 @@ CORPUS = SHARED / "corpus"
 
 _selected = os.environ.get("TRIPWIRE_TEST_IMPLEMENTATIONS", "native,python")
 IMPLEMENTATIONS = [i.strip() for i in _selected.split(",") if i.strip()]
+
+
+def stop_hook_servers(runtime: Path) -> None:
+    """Ends the resident hook servers the native client started under ``runtime`` (its
+    ``$XDG_RUNTIME_DIR``): each holds ``<socket>.lock`` with its process id inside."""
+    import signal
+    import time
+
+    pids = []
+    for lock in runtime.glob("tripwire/hook-*.sock.lock"):
+        text = lock.read_text().strip()
+        if text.isdigit() and int(text) > 0:
+            pids.append(int(text))
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and
+                not Path(f"/proc/{p}/stat").read_text().split(") ")[-1].startswith("Z")]
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_stray_hook_servers(tmp_path_factory: pytest.TempPathFactory):
+    """The native hook client starts a resident server when none listens (and none is turned
+    off): in the suite none is started unless a test asks for one (TRIPWIRE_HOOK_SERVER
+    removed from its environment), and any that is lives in the suite's own runtime directory
+    and is ended with it."""
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    saved = {k: os.environ.get(k) for k in ("XDG_RUNTIME_DIR", "TRIPWIRE_HOOK_SERVER")}
+    os.environ.update(XDG_RUNTIME_DIR=str(runtime), TRIPWIRE_HOOK_SERVER="off")
+    yield runtime
+    stop_hook_servers(runtime)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

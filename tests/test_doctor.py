@@ -94,7 +94,8 @@ def test_a_command_the_shell_cannot_find_is_a_problem(home: Path) -> None:
     data = json.loads(settings.read_text())
     for entries in data["hooks"].values():
         for handler in entries:
-            handler["command"] = "/nonexistent/tripwire " + handler["command"].split(" ", 1)[1]
+            program, rest = handler["command"].split(" ", 1)  # tripwire or tripwire-hook
+            handler["command"] = f"/nonexistent/{os.path.basename(program)} {rest}"
     settings.write_text(json.dumps(data))
     done = tripwire(home, "doctor", str(settings))
     assert done.returncode == 1

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import stop_hook_servers
 
 #: the fake model asks for the same call this many times, then answers with text
 LOOP = 30
@@ -218,11 +219,30 @@ def test_codex_exec_is_stopped_by_tripwire(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("output", ["json", "stream-json"])
 def test_claude_p_is_stopped_by_tripwire(tmp_path: Path, output: str) -> None:
+    """``json``: a secret store key, so every event runs in the hook's own process;
+    ``stream-json``: the default key, so the installed native client hands the events to the
+    resident server it starts."""
     claude = claude_binary()
     if claude is None:
         pytest.skip("Claude Code is not installed (pip install claude-agent-sdk, which "
                     "bundles it, or set TRIPWIRE_E2E_CLAUDE to a claude binary)")
     env = environment(tmp_path)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    if output == "stream-json" and os.access(Path(sys.executable).parent / "tripwire-hook",
+                                             os.X_OK):
+        for key in ("TRIPWIRE_STORE_KEY", "TRIPWIRE_HOOK_SERVER"):
+            env.pop(key)
+        env["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        _claude_p_is_stopped(claude, env, tmp_path, output)
+    finally:
+        stop_hook_servers(runtime)
+    if "XDG_RUNTIME_DIR" in env and env["XDG_RUNTIME_DIR"] == str(runtime):
+        assert len(list(runtime.glob("tripwire/hook-*.sock.lock"))) == 1  # the server ran
+
+
+def _claude_p_is_stopped(claude: str, env: dict, tmp_path: Path, output: str) -> None:
     work, store = tmp_path / "work", tmp_path / "s.db"
     (work / ".claude").mkdir(parents=True)
     (tmp_path / "home").mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_hooks import TRIPWIRE, Hook, common, post, pre
+from test_hooks import INSTALLED, Hook, common, post, pre
 
 HARNESS_FILES = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}
 
@@ -76,7 +76,7 @@ def test_paths_are_written_absolute(home: Path) -> None:
                     "tw.toml", "--mode", "Warn", cwd=home)
     assert done.returncode == 0, done.stderr
     handler = json.loads(done.stdout)["hooks"]["PreToolUse"][0]["hooks"][0]
-    assert handler["command"] == (f"{TRIPWIRE} hook claude-code --store {home}/state/s.db "
+    assert handler["command"] == (f"{INSTALLED} claude-code --store {home}/state/s.db "
                                   f"--mode warn --config {home}/tw.toml")
 
 
@@ -109,7 +109,7 @@ def test_installing_again_replaces_the_entry_in_place(home: Path, harness: str) 
     data = json.loads(settings.read_text())
     assert data["model"] == "x"
     assert data["hooks"]["PreToolUse"][0] == mine
-    command = f"{TRIPWIRE} hook {harness} --store {home}/s.db"
+    command = f"{INSTALLED} {harness} --store {home}/s.db"
     assert commands(settings) == ["my-check"] + [command] * len(data["hooks"])
     assert [len(v) for k, v in data["hooks"].items() if k != "PreToolUse"] == \
         [1] * (len(data["hooks"]) - 1)

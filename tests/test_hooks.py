@@ -22,6 +22,10 @@ SESSION = "3f1c9a2e-7b4d-4e21-9c3a-5d8e1f2a6b70"
 #: the executable --install writes: tripwire's absolute path when it is on the PATH
 _FOUND = shutil.which("tripwire")
 TRIPWIRE = os.path.abspath(_FOUND) if _FOUND else "tripwire"
+#: the command --install writes for a harness: the native client beside it where one is
+#: installed (no Python start per event), else ``tripwire hook``
+_CLIENT = os.path.join(os.path.dirname(TRIPWIRE), "tripwire-hook")
+INSTALLED = _CLIENT if _FOUND and os.access(_CLIENT, os.X_OK) else f"{TRIPWIRE} hook"
 TRANSCRIPT = f"/home/u/.claude/projects/-home-u-app/{SESSION}.jsonl"
 PYTEST = {"command": "pytest -x", "description": "run tests"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_hooks import TRIPWIRE, Hook, common, pre
+from test_hooks import INSTALLED, Hook, common, pre
 
 GEMINI_SESSION = "c1f0a9d2-6e4b-4f7a-9b3e-2d1c0b9a8f77"
 CONVERSATION = "4b1e8a2c-3d9f-4c6b-8a7e-5f0d2c1b9e33"
@@ -216,7 +216,7 @@ def test_install_writes_each_harness_file_format(tmp_path: Path) -> None:
                                    path], capture_output=True, text=True, cwd=tmp_path)
             assert done.returncode == 0, done.stderr
     settings = json.loads((tmp_path / ".gemini/settings.json").read_text())
-    command = f"{TRIPWIRE} hook gemini-cli --store {tmp_path}/s.db"
+    command = f"{INSTALLED} gemini-cli --store {tmp_path}/s.db"
     handler = [{"type": "command", "name": "tripwire", "command": command, "timeout": 10000}]
     assert settings == {"hooks": {
         "BeforeTool": [{"matcher": "*", "hooks": handler}],
@@ -224,7 +224,7 @@ def test_install_writes_each_harness_file_format(tmp_path: Path) -> None:
         "BeforeAgent": [{"hooks": handler}], "AfterAgent": [{"hooks": handler}],
         "SessionStart": [{"hooks": handler}]}}
     hooks = json.loads((tmp_path / ".cursor/hooks.json").read_text())
-    command = f"{TRIPWIRE} hook cursor --store {tmp_path}/s.db"
+    command = f"{INSTALLED} cursor --store {tmp_path}/s.db"
     assert hooks["version"] == 1
     assert {k: len(v) for k, v in hooks["hooks"].items()} == {
         "sessionStart": 1, "preToolUse": 1, "postToolUse": 1, "postToolUseFailure": 1,

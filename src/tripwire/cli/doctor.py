@@ -107,8 +107,9 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-#: the hook's environment: a doctor run inside ``codex exec`` must not interrupt it
-_ENV = {**os.environ, "TRIPWIRE_DOCTOR": "1"}
+#: the hook's environment: a doctor run inside ``codex exec`` must not interrupt it, and its
+#: probe leaves no resident server behind (the native client decides the same without one)
+_ENV = {**os.environ, "TRIPWIRE_DOCTOR": "1", "TRIPWIRE_HOOK_SERVER": "off"}
 #: identical calls the doctor makes at most to see a hook deny a loop (the default threshold of
 #: repeated-tool-call is 5)
 PROBE = 12

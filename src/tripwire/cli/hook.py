@@ -11,7 +11,9 @@ option checked first, exit 2 on a bad one. On the event path a usage error is ex
 decision: every harness reads exit 2 as "block".
 
 ``tripwire hook serve --socket PATH`` keeps the modules imported in a resident process that the
-command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``hook_server.py``).
+command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``hook_server.py``);
+the native client (``tripwire-hook``, what ``--install`` writes where it is installed) starts
+one on demand otherwise.
 
 Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
 decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
@@ -262,7 +264,11 @@ def served_request(request: Any, stdout: TextIO, stderr: TextIO, origin: int | N
                      "through the resident server\n")
         return 2
     argv = served_argv(args, request.cwd or os.getcwd(), request.env)
-    return main(argv, io.StringIO(request.stdin), stdout, stderr, close=False, origin=origin)
+    import contextlib
+
+    with contextlib.redirect_stderr(stderr):  # the logger's lines are the event's, as ever
+        return main(argv, io.StringIO(request.stdin), stdout, stderr, close=False,
+                    origin=origin)
 
 
 def _serve(argv: list[str]) -> int:

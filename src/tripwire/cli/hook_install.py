@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from .usage import EXIT_USAGE
 
-__all__ = ["install", "uninstall", "hook_command", "executable"]
+__all__ = ["install", "uninstall", "hook_command", "executable", "native_client"]
 
 
 def _fail(args: argparse.Namespace, message: str, stderr: TextIO) -> int:
@@ -55,9 +55,25 @@ def executable() -> str:
     return os.path.abspath(found) if found else "tripwire"
 
 
+def native_client(tripwire: str) -> str | None:
+    """The native client installed beside ``tripwire`` (beside the file a link such as pipx's
+    points to, too), or None: a build without a C++ compiler installs none."""
+    if not os.path.isabs(tripwire):
+        return None
+    for directory in (os.path.dirname(tripwire), os.path.dirname(os.path.realpath(tripwire))):
+        client = os.path.join(directory, "tripwire-hook")
+        if os.access(client, os.X_OK) and not os.path.isdir(client):
+            return client
+    return None
+
+
 def hook_command(args: argparse.Namespace) -> str:
-    """The command the harness runs: the options given, paths made absolute."""
-    words = [executable(), "hook", args.harness]
+    """The command the harness runs, the options given and paths made absolute: the native
+    client (``tripwire-hook HARNESS``: no Python start per event, its resident server started
+    on demand) where it is installed, else ``tripwire hook HARNESS``."""
+    tripwire = executable()
+    client = native_client(tripwire)
+    words = [client, args.harness] if client else [tripwire, "hook", args.harness]
     if args.store:
         words += ["--store", os.path.abspath(args.store)]
     if args.mode:

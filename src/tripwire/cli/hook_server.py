@@ -18,6 +18,14 @@ the number of arguments, the arguments, the client's working directory, its
 store are resolved against, as the client would), its stdin; an answer is the exit status,
 stdout and stderr. The server removes ``$TRIPWIRE_HOOK_SOCKET`` from its own environment, so
 the command it runs never hands the event back to itself.
+
+Without ``$TRIPWIRE_HOOK_SOCKET`` the native client starts a server of its own on demand (the
+first event that finds none starts ``tripwire hook serve --socket <auto> --idle-timeout 900``
+detached and hands its event over once it listens): its socket is in a directory only the user
+can enter (``$XDG_RUNTIME_DIR/tripwire``, else ``/tmp/tripwire-<uid>``), named by a hash of the
+client executable and of the variables the hook reads, so it serves only clients whose
+environment is its own; ``TRIPWIRE_HOOK_SERVER=off`` or a secret ``TRIPWIRE_STORE_KEY`` turn it
+off (``client/tripwire_hook.cpp`` says why).
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import io
 import os
 import socket
 import struct
+import sys
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -125,49 +135,101 @@ def call(path: str, request: Request, timeout: float = 5.0) -> dict[str, Any] | 
 
 def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None) -> int:
     """Answer hook requests on ``path`` until idle for ``idle_timeout`` seconds (forever when
-    None): ``run(request, stdout, stderr, origin)`` is the hook command's (``cli.hook``)."""
+    None): ``run(request, stdout, stderr, origin)`` is the hook command's (``cli.hook``).
+
+    One server per socket: it holds ``path.lock`` (its process id inside) while it lives, so a
+    second one started on the same path says so and exits 1; the holder alone replaces a stale
+    socket. It listens before it imports the hooks' modules, so a client that started it (the
+    native client's automatic server) connects at once and its first request waits for them.
+    Connections from another user are closed unanswered (their clients run the event
+    themselves)."""
     os.environ.pop(SOCKET_ENV, None)  # the command it runs must not hand events back here
-    from ..harnesses.hooks import _contract, _session, claude_code, codex, cursor, gemini_cli  # noqa: F401 - import once, here
-
-    if os.path.exists(path):
-        os.unlink(path)  # a stale socket of a server that died
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
-        old = os.umask(0o177)
-        try:
-            server.bind(path)
-        finally:
-            os.umask(old)
-        server.listen(16)
-        server.settimeout(idle_timeout)
-        while True:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    lock = _take_lock(path + ".lock")
+    if lock is None:
+        sys.stderr.write(f"tripwire hook serve: another server holds {path}.lock; exiting\n")
+        return 1
+    try:
+        if os.path.lexists(path):
+            os.unlink(path)  # a stale socket of a server that died (the lock is ours)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            old = os.umask(0o177)
             try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                os.unlink(path)
-                return 0
-            with conn:
-                conn.settimeout(10.0)
+                server.bind(path)
+            finally:
+                os.umask(old)
+            server.listen(64)
+            from ..harnesses.hooks import (  # noqa: F401 - import once, here
+                _contract,
+                _session,
+                claude_code,
+                codex,
+                cursor,
+                gemini_cli,
+            )
+
+            server.settimeout(idle_timeout)
+            while True:
                 try:
-                    request = decode_request(_read(conn))
-                    out, err = io.StringIO(), io.StringIO()
-                    code = run(request, out, err, _peer(conn))
-                    conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
-                except (OSError, ValueError):
-                    continue  # that client falls back to running the event itself
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    os.unlink(path)
+                    return 0
+                with conn:
+                    _answer(conn, run)
+    finally:
+        os.close(lock)
 
 
-def _peer(conn: socket.socket) -> int | None:
-    """The client's process id (Linux ``SO_PEERCRED``), None where it cannot be had."""
+def _take_lock(path: str, patience: float = 1.0) -> int | None:
+    """The server's lock, its process id written in (None: another server holds it). A client
+    holds it shared for an instant to see whether a server is starting: tried again a while."""
+    import fcntl  # POSIX: the server runs where Unix sockets do
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.01)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _answer(conn: socket.socket, run: Callable[..., int]) -> None:
+    conn.settimeout(10.0)
+    pid, uid = _peer(conn)
+    if uid is not None and uid != os.getuid():
+        return  # another user's client: it runs the event itself
+    try:
+        request = decode_request(_read(conn))
+        out, err = io.StringIO(), io.StringIO()
+        code = run(request, out, err, pid)
+        conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
+    except (OSError, ValueError):
+        pass  # that client falls back to running the event itself
+
+
+def _peer(conn: socket.socket) -> tuple[int | None, int | None]:
+    """The client's process id and user id (Linux ``SO_PEERCRED``), None where they cannot be
+    had."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
-        return None
+        return None, None
     try:
-        pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
-                                                        struct.calcsize("3i")))
+        pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option,
+                                                          struct.calcsize("3i")))
     except OSError:
-        return None
-    return pid or None
+        return None, None
+    return pid or None, uid
 
 
 def _read(s: socket.socket) -> bytes:

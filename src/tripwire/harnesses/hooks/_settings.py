@@ -1,7 +1,8 @@
 """A harness's hook settings file, as ``tripwire hook --install``/``--uninstall`` edit it.
 
 tripwire's entries are the handlers whose command runs ``tripwire hook <harness>`` (the
-executable's base name ``tripwire``, or ``python -m tripwire``). Installing replaces them where
+executable's base name ``tripwire``, or ``python -m tripwire``) or the native client,
+``tripwire-hook <harness>``. Installing replaces them where
 they were (one entry per harness and event, never a second one beside an earlier install);
 uninstalling removes them; everything else in the file is kept as it was.
 
@@ -21,22 +22,25 @@ __all__ = ["is_tripwire", "hook_harness", "read_settings", "remove", "merge", "w
 
 
 def is_tripwire(command: Any, harness: str | None = None) -> bool:
-    """Whether a handler's command runs ``tripwire hook <harness>`` (any harness: None)."""
+    """Whether a handler's command runs tripwire's hook for ``harness`` (any harness: None)."""
     found = hook_harness(command)
     return found is not None and (harness is None or found == harness)
 
 
 def hook_harness(command: Any) -> str | None:
-    """The harness of a ``tripwire hook <harness>`` command (None: not tripwire's hook)."""
+    """The harness of a ``tripwire hook <harness>`` or ``tripwire-hook <harness>`` (the native
+    client's) command (None: not tripwire's hook)."""
     if not isinstance(command, str):
         return None
     try:
         words = shlex.split(command)
     except ValueError:
         return None
-    for i in range(1, len(words) - 1):
-        if words[i] == "hook" and os.path.basename(words[i - 1]) in ("tripwire",
-                                                                     "tripwire.exe"):
+    for i in range(1, len(words)):
+        program = os.path.basename(words[i - 1])
+        if program in ("tripwire-hook", "tripwire-hook.exe") and words[i] != "hook":
+            return words[i]
+        if words[i] == "hook" and program in ("tripwire", "tripwire.exe") and i + 1 < len(words):
             return words[i + 1]
     return None
 
