@@ -197,3 +197,32 @@ def test_an_event_delivered_twice_is_observed_once(tmp_path: Path, implementatio
             assert hook(post(n)) is None
     out = hook(pre(5))
     assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.mark.skipif(not INSTALLED.endswith("tripwire-hook"),
+                    reason="no native hook client is installed beside tripwire")
+@pytest.mark.parametrize("beside", ["a script", "a link to the installed one"])
+def test_the_native_client_is_written_only_where_it_is_beside_tripwire(
+        tmp_path: Path, beside: str) -> None:
+    """A ``tripwire`` first on the PATH with no ``tripwire-hook`` beside it gets the Python
+    command written; a link to the installed ``tripwire`` (pipx's) finds the client beside
+    the file it points to."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "tripwire"
+    if beside == "a script":
+        program.write_text(f"#!/bin/sh\nexec {sys.executable} -m tripwire \"$@\"\n")
+        program.chmod(0o755)
+        expected = f"{program} hook claude-code"
+    else:
+        program.symlink_to(Path(INSTALLED).with_name("tripwire"))
+        expected = f"{INSTALLED} claude-code"
+    done = tripwire("hook", "claude-code", "--install",
+                    env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert set(commands_of(json.loads(done.stdout))) == {expected}
+
+
+def commands_of(block: dict) -> list[str]:
+    return [h["command"] for entries in block["hooks"].values() for entry in entries
+            for h in entry.get("hooks", [entry])]

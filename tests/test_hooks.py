@@ -300,7 +300,7 @@ def test_a_directory_in_place_of_the_store_is_unreadable_not_absent(claude: Hook
 
 
 def test_install_prints_and_merges_the_settings_block(tmp_path: Path) -> None:
-    handler = [{"type": "command", "command": f"{TRIPWIRE} hook claude-code", "timeout": 10}]
+    handler = [{"type": "command", "command": f"{INSTALLED} claude-code", "timeout": 10}]
     expected = {"hooks": {
         "PreToolUse": [{"matcher": "*", "hooks": handler}],
         "PostToolUse": [{"matcher": "*", "hooks": handler}],
