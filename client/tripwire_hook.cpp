@@ -325,20 +325,23 @@ void start_server(const std::string& path, const std::string& command) {
 }
 
 // Whether a server is starting on `path`: one holds the lock (it listens soon after taking
-// it), or one was started less than kStartMs ago and has not taken it yet.
+// it), or one was started less than kStartMs ago and has not taken it yet (the lock file
+// still holds the "0" of the start, not the process id a server writes when it takes it).
 bool starting(const std::string& path) {
     std::string lock = path + ".lock";
     int fd = open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return false;
     struct stat st;
     struct timespec now;
+    char head[2] = {0, 0};
     // a shared lock for an instant: a server that takes the lock then retries for a while
     bool held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+    bool unclaimed = pread(fd, head, 2, 0) == 2 && head[0] == '0' && head[1] == '\n';
     bool recent = fstat(fd, &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
                   (now.tv_sec - st.st_mtim.tv_sec) * 1000 +
                   (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000 < kStartMs;
     close(fd);
-    return held || recent;
+    return held || (unclaimed && recent);
 }
 
 // A connection to the automatic server, started if none listens (-1: the event runs here).
