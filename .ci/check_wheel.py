@@ -29,6 +29,8 @@ if kind == "native":
     platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
     if len(native) != 1:
         problems.append(f"expected one native module, found {native}")
+    if not any(n.endswith(".data/scripts/tripwire-hook") for n in names):
+        problems.append("no native hook client (tripwire-hook): --install writes it")
     if tags != [f"{abi}-{abi}-{platform}"]:
         problems.append(f"tags {tags}, expected {abi}-{abi}-{platform}")
 elif native or tags != ["py3-none-any"]:
