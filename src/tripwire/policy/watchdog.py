@@ -18,13 +18,12 @@ them); and the queue is the host's to take (``take_feedback``), not the next tur
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..base.decision import CUT_TURN, HALT_SESSION, PROCEED, Decision
 from ..base.modes import Mode
 from ..durability.fold import RESTORED_SIGNAL
-from ..durability.rows import TripRow
+from ..durability.rows import RowSink, TripRow
 from ..signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from . import lines
 from .feedback import FeedbackQueue, render_feedback
@@ -36,17 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = ["WatchdogPolicy"]
 
-#: append a trip row to the session's durable log (with the spend: ``Durability.trip``)
-Persist = Callable[[TripRow], None]
-
-
 class WatchdogPolicy:
-    __slots__ = ("_channel", "_persist", "at_once", "cut_in_a_row", "cut_signal", "engine",
+    __slots__ = ("_channel", "_durable", "at_once", "cut_in_a_row", "cut_signal", "engine",
                  "escalate_after", "feedback", "halt_alert", "halt_reason", "mode", "pending",
                  "turn_cut_signal")
 
     def __init__(self, mode: Mode, escalate_after: int, feedback_queue: int,
-                 channel: OperatorChannel, persist: Persist, engine: Watchdog | None = None,
+                 channel: OperatorChannel, durable: RowSink, engine: Watchdog | None = None,
                  *, at_once: bool = False):
         self.engine = engine  # the session's watchdog (None in off mode)
         self.at_once = at_once  # feedback at once (the module docstring)
@@ -54,7 +49,7 @@ class WatchdogPolicy:
         self.escalate_after = escalate_after
         self.feedback = FeedbackQueue(feedback_queue)
         self._channel = channel
-        self._persist = persist
+        self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
         self.halt_reason: str | None = None  # the watchdog's halt
         self.halt_alert: Alert | None = None
         self.cut_signal: str | None = None   # the signal that cut the last turns...
@@ -99,7 +94,7 @@ class WatchdogPolicy:
         reason = lines.watchdog_cut_reason(alert)
         decision = Decision(CUT_TURN, "watchdog", reason, alerts)
         self._channel.counters.count_trip("watchdog")
-        self._persist(TripRow("watchdog", "turn", False, reason, alert.signal, in_a_row=n,
+        self._durable.trip(TripRow("watchdog", "turn", False, reason, alert.signal, in_a_row=n,
                               mode=str(self.mode)))
         self._channel.emit(
             "cut", lines.watchdog_cut(reason, n, limit), level=logging.WARNING,
@@ -113,7 +108,7 @@ class WatchdogPolicy:
         decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
         self.turn_cut_signal = alert.signal
         self._channel.counters.count_trip("watchdog")
-        self._persist(TripRow("watchdog", "session" if alert.scope != "turn" else "escalation",
+        self._durable.trip(TripRow("watchdog", "session" if alert.scope != "turn" else "escalation",
                               True, reason, alert.signal, alert.model_text, self.cut_in_a_row,
                               str(self.mode)))
         self._channel.emit(

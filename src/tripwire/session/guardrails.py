@@ -145,13 +145,13 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self._channel = channel = OperatorChannel(session_id, on_event, counters)
         # the durable log (rows on their way to the store, the history read back), and the
         # policies that write it
-        self._durable = durable = Durability(store, session_id, channel.line, durable_turns)
+        self._durable = durable = Durability(store, session_id, channel, durable_turns)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
-                                      resolved.feedback_queue, channel, durable.trip,
+                                      resolved.feedback_queue, channel, durable,
                                       self._watchdog, at_once=feedback_at_once)
-        self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
+        self._cost_policy = CostPolicy(self._cost, channel, durable)
         durable.bind(self._policy, self._cost_policy)
-        self._halts = Halts(self._policy, self._cost_policy, channel, durable.put)
+        self._halts = Halts(self._policy, self._cost_policy, channel, durable)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
         self._ids = {}        # call id -> tool name, for results by id
@@ -160,7 +160,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
-                                             durable.put, summarize,
+                                             durable, summarize,
                                              enforce=resolved.mode == Mode.ENFORCE)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
