@@ -37,7 +37,7 @@ class SessionFields:
     _lock: SessionLock
     _blocked: Decision | None
     _watchdog: Watchdog | None
-    _ids: dict[str, str]
+    _ids: dict[str, str] | None
     last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
     _context: ContextGuard | None
     _task: Task

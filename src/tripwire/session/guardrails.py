@@ -154,7 +154,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self._halts = Halts(self._policy, self._cost_policy, channel, durable)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
-        self._ids = {}        # call id -> tool name, for results by id
+        self._ids = None      # call id -> tool name, for results by id (made at the first)
         self.last_used = 0.0
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
@@ -187,7 +187,8 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
             self._settle_cost()
             if self._watchdog is not None:
                 self._watchdog.count_event()
-            self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
+            if self._ids:  # a new turn (even a refused one): the old call ids are stale
+                self._ids.clear()
             if log is not None and not len(log):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
@@ -390,6 +391,8 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         alerts: tuple[Alert, ...] = ()
         if watchdog is not None:
             if id is not None:
+                if self._ids is None:
+                    self._ids = {}
                 remember_call_id(self._ids, id, name)
             alerts = watchdog.observe_call(name, args)
         if not alerts:
@@ -523,7 +526,8 @@ class SessionBatch:
             else:
                 task = TaskState(*room)
         return BatchState(engine, g._blocked is not None,
-                          None if guard is None else g._context_policy.batch_state(), g._ids,
+                          None if guard is None else g._context_policy.batch_state(),
+                          g._ids if g._ids is not None else {},
                           g._policy.words_matter(), None if python else cost, task, python)
 
     def take_change(self, change: BatchChange) -> None:
@@ -543,8 +547,12 @@ class SessionBatch:
 
     @property
     def call_ids(self) -> dict[Any, str]:
-        """Call id -> tool name, for results named by id (the batch replaces the map whole)."""
-        return self._g._ids
+        """Call id -> tool name, for results named by id (the batch replaces the map whole,
+        or an interrupted one replays its rows into it)."""
+        g = self._g
+        if g._ids is None:
+            g._ids = {}
+        return g._ids
 
     @call_ids.setter
     def call_ids(self, ids: dict[Any, str]) -> None:
