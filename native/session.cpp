@@ -242,6 +242,7 @@ size_t Session::state_bytes() const noexcept {
     static const size_t inline_capacity = std::string().capacity();
     const size_t longest = repeat.longest.capacity();
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() + recycled.heap_bytes() +
+           density.heap_bytes() + repeated_failure.heap_bytes() +
            (longest > inline_capacity ? longest + 1 : 0) +
            repeat.ends.capacity() * sizeof(uint32_t);
 }
