@@ -658,6 +658,8 @@ def test_a_fleet_session_holds_only_what_it_used(implementation: str) -> None:
         assert type(g._task.sessions) is tuple
         for policy in (g._policy, g._cost_policy, g._halts, g._context_policy):
             assert policy._durable is g._durable
+        assert g._halts is not g._halts  # a view made when asked: the policies hold the halts
+        assert g._policy.pending == ()  # nothing pending after the turn: the shared empty tuple
     assert a._task.durable.written is b._task.durable.written
     a.on_call("read_file", "{}", id="c1")  # the map is made at the first id
     assert a._ids == {"c1": "read_file"}

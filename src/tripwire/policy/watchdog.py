@@ -55,7 +55,9 @@ class WatchdogPolicy:
         self.cut_signal: str | None = None   # the signal that cut the last turns...
         self.cut_in_a_row = 0                # ...and how many turns in a row
         self.turn_cut_signal: str | None = None
-        self.pending: list[tuple[Alert, bool]] = []  # warn/feedback: (alert, still for the model)
+        # warn/feedback: (alert, still for the model), reported after the turn (a tuple, the
+        # empty one until the first: a list per session would be 56 bytes a fleet session)
+        self.pending: tuple[tuple[Alert, bool], ...] = ()
 
     @property
     def halted(self) -> bool:
@@ -69,9 +71,9 @@ class WatchdogPolicy:
             if self.at_once and self.mode >= Mode.FEEDBACK:  # told now, reported after the turn
                 for alert in alerts:
                     self.feedback.push(alert)
-                self.pending.extend((a, False) for a in alerts)
+                self.pending += tuple((a, False) for a in alerts)
             else:
-                self.pending.extend((a, True) for a in alerts)  # reported after the turn
+                self.pending += tuple((a, True) for a in alerts)  # reported after the turn
             return Decision(PROCEED, alerts=alerts)
         for alert in alerts:  # enforce: in-turn
             self._channel.alert(alert)
@@ -125,7 +127,7 @@ class WatchdogPolicy:
             self._channel.alert(alert)
             if for_model and self.mode >= Mode.FEEDBACK:
                 self.feedback.push(alert)
-        self.pending.clear()
+        self.pending = ()
         if self.turn_cut_signal is None:
             self.cut_signal, self.cut_in_a_row = None, 0
         self.turn_cut_signal = None
@@ -168,10 +170,12 @@ class WatchdogPolicy:
     def withdraw_answered(self) -> None:
         """The agent spoke: queued notes its words answer (``withdrawn_by_words``) are moot."""
         withdrawn = self.feedback.withdraw_answered()
-        for i, (alert, for_model) in enumerate(self.pending):
-            if for_model and alert.signal in WITHDRAWN_BY_WORDS:
-                self.pending[i] = (alert, False)
-                withdrawn.append(alert)
+        answered = [alert for alert, for_model in self.pending
+                    if for_model and alert.signal in WITHDRAWN_BY_WORDS]
+        if answered:
+            self.pending = tuple((alert, for_model and alert.signal not in WITHDRAWN_BY_WORDS)
+                                 for alert, for_model in self.pending)
+            withdrawn.extend(answered)
         for alert in withdrawn:
             self._channel.emit("feedback_withdrawn", lines.note_withdrawn(alert),
                                guardrail="watchdog", alert=alert, event=alert.event)

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from ..policy.ceiling import CostCeiling
     from ..policy.context import ContextPolicy
     from ..policy.cost import CostPolicy
-    from ..policy.halts import Halts
     from ..policy.reporting import OperatorChannel
     from ..policy.watchdog import WatchdogPolicy
     from .config import ResolvedConfig
@@ -48,7 +47,6 @@ class SessionFields:
     _cost: CostCeiling
     _in_turn: bool
     _durable: Durability
-    _halts: Halts
     _cost_policy: CostPolicy
     _context_policy: ContextPolicy
     session_id: str

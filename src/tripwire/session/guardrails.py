@@ -48,7 +48,7 @@ from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
 from ..policy.ceiling import CostCeiling, CostTrip
 from ..policy.context import ContextPolicy
 from ..policy.cost import CostPolicy
-from ..policy.halts import Halts, ResetOutcome, Status
+from ..policy.halts import ResetOutcome, Status
 from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
 from ..policy.watchdog import WatchdogPolicy
 from ..signals import Alert
@@ -66,8 +66,8 @@ __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConf
 
 # The fields of the concrete classes beside their core's (which holds those every observation
 # reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
-_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
-          "_cost_policy", "_context_policy", "session_id", "settings")
+_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_cost_policy",
+          "_context_policy", "session_id", "settings")
 
 
 def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
@@ -151,7 +151,6 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                                       self._watchdog, at_once=feedback_at_once)
         self._cost_policy = CostPolicy(self._cost, channel, durable)
         durable.bind(self._policy, self._cost_policy)
-        self._halts = Halts(self._policy, self._cost_policy, channel, durable)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
         self._ids = None      # call id -> tool name, for results by id (made at the first)
@@ -202,11 +201,12 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                         self._blocked = None
             if self._task.exhausted is not None:  # raised or checked in by another process?
                 self._task.sync_stored()
-            refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
+            halts = self._halts
+            refused = halts.refuse_turn(self._budget)  # halted, or the task exhausted
             if refused is not None:
                 if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
                     self._blocked = refused
-                raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
+                raise GuardrailHalted(refused.reason, halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost_policy.start_turn()
