@@ -1,5 +1,7 @@
 #include "dominant_tool_call.h"
 
+#include <new>
+
 namespace tw {
 
 bool DensityDetector::is_reported(uint64_t key) const noexcept {
@@ -9,6 +11,10 @@ bool DensityDetector::is_reported(uint64_t key) const noexcept {
 }
 
 void DensityDetector::add_reported(uint64_t key) noexcept {
+    if (!reported) {
+        reported.reset(new (std::nothrow) uint64_t[kReportedCapacity]);
+        if (!reported) return;  // out of memory: not remembered (it may report again)
+    }
     if (reported_size < kReportedCapacity) {
         reported[reported_size++] = key;
     } else {

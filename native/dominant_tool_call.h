@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include "call_history.h"
 
 namespace tw {
@@ -19,13 +20,22 @@ struct DensityDetector {
     bool below = true;           // the last window's top count was under the threshold
     uint32_t count = 0, length = 0, first_age = 0;
     // last: a call reads it only when a key reaches the threshold
-    uint64_t reported[kReportedCapacity] = {};
+    // the dominant keys reported, allocated at the first (most sessions never have one)
+    std::unique_ptr<uint64_t[]> reported;
 
     DensityDetector(uint32_t window_, uint32_t threshold_, int32_t defer_run_, int32_t defer_period_)
         : window(window_), threshold(threshold_), defer_run(defer_run_),
           defer_cycle_period(defer_period_) {}
     bool observe(const CallHistory& h) noexcept;
-    void reset() noexcept { reported_size = reported_head = 0; below = true; count = length = first_age = 0; }
+    void reset() noexcept {
+        reported_size = reported_head = 0;
+        below = true;
+        count = length = first_age = 0;
+        reported.reset();
+    }
+    size_t heap_bytes() const noexcept {
+        return reported ? kReportedCapacity * sizeof(uint64_t) : 0;
+    }
 
 private:
     bool is_reported(uint64_t key) const noexcept;

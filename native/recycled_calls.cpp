@@ -1,5 +1,7 @@
 #include "recycled_calls.h"
 
+#include <new>
+
 namespace tw {
 
 bool PendingCalls::take(uint64_t tool_hash, uint32_t& key) noexcept {
@@ -17,16 +19,24 @@ bool PendingCalls::take(uint64_t tool_hash, uint32_t& key) noexcept {
 }
 
 bool RecycledCallsDetector::observe(uint32_t key, uint32_t answer) noexcept {
+    if (window == 0) return false;  // nothing is held: no call repeats one it remembers
     bool repeat = false;
     for (uint32_t k = 1; k <= size; ++k) {  // newest first: the time before
-        const uint64_t entry = answered[(next + kMaxWindow - k) % kMaxWindow];
+        const uint64_t entry = slot((next + window - k) % window);
         if (static_cast<uint32_t>(entry >> 32) == key) {
             repeat = static_cast<uint32_t>(entry) == answer;
             break;
         }
     }
-    answered[next] = (static_cast<uint64_t>(key) << 32) | answer;
-    next = (next + 1) % kMaxWindow;
+    if (next >= kInline && !more) {
+        more.reset(new (std::nothrow) uint64_t[window - kInline]);
+        if (!more) {  // out of memory: the window is the first slots alone from now on
+            window = kInline;
+            next = 0;
+        }
+    }
+    slot(next) = (static_cast<uint64_t>(key) << 32) | answer;
+    next = (next + 1) % window;
     if (size < window) ++size;
     if (!repeat) {
         run = 0;

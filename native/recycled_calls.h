@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "call_history.h"
 
@@ -35,6 +36,10 @@ struct PendingCalls {
 
 struct RecycledCallsDetector {
     static constexpr uint32_t kMaxWindow = 64;  // as recycled_calls.MAX_WINDOW
+    // The window's first answered calls are held here; the rest, up to the window, are
+    // allocated when the session has answered that many calls (most in a fleet have not),
+    // and freed by reset.
+    static constexpr uint32_t kInline = 8;
     // An answer's kind, in its tag's 2 low bits (recycled_calls.SUCCESS, NO_OP, FAILURE).
     enum Kind : uint32_t { kSuccess = 1, kNoOp = 2, kFailure = 3 };
     static uint32_t answer_tag(uint32_t kind, uint64_t value) noexcept {
@@ -47,7 +52,8 @@ struct RecycledCallsDetector {
     bool tripped = false;
     uint32_t size = 0;  // answered calls held (at most window)
     uint32_t next = 0;  // where the next one goes
-    uint64_t answered[kMaxWindow];  // (key tag << 32) | answer tag, circular
+    uint64_t first[kInline];  // (key tag << 32) | answer tag, circular over the window...
+    std::unique_ptr<uint64_t[]> more;  // ...its slots from kInline on, once written
 
     RecycledCallsDetector(uint32_t threshold_, uint32_t window_)
         : threshold(threshold_), window(window_ < kMaxWindow ? window_ : kMaxWindow) {}
@@ -58,7 +64,19 @@ struct RecycledCallsDetector {
     // clean 2..cycle_max_period cycle (0: the cycle detector is off) whose block is not one run.
     bool stands_down(const CallHistory& h, bool repeat_on,
                      uint32_t cycle_max_period) const noexcept;
-    void reset() noexcept { run = 0; tripped = false; size = 0; next = 0; }
+    void reset() noexcept {
+        run = 0;
+        tripped = false;
+        size = 0;
+        next = 0;
+        more.reset();
+    }
+    size_t heap_bytes() const noexcept {
+        return more ? (window - kInline) * sizeof(uint64_t) : 0;
+    }
+
+private:
+    uint64_t& slot(uint32_t i) noexcept { return i < kInline ? first[i] : more[i - kInline]; }
 };
 
 }  // namespace tw

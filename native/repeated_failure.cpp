@@ -1,8 +1,14 @@
 #include "repeated_failure.h"
 
+#include <new>
+
 namespace tw {
 
 bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
+    if (!entries) {
+        entries.reset(new (std::nothrow) Entry[kMemory]);
+        if (!entries) return false;  // out of memory: the failure is not remembered
+    }
     ++clock;
     const uint64_t key = pair_key(tool, signature);
     uint32_t at = size;

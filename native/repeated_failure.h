@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace tw {
 
@@ -27,7 +28,9 @@ struct RepeatedFailureDetector {
     uint32_t clock = 0;
     uint32_t last = 0;     // the count of the pair that failed last
     uint8_t reported = 0;  // bit k: entries[k] has alerted
-    Entry entries[kMemory];
+    // kMemory entries, allocated at the session's first failure (most fleet sessions have
+    // none yet), kept until reset
+    std::unique_ptr<Entry[]> entries;
 
     explicit RepeatedFailureDetector(uint32_t threshold_) : threshold(threshold_) {}
     // The one 64-bit key of a (tool, signature) pair.
@@ -40,7 +43,14 @@ struct RepeatedFailureDetector {
     void succeed() noexcept {
         if (size) { size = 0; clock = 0; reported = 0; }  // most successes find it empty
     }
-    void reset() noexcept { size = 0; clock = 0; last = 0; reported = 0; }
+    void reset() noexcept {
+        size = 0;
+        clock = 0;
+        last = 0;
+        reported = 0;
+        entries.reset();
+    }
+    size_t heap_bytes() const noexcept { return entries ? kMemory * sizeof(Entry) : 0; }
 };
 
 }  // namespace tw

@@ -60,7 +60,10 @@ Session::Session(const Settings& s, void* storage)
       text(s.repeated_text_threshold),
       empty(s.empty_responses_threshold),
       storm(s.compaction_per_turn, s.compaction_in_a_row),
-      settings(s) {}
+      answer_volatile(s.answer_volatile),
+      poll_plateau(s.poll_plateau),
+      cycle_max_period(s.cycle_max_period),
+      density_window(s.density_window) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity) {
@@ -93,7 +96,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
                               const char* error, size_t error_len, const AnswerKeys* keys,
                               bool unknown) {
     const uint32_t on = enabled;
-    const uint32_t classes = settings.answer_volatile;
+    const uint32_t classes = answer_volatile;
     uint32_t mask = 0;
     // unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
     if (unknown_tool.observe(unknown) && (on & kUnknownTool)) mask |= kUnknownTool;
@@ -127,7 +130,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
                           answer_digest(payload, payload_len, classes, keys, answer);
     if (for_run) {
         repeat.observe_result(failed, no_op, answered ? &answer : nullptr,
-                              settings.poll_plateau);
+                              poll_plateau);
     }
     if (recycles) {
         using R = RecycledCallsDetector;
@@ -136,7 +139,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
                                      : R::answer_tag(R::kSuccess, answered ? answer.low64 : 0);
         if (recycled.observe(call_key, tag) &&
             !recycled.stands_down(history, (on & kRepeat) != 0,
-                                  (on & kCycle) ? settings.cycle_max_period : 0))
+                                  (on & kCycle) ? cycle_max_period : 0))
             mask |= kRecycled;  // (a run stood down on stays tripped: counted as reported)
     }
     if (failed) {
@@ -238,7 +241,8 @@ size_t Session::state_bytes() const noexcept {
     // which sizeof(Session) already counts
     static const size_t inline_capacity = std::string().capacity();
     const size_t longest = repeat.longest.capacity();
-    return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() +
+    return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() + recycled.heap_bytes() +
+           density.heap_bytes() + repeated_failure.heap_bytes() +
            (longest > inline_capacity ? longest + 1 : 0) +
            repeat.ends.capacity() * sizeof(uint32_t);
 }

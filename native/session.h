@@ -130,7 +130,8 @@ public:
     // the call ring, the repeat run, the name run and the run without text (issue 15 §7).
     void retract_calls(uint32_t calls) noexcept;
 
-    // Bytes this session holds: the object itself plus its fixed-size rings.
+    // Bytes this session holds: the object itself plus its rings (those parts of them allocated
+    // on demand while they are).
     size_t state_bytes() const noexcept;
 
     // Statistics mode (`tripwire corpus stats`): off (null) unless enabled; then updated
@@ -159,7 +160,11 @@ public:
     RepeatedTextDetector text;
     EmptyResponsesDetector empty;
     CompactionStormDetector storm;
-    const Settings settings;
+    // The settings read after construction (the rest are the detectors' own, above).
+    const uint32_t answer_volatile;   // SPEC §12.1: the AnswerClass bits an answer replaces
+    const uint32_t poll_plateau;      // SPEC §12.2
+    const uint32_t cycle_max_period;  // recycled-calls' stand-down, statistics
+    const uint32_t density_window;    // statistics
 
 private:
     // storage: block_bytes(s) bytes (64-aligned) for the rings, or null

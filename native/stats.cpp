@@ -15,7 +15,7 @@ void SessionStats::after_call(const Session& s) noexcept {
     const CallHistory& h = s.history;
     const uint32_t n = h.size();
     const uint64_t* keys = h.keys(n);  // oldest first; n <= capacity >= 2 * max_period
-    for (uint32_t p = 2; p <= s.settings.cycle_max_period; ++p) {
+    for (uint32_t p = 2; p <= s.cycle_max_period; ++p) {
         if (n > p && keys[n - 1] == keys[n - 1 - p]) {
             ++matches_[p];
         } else {
@@ -30,7 +30,7 @@ void SessionStats::after_call(const Session& s) noexcept {
     }
     // Only the newest key's count rose, so the session's highest window count is the highest
     // count the newest key reached in the window ending at it.
-    const uint32_t len = std::min(n, s.settings.density_window);
+    const uint32_t len = std::min(n, s.density_window);
     const uint64_t* w = h.keys(len);
     const uint64_t newest = w[len - 1];
     uint32_t count = 0;

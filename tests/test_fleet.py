@@ -629,3 +629,38 @@ def test_a_check_in_window_pauses_a_task_in_a_batch_as_one_at_a_time(
         exhausted = fleet.session("s").task.exhausted_by()
         assert exhausted is not None and exhausted.counter == "checkin:steps"
         assert fleet.session("s").task.steps == 5  # what was spent after the pause counts too
+
+
+def one_turn(g: Guardrails, i: int) -> None:
+    g.start_turn()
+    for j in range(6):
+        g.on_call("read_file", json.dumps({"path": f"src/pkg{i}/m{j}.py"}))
+        g.on_result("read_file", payload=f"contents {i} {j}")
+    g.on_usage(model="claude-sonnet-4-5", input_tokens=5000, cost_usd=0.01)
+    g.end_turn()
+
+
+def test_a_fleet_session_holds_only_what_it_used(implementation: str) -> None:
+    """A fleet's sessions are many: what a session without a store has not needed yet is not
+    made (a call-id map, the context activity, a dict of models for its one model), what is
+    the same for all is shared (the state of a task that used nothing yet, as its durable side
+    holds it), and its policies hold its Durability, not a bound method of it each."""
+    f = fleet(implementation, mode="enforce", unattended=True)
+    a, b = f.session("a"), f.session("b")
+    one_turn(a, 0)
+    one_turn(b, 1)
+    for g in (a, b):
+        assert g._ids is None  # no call ids given
+        assert g._context.activity is None  # no compaction or checkpoint yet
+        usage = g._cost_policy.usage
+        assert usage.first_model == "claude-sonnet-4-5" and usage.more is None
+        assert [m.model for m in g.context_stats().models] == ["claude-sonnet-4-5"]
+        assert type(g._task.sessions) is tuple
+        for policy in (g._policy, g._cost_policy, g._halts, g._context_policy):
+            assert policy._durable is g._durable
+        assert g._halts is not g._halts  # a view made when asked: the policies hold the halts
+        assert g._policy.pending == ()  # nothing pending after the turn: the shared empty tuple
+    assert a._task.durable.written is b._task.durable.written
+    a.on_call("read_file", "{}", id="c1")  # the map is made at the first id
+    assert a._ids == {"c1": "read_file"}
+    assert a.on_result(None, payload="x", id="c1") is not None

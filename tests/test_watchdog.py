@@ -385,6 +385,31 @@ def test_unknown_implementation_is_a_config_error() -> None:
         _engine.load("fortran")
 
 
+def test_native_session_state_is_small_until_a_turn_needs_more() -> None:
+    """A session holds the first 8 slots of its payload answers (no-new-state) and of
+    recycled-calls' window; the rest are allocated when a turn sees more distinct answers
+    (freed at its boundary) or the session answers more calls (kept); repeated-failure's
+    pairs at its first failure, dominant-tool-call's reported keys at its first report: a
+    fleet's sessions that ran a short turn cost ~1 KB of native state, not 2.7."""
+    pytest.importorskip("tripwire._native")
+    wd = Watchdog(implementation="native")
+    fresh = wd.state_bytes
+    assert fresh <= 1080
+    for i in range(6):  # a turn of six reads
+        wd.observe_call("read_file", json.dumps({"path": f"src/pkg/m{i}.py"}))
+        wd.observe_result("read_file", payload=f"contents {i}")
+    assert wd.state_bytes <= 1080
+    for i in range(30):  # 36 distinct answers in one turn: the later slots of both
+        wd.observe_call("read_file", json.dumps({"path": f"src/pkg/n{i}.py"}))
+        wd.observe_result("read_file", payload=f"other {i}")
+    grown = wd.state_bytes
+    assert grown >= fresh + 64 * 18 - 8 * 18 + 64 * 8 - 8 * 8
+    wd.turn_boundary()  # the turn's answers go; the window of answered calls stays
+    assert wd.state_bytes == grown - (64 - 8) * 18
+    wd.observe_result("read_file", error="FileNotFoundError: src/x.py")
+    assert wd.state_bytes == grown - (64 - 8) * 18 + 8 * 16  # the failure pairs
+
+
 def test_native_session_state_is_bounded() -> None:
     """A session's native state is fixed-size rings plus the repeat run's longest spelling:
     1,152 bytes of payload answers (no-new-state), 512 of recycled-calls' window (64 calls'

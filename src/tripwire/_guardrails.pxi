@@ -180,7 +180,7 @@ cdef class GuardrailsCore:
         self._session_seen = NULL
         self._next.texts = NULL
         self._slot = NULL
-        self._ids = {}
+        self._ids = None  # made at the first call id
         self.last_used = 0.0
         self._context = None
         self._table_key = None
@@ -330,9 +330,12 @@ cdef class GuardrailsCore:
             if self._wd is None:
                 return _CONTINUE_ if pending is None else pending
             if id is not None:
-                if len(self._ids) >= _MAX_CALL_IDS:
-                    self._ids.clear()
-                self._ids[id] = name
+                ids = self._ids
+                if ids is None:  # made at the first call id (many hosts give none)
+                    self._ids = ids = {}
+                elif len(ids) >= _MAX_CALL_IDS:
+                    ids.clear()
+                ids[id] = name
             if self._engine is not None:
                 alerts = self._engine._call_at(seen, name, args)
                 self._session_seen = self._engine._s
@@ -376,7 +379,8 @@ cdef class GuardrailsCore:
             decision = _CONTINUE_
             if self._wd is not None:
                 if name is None:
-                    name = self._ids.get(id, "") if id is not None else ""
+                    ids = self._ids
+                    name = ids.get(id, "") if id is not None and ids is not None else ""
                 if self._engine is not None:
                     alerts = self._engine._result(name, error, no_op, payload, unknown_tool)
                 else:

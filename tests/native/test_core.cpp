@@ -3,6 +3,7 @@
 // .ci/run builds and runs it). The behaviour itself is pinned by the Python suite against the
 // reference; this driver is for memory and UB errors the bindings would hide, plus a few
 // facts the rest depends on.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -197,6 +198,65 @@ void test_digest_lru() {
     CHECK(lru.seen_before(d[0]));
     for (int i = 0; i < 70000; ++i) lru.seen_before(d[i % 6]);  // the recency stamps wrap
     CHECK(lru.size() == 4);
+}
+
+void test_digest_lru_past_its_first_slots() {
+    // Past its first kInline slots the LRU allocates the rest of its capacity, and frees them
+    // with the turn's memory: it must remember exactly what a plain LRU of that capacity does.
+    const uint32_t capacity = 20;
+    tw::DigestLRU lru(capacity);
+    const size_t small = lru.heap_bytes();
+    std::vector<int> model;  // most recent last
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < 3000; ++i) {
+            const int v = (i * 7919 + i / 37 + round) % (round == 1 ? 9 : 31);
+            const tw::Hash128 d = tw::xxh3_128(&v, sizeof(v));
+            auto at = std::find(model.begin(), model.end(), v);
+            const bool seen = at != model.end();
+            if (seen) model.erase(at);
+            else if (model.size() == capacity) model.erase(model.begin());
+            model.push_back(v);
+            CHECK(lru.seen_before(d) == seen);
+        }
+        CHECK(lru.size() == model.size());
+        CHECK(lru.heap_bytes() > small);
+        lru.clear();  // the turn's later slots go
+        model.clear();
+        CHECK(lru.heap_bytes() == small && lru.size() == 0);
+    }
+}
+
+void test_recycled_window_past_its_first_slots() {
+    // The window's slots past the first kInline are allocated once written, freed by reset:
+    // each answered call must find what a plain window of the last `window` calls holds.
+    for (uint32_t window : {2u, 8u, 9u, 20u, 64u}) {
+        tw::RecycledCallsDetector d(3, window);
+        std::vector<std::pair<uint32_t, uint32_t>> model;  // oldest first
+        uint32_t run = 0;
+        for (int round = 0; round < 2; ++round) {
+            for (uint32_t i = 0; i < 500; ++i) {
+                const uint32_t key = (i * 2654435761u + round) % (window + 5);
+                const uint32_t answer = (i / 7) % 3;
+                bool repeat = false;
+                for (auto at = model.rbegin(); at != model.rend(); ++at) {
+                    if (at->first == key) {
+                        repeat = at->second == answer;
+                        break;
+                    }
+                }
+                model.emplace_back(key, answer);
+                if (model.size() > window) model.erase(model.begin());
+                run = repeat ? run + 1 : 0;
+                d.observe(key, answer);
+                CHECK(d.run == run && d.size == model.size());
+            }
+            CHECK((d.heap_bytes() > 0) == (window > tw::RecycledCallsDetector::kInline));
+            d.reset();
+            model.clear();
+            run = 0;
+            CHECK(d.heap_bytes() == 0 && d.size == 0);
+        }
+    }
 }
 
 void test_tokens() {
@@ -452,6 +512,8 @@ int main() {
     test_polling_with_changing_output();
     test_density_and_rings_at_their_limits();
     test_digest_lru();
+    test_digest_lru_past_its_first_slots();
+    test_recycled_window_past_its_first_slots();
     test_tokens();
     test_repeated_failure_and_retraction();
     test_session_in_one_block();

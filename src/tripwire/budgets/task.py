@@ -180,7 +180,8 @@ class Task(TaskOutcomes, TaskResume):
             _parent.clock if _parent is not None else WALL_CLOCK)
         self.lock: Any = _parent.lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
-        self.sessions: list[Any] = []        # the BudgetPolicy of each session run under it
+        # the BudgetPolicy of each session run under it (a tuple: most tasks have one session)
+        self.sessions: tuple[Any, ...] = ()
         # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
         # earlier ones: a session cut turn after turn must not grow the task without bound)
         # (empty until the first: an empty deque of HISTORY slots is 880 bytes a session)

@@ -51,7 +51,7 @@ class TaskOutcomes:
     checkin: dict[str, Any] | None
     chain: tuple[Any, ...]   # (Task, ...): the task module imports this one
     children: tuple[Any, ...]
-    sessions: list[Any]
+    sessions: tuple[Any, ...]
     history: deque[dict[str, Any]] | tuple[()]
     history_dropped: int
     tool_timeouts: int

@@ -42,6 +42,10 @@ __all__ = ["TaskLog", "storable"]
 _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 
 
+#: The state of a task that used nothing yet (``TaskLog.state``), shared by every such task.
+_NOTHING_USED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
 class Task(Protocol):
     """What a task's durable side reads and writes of it (``task.Task`` is one; a protocol:
     the task module imports this one)."""
@@ -99,8 +103,13 @@ class TaskLog:
                 task.started_at if caps["deadline_s"] else None)
 
     def mark_written(self, task: Task) -> None:
-        """The store holds ``task``'s state as it is now."""
-        self.written = self.state(task)
+        """The store holds ``task``'s state as it is now (a fresh task's, as most are when
+        constructed: the one tuple every such task shares, not three of its own)."""
+        state = self.state(task)
+        if state[1:3] == (0, False) and state[4] is None and not any(state[0]) \
+                and not any(state[3]):
+            state = _NOTHING_USED.setdefault(state, state)  # one key per count of notes
+        self.written = state
 
     @staticmethod
     def snapshot(task: Task) -> BudgetRow:

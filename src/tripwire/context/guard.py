@@ -282,7 +282,8 @@ class ContextGuard:
         self.cooldown = 0
         self.checkpoint_failures = 0
         self.checkpoint_cooldown = 0
-        self.activity = ContextActivity()  # what compactions and checkpoints did (/context)
+        # what compactions and checkpoints did (/context): made at the first of them
+        self.activity: ContextActivity | None = None
         self.streamed = False  # chunks of the current result were already counted
         self._set_model(None)
 
@@ -435,7 +436,7 @@ class ContextGuard:
                                 "kind": "summary", "trigger": trigger, **label,
                                 "messages": len(messages), "summary_chars": len(summary),
                                 "missing_sections": list(missing)})
-                self.activity.boundary(operation, focus, len(summary))
+                self._activity().boundary(operation, focus, len(summary))
                 return Compaction("summary", summary, 0, tuple(records), operation=operation,
                                   missing_sections=missing, manual=manual)
             if manual:  # the operator hears it from the call; no row, no backoff
@@ -478,7 +479,7 @@ class ContextGuard:
                         "kind": "mechanical", "trigger": trigger, **label,
                         "messages": len(messages), "kept_messages": keep,
                         "summary_chars": len(text)})
-        self.activity.boundary(operation, focus, len(text))
+        self._activity().boundary(operation, focus, len(text))
         return Compaction("mechanical", text, keep, tuple(records), reason, operation=operation,
                           manual=manual)
 
@@ -517,8 +518,18 @@ class ContextGuard:
         """The ``/context`` snapshot: what compaction and checkpoints did, the window, and the
         per-model usage (``usage``)."""
         u = self.utilization()
-        return self.activity.stats(usage, u.tokens, None if u.window_assumed else u.window,
-                                   u.estimated)
+        activity = self.activity if self.activity is not None else _NO_ACTIVITY
+        return activity.stats(usage, u.tokens, None if u.window_assumed else u.window,
+                              u.estimated)
+
+    def _activity(self) -> ContextActivity:
+        if self.activity is None:
+            self.activity = ContextActivity()
+        return self.activity
+
+
+#: The activity of a session no compaction or checkpoint ran in yet (read only)
+_NO_ACTIVITY = ContextActivity()
 
 
 _VERB = {"compaction": "compact", "checkpoint": "checkpoint"}

@@ -36,20 +36,40 @@ class ModelUsage:
 
 class UsageByModel:
     """Per-model usage: ``add`` per usage record; a model's turns are the distinct turns
-    (``turn``, counted by the caller) it reported usage in. Costs are kept in nano-dollars."""
+    (``turn``, counted by the caller) it reported usage in. Costs are kept in nano-dollars.
 
-    __slots__ = ("models", "turn")
+    Each model's entry: [turns, input tokens, output tokens, cost nano-dollars, last turn
+    seen]. The first model's is held alone (most sessions use one model: a dict of one would
+    be 184 bytes a fleet session), the others' in a dict made for the second."""
+
+    __slots__ = ("first", "first_model", "more", "turn")
 
     def __init__(self) -> None:
         self.turn = 0
-        # model -> [turns, input tokens, output tokens, cost nano-dollars, last turn seen]
-        self.models: dict[str, list[int]] = {}
+        self.first_model = ""
+        self.first: list[int] | None = None  # the first model's entry (None: no usage yet)
+        self.more: dict[str, list[int]] | None = None  # the later models', in order
+
+    @property
+    def models(self) -> dict[str, list[int]]:
+        """model -> its entry, in the order they first reported usage."""
+        if self.first is None:
+            return {}
+        return {self.first_model: self.first, **(self.more or {})}
 
     def add(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
             cost_nano: int) -> None:
-        entry = self.models.get(model or "")
+        key = model or ""
+        entry = self.first
         if entry is None:
-            entry = self.models[model or ""] = [0, 0, 0, 0, -1]
+            self.first_model, entry = key, [0, 0, 0, 0, -1]
+            self.first = entry
+        elif key != self.first_model:
+            if self.more is None:
+                self.more = {}
+            entry = self.more.get(key)
+            if entry is None:
+                entry = self.more[key] = [0, 0, 0, 0, -1]
         if entry[4] != self.turn:
             entry[0] += 1
             entry[4] = self.turn

@@ -53,6 +53,7 @@ __all__ = [
     "CheckInRow",
     "TurnRow",
     "StoredRow",
+    "RowSink",
     "TaskRecord",
     "KINDS",
     "TASK_KINDS",
@@ -640,6 +641,17 @@ def parse(kind: str, data: Mapping[str, Any]) -> StoredRow:
 def spend_of(row: StoredRow) -> Spend:
     """The spend ``row`` carries (trip, reset and spend rows; ``NO_SPEND`` for the others)."""
     return row.spend if isinstance(row, TripRow | ResetRow | SpendRow) else NO_SPEND
+
+
+class RowSink(Protocol):
+    """Where a session's policies append their rows, each before its decision returns: the
+    session's ``Durability`` (held, not a bound method of it per policy: a fleet has many
+    sessions; without a store it writes nothing)."""
+
+    def put(self, row: StoredRow) -> None: ...
+
+    def trip(self, row: TripRow) -> None:
+        """A trip row, with the spend every trip row carries."""
 
 
 class _Appends(Protocol):

@@ -89,7 +89,7 @@ class BudgetPolicy:
         self._session = session
         self._reported: Any = None  # the exhaustion reported (a raise may bring another)
         with task.lock:
-            task.sessions.append(self)
+            task.sessions = (*task.sessions, self)
             task.remark()
 
     def detach(self) -> None:
@@ -97,7 +97,7 @@ class BudgetPolicy:
         task = self.task
         with task.lock:
             if self in task.sessions:
-                task.sessions.remove(self)
+                task.sessions = tuple(p for p in task.sessions if p is not self)
             task.remark()
 
     # -- persistence ---------------------------------------------------------------------------

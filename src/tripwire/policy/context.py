@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.decision import CUT_TURN, Decision
 from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
 from ..context.stats import ContextStats, UsageByModel, usage_stats
-from ..durability.rows import ContextRow
+from ..durability.rows import ContextRow, RowSink
 from ..engine.batch import ContextState
 from . import lines
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextPolicy"]
 
-#: append a context record to the session's durable log
-PersistContext = Callable[[ContextRow], None]
 #: Why ``compact`` and ``checkpoint`` skip while the context guard is disabled
 DISABLED = "the context guard is disabled"
 
@@ -35,17 +33,17 @@ class ContextPolicy:
     context's operations answer while the guard is disabled (``guard`` None: the observations
     never reach this policy then)."""
 
-    __slots__ = ("_channel", "_persist", "cut_at", "cuts", "guard", "summarize")
+    __slots__ = ("_channel", "_durable", "cut_at", "cuts", "guard", "summarize")
 
     def __init__(self, guard: ContextGuard | None, cut_at: float, channel: OperatorChannel,
-                 persist: PersistContext,
+                 durable: RowSink,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  *, enforce: bool = True):
         self.guard = guard
         self.summarize = summarize  # the host's summarizer (None: mechanical truncation)
         self.cut_at = cut_at
         self._channel = channel
-        self._persist = persist
+        self._durable = durable  # its context records, in the session's durable log
         # the 95% crossing cuts the turn only under enforce (and ``cut_turns``); in warn and
         # feedback nothing is cut (SPEC §3's ladder, as for a task's budget, SPEC §7.1): the
         # crossing is reported and its record written (``enforced: false``). The cost ceiling
@@ -78,7 +76,7 @@ class ContextPolicy:
         self._channel.counters.count_trip("context")
         # the durable row carries the reason (a subjunctive, no promise); the one-shot sentence
         # is the log line's alone
-        self._persist(ContextRow({**record, "enforced": True, "reason": reason}))
+        self._durable.put(ContextRow({**record, "enforced": True, "reason": reason}))
         self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
                            guardrail="context", decision=cut, record=record)
         return cut
@@ -116,7 +114,7 @@ class ContextPolicy:
         message = record.pop("message", None) or record["event"]
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
         if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
-            self._persist(ContextRow(record))
+            self._durable.put(ContextRow(record))
         self._channel.emit("context", message, level=level, guardrail="context", record=record)
 
     def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:

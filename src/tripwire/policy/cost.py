@@ -8,13 +8,12 @@ forward, ``batch_state()`` what the batch core needs of it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..context.stats import UsageByModel
-from ..durability.rows import Spend, TripRow
+from ..durability.rows import RowSink, Spend, TripRow
 from ..engine.batch import CostState
 from . import lines
 
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CostPolicy"]
 
-#: append a trip row to the session's durable log (with the spend: ``Durability.trip``)
-PersistTrip = Callable[[TripRow], None]
-
-
 _NO_MODELS: frozenset[str] = frozenset()
 
 
@@ -38,13 +33,13 @@ class CostPolicy:
     the spend: whether some was estimated from token prices, which models had no price
     (SPEC §11.3), and the per-model usage (``context_stats``)."""
 
-    __slots__ = ("_channel", "_persist", "ceiling", "estimated", "unpriced", "unpriced_changed",
+    __slots__ = ("_channel", "_durable", "ceiling", "estimated", "unpriced", "unpriced_changed",
                  "usage")
 
-    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, persist: PersistTrip):
+    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, durable: RowSink):
         self.ceiling = ceiling
         self._channel = channel
-        self._persist = persist
+        self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
         self.estimated = False  # some spend was estimated from token prices (SPEC §11.3)
         # models whose usage had no price, so no cost (shared and empty until the first: a
         # set per session would be 216 bytes a fleet session)
@@ -73,7 +68,7 @@ class CostPolicy:
             trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = Decision(HALT_SESSION if trip.halts else CUT_TURN, "cost_ceiling", trip.reason)
         self._channel.counters.count_trip("cost_ceiling")
-        self._persist(TripRow("cost_ceiling", trip.kind, trip.halts, trip.reason,
+        self._durable.trip(TripRow("cost_ceiling", trip.kind, trip.halts, trip.reason,
                               in_a_row=trip.in_a_row))
         line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
                                in_a_row=trip.in_a_row, limit=self.ceiling.escalate_after)

@@ -20,7 +20,7 @@ from ..base.money import NANO
 from ..base.names import Guardrail
 from ..durability.fold import Folded, fold_history
 from ..durability.reset import OperatorReset
-from ..durability.rows import ResetRow
+from ..durability.rows import ResetRow, RowSink
 from ..errors import ResetRefused
 from . import lines
 from .budget import BUDGET
@@ -35,10 +35,6 @@ if TYPE_CHECKING:
     from .watchdog import WatchdogPolicy
 
 __all__ = ["Status", "ResetOutcome", "Halts", "reset_stored"]
-
-#: append a reset row to the session's durable log
-PersistReset = Callable[[ResetRow], None]
-
 
 @dataclass(frozen=True)
 class Status:
@@ -73,14 +69,14 @@ class Halts:
     """One session's halts: the watchdog policy's and the cost ceiling's (what a reset clears
     of them: ``reset.Resettable``)."""
 
-    __slots__ = ("_channel", "_persist", "cost", "watchdog")
+    __slots__ = ("_channel", "_durable", "cost", "watchdog")
 
     def __init__(self, watchdog: WatchdogPolicy, cost: CostPolicy, channel: OperatorChannel,
-                 persist: PersistReset):
+                 durable: RowSink):
         self.watchdog = watchdog
         self.cost = cost
         self._channel = channel
-        self._persist = persist  # appends a row to the session's durable log
+        self._durable = durable  # its reset rows, in the session's durable log
 
     @property
     def halted(self) -> bool:
@@ -138,7 +134,7 @@ class Halts:
             unblock()
         still = self.by()
         message = lines.reset_done(cleared, budget, ceiling.ceiling, still)
-        self._persist(reset.row(cleared, self.cost.snapshot()))
+        self._durable.put(reset.row(cleared, self.cost.snapshot()))
         self._channel.emit("reset", message,
                            guardrail=None if scope is Guardrail.ALL else scope.value)
         return ResetOutcome(tuple(cleared), still, ceiling.ceiling / NANO, message)

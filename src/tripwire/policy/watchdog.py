@@ -18,13 +18,12 @@ them); and the queue is the host's to take (``take_feedback``), not the next tur
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..base.decision import CUT_TURN, HALT_SESSION, PROCEED, Decision
 from ..base.modes import Mode
 from ..durability.fold import RESTORED_SIGNAL
-from ..durability.rows import TripRow
+from ..durability.rows import RowSink, TripRow
 from ..signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from . import lines
 from .feedback import FeedbackQueue, render_feedback
@@ -36,17 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = ["WatchdogPolicy"]
 
-#: append a trip row to the session's durable log (with the spend: ``Durability.trip``)
-Persist = Callable[[TripRow], None]
-
-
 class WatchdogPolicy:
-    __slots__ = ("_channel", "_persist", "at_once", "cut_in_a_row", "cut_signal", "engine",
+    __slots__ = ("_channel", "_durable", "at_once", "cut_in_a_row", "cut_signal", "engine",
                  "escalate_after", "feedback", "halt_alert", "halt_reason", "mode", "pending",
                  "turn_cut_signal")
 
     def __init__(self, mode: Mode, escalate_after: int, feedback_queue: int,
-                 channel: OperatorChannel, persist: Persist, engine: Watchdog | None = None,
+                 channel: OperatorChannel, durable: RowSink, engine: Watchdog | None = None,
                  *, at_once: bool = False):
         self.engine = engine  # the session's watchdog (None in off mode)
         self.at_once = at_once  # feedback at once (the module docstring)
@@ -54,13 +49,15 @@ class WatchdogPolicy:
         self.escalate_after = escalate_after
         self.feedback = FeedbackQueue(feedback_queue)
         self._channel = channel
-        self._persist = persist
+        self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
         self.halt_reason: str | None = None  # the watchdog's halt
         self.halt_alert: Alert | None = None
         self.cut_signal: str | None = None   # the signal that cut the last turns...
         self.cut_in_a_row = 0                # ...and how many turns in a row
         self.turn_cut_signal: str | None = None
-        self.pending: list[tuple[Alert, bool]] = []  # warn/feedback: (alert, still for the model)
+        # warn/feedback: (alert, still for the model), reported after the turn (a tuple, the
+        # empty one until the first: a list per session would be 56 bytes a fleet session)
+        self.pending: tuple[tuple[Alert, bool], ...] = ()
 
     @property
     def halted(self) -> bool:
@@ -74,9 +71,9 @@ class WatchdogPolicy:
             if self.at_once and self.mode >= Mode.FEEDBACK:  # told now, reported after the turn
                 for alert in alerts:
                     self.feedback.push(alert)
-                self.pending.extend((a, False) for a in alerts)
+                self.pending += tuple((a, False) for a in alerts)
             else:
-                self.pending.extend((a, True) for a in alerts)  # reported after the turn
+                self.pending += tuple((a, True) for a in alerts)  # reported after the turn
             return Decision(PROCEED, alerts=alerts)
         for alert in alerts:  # enforce: in-turn
             self._channel.alert(alert)
@@ -99,7 +96,7 @@ class WatchdogPolicy:
         reason = lines.watchdog_cut_reason(alert)
         decision = Decision(CUT_TURN, "watchdog", reason, alerts)
         self._channel.counters.count_trip("watchdog")
-        self._persist(TripRow("watchdog", "turn", False, reason, alert.signal, in_a_row=n,
+        self._durable.trip(TripRow("watchdog", "turn", False, reason, alert.signal, in_a_row=n,
                               mode=str(self.mode)))
         self._channel.emit(
             "cut", lines.watchdog_cut(reason, n, limit), level=logging.WARNING,
@@ -113,7 +110,7 @@ class WatchdogPolicy:
         decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
         self.turn_cut_signal = alert.signal
         self._channel.counters.count_trip("watchdog")
-        self._persist(TripRow("watchdog", "session" if alert.scope != "turn" else "escalation",
+        self._durable.trip(TripRow("watchdog", "session" if alert.scope != "turn" else "escalation",
                               True, reason, alert.signal, alert.model_text, self.cut_in_a_row,
                               str(self.mode)))
         self._channel.emit(
@@ -130,7 +127,7 @@ class WatchdogPolicy:
             self._channel.alert(alert)
             if for_model and self.mode >= Mode.FEEDBACK:
                 self.feedback.push(alert)
-        self.pending.clear()
+        self.pending = ()
         if self.turn_cut_signal is None:
             self.cut_signal, self.cut_in_a_row = None, 0
         self.turn_cut_signal = None
@@ -173,10 +170,12 @@ class WatchdogPolicy:
     def withdraw_answered(self) -> None:
         """The agent spoke: queued notes its words answer (``withdrawn_by_words``) are moot."""
         withdrawn = self.feedback.withdraw_answered()
-        for i, (alert, for_model) in enumerate(self.pending):
-            if for_model and alert.signal in WITHDRAWN_BY_WORDS:
-                self.pending[i] = (alert, False)
-                withdrawn.append(alert)
+        answered = [alert for alert, for_model in self.pending
+                    if for_model and alert.signal in WITHDRAWN_BY_WORDS]
+        if answered:
+            self.pending = tuple((alert, for_model and alert.signal not in WITHDRAWN_BY_WORDS)
+                                 for alert, for_model in self.pending)
+            withdrawn.extend(answered)
         for alert in withdrawn:
             self._channel.emit("feedback_withdrawn", lines.note_withdrawn(alert),
                                guardrail="watchdog", alert=alert, event=alert.event)

@@ -58,7 +58,7 @@ class GuardrailsCore:
     _task: Task
     _budget: BudgetPolicy
     _watchdog: Watchdog | None
-    _ids: dict[str, str]  # call id -> tool name, for results named by id
+    _ids: dict[str, str] | None  # call id -> tool name, for results named by id (None: none)
     last_used: float
     _context: ContextGuard | None
 
@@ -110,7 +110,9 @@ class GuardrailsCore:
                 return CONTINUE if pending is None else pending
             if id is not None:
                 ids = self._ids
-                if len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
+                if ids is None:  # made at the first call id (many hosts give none)
+                    ids = self._ids = {}
+                elif len(ids) >= MAX_CALL_IDS:  # remember_call_id(), inlined: the hot path
                     ids.clear()
                 ids[id] = name
             alerts = watchdog.observe_call(name, args)
@@ -151,7 +153,8 @@ class GuardrailsCore:
             decision = CONTINUE
             if watchdog is not None:
                 if name is None:
-                    name = self._ids.get(id, "") if id is not None else ""
+                    ids = self._ids
+                    name = ids.get(id, "") if id is not None and ids is not None else ""
                 alerts = watchdog.observe_result(name, error=error, no_op=no_op, payload=payload,
                                                  unknown_tool=unknown_tool)
                 if alerts:

@@ -19,7 +19,6 @@ since the last one (``Guardrails.flush``), and handed back by ``restore``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base.decision import CUT_TURN
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from ..base.decision import Decision
     from ..policy.budget import BudgetPolicy
     from ..policy.cost import CostPolicy
+    from ..policy.reporting import OperatorChannel
     from ..policy.watchdog import WatchdogPolicy
 
 __all__ = ["Durability"]
@@ -56,16 +56,16 @@ class Durability:
     ``Guardrails`` holds the session's lock and makes a standing halt its blocked decision.
     Without a store (``log`` None) nothing is written."""
 
-    __slots__ = ("cost", "line", "log", "session_id", "turn_kept", "turns", "watchdog")
+    __slots__ = ("channel", "cost", "log", "session_id", "turn_kept", "turns", "watchdog")
 
     watchdog: WatchdogPolicy  # the policies whose state the rows carry (``bind``)
     cost: CostPolicy
 
-    def __init__(self, store: Any, session_id: str, line: Callable[[str], str],
+    def __init__(self, store: Any, session_id: str, channel: OperatorChannel,
                  turns: bool = False):
         self.session_id = session_id
-        self.line = line
-        self.log = SessionLog(store, session_id, line) if store is not None else None
+        self.channel = channel  # its lines name the session
+        self.log = SessionLog(store, session_id, channel.line) if store is not None else None
         self.turns = turns  # durable turns (the module docstring)
         self.turn_kept = _NO_TURN  # the turn state the store holds (its last turn row)
 
@@ -104,7 +104,7 @@ class Durability:
         usage (the ``/context`` view of a stored session)."""
         cost = self.cost
         self.put(SpendRow(cost.snapshot(), self.counts(),
-                          cost.usage.snapshot() if cost.usage.models else None))
+                          cost.usage.snapshot() if cost.usage.first is not None else None))
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet."""
@@ -156,7 +156,7 @@ class Durability:
         """A store given after construction (a new log, into which the session's implicit task
         writes too), or in place of the log's."""
         if self.log is None:
-            self.log = SessionLog(store, self.session_id, self.line)
+            self.log = SessionLog(store, self.session_id, self.channel.line)
             budget.share_log(self.log, self.session_id)
         else:
             self.log.store = store
@@ -179,7 +179,7 @@ class Durability:
                                             or cost.ceiling.active):
             reason = tampered_halt(folded.tampered)
             self.watchdog.hold(reason)
-            LOGGER.warning(self.line(reason))
+            LOGGER.warning(self.channel.line(reason))
         log.mark_stored(cost.ceiling.spent, self.counts())
         if not self.turns or folded.turn is None:
             return None

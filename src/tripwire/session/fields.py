@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from ..policy.ceiling import CostCeiling
     from ..policy.context import ContextPolicy
     from ..policy.cost import CostPolicy
-    from ..policy.halts import Halts
     from ..policy.reporting import OperatorChannel
     from ..policy.watchdog import WatchdogPolicy
     from .config import ResolvedConfig
@@ -37,7 +36,7 @@ class SessionFields:
     _lock: SessionLock
     _blocked: Decision | None
     _watchdog: Watchdog | None
-    _ids: dict[str, str]
+    _ids: dict[str, str] | None
     last_used: float  # Fleet: when the session was last fetched (monotonic; touch() sets it)
     _context: ContextGuard | None
     _task: Task
@@ -48,7 +47,6 @@ class SessionFields:
     _cost: CostCeiling
     _in_turn: bool
     _durable: Durability
-    _halts: Halts
     _cost_policy: CostPolicy
     _context_policy: ContextPolicy
     session_id: str

@@ -48,7 +48,7 @@ from ..policy.budget import BUDGET, TIMEOUT_ERROR, BudgetPolicy, checked_task
 from ..policy.ceiling import CostCeiling, CostTrip
 from ..policy.context import ContextPolicy
 from ..policy.cost import CostPolicy
-from ..policy.halts import Halts, ResetOutcome, Status
+from ..policy.halts import ResetOutcome, Status
 from ..policy.reporting import Counters, OperatorChannel, OperatorEvent
 from ..policy.watchdog import WatchdogPolicy
 from ..signals import Alert
@@ -66,8 +66,8 @@ __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConf
 
 # The fields of the concrete classes beside their core's (which holds those every observation
 # reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
-_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_halts",
-          "_cost_policy", "_context_policy", "session_id", "settings")
+_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_cost_policy",
+          "_context_policy", "session_id", "settings")
 
 
 def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
@@ -145,22 +145,21 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self._channel = channel = OperatorChannel(session_id, on_event, counters)
         # the durable log (rows on their way to the store, the history read back), and the
         # policies that write it
-        self._durable = durable = Durability(store, session_id, channel.line, durable_turns)
+        self._durable = durable = Durability(store, session_id, channel, durable_turns)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
-                                      resolved.feedback_queue, channel, durable.trip,
+                                      resolved.feedback_queue, channel, durable,
                                       self._watchdog, at_once=feedback_at_once)
-        self._cost_policy = CostPolicy(self._cost, channel, durable.trip)
+        self._cost_policy = CostPolicy(self._cost, channel, durable)
         durable.bind(self._policy, self._cost_policy)
-        self._halts = Halts(self._policy, self._cost_policy, channel, durable.put)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
-        self._ids = {}        # call id -> tool name, for results by id
+        self._ids = None      # call id -> tool name, for results by id (made at the first)
         self.last_used = 0.0
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
         self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
-                                             durable.put, summarize,
+                                             durable, summarize,
                                              enforce=resolved.mode == Mode.ENFORCE)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
@@ -187,7 +186,8 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
             self._settle_cost()
             if self._watchdog is not None:
                 self._watchdog.count_event()
-            self._ids.clear()  # a new turn (even a refused one): the old call ids are stale
+            if self._ids:  # a new turn (even a refused one): the old call ids are stale
+                self._ids.clear()
             if log is not None and not len(log):
                 # an operator may have reset it from another process (only once every row of
                 # ours is in the store: a halt the store never saw must not read as reset)
@@ -201,11 +201,12 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                         self._blocked = None
             if self._task.exhausted is not None:  # raised or checked in by another process?
                 self._task.sync_stored()
-            refused = self._halts.refuse_turn(self._budget)  # halted, or the task exhausted
+            halts = self._halts
+            refused = halts.refuse_turn(self._budget)  # halted, or the task exhausted
             if refused is not None:
                 if refused.guardrail == BUDGET:  # enforce: the task's later turns are refused
                     self._blocked = refused
-                raise GuardrailHalted(refused.reason, self._halts.by() or (BUDGET,))
+                raise GuardrailHalted(refused.reason, halts.by() or (BUDGET,))
             if self._watchdog is not None:
                 self._watchdog.turn_boundary()
             self._cost_policy.start_turn()
@@ -390,6 +391,8 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         alerts: tuple[Alert, ...] = ()
         if watchdog is not None:
             if id is not None:
+                if self._ids is None:
+                    self._ids = {}
                 remember_call_id(self._ids, id, name)
             alerts = watchdog.observe_call(name, args)
         if not alerts:
@@ -523,7 +526,8 @@ class SessionBatch:
             else:
                 task = TaskState(*room)
         return BatchState(engine, g._blocked is not None,
-                          None if guard is None else g._context_policy.batch_state(), g._ids,
+                          None if guard is None else g._context_policy.batch_state(),
+                          g._ids if g._ids is not None else {},
                           g._policy.words_matter(), None if python else cost, task, python)
 
     def take_change(self, change: BatchChange) -> None:
@@ -543,8 +547,12 @@ class SessionBatch:
 
     @property
     def call_ids(self) -> dict[Any, str]:
-        """Call id -> tool name, for results named by id (the batch replaces the map whole)."""
-        return self._g._ids
+        """Call id -> tool name, for results named by id (the batch replaces the map whole,
+        or an interrupted one replays its rows into it)."""
+        g = self._g
+        if g._ids is None:
+            g._ids = {}
+        return g._ids
 
     @call_ids.setter
     def call_ids(self, ids: dict[Any, str]) -> None:

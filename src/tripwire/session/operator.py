@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.decision import HALT_SESSION, Decision
 from ..durability.log import SessionLog
 from ..engine.watchdog import retracted_count
-from ..policy.halts import ResetOutcome, Status
+from ..policy.halts import Halts, ResetOutcome, Status
 from .fields import SessionFields
 
 __all__ = ["OperatorMethods"]
@@ -18,6 +18,12 @@ __all__ = ["OperatorMethods"]
 class OperatorMethods(SessionFields):
     if not TYPE_CHECKING:
         __slots__ = ()
+
+    @property
+    def _halts(self) -> Halts:
+        """The session's halts, the watchdog policy's and the cost ceiling's (``Halts``): made
+        when asked, as it holds nothing the policies do not (a fleet has many sessions)."""
+        return Halts(self._policy, self._cost_policy, self._channel, self._durable)
 
     @property
     def halted(self) -> bool:
@@ -87,7 +93,8 @@ class OperatorMethods(SessionFields):
     def halted_by(self) -> tuple[str, ...]:
         """The guardrails holding the session halted, in the order they tripped (empty when it
         is not halted)."""
-        return self._halts.by() if self._halts.halted else ()
+        halts = self._halts
+        return halts.by() if halts.halted else ()
 
     def restore(self, store: Any) -> None:
         """Fold a store's history of this session forward (done at construction when a store
