@@ -43,7 +43,7 @@ def test_context_crosses_agrees_across_engines(tokens, compact_at, pending, cut_
 def test_the_cost_ceiling_trips_when_the_predicate_says(before, charge, max_turn, max_session,
                                                         in_turn) -> None:
     cost = CostCeiling(max_turn / 1e9, max_session / 1e9, escalate_after=10)
-    cost.spent = before
+    cost.own = before  # spent before this charge
     if in_turn:
         cost.start_turn()
     baseline, ceiling = cost.baseline, cost.ceiling

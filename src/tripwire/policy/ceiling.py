@@ -22,6 +22,7 @@ their total is the base the writers' charges add to.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,38 +61,63 @@ class CostTrip:
         return self.kind != "turn"
 
 
+@functools.lru_cache(maxsize=64)
+def _bounds(max_turn_usd: float | None, max_session_usd: float | None,
+            escalate_after: int) -> tuple[int, int, int]:
+    """(max_turn, max_session, escalate_after) in nano-dollars, checked: once per configuration,
+    the one tuple every session of a fleet shares (its integers are 32 bytes each a session
+    otherwise)."""
+    return (bound_nano(max_turn_usd, "max_turn_cost_usd"),
+            bound_nano(max_session_usd, "max_session_cost_usd"), max(1, escalate_after))
+
+
 class CostCeiling:
     __slots__ = (
+        "_bounds",
         "baseline",
-        "escalate_after",
         "escalation_reason",
         "granted",
         "in_a_row",
-        "max_session",
-        "max_turn",
+        "others",
         "own",
         "session_reason",
-        "spent",
         "turn_tripped",
         "writer",
     )
 
     def __init__(self, max_turn_usd: float | None = None, max_session_usd: float | None = None,
                  escalate_after: int = 3):
-        self.max_turn = bound_nano(max_turn_usd, "max_turn_cost_usd")
-        self.max_session = bound_nano(max_session_usd, "max_session_cost_usd")
+        self._bounds = _bounds(max_turn_usd, max_session_usd, escalate_after)
         self.granted = 0          # budget added by operator resets (raises the session ceiling)
-        self.spent = 0            # nano-dollars, never zeroed: the session's, every writer's
-        self.own = 0              # nano-dollars this ceiling charged itself (its rows carry it)
+        # nano-dollars, never zeroed: what this ceiling charged itself (its rows carry it), and
+        # what other writers of the session charged (``apply``); ``spent`` is their sum
+        self.own = 0
+        self.others = 0
         self.writer: str | None = None  # its id in the store's rows (drawn at the first row)
         self.baseline: int | None = None  # spend at turn start; None until a turn starts
-        self.escalate_after = max(1, escalate_after)
         self.turn_tripped = False
         self.in_a_row = 0         # consecutive turns ended by a per-turn trip
         self.session_reason: str | None = None     # per-session trip
         self.escalation_reason: str | None = None  # halt after per-turn trips in a row
 
     # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def max_turn(self) -> int:
+        return self._bounds[0]
+
+    @property
+    def max_session(self) -> int:
+        return self._bounds[1]
+
+    @property
+    def escalate_after(self) -> int:
+        return self._bounds[2]
+
+    @property
+    def spent(self) -> int:
+        """Nano-dollars, never zeroed: the session's, every writer's."""
+        return self.own + self.others if self.others else self.own
 
     @property
     def active(self) -> bool:
@@ -129,7 +155,6 @@ class CostCeiling:
 
     def add(self, cost_nano: int) -> CostTrip | None:
         """Spend (nano-dollars, checked by ``usage_cost_nano``), then the ceilings."""
-        self.spent += cost_nano
         self.own += cost_nano
         return self.check()
 
@@ -175,7 +200,7 @@ class CostCeiling:
         """Take a folded history forward under this ceiling's configuration: the spend stays
         spent: every other writer's charges as the rows say, plus this ceiling's own (whether
         its rows are stored yet or not); budget and halts only for bounds still configured."""
-        self.spent = max(self.spent, folded.spend.others(self.writer) + self.own)
+        self.others = max(self.others, folded.spend.others(self.writer))
         if self.max_session:
             self.granted = round(folded.granted_usd * NANO)
             if folded.cost_session_halt is not None:
