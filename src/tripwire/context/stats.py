@@ -39,37 +39,54 @@ class UsageByModel:
     (``turn``, counted by the caller) it reported usage in. Costs are kept in nano-dollars.
 
     Each model's entry: [turns, input tokens, output tokens, cost nano-dollars, last turn
-    seen]. The first model's is held alone (most sessions use one model: a dict of one would
-    be 184 bytes a fleet session), the others' in a dict made for the second."""
+    seen]. The first model's is held in this object's own fields (most sessions use one model:
+    a list would be 104 bytes a fleet session, a dict of one 184), the others' in a dict made
+    for the second."""
 
-    __slots__ = ("first", "first_model", "more", "turn")
+    __slots__ = ("cost", "first_model", "input_tokens", "last_turn", "more", "output_tokens",
+                 "turn", "turns")
 
     def __init__(self) -> None:
         self.turn = 0
-        self.first_model = ""
-        self.first: list[int] | None = None  # the first model's entry (None: no usage yet)
+        self.first_model: str | None = None  # None: no usage yet
+        # the first model's entry
+        self.turns = self.input_tokens = self.output_tokens = self.cost = 0
+        self.last_turn = -1
         self.more: dict[str, list[int]] | None = None  # the later models', in order
+
+    @property
+    def first(self) -> list[int] | None:
+        """The first model's entry (None: no usage yet)."""
+        if self.first_model is None:
+            return None
+        return [self.turns, self.input_tokens, self.output_tokens, self.cost, self.last_turn]
 
     @property
     def models(self) -> dict[str, list[int]]:
         """model -> its entry, in the order they first reported usage."""
-        if self.first is None:
+        first = self.first
+        if first is None:
             return {}
-        return {self.first_model: self.first, **(self.more or {})}
+        return {self.first_model: first, **(self.more or {})}
 
     def add(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
             cost_nano: int) -> None:
         key = model or ""
-        entry = self.first
+        if self.first_model is None:
+            self.first_model = key
+        if key == self.first_model:
+            if self.last_turn != self.turn:
+                self.turns += 1
+                self.last_turn = self.turn
+            self.input_tokens += input_tokens or 0
+            self.output_tokens += output_tokens or 0
+            self.cost += cost_nano
+            return
+        if self.more is None:
+            self.more = {}
+        entry = self.more.get(key)
         if entry is None:
-            self.first_model, entry = key, [0, 0, 0, 0, -1]
-            self.first = entry
-        elif key != self.first_model:
-            if self.more is None:
-                self.more = {}
-            entry = self.more.get(key)
-            if entry is None:
-                entry = self.more[key] = [0, 0, 0, 0, -1]
+            entry = self.more[key] = [0, 0, 0, 0, -1]
         if entry[4] != self.turn:
             entry[0] += 1
             entry[4] = self.turn

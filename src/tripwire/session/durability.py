@@ -104,7 +104,7 @@ class Durability:
         usage (the ``/context`` view of a stored session)."""
         cost = self.cost
         self.put(SpendRow(cost.snapshot(), self.counts(),
-                          cost.usage.snapshot() if cost.usage.first is not None else None))
+                          cost.usage.snapshot() if cost.usage.first_model is not None else None))
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet."""
