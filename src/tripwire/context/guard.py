@@ -244,6 +244,41 @@ def _first_announcement(model: str) -> bool:
         return True
 
 
+class ModelLimits:
+    """What a configuration makes of one model: its tier, window and thresholds in tokens. The
+    same for every session of that configuration on that model, so made once and shared
+    (``model_limits``): a fleet's sessions hold one reference, not six fields each."""
+
+    __slots__ = ("compact_at", "cut_tokens", "threshold", "tier", "window", "window_assumed")
+
+    def __init__(self, config: ContextConfig, model: str | None):
+        found, window = config.catalogue.lookup(model or "")
+        forced = config.tier
+        self.tier = tier = found if forced is None else (forced or None)  # "": no tier
+        self.window, self.window_assumed = window.tokens, window.assumed
+        self.threshold = compaction_threshold(tier, config.threshold_by_tier, config.threshold)
+        self.compact_at = (_tokens_at(self.threshold, self.window) if config.auto_compact
+                           else NEVER)
+        self.cut_tokens = _tokens_at(config.cut_at, self.window)
+
+
+# (id(config), model) -> (config, its limits): the config is kept alive with its entry, so
+# its id is not reused while the entry stands. Configurations and models are few.
+_LIMITS: dict[tuple[int, str | None], tuple[ContextConfig, ModelLimits]] = {}
+_LIMITS_MAX = 1024
+
+
+def model_limits(config: ContextConfig, model: str | None) -> ModelLimits:
+    """``ModelLimits(config, model)``, shared."""
+    key = (id(config), model)
+    entry = _LIMITS.get(key)
+    if entry is None:
+        if len(_LIMITS) >= _LIMITS_MAX:
+            _LIMITS.clear()  # a process cycling through configurations: start over
+        entry = _LIMITS[key] = (config, ModelLimits(config, model))
+    return entry[1]
+
+
 class ContextGuard:
     """One session's context state. Not thread-safe on its own (Guardrails locks)."""
 
@@ -252,21 +287,16 @@ class ContextGuard:
         "activity",
         "checkpoint_cooldown",
         "checkpoint_failures",
-        "compact_at",
         "config",
         "cooldown",
         "cut_this_turn",
-        "cut_tokens",
         "estimator",
         "failures",
+        "limits",
         "measured",
         "model",
         "pending",
         "streamed",
-        "threshold",
-        "tier",
-        "window",
-        "window_assumed",
     )
 
     def __init__(self, config: ContextConfig, estimator_class: type,
@@ -289,26 +319,41 @@ class ContextGuard:
 
     # -- the model and its limits --------------------------------------------------------------
 
+    @property
+    def tier(self) -> str | None:
+        return self.limits.tier
+
+    @property
+    def window(self) -> int:
+        return self.limits.window
+
+    @property
+    def window_assumed(self) -> bool:
+        return self.limits.window_assumed
+
+    @property
+    def threshold(self) -> float:
+        return self.limits.threshold
+
+    @property
+    def compact_at(self) -> int:
+        return self.limits.compact_at
+
+    @property
+    def cut_tokens(self) -> int:
+        return self.limits.cut_tokens
+
     def _set_model(self, model: str | None) -> list[dict[str, Any]]:
         records = []
-        catalogue = self.config.catalogue
         key = model or ""
-        found, window = catalogue.lookup(key)
-        forced = self.config.tier
-        tier = found if forced is None else (forced or None)  # "": no tier
-        self.model, self.tier = model, tier
-        self.window, self.window_assumed = window.tokens, window.assumed
-        self.threshold = compaction_threshold(tier, self.config.threshold_by_tier,
-                                              self.config.threshold)
-        self.compact_at = (_tokens_at(self.threshold, self.window) if self.config.auto_compact
-                           else NEVER)
-        self.cut_tokens = _tokens_at(self.config.cut_at, self.window)
-        if model is not None and window.assumed and _first_announcement(key):
+        limits = model_limits(self.config, model)
+        self.model, self.limits = model, limits
+        if model is not None and limits.window_assumed and _first_announcement(key):
             records.append({
                 "event": "context-reduction-degraded", "operation": "assumed-window",
-                "model": key, "window": window.tokens,
+                "model": key, "window": limits.window,
                 "message": f"context window of model {key!r} is unknown: assuming "
-                           f"{window.tokens:,} tokens (pin a catalogued model id, or add it "
+                           f"{limits.window:,} tokens (pin a catalogued model id, or add it "
                            "to [models] windows, for the exact threshold)",
             })
         return records
@@ -334,13 +379,14 @@ class ContextGuard:
         """After an observation: ``"turn_cut"`` (>= 95%, once a turn), ``"compact"`` (the
         threshold was just crossed), or None."""
         tokens = self.measured + self.estimator.tokens
-        if not context_crosses(tokens, self.compact_at, self.pending, self.cut_tokens,
+        limits = self.limits
+        if not context_crosses(tokens, limits.compact_at, self.pending, limits.cut_tokens,
                                self.cut_this_turn):
             return None
-        newly_pending = tokens >= self.compact_at and not self.pending
-        if tokens >= self.compact_at:
+        newly_pending = tokens >= limits.compact_at and not self.pending
+        if tokens >= limits.compact_at:
             self.pending = True
-        if tokens >= self.cut_tokens and not self.cut_this_turn:
+        if tokens >= limits.cut_tokens and not self.cut_this_turn:
             self.cut_this_turn = True
             self.pending = self.config.auto_compact  # off: nothing would run it
             return "turn_cut"
