@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..signals import WITHDRAWN_BY_WORDS, Alert
 
-__all__ = ["FeedbackQueue", "render_feedback", "render_feedback_items", "HEADER"]
+__all__ = ["FeedbackQueue", "empty_queue", "render_feedback", "render_feedback_items", "HEADER"]
 
 HEADER = (
     "[watchdog] Automated observation about your own previous turn \u2014 this is not a message "
@@ -81,8 +81,26 @@ class FeedbackQueue:
         them: ``durability.rows.TurnRow``)."""
         return tuple((a.signal, a.model_text) for a in self._alerts or ())
 
+    @property
+    def shared(self) -> bool:
+        """This is a capacity's shared empty queue (``empty_queue``): never pushed to."""
+        return _EMPTY.get(self.capacity) is self
+
     def restore(self, items: Sequence[Sequence[str]]) -> None:
         """The queue as a turn row kept it (``items()``), in place of what it holds."""
         self._alerts = None
         for signal, text in items:
             self.push(Alert(signal, "info", None, text, text, -1))
+
+
+# capacity -> the empty queue every session of that capacity holds until its first note (a
+# queue per session would be 48 bytes a fleet session, and most never queue one)
+_EMPTY: dict[int, FeedbackQueue] = {}
+
+
+def empty_queue(capacity: int) -> FeedbackQueue:
+    """The shared empty queue of ``capacity``: read it, but push to a queue of one's own."""
+    queue = _EMPTY.get(capacity)
+    if queue is None:
+        queue = _EMPTY.setdefault(capacity, FeedbackQueue(capacity))
+    return queue

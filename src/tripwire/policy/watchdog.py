@@ -26,7 +26,7 @@ from ..durability.fold import RESTORED_SIGNAL
 from ..durability.rows import RowSink, TripRow
 from ..signals import CRITICAL, SESSION, WITHDRAWN_BY_WORDS, Alert
 from . import lines
-from .feedback import FeedbackQueue, render_feedback
+from .feedback import FeedbackQueue, empty_queue, render_feedback
 
 if TYPE_CHECKING:
     from ..durability.fold import Folded
@@ -47,7 +47,8 @@ class WatchdogPolicy:
         self.at_once = at_once  # feedback at once (the module docstring)
         self.mode = mode
         self.escalate_after = escalate_after
-        self.feedback = FeedbackQueue(feedback_queue)
+        # the notes for the model: the shared empty queue until the first (``queue``)
+        self.feedback = empty_queue(feedback_queue)
         self._channel = channel
         self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
         self.halt_reason: str | None = None  # the watchdog's halt
@@ -70,7 +71,7 @@ class WatchdogPolicy:
         if self.mode < Mode.ENFORCE:
             if self.at_once and self.mode >= Mode.FEEDBACK:  # told now, reported after the turn
                 for alert in alerts:
-                    self.feedback.push(alert)
+                    self.queue().push(alert)
                 self.pending += tuple((a, False) for a in alerts)
             else:
                 self.pending += tuple((a, True) for a in alerts)  # reported after the turn
@@ -78,7 +79,7 @@ class WatchdogPolicy:
         for alert in alerts:  # enforce: in-turn
             self._channel.alert(alert)
             if not (self.at_once and alert.critical):  # at once: the cut's reason says it
-                self.feedback.push(alert)
+                self.queue().push(alert)
         critical = [a for a in alerts if a.critical]
         if not critical:
             return Decision(PROCEED, alerts=alerts)
@@ -126,7 +127,7 @@ class WatchdogPolicy:
         for alert, for_model in self.pending:
             self._channel.alert(alert)
             if for_model and self.mode >= Mode.FEEDBACK:
-                self.feedback.push(alert)
+                self.queue().push(alert)
         self.pending = ()
         if self.turn_cut_signal is None:
             self.cut_signal, self.cut_in_a_row = None, 0
@@ -138,9 +139,11 @@ class WatchdogPolicy:
         (``take_feedback``): the block is the task's notes alone."""
         if self.at_once:
             return render_feedback(notes) if notes else ""
+        if notes:
+            queue = self.queue()
+            for note in notes:
+                queue.push(note)
         queue = self.feedback
-        for note in notes:
-            queue.push(note)
         return queue.drain() if len(queue) else ""
 
     def take_feedback(self) -> str:
@@ -152,11 +155,19 @@ class WatchdogPolicy:
         block = queue.drain()
         return block if self.mode >= Mode.FEEDBACK else ""
 
+    def queue(self) -> FeedbackQueue:
+        """The queue to push notes to: the session's own, made at the first."""
+        queue = self.feedback
+        if queue.shared:
+            queue = self.feedback = FeedbackQueue(queue.capacity)
+        return queue
+
     def restore_turn(self, feedback: tuple[tuple[str, str], ...], cut: Decision | None) -> None:
         """A turn row's state (``durability.rows.TurnRow``): the queue as it was kept, and the
         signal that cut the turn in progress (its cut's first critical alert: the watchdog cut
         it), so the turn's end keeps the escalation count as it would have in one process."""
-        self.feedback.restore(feedback)
+        if feedback or len(self.feedback):
+            self.queue().restore(feedback)
         critical = [a for a in cut.alerts if a.critical] if cut is not None else []
         self.turn_cut_signal = critical[0].signal if critical else None
 
@@ -209,7 +220,7 @@ class WatchdogPolicy:
         halt = folded.watchdog_halt
         if halt is not None and tell_model and self.mode >= Mode.FEEDBACK:
             # the resumed model must learn why it was stopped, even after a restart
-            self.feedback.push(Alert(
+            self.queue().push(Alert(
                 RESTORED_SIGNAL, CRITICAL, SESSION, halt.reason,
                 "Before a restart this session was halted for a runaway pattern "
                 f"({halt.signal}): {halt.guidance or halt.reason} "
