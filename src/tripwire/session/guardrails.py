@@ -66,8 +66,10 @@ __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConf
 
 # The fields of the concrete classes beside their core's (which holds those every observation
 # reads: _reference_guardrails.GuardrailsCore and _native.GuardrailsCore)
-_SLOTS = ("mode", "_policy", "_channel", "_cost", "_in_turn", "_durable", "_cost_policy",
-          "_context_policy", "session_id", "settings")
+# (the operator channel, the durable side and the cost ceiling are its policies' own: read
+# through them, not held twice)
+_SLOTS = ("mode", "_policy", "_in_turn", "_cost_policy", "_context_policy", "session_id",
+          "settings")
 
 
 def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Watchdog | None:
@@ -140,16 +142,16 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self.mode = resolved.mode
         resolved.announce()  # the startup line, once per process per configuration
         self._watchdog = session_watchdog(resolved, implementation)
-        self._cost = CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
-                                 resolved.cost_escalate_after)
-        self._channel = channel = OperatorChannel(session_id, on_event, counters)
+        channel = OperatorChannel(session_id, on_event, counters)
         # the durable log (rows on their way to the store, the history read back), and the
         # policies that write it
-        self._durable = durable = Durability(store, session_id, channel, durable_turns)
+        durable = Durability(store, session_id, channel, durable_turns)
         self._policy = WatchdogPolicy(resolved.mode, resolved.watchdog_escalate_after,
                                       resolved.feedback_queue, channel, durable,
                                       self._watchdog, at_once=feedback_at_once)
-        self._cost_policy = CostPolicy(self._cost, channel, durable)
+        self._cost_policy = CostPolicy(
+            CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
+                        resolved.cost_escalate_after), channel, durable)
         durable.bind(self._policy, self._cost_policy)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
@@ -459,6 +461,21 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
     @property
     def counters(self) -> Counters:
         return self._channel.counters
+
+    @property
+    def _channel(self) -> OperatorChannel:
+        """The operator channel (the policies'; the watchdog policy's, read)."""
+        return self._policy._channel
+
+    @property
+    def _durable(self) -> Durability:
+        """The durable side (the policies'; the watchdog policy's, read)."""
+        return self._policy._durable
+
+    @property
+    def _cost(self) -> CostCeiling:
+        """The cost ceiling (the cost policy's)."""
+        return self._cost_policy.ceiling
 
     @property
     def watchdog(self) -> Watchdog | None:
