@@ -56,18 +56,21 @@ class Durability:
     ``Guardrails`` holds the session's lock and makes a standing halt its blocked decision.
     Without a store (``log`` None) nothing is written."""
 
-    __slots__ = ("channel", "cost", "log", "session_id", "turn_kept", "turns", "watchdog")
+    __slots__ = ("channel", "cost", "log", "turn_kept", "turns", "watchdog")
 
     watchdog: WatchdogPolicy  # the policies whose state the rows carry (``bind``)
     cost: CostPolicy
 
     def __init__(self, store: Any, session_id: str, channel: OperatorChannel,
                  turns: bool = False):
-        self.session_id = session_id
-        self.channel = channel  # its lines name the session
+        self.channel = channel  # its lines name the session (``session_id``)
         self.log = SessionLog(store, session_id, channel.line) if store is not None else None
         self.turns = turns  # durable turns (the module docstring)
         self.turn_kept = _NO_TURN  # the turn state the store holds (its last turn row)
+
+    @property
+    def session_id(self) -> str:
+        return self.channel.session_id
 
     def bind(self, watchdog: WatchdogPolicy, cost: CostPolicy) -> None:
         self.watchdog, self.cost = watchdog, cost
