@@ -37,7 +37,7 @@ __all__ = ["WatchdogPolicy"]
 
 class WatchdogPolicy:
     __slots__ = ("_channel", "_durable", "at_once", "cut_in_a_row", "cut_signal", "engine",
-                 "escalate_after", "feedback", "halt_alert", "halt_reason", "mode", "pending",
+                 "escalate_after", "feedback", "halt", "mode", "pending",
                  "turn_cut_signal")
 
     def __init__(self, mode: Mode, escalate_after: int, feedback_queue: int,
@@ -51,8 +51,8 @@ class WatchdogPolicy:
         self.feedback = empty_queue(feedback_queue)
         self._channel = channel
         self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
-        self.halt_reason: str | None = None  # the watchdog's halt
-        self.halt_alert: Alert | None = None
+        # the watchdog's halt: (its reason, the alert that halted, if one did), or None
+        self.halt: tuple[str, Alert | None] | None = None
         self.cut_signal: str | None = None   # the signal that cut the last turns...
         self.cut_in_a_row = 0                # ...and how many turns in a row
         self.turn_cut_signal: str | None = None
@@ -62,7 +62,7 @@ class WatchdogPolicy:
 
     @property
     def halted(self) -> bool:
-        return self.halt_reason is not None
+        return self.halt is not None
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -106,8 +106,7 @@ class WatchdogPolicy:
 
     def _halt(self, alert: Alert, alerts: tuple[Alert, ...], why: str) -> Decision:
         reason = lines.watchdog_halt_reason(alert, why)
-        self.halt_reason = reason
-        self.halt_alert = alert
+        self.halt = (reason, alert)
         decision = Decision(HALT_SESSION, "watchdog", reason, alerts)
         self.turn_cut_signal = alert.signal
         self._channel.counters.count_trip("watchdog")
@@ -193,12 +192,19 @@ class WatchdogPolicy:
 
     # -- resets and persistence --------------------------------------------------------------
 
+    @property
+    def halt_reason(self) -> str | None:
+        return self.halt[0] if self.halt is not None else None
+
+    @property
+    def halt_alert(self) -> Alert | None:
+        return self.halt[1] if self.halt is not None else None
+
     def reset(self) -> None:
         """Clear the watchdog's halt (an operator reset: ``durability.reset.OperatorReset``).
         The queued feedback stays, so the resumed model learns why it was stopped; the
         watchdog's run state goes (a resumed run must build back up to a threshold)."""
-        self.halt_reason = None
-        self.halt_alert = None
+        self.halt = None
         self.cut_signal, self.cut_in_a_row = None, 0
         if self.engine is not None:
             self.engine.reset()
@@ -226,11 +232,11 @@ class WatchdogPolicy:
                 f"({halt.signal}): {halt.guidance or halt.reason} "
                 "Do not resume that pattern.", -1, None, 0))
         if halt is not None and self.mode == Mode.ENFORCE:
-            self.halt_reason = halt.reason
+            self.halt = (halt.reason, self.halt_alert)
 
     def hold(self, reason: str) -> None:
         """Halt without an alert: a history that cannot be trusted to show no halt."""
-        self.halt_reason = reason
+        self.halt = (reason, self.halt_alert)
 
     def sync(self, folded: Folded) -> bool:
         """An operator reset written to the store elsewhere clears this halt; True if it did."""
