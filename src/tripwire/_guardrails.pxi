@@ -473,6 +473,14 @@ cdef inline void _hint(_TableSlot* slot, GuardrailsCore core) noexcept:
     slot.released = core._next.args
 
 
+# The index grows (doubles) before it is more than 4/5 full: each slot is a cache line, so at
+# most half full it would cost up to 256 bytes a session (168 at 100,000 sessions) for runs a
+# Robin Hood index keeps short anyway at 4/5.
+cdef enum:
+    _INDEX_LOAD_NUM = 4
+    _INDEX_LOAD_DEN = 5
+
+
 @cython.no_gc_clear  # __dealloc__ unhooks the sessions, which the dict must still hold then
 cdef class SessionTable:
     """A Fleet's sessions by id (twin: ``_reference_guardrails.SessionTable``), and its
@@ -535,7 +543,7 @@ cdef class SessionTable:
             raise KeyError(f"session {session_id!r} is in the table already")
         self._by_id[session_id] = g
         if type(g) is _native_guardrails:
-            if 2 * (self._indexed + 1) > self._mask + 1:
+            if _INDEX_LOAD_DEN * (self._indexed + 1) > _INDEX_LOAD_NUM * (self._mask + 1):
                 self._resize(2 * (self._mask + 1))
             self._place(<PyObject*>session_id, <PyObject*>g)
             self._indexed += 1
@@ -558,14 +566,12 @@ cdef class SessionTable:
     def _index_finds(self, session_id):
         """The session the id *object* finds in the index, or None (tests check the index,
         and that the session's slot pointer is its slot)."""
-        cdef size_t i = self._home(<PyObject*>session_id)
-        while self._slots[i].key != NULL:
-            if self._slots[i].key == <PyObject*>session_id:
-                if (<GuardrailsCore>self._slots[i].core)._slot != &self._slots[i]:
-                    raise RuntimeError("the session's slot pointer is not its slot")
-                return <object>self._slots[i].core
-            i = (i + 1) & self._mask
-        return None
+        cdef size_t i = self._find(<PyObject*>session_id)
+        if i > self._mask:
+            return None
+        if (<GuardrailsCore>self._slots[i].core)._slot != &self._slots[i]:
+            raise RuntimeError("the session's slot pointer is not its slot")
+        return <object>self._slots[i].core
 
     def _index_size(self):
         return self._indexed
@@ -573,6 +579,22 @@ cdef class SessionTable:
     cdef inline size_t _home(self, PyObject* key):
         # Fibonacci hashing of the address (objects are 16-byte aligned: the low bits say nothing)
         return <size_t>((<uint64_t><size_t>key * <uint64_t>0x9E3779B97F4A7C15) >> self._shift)
+
+    cdef inline size_t _distance(self, size_t i) noexcept:
+        """How far the entry in slot ``i`` lies past its home slot."""
+        return (i - self._home(self._slots[i].key)) & self._mask
+
+    cdef inline size_t _find(self, PyObject* key) noexcept:
+        """The slot holding ``key``, or a number past the last slot. Robin Hood order (``_put``):
+        a run's entries lie no nearer their homes than the key would, so a miss stops at the
+        first entry nearer its own home than the probe is to the key's."""
+        cdef size_t i = self._home(key), d = 0
+        while self._slots[i].key != key:
+            if self._slots[i].key == NULL or self._distance(i) < d:
+                return self._mask + 1
+            i = (i + 1) & self._mask
+            d += 1
+        return i
 
     cdef void _place(self, PyObject* key, PyObject* core):
         cdef _TableSlot fresh
@@ -583,32 +605,37 @@ cdef class SessionTable:
         self._put(&fresh)
 
     cdef void _put(self, const _TableSlot* entry):
-        """``entry`` into its run, and its session pointed at it."""
-        cdef size_t i = self._home(entry.key)
+        """``entry`` into the index, its session (and any entry it moves) pointed at its slot.
+        Robin Hood: going along the run, the entry takes the slot of the first entry nearer its
+        own home than the entry is to its, which then goes on in its place; so no entry lies
+        much farther from its home than the others, which lets the index fill to
+        _INDEX_LOAD_NUM / _INDEX_LOAD_DEN with short runs and misses that stop early."""
+        cdef _TableSlot carry = entry[0], held
+        cdef size_t i = self._home(carry.key), d = 0, theirs
         while self._slots[i].key != NULL:
+            theirs = self._distance(i)
+            if theirs < d:
+                held = self._slots[i]
+                self._slots[i] = carry
+                (<GuardrailsCore>carry.core)._slot = &self._slots[i]
+                carry = held
+                d = theirs
             i = (i + 1) & self._mask
-        self._slots[i] = entry[0]
-        (<GuardrailsCore>entry.core)._slot = &self._slots[i]
+            d += 1
+        self._slots[i] = carry
+        (<GuardrailsCore>carry.core)._slot = &self._slots[i]
 
     cdef void _unplace(self, object session_id):
-        """Empty the id object's slot, moving later entries of its run back (no tombstones)."""
-        cdef PyObject* key = <PyObject*>session_id
-        cdef size_t i = self._home(key), j, home
-        while self._slots[i].key != key:
-            if self._slots[i].key == NULL:
-                return
-            i = (i + 1) & self._mask
-        j = i
+        """Empty the id object's slot, moving the rest of its run back one slot each (no
+        tombstones; the Robin Hood order stays)."""
+        cdef size_t i = self._find(<PyObject*>session_id), j
+        if i > self._mask:
+            return
         while True:
-            _memset(&self._slots[i], 0, sizeof(_TableSlot))
-            while True:
-                j = (j + 1) & self._mask
-                if self._slots[j].key == NULL:
-                    return
-                home = self._home(self._slots[j].key)
-                # the entry at j stays unless its home lies cyclically outside (i, j]
-                if (i <= j and (home <= i or home > j)) or (i > j and home <= i and home > j):
-                    break
+            j = (i + 1) & self._mask
+            if self._slots[j].key == NULL or self._distance(j) == 0:
+                _memset(&self._slots[i], 0, sizeof(_TableSlot))
+                return
             self._slots[i] = self._slots[j]
             (<GuardrailsCore>self._slots[i].core)._slot = &self._slots[i]
             i = j
@@ -637,12 +664,12 @@ cdef class SessionTable:
 
     def on_call(self, session_id, name, args=None, id=None):
         cdef PyObject* key = <PyObject*>session_id
-        cdef size_t i = self._home(key)
+        cdef size_t i = self._home(key), d = 0
         cdef _TableSlot* slot
         cdef double now
         cdef object g
         while self._slots[i].key != key:
-            if self._slots[i].key == NULL:
+            if self._slots[i].key == NULL or self._distance(i) < d:
                 # an id object the index does not hold: the dict (an equal str), else Fleet
                 g = self._by_id.get(session_id)
                 if g is None or type(g) is not _native_guardrails:
@@ -652,6 +679,7 @@ cdef class SessionTable:
                     return (<GuardrailsCore>g)._on_call(name, args, id, False)
                 return (<GuardrailsCore>g)._on_call(name, args, id, _touch(<GuardrailsCore>g))
             i = (i + 1) & self._mask
+            d += 1
         slot = &self._slots[i]
         now = _now()
         if now - slot.touched > _COLD_AFTER and slot.session != NULL:
@@ -677,6 +705,7 @@ cdef class SessionTable:
 # session's own calls come either microseconds apart (the tool calls of one model response) or
 # a model response apart (hundreds of milliseconds).
 cdef double _COLD_AFTER = 0.002
+
 
 
 cdef inline int _touch(GuardrailsCore core) except -1:
