@@ -661,6 +661,31 @@ def test_a_fleet_session_holds_only_what_it_used(implementation: str) -> None:
         assert g._halts is not g._halts  # a view made when asked: the policies hold the halts
         assert g._policy.pending == ()  # nothing pending after the turn: the shared empty tuple
     assert a._task.durable.written is b._task.durable.written
+    # what the configuration decides is made once and shared: the cost bounds, the model's
+    # limits, the empty feedback queue (each session gets its own at its first note)
+    assert a._cost._bounds is b._cost._bounds
+    assert a._context.limits is b._context.limits
+    assert a._policy.feedback is b._policy.feedback and a._policy.feedback.shared
     a.on_call("read_file", "{}", id="c1")  # the map is made at the first id
     assert a._ids == {"c1": "read_file"}
     assert a.on_result(None, payload="x", id="c1") is not None
+
+
+def test_a_note_for_one_session_stays_in_its_own_queue(implementation: str) -> None:
+    """Sessions share an empty feedback queue until their first note: a note queued for one
+    session is told to it alone, once, and the others' queues stay empty."""
+    f = fleet(implementation, mode="feedback", unattended=False)
+    loud, quiet = f.session("loud"), f.session("quiet")
+    for g in (loud, quiet):
+        g.start_turn()
+    for _ in range(5):  # the fifth equivalent call in a row alerts
+        loud.on_call("read_file", '{"path": "a.py"}')
+        loud.on_result("read_file", payload="same")
+    quiet.on_call("read_file", '{"path": "b.py"}')
+    for g in (loud, quiet):
+        g.end_turn()
+    assert "repeated-tool-call" in loud.start_turn().feedback
+    assert quiet.start_turn().feedback == ""
+    assert not loud._policy.feedback.shared and len(loud._policy.feedback) == 0
+    assert quiet._policy.feedback.shared and len(quiet._policy.feedback) == 0
+    assert f.session("new").start_turn().feedback == ""
