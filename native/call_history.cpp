@@ -4,14 +4,15 @@
 
 namespace tw {
 
-CallHistory::CallHistory(uint32_t capacity, void* storage) : capacity_(capacity) {
+CallHistory::CallHistory(uint32_t capacity, void* storage)
+    : capacity_(capacity), span_(span(capacity)) {
     if (storage == nullptr) {  // the keys' words hold the join flags too (rounded up)
         owned_.reset(new uint64_t[(storage_bytes(capacity) + 7) / 8]);
         storage = owned_.get();
     }
     std::memset(storage, 0, storage_bytes(capacity));
     keys_ = static_cast<uint64_t*>(storage);
-    joins_ = reinterpret_cast<uint8_t*>(keys_ + 2 * static_cast<size_t>(capacity));
+    joins_ = reinterpret_cast<uint8_t*>(keys_ + span_);
 }
 
 void CallHistory::slide() noexcept {

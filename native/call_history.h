@@ -11,9 +11,16 @@ namespace tw {
 // repeat run (the stand-downs measure runs with the repeat detector's own relation).
 class CallHistory {
 public:
+    // The entries a ring of `capacity` calls holds in its buffer: the calls, and room for
+    // some more before it slides (a quarter of them, at least 4: a slide moves capacity - 1
+    // entries, a few nanoseconds once every few calls; room for as many again would double
+    // the buffer, a fleet session's largest part).
+    static uint32_t span(uint32_t capacity) noexcept {
+        return capacity + (capacity / 4 > 4 ? capacity / 4 : 4);
+    }
     // The bytes of a ring of `capacity` calls: the keys, then the join flags.
     static size_t storage_bytes(uint32_t capacity) noexcept {
-        return 2 * static_cast<size_t>(capacity) * (sizeof(uint64_t) + 1);
+        return static_cast<size_t>(span(capacity)) * (sizeof(uint64_t) + 1);
     }
     // storage: storage_bytes(capacity) bytes, 8-aligned, that outlive the ring (a Session's
     // own block, so that a call finds the ring beside the session); null: the ring allocates.
@@ -21,12 +28,12 @@ public:
     CallHistory(const CallHistory&) = delete;
     CallHistory& operator=(const CallHistory&) = delete;
     void push(uint64_t key, bool joined) noexcept {
-        // A sliding buffer of 2 * capacity entries: each call is written once, at the end;
-        // when the end reaches the buffer's, the last entries move to its front (once every
-        // capacity calls). The last `n` entries are then always contiguous: detectors index
-        // them directly, with no modulo on the hot path, and a call on a session cold in
-        // cache writes one line of keys (a mirrored ring wrote two).
-        if (end_ == 2 * capacity_) slide();
+        // A sliding buffer of span(capacity) entries: each call is written once, at the end;
+        // when the end reaches the buffer's, the last entries move to its front. The last `n`
+        // entries are then always contiguous: detectors index them directly, with no modulo
+        // on the hot path, and a call on a session cold in cache writes one line of keys (a
+        // mirrored ring wrote two).
+        if (end_ == span_) slide();
         keys_[end_] = key;
         joins_[end_] = joined ? 1 : 0;
         ++end_;
@@ -55,6 +62,7 @@ private:
     uint64_t* keys_;
     uint8_t* joins_;
     uint32_t capacity_;
+    uint32_t span_;     // span(capacity_): the buffer's entries
     uint32_t end_ = 0;  // next slot to write; the last size_ entries end here
     uint32_t size_ = 0;
 };

@@ -344,7 +344,7 @@ void test_session_in_one_block() {
 // The call ring against a plain list of every call pushed: its last n keys and join flags,
 // oldest first, through every slide of its buffer and pops of up to more than it holds.
 void test_call_history_slides() {
-    for (uint32_t capacity : {1u, 2u, 5u, 12u}) {
+    for (uint32_t capacity : {1u, 2u, 5u, 12u, 28u, 64u}) {  // room for 4 more, and a quarter
         tw::CallHistory h(capacity);
         std::vector<uint64_t> all;
         uint32_t expected = 0;  // what it holds: up to capacity, less what was taken back
