@@ -49,9 +49,7 @@ class TaskOutcomes:
     objective: str
     caps: dict[str, Any]
     checkin: dict[str, Any] | None
-    chain: tuple[Any, ...]   # (Task, ...): the task module imports this one
     children: tuple[Any, ...]
-    sessions: tuple[Any, ...]
     history: deque[dict[str, Any]] | tuple[()]
     history_dropped: int
     tool_timeouts: int
@@ -65,6 +63,12 @@ class TaskOutcomes:
 
     exhausted: Exhaustion | None
     if TYPE_CHECKING:
+        @property
+        def chain(self) -> tuple[Any, ...]: ...  # (Task, ...): the task module imports this one
+
+        @property
+        def sessions(self) -> tuple[Any, ...]: ...
+
         def _used(self, counter: str, now: float | None = None) -> float: ...
 
         def set_note_level(self, counter: str, level: int) -> None: ...
