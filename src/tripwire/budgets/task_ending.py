@@ -53,6 +53,7 @@ class TaskOutcomes:
     history: deque[dict[str, Any]] | tuple[()]
     history_dropped: int
     tool_timeouts: int
+    _chain: tuple[Any, ...] | None  # a child's chain (``Task.chain``)
     lock: Any
     clock: Callable[[], float | None]
     outcome: Outcome | None
@@ -112,7 +113,7 @@ class TaskOutcomes:
                 return ex
             if self.exhausted is not None:
                 return self.exhausted
-        for t in self.chain[1:]:
+        for t in self._chain[1:] if self._chain is not None else ():  # its ancestors
             if t.exhausted is not None and t.exhausted.by_task == t.task_id:
                 with self.lock:
                     if self.exhausted is None:
