@@ -201,7 +201,7 @@ def _restored_outcome(row: OutcomeRow, report: Report) -> Outcome:
 
 #: The durable side of every task without a log that the store would hold ``FRESH`` of (most
 #: tasks: one object, not one each). Never changed: a task that would change it (a log given,
-#: a start deferred, another state marked written) makes its own first (``Task._own_log``).
+#: a start deferred, another state marked written) makes its own first (``TaskDurable._own_log``).
 NO_LOG = TaskLog()
 NO_LOG.written = FRESH
 
