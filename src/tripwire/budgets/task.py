@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base.money import NANO, parse_dollars, to_nano
 from ..base.validate import MAX_TOKENS, check_count
-from ..durability.rows import TaskRecord, TaskRow
+from ..durability.rows import TaskRow
 from ..errors import ConfigError
 from .calls import NEVER, CallCounter, call_mark
 from .caps import (
@@ -55,7 +54,8 @@ from .caps import (
 from .clock import WALL_CLOCK
 from .outcomes import Outcome
 from .task_ending import HISTORY, TaskOutcomes
-from .task_log import TaskLog, apply_rows
+from .task_log import NO_LOG, TaskDurable, TaskLog
+from .task_rare import RareFields, TaskRare
 from .task_resume import TaskResume
 from .task_rows import task_log_id
 
@@ -68,11 +68,9 @@ __all__ = ["Task", "HISTORY"]
 _NOT_NOTED: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 #: The counters batch ingest charges as totals (``charge_batch``).
 _BATCHED = ("steps", "tokens", "usd", "tool_calls")
-#: The windows of a task that has had no check-in (shared; replaced, never changed in place).
-_NO_WINDOWS: dict[str, float] = {}
 
 
-class Task(TaskOutcomes, TaskResume):
+class Task(TaskOutcomes, TaskResume, TaskDurable, RareFields):
     """The unit a budget is charged to. ``task.child(allowance)`` makes a sub-task; a
     ``Guardrails`` (``task=``) or ``Fleet.session(id, task=)`` runs a session under it, and its
     observations charge it (usage: steps, tokens, usd; calls: tool_calls). A host charges what
@@ -97,42 +95,23 @@ class Task(TaskOutcomes, TaskResume):
     # fast path reads it on every call
     __slots__ = (
         "__weakref__",
-        "_ended_at",
-        "acceptance",
+        "_chain",     # (self, *the parent's chain) of a child; None: a root's, (self,)
+        "_rare",      # the rarely-set fields (``task_rare``), None until one is set
+        "_sessions",  # the BudgetPolicy running it: (), one policy, or a tuple of several
         "budget",
         "calls",
         "caps",
-        "chain",
-        "check_ins",
-        "checkin",
-        "children",
         "clock",
-        "continued",
         "durable",
         "exhausted",
-        "history",
-        "history_dropped",
-        "last_answer",
         "lock",
         "noted",
-        "notes",
-        "objective",
         "outcome",
-        "parent",
-        "raises",
-        "retries",
-        "reviews",
-        "revision",
-        "sessions",
         "started_at",
         "steps",
-        "stop_rejections",
-        "tampered",
         "task_id",
         "tokens",
-        "tool_timeouts",
         "usd",
-        "windows",
     )
 
     def __init__(self, objective: str = "", budget: Budget | Mapping[str, Any] | None = None, *,
@@ -151,11 +130,10 @@ class Task(TaskOutcomes, TaskResume):
             raise ConfigError(f"budget must be a Budget or a mapping, not "
                               f"{type(budget).__name__}")
         self.task_id = task_id or uuid.uuid4().hex
+        self._rare: TaskRare | None = None
         self.objective = objective
         self.acceptance = acceptance
-        self.parent = _parent
-        self.children: tuple[Task, ...] = ()
-        self.chain: tuple[Task, ...] = (self,) if _parent is None else (self, *_parent.chain)
+        self._chain: tuple[Task, ...] | None = None if _parent is None else (self, *_parent.chain)
         if _parent is None:
             self.budget = (budget or Budget()).over(Budget.defaults(unattended))
         else:  # a child's unset caps are off: the parent's own caps bound it anyway
@@ -163,39 +141,23 @@ class Task(TaskOutcomes, TaskResume):
                 Budget(steps=0, stop_rejections=0, reviews=0)))
         self.caps = self.budget.internal_caps()  # shared by the tasks of one Budget: read-only
         self.checkin = self.budget.internal_checkin()  # check-in windows (``task_resume``)
-        self.windows: dict[str, float] = _NO_WINDOWS  # where each window counts from
-        self.raises: tuple[Any, ...] = ()      # its raises (``RaiseRow``s), in order
-        self.check_ins = 0                     # its check-ins
-        self.continued: tuple[Outcome, ...] = ()  # the exhausted outcomes a raise continued
         self.calls: Any = CallCounter()      # tool_calls and call_mark (or the native twin)
         self.steps = self.tokens = self.usd = 0
-        self.stop_rejections = self.retries = self.reviews = self.tool_timeouts = 0
         self.noted = _NOT_NOTED  # note levels given per counter: copied on the first note
-        # model-facing notes not delivered yet: (signal, text)
-        self.notes: tuple[tuple[str, str], ...] = ()
         self.exhausted: Exhaustion | None = None
         self.outcome: Outcome | None = None
-        self.tampered: str | None = None
         self.clock: Callable[[], float | None] = clock if clock is not None else (
             _parent.clock if _parent is not None else WALL_CLOCK)
         self.lock: Any = _parent.lock if _parent is not None else (
             _lock if _lock is not None else threading.RLock())
-        # the BudgetPolicy of each session run under it (a tuple: most tasks have one session)
-        self.sessions: tuple[Any, ...] = ()
-        # cuts and halts of its sessions, the latest HISTORY of them (``history_dropped``
-        # earlier ones: a session cut turn after turn must not grow the task without bound)
-        # (empty until the first: an empty deque of HISTORY slots is 880 bytes a session)
-        self.history: deque[dict[str, Any]] | tuple[()] = ()
-        self.history_dropped = 0
-        self.revision = 0                    # the context revision (the supervisor's staleness)
-        self.last_answer: Any = None
-        self._ended_at: float | None = None
+        self._sessions: Any = ()
         self.started_at: float | None = self.clock()
-        self.durable = durable = TaskLog(_log)  # the rows it writes (``task_log``)
+        # the rows it writes (``task_log``; the shared NO_LOG while it has no log)
+        self.durable = durable = NO_LOG if _log is None else TaskLog(_log)
         if _log is None and store is not None:
             from ..durability.log import SessionLog
-            durable.log = SessionLog(store, task_log_id(self.task_id),
-                                     lambda text: f"[task {self.task_id}] {text}")
+            self.durable = durable = TaskLog(SessionLog(
+                store, task_log_id(self.task_id), lambda text: f"[task {self.task_id}] {text}"))
         if durable.log is not None:
             durable.restore(self, _history)
         if _parent is not None:
@@ -206,7 +168,7 @@ class Task(TaskOutcomes, TaskResume):
                                 self.budget.to_dict(), self.started_at))
             if _parent is not None:
                 _parent.durable.persist_budget(_parent)
-        durable.mark_written(self)  # what the store holds (nothing to write yet)
+        self.mark_written()  # what the store holds (nothing to write yet)
 
     def __repr__(self) -> str:
         state = str(self.outcome) if self.outcome else (
@@ -239,6 +201,37 @@ class Task(TaskOutcomes, TaskResume):
         (``_native.CallCounter``), holding the same two numbers, which a native session that
         runs the task alone swaps in (under the tree's lock) to keep them in its own core."""
         self.calls = counter
+
+    # -- the tree and the sessions running it -----------------------------------------------------
+
+    @property
+    def chain(self) -> tuple[Task, ...]:
+        """The task and its ancestors, nearest first (charged together)."""
+        chain = self._chain
+        return (self,) if chain is None else chain
+
+    @property
+    def parent(self) -> Task | None:
+        chain = self._chain
+        return None if chain is None else chain[1]
+
+    @property
+    def sessions(self) -> tuple[Any, ...]:
+        """The ``BudgetPolicy`` of each session running the task, in the order they joined."""
+        sessions = self._sessions
+        return sessions if type(sessions) is tuple else (sessions,)
+
+    def join(self, policy: Any) -> None:
+        """A session runs the task from now on (its ``BudgetPolicy``; the tree's lock held)."""
+        sessions = self.sessions
+        self._sessions = (*sessions, policy) if sessions else policy
+        self.remark()
+
+    def leave(self, policy: Any) -> None:
+        """The session of ``policy`` no longer runs the task (the tree's lock held)."""
+        sessions = tuple(p for p in self.sessions if p is not policy)
+        self._sessions = sessions[0] if len(sessions) == 1 else sessions
+        self.remark()
 
     # -- children ------------------------------------------------------------------------------
 
@@ -287,10 +280,12 @@ class Task(TaskOutcomes, TaskResume):
         Whoever changes one of these calls it, under the tree's lock (a session joining or
         leaving the task: ``BudgetPolicy``)."""
         cap = self.caps["tool_calls"]
-        if (self.parent is not None or self.children or len(self.sessions) > 1
+        rare = self._rare  # a root's chain is itself: a child's ancestors are checked above
+        if (self._chain is not None or (type(self._sessions) is tuple and self._sessions)
                 or self.exhausted is not None or self.outcome is not None
-                or self.tampered is not None or self.checkin is not None or any(
-                    t.caps["deadline_s"] or t.caps["tool_timeout_s"] for t in self.chain)):
+                or (rare is not None and (rare.children or rare.tampered is not None
+                                          or rare.checkin is not None))
+                or self.caps["deadline_s"] or self.caps["tool_timeout_s"]):
             self.call_mark = 0
         else:
             self.call_mark = call_mark(cap, self.noted["tool_calls"])
@@ -428,46 +423,3 @@ class Task(TaskOutcomes, TaskResume):
         if self.noted is _NOT_NOTED:
             self.noted = dict(_NOT_NOTED)
         self.noted[counter] = level
-
-    # -- durability (``task_log``) ------------------------------------------------------------
-
-    def _persist_chain(self) -> None:
-        for t in self.chain:
-            t.durable.persist_budget(t)
-
-    def persist(self) -> None:
-        """Write the consumption if the store does not hold it yet (at a turn end)."""
-        with self.lock:
-            self._persist_chain()
-
-    def flush(self) -> bool:
-        return self.durable.flush()
-
-    def apply_rows(self, rows: Sequence[TaskRecord]) -> None:
-        """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
-        apply_rows(self, rows)
-
-    def share_log(self, log: SessionLog | None) -> bool:
-        """A session's implicit task writes into the session's own chain (``log``), when it
-        has no log of its own yet; whether it does now."""
-        durable = self.durable
-        if durable.log is None:
-            durable.log = log
-        return log is not None and durable.log is log
-
-    def writes_to(self, log: SessionLog | None) -> bool:
-        """Whether the task's rows go into ``log`` (a session's implicit task's do)."""
-        return log is not None and self.durable.log is log
-
-    def defer_start(self) -> None:
-        """Write the task's start row at the next write (a deadline counts from its start,
-        which the first decision point fixes)."""
-        self.durable.written = None
-
-    def restore_from(self, rows: Sequence[TaskRecord]) -> None:
-        """Fold rows read back with the session whose chain the task shares; the store holds
-        the state they give."""
-        with self.lock:
-            apply_rows(self, rows)
-            self.remark()
-            self.durable.mark_written(self)

@@ -49,12 +49,11 @@ class TaskOutcomes:
     objective: str
     caps: dict[str, Any]
     checkin: dict[str, Any] | None
-    chain: tuple[Any, ...]   # (Task, ...): the task module imports this one
     children: tuple[Any, ...]
-    sessions: tuple[Any, ...]
     history: deque[dict[str, Any]] | tuple[()]
     history_dropped: int
     tool_timeouts: int
+    _chain: tuple[Any, ...] | None  # a child's chain (``Task.chain``)
     lock: Any
     clock: Callable[[], float | None]
     outcome: Outcome | None
@@ -65,6 +64,12 @@ class TaskOutcomes:
 
     exhausted: Exhaustion | None
     if TYPE_CHECKING:
+        @property
+        def chain(self) -> tuple[Any, ...]: ...  # (Task, ...): the task module imports this one
+
+        @property
+        def sessions(self) -> tuple[Any, ...]: ...
+
         def _used(self, counter: str, now: float | None = None) -> float: ...
 
         def set_note_level(self, counter: str, level: int) -> None: ...
@@ -108,7 +113,7 @@ class TaskOutcomes:
                 return ex
             if self.exhausted is not None:
                 return self.exhausted
-        for t in self.chain[1:]:
+        for t in self._chain[1:] if self._chain is not None else ():  # its ancestors
             if t.exhausted is not None and t.exhausted.by_task == t.task_id:
                 with self.lock:
                     if self.exhausted is None:

@@ -12,14 +12,16 @@ the chain, and the task restores *blocked*.
 
 ``TaskLog`` is owned by its ``Task`` (``Task.durable``): it holds the log and what the store
 holds already (``written``: a budget row is written only when something worth one moved), and
-reads and writes the task's public fields.
+reads and writes the task's public fields. A task without a log whose store would hold a fresh
+task's state (most: a fleet's sessions without a store) shares one, ``NO_LOG``, until that
+changes. ``TaskDurable`` is the part of ``Task`` that writes, shares and restores its rows.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..durability.rows import (
     BudgetRow,
@@ -30,20 +32,20 @@ from ..durability.rows import (
     TaskRecord,
 )
 from .calls import NEVER
-from .caps import CONSUMED, Exhaustion
+from .caps import CONSUMED, COUNTERS, Exhaustion
 from .outcomes import Outcome, Report
 
 if TYPE_CHECKING:
     from ..durability.log import SessionLog
 
-__all__ = ["TaskLog", "storable"]
+__all__ = ["TaskLog", "TaskDurable", "NO_LOG", "FRESH", "storable"]
 
 #: Counters a budget row is written for when they move (and are capped).
 _WRITTEN = ("tool_calls", "steps", "tokens", "usd", "stop_rejections", "retries", "reviews")
 
 
 #: The state of a task that used nothing yet (``TaskLog.state``), shared by every such task.
-_NOTHING_USED: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+FRESH: tuple[Any, ...] = ((0,) * len(_WRITTEN), 0, False, (0,) * len(COUNTERS), None)
 
 
 class Task(Protocol):
@@ -102,14 +104,12 @@ class TaskLog:
         return (used, len(task.children), task.exhausted is not None, tuple(task.noted.values()),
                 task.started_at if caps["deadline_s"] else None)
 
-    def mark_written(self, task: Task) -> None:
-        """The store holds ``task``'s state as it is now (a fresh task's, as most are when
-        constructed: the one tuple every such task shares, not three of its own)."""
-        state = self.state(task)
-        if state[1:3] == (0, False) and state[4] is None and not any(state[0]) \
-                and not any(state[3]):
-            state = _NOTHING_USED.setdefault(state, state)  # one key per count of notes
-        self.written = state
+    @classmethod
+    def written_state(cls, task: Task) -> tuple[Any, ...]:
+        """``task``'s state as the store is to hold it: ``FRESH``, shared, when it used
+        nothing yet (as most tasks when constructed), not three tuples of its own."""
+        state = cls.state(task)
+        return FRESH if state == FRESH else state
 
     @staticmethod
     def snapshot(task: Task) -> BudgetRow:
@@ -198,3 +198,82 @@ def _restored_outcome(row: OutcomeRow, report: Report) -> Outcome:
                    reason=row.reason or "", answer=row.answer, verified=row.verified,
                    evidence=row.evidence)
 
+
+#: The durable side of every task without a log that the store would hold ``FRESH`` of (most
+#: tasks: one object, not one each). Never changed: a task that would change it (a log given,
+#: a start deferred, another state marked written) makes its own first (``TaskDurable._own_log``).
+NO_LOG = TaskLog()
+NO_LOG.written = FRESH
+
+
+class TaskDurable:
+    """Writing and restoring a task's rows: a part of ``Task`` (its fields are ``Task``'s)."""
+
+    if not TYPE_CHECKING:
+        __slots__ = ()  # the fields are Task's
+    durable: TaskLog
+    lock: Any
+    if TYPE_CHECKING:
+        @property
+        def chain(self) -> tuple[Any, ...]: ...
+
+        def remark(self) -> None: ...
+
+    def _persist_chain(self) -> None:
+        for t in self.chain:
+            t.durable.persist_budget(t)
+
+    def persist(self) -> None:
+        """Write the consumption if the store does not hold it yet (at a turn end)."""
+        with self.lock:
+            self._persist_chain()
+
+    def flush(self) -> bool:
+        return self.durable.flush()
+
+    def apply_rows(self, rows: Sequence[TaskRecord]) -> None:
+        """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
+        apply_rows(cast(Task, self), rows)
+
+    def share_log(self, log: SessionLog | None) -> bool:
+        """A session's implicit task writes into the session's own chain (``log``), when it
+        has no log of its own yet; whether it does now."""
+        durable = self.durable
+        if durable.log is None and log is not None:
+            if durable is NO_LOG:  # the store held a fresh task's state: it still does
+                self.durable = durable = TaskLog(log)
+                durable.written = FRESH
+            else:
+                durable.log = log
+        return log is not None and durable.log is log
+
+    def writes_to(self, log: SessionLog | None) -> bool:
+        """Whether the task's rows go into ``log`` (a session's implicit task's do)."""
+        return log is not None and self.durable.log is log
+
+    def defer_start(self) -> None:
+        """Write the task's start row at the next write (a deadline counts from its start,
+        which the first decision point fixes)."""
+        self._own_log().written = None
+
+    def _own_log(self) -> TaskLog:
+        """The task's own ``TaskLog`` (made now if it shares ``NO_LOG``)."""
+        durable = self.durable
+        if durable is NO_LOG:
+            self.durable = durable = TaskLog()
+        return durable
+
+    def mark_written(self) -> None:
+        """The store holds the task's state as it is now (a task without a log keeps sharing
+        ``NO_LOG`` while that is ``FRESH``)."""
+        state = TaskLog.written_state(cast(Task, self))
+        if state is not FRESH or self.durable is not NO_LOG:
+            self._own_log().written = state
+
+    def restore_from(self, rows: Sequence[TaskRecord]) -> None:
+        """Fold rows read back with the session whose chain the task shares; the store holds
+        the state they give."""
+        with self.lock:
+            apply_rows(cast(Task, self), rows)
+            self.remark()
+            self.mark_written()

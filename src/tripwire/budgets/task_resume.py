@@ -60,7 +60,6 @@ class TaskResume:
     caps: dict[str, Any]
     checkin: dict[str, Any] | None
     windows: dict[str, float]
-    chain: tuple[Any, ...]
     lock: Any
     clock: Callable[[], float | None]
     outcome: Outcome | None
@@ -73,6 +72,9 @@ class TaskResume:
     _ended_at: float | None
 
     if TYPE_CHECKING:
+        @property
+        def chain(self) -> tuple[Any, ...]: ...
+
         def _used(self, counter: str, now: float | None = None) -> float: ...
 
         def _check(self, counters: tuple[str, ...]) -> Exhaustion | None: ...

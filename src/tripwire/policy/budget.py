@@ -89,16 +89,13 @@ class BudgetPolicy:
         self._session = session
         self._reported: Any = None  # the exhaustion reported (a raise may bring another)
         with task.lock:
-            task.sessions = (*task.sessions, self)
-            task.remark()
+            task.join(self)
 
     def detach(self) -> None:
         """The session runs another task from now on: this one is no longer charged."""
         task = self.task
         with task.lock:
-            if self in task.sessions:
-                task.sessions = tuple(p for p in task.sessions if p is not self)
-            task.remark()
+            task.leave(self)
 
     # -- persistence ---------------------------------------------------------------------------
 
