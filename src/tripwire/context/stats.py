@@ -64,10 +64,10 @@ class UsageByModel:
     @property
     def models(self) -> dict[str, list[int]]:
         """model -> its entry, in the order they first reported usage."""
-        first = self.first
-        if first is None:
+        first, model = self.first, self.first_model
+        if first is None or model is None:
             return {}
-        return {self.first_model: first, **(self.more or {})}
+        return {model: first, **(self.more or {})}
 
     def add(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
             cost_nano: int) -> None:

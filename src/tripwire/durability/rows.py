@@ -646,7 +646,12 @@ def spend_of(row: StoredRow) -> Spend:
 class RowSink(Protocol):
     """Where a session's policies append their rows, each before its decision returns: the
     session's ``Durability`` (held, not a bound method of it per policy: a fleet has many
-    sessions; without a store it writes nothing)."""
+    sessions; without a store it writes nothing). Its ``channel`` is where their operator
+    lines go (read through it: one reference a policy, not two)."""
+
+    @property
+    def channel(self) -> Any:  # policy.reporting.OperatorChannel (a layer above this one)
+        ...
 
     def put(self, row: StoredRow) -> None: ...
 

@@ -33,17 +33,15 @@ class ContextPolicy:
     context's operations answer while the guard is disabled (``guard`` None: the observations
     never reach this policy then)."""
 
-    __slots__ = ("_channel", "_durable", "cut_at", "cuts", "guard", "summarize")
+    __slots__ = ("_durable", "cuts", "guard", "summarize")
 
-    def __init__(self, guard: ContextGuard | None, cut_at: float, channel: OperatorChannel,
-                 durable: RowSink,
+    def __init__(self, guard: ContextGuard | None, durable: RowSink,
                  summarize: Callable[[Any, str | None], SummaryResult] | None = None,
                  *, enforce: bool = True):
         self.guard = guard
         self.summarize = summarize  # the host's summarizer (None: mechanical truncation)
-        self.cut_at = cut_at
-        self._channel = channel
-        self._durable = durable  # its context records, in the session's durable log
+        # its context records, in the session's durable log; its lines (``durable.channel``)
+        self._durable = durable
         # the 95% crossing cuts the turn only under enforce (and ``cut_turns``); in warn and
         # feedback nothing is cut (SPEC §3's ladder, as for a task's budget, SPEC §7.1): the
         # crossing is reported and its record written (``enforced: false``). The cost ceiling
@@ -67,18 +65,20 @@ class ContextPolicy:
             })
             return decision
         record = guard.turn_cut_record()
-        reason = lines.context_cut_reason(u, self.cut_at, auto_compact=guard.config.auto_compact)
+        reason = lines.context_cut_reason(u, guard.config.cut_at,
+                                          auto_compact=guard.config.auto_compact)
         if not decision.proceed or not self.cuts:
             # already cut or halted by another guardrail, or report-only (below enforce)
             self.record({**record, "enforced": False, "message": reason})
             return decision
         cut = Decision(CUT_TURN, "context", reason, decision.alerts)
-        self._channel.counters.count_trip("context")
+        channel: OperatorChannel = self._durable.channel
+        channel.counters.count_trip("context")
         # the durable row carries the reason (a subjunctive, no promise); the one-shot sentence
         # is the log line's alone
         self._durable.put(ContextRow({**record, "enforced": True, "reason": reason}))
-        self._channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
-                           guardrail="context", decision=cut, record=record)
+        channel.emit("cut", lines.context_cut(reason), level=logging.WARNING,
+                     guardrail="context", decision=cut, record=record)
         return cut
 
     def snapshot(self) -> dict[str, Any]:
@@ -115,7 +115,8 @@ class ContextPolicy:
         level = logging.WARNING if record["event"].startswith("context-reduction") else logging.INFO
         if record["event"] != "compaction-pending":  # pending is a state, not an event to keep
             self._durable.put(ContextRow(record))
-        self._channel.emit("context", message, level=level, guardrail="context", record=record)
+        self._durable.channel.emit("context", message, level=level, guardrail="context",
+                                   record=record)
 
     def compact(self, messages: Any, focus: str | None, *, manual: bool = False) -> Compaction:
         """Automatic (its failures are durable rows) or manual (a failure is the caller's

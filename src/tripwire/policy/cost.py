@@ -33,13 +33,12 @@ class CostPolicy:
     the spend: whether some was estimated from token prices, which models had no price
     (SPEC §11.3), and the per-model usage (``context_stats``)."""
 
-    __slots__ = ("_channel", "_durable", "ceiling", "estimated", "unpriced", "unpriced_changed",
-                 "usage")
+    __slots__ = ("_durable", "ceiling", "estimated", "unpriced", "unpriced_changed", "usage")
 
-    def __init__(self, ceiling: CostCeiling, channel: OperatorChannel, durable: RowSink):
+    def __init__(self, ceiling: CostCeiling, durable: RowSink):
         self.ceiling = ceiling
-        self._channel = channel
-        self._durable = durable  # its trip rows (with the spend: ``Durability.trip``)
+        # its trip rows (with the spend: ``Durability.trip``), its lines (``durable.channel``)
+        self._durable = durable
         self.estimated = False  # some spend was estimated from token prices (SPEC §11.3)
         # models whose usage had no price, so no cost (shared and empty until the first: a
         # set per session would be 216 bytes a fleet session)
@@ -67,13 +66,14 @@ class CostPolicy:
         if self.estimated:
             trip = replace(trip, reason=lines.estimated_cost(trip.reason))
         decision = Decision(HALT_SESSION if trip.halts else CUT_TURN, "cost_ceiling", trip.reason)
-        self._channel.counters.count_trip("cost_ceiling")
+        channel: OperatorChannel = self._durable.channel
+        channel.counters.count_trip("cost_ceiling")
         self._durable.trip(TripRow("cost_ceiling", trip.kind, trip.halts, trip.reason,
                               in_a_row=trip.in_a_row))
         line = lines.cost_trip(trip.reason, in_turn=in_turn, halts=trip.halts,
                                in_a_row=trip.in_a_row, limit=self.ceiling.escalate_after)
-        self._channel.emit("halt" if trip.halts else "cut", line,
-                           level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
+        channel.emit("halt" if trip.halts else "cut", line,
+                     level=logging.WARNING, guardrail="cost_ceiling", decision=decision)
         return decision
 
     # -- persistence and the batch core --------------------------------------------------------

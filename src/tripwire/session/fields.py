@@ -6,7 +6,7 @@ core)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from ..base.decision import Decision
@@ -43,14 +43,27 @@ class SessionFields:
     _budget: BudgetPolicy
     mode: Mode
     _policy: WatchdogPolicy
-    _channel: OperatorChannel
-    _cost: CostCeiling
     _in_turn: bool
-    _durable: Durability
     _cost_policy: CostPolicy
     _context_policy: ContextPolicy
     session_id: str
     settings: ResolvedConfig
+
+    # held by the policies, read through them (not a second reference a session)
+    @property
+    def _channel(self) -> OperatorChannel:
+        """The operator channel (its durable side's)."""
+        return self._durable.channel
+
+    @property
+    def _durable(self) -> Durability:
+        """The durable side (the one its policies were given)."""
+        return cast("Durability", self._policy._durable)
+
+    @property
+    def _cost(self) -> CostCeiling:
+        """The cost ceiling (the cost policy's)."""
+        return self._cost_policy.ceiling
 
     def _compacted(self) -> Decision:
         """A compaction happened (``compaction-storm`` counts it): ``Guardrails``'."""

@@ -151,7 +151,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                                       self._watchdog, at_once=feedback_at_once)
         self._cost_policy = CostPolicy(
             CostCeiling(resolved.max_turn_cost_usd, resolved.max_session_cost_usd,
-                        resolved.cost_escalate_after), channel, durable)
+                        resolved.cost_escalate_after), durable)
         durable.bind(self._policy, self._cost_policy)
         self._blocked = None  # the halt, or this turn's cut: later events get it
         self._in_turn = False
@@ -160,8 +160,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         engine = _engine.load(_engine.resolve(implementation))
         self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
                          if resolved.context.enabled else None)
-        self._context_policy = ContextPolicy(self._context, resolved.context.cut_at, channel,
-                                             durable, summarize,
+        self._context_policy = ContextPolicy(self._context, durable, summarize,
                                              enforce=resolved.mode == Mode.ENFORCE)
         task = session_task(task, resolved, session_id, clock, self._lock, durable.log)
         self._budget = BudgetPolicy(task, self, resolved.mode, channel)
@@ -461,21 +460,6 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
     @property
     def counters(self) -> Counters:
         return self._channel.counters
-
-    @property
-    def _channel(self) -> OperatorChannel:
-        """The operator channel (the policies'; the watchdog policy's, read)."""
-        return self._policy._channel
-
-    @property
-    def _durable(self) -> Durability:
-        """The durable side (the policies'; the watchdog policy's, read)."""
-        return self._policy._durable
-
-    @property
-    def _cost(self) -> CostCeiling:
-        """The cost ceiling (the cost policy's)."""
-        return self._cost_policy.ceiling
 
     @property
     def watchdog(self) -> Watchdog | None:
