@@ -12,14 +12,13 @@ CallHistory::CallHistory(uint32_t capacity, void* storage)
     }
     std::memset(storage, 0, storage_bytes(capacity));
     keys_ = static_cast<uint64_t*>(storage);
-    joins_ = reinterpret_cast<uint8_t*>(keys_ + span_);
 }
 
 void CallHistory::slide() noexcept {
     // the next push drops the oldest of a full ring: capacity - 1 entries are enough
     const uint32_t keep = size_ < capacity_ ? size_ : capacity_ - 1;
     std::memmove(keys_, keys_ + end_ - keep, keep * sizeof(uint64_t));
-    std::memmove(joins_, joins_ + end_ - keep, keep);
+    std::memmove(joins(), joins() + end_ - keep, keep);
     end_ = keep;
 }
 

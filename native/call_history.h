@@ -35,7 +35,7 @@ public:
         // mirrored ring wrote two).
         if (end_ == span_) slide();
         keys_[end_] = key;
-        joins_[end_] = joined ? 1 : 0;
+        joins()[end_] = joined ? 1 : 0;
         ++end_;
         if (size_ < capacity_) ++size_;
     }
@@ -50,17 +50,18 @@ public:
     // The last n <= size() keys, oldest first.
     const uint64_t* keys(uint32_t n) const noexcept { return keys_ + end_ - n; }
     // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
-    const uint8_t* joins(uint32_t n) const noexcept { return joins_ + end_ - n; }
+    const uint8_t* joins(uint32_t n) const noexcept { return joins() + end_ - n; }
     size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
     const void* next_key() const noexcept { return keys_ + end_; }
-    const void* next_join() const noexcept { return joins_ + end_; }
+    const void* next_join() const noexcept { return joins() + end_; }
 
 private:
     void slide() noexcept;  // the entries the ring still holds to the buffer's front
+    // the join flags, right after the keys (computed: a pointer a session less)
+    uint8_t* joins() const noexcept { return reinterpret_cast<uint8_t*>(keys_ + span_); }
 
     std::unique_ptr<uint64_t[]> owned_;  // the storage when none was given
     uint64_t* keys_;
-    uint8_t* joins_;
     uint32_t capacity_;
     uint32_t span_;     // span(capacity_): the buffer's entries
     uint32_t end_ = 0;  // next slot to write; the last size_ entries end here

@@ -11,17 +11,17 @@ void RepeatDetector::start_run(const CanonicalCall& c, uint64_t name_hash) {
     poll = kPollAwaiting;
     plateau = 0;
     longest.clear();
-    ends.clear();
+    reserve_ends(c.paths.size());
     for (std::string_view p : c.paths) {
         longest.append(p);
-        ends.push_back(static_cast<uint32_t>(longest.size()));
+        ends[paths++] = static_cast<uint32_t>(longest.size());
     }
 }
 
 bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& fired) {
     fired = false;
     bool joined = run > 0 && c.rest == rest && c.is_object == is_object &&
-                  c.paths.size() == ends.size();
+                  c.paths.size() == paths;
     bool longer = false;
     for (size_t i = 0; joined && i < c.paths.size(); ++i) {
         const std::string_view have = slot(i);
@@ -32,18 +32,19 @@ bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& f
         ++run;
         if (longer) {
             // the run's longest spelling grows (SPEC §2.3 run consistency)
-            // double buffers shared by the thread's sessions: growing allocates nothing
+            // a double buffer shared by the thread's sessions: growing allocates nothing; the
+            // ends are rewritten in place, each old one read before it is
             thread_local std::string scratch;
-            thread_local std::vector<uint32_t> scratch_ends;
             scratch.clear();
-            scratch_ends.clear();
+            uint32_t begin = 0;  // slot i's start in the old spelling
             for (size_t i = 0; i < c.paths.size(); ++i) {
-                const std::string_view have = slot(i);
+                const uint32_t end = ends[i];
+                const std::string_view have(longest.data() + begin, end - begin);
                 scratch.append(c.paths[i].size() > have.size() ? c.paths[i] : have);
-                scratch_ends.push_back(static_cast<uint32_t>(scratch.size()));
+                ends[i] = static_cast<uint32_t>(scratch.size());
+                begin = end;
             }
             longest.swap(scratch);
-            ends.swap(scratch_ends);
         }
     } else {
         start_run(c, name_hash);

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 #include "canonical.h"
 #include "hash.h"
 
@@ -40,9 +40,12 @@ struct RepeatDetector {
     uint64_t rest = 0;
     uint64_t name = 0;  // the run's tool (its name hash): whose results are the run's
     // The longest spelling seen in the run for each top-level path key, concatenated;
-    // ends[i] is where slot i ends.
+    // ends[i] (i < paths) is where slot i ends (an array of its own, not a vector: 8 bytes
+    // a session less).
     std::string longest;
-    std::vector<uint32_t> ends;
+    std::unique_ptr<uint32_t[]> ends;
+    uint32_t paths = 0;           // the slots the run holds
+    uint32_t ends_capacity = 0;   // ends' length
     Hash128 last{};     // the run's previous answer (results only: after the above)
 
     RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
@@ -73,10 +76,19 @@ struct RepeatDetector {
         tripped = false;
         poll = kPollAwaiting;
         plateau = 0;
-        ends.clear();
+        paths = 0;
     }
+    size_t ends_bytes() const noexcept { return ends_capacity * sizeof(uint32_t); }
 
 private:
+    // Room for n slots' ends (the slots held are dropped).
+    void reserve_ends(size_t n) {
+        paths = 0;
+        if (n > ends_capacity) {
+            ends.reset(new uint32_t[n]);
+            ends_capacity = static_cast<uint32_t>(n);
+        }
+    }
     std::string_view slot(size_t i) const noexcept {
         const uint32_t begin = i ? ends[i - 1] : 0;
         return std::string_view(longest.data() + begin, ends[i] - begin);

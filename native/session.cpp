@@ -42,9 +42,11 @@ void Session::destroy(Session* session) noexcept {
 // after the object, the digests after it (both null storage for a self-allocating session).
 Session::Session(const Settings& s, void* storage)
     : enabled(s.enabled),
+      answer_volatile(s.answer_volatile),
       history(ring_capacity(s), storage),
       name(s.name_threshold, (s.enabled & kRepeat) ? s.repeat_threshold : 0),
       silence(s.silence_threshold),
+      poll_plateau(s.poll_plateau),
       repeat(s.repeat_threshold, (s.enabled & kRepeat) != 0),
       cycle(s.cycle_max_period, s.cycle_cycles),
       density(s.density_window, s.density_threshold, s.density_defer_run,
@@ -52,18 +54,16 @@ Session::Session(const Settings& s, void* storage)
       failures(s.failure_threshold),
       no_ops(s.no_op_threshold),
       stale(s.no_new_state_threshold),
+      cycle_max_period(s.cycle_max_period),
       digests(s.digest_memory,
               storage ? static_cast<char*>(storage) + history_bytes(s) : nullptr),
       repeated_failure(s.repeated_failure_threshold),
       recycled(s.recycled_threshold, s.recycled_window),
       unknown_tool(s.unknown_tool_threshold),
+      density_window(s.density_window),
       text(s.repeated_text_threshold),
       empty(s.empty_responses_threshold),
-      storm(s.compaction_per_turn, s.compaction_in_a_row),
-      answer_volatile(s.answer_volatile),
-      poll_plateau(s.poll_plateau),
-      cycle_max_period(s.cycle_max_period),
-      density_window(s.density_window) {}
+      storm(s.compaction_per_turn, s.compaction_in_a_row) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity) {
@@ -244,7 +244,7 @@ size_t Session::state_bytes() const noexcept {
     return sizeof(Session) + history.heap_bytes() + digests.heap_bytes() + recycled.heap_bytes() +
            density.heap_bytes() + repeated_failure.heap_bytes() +
            (longest > inline_capacity ? longest + 1 : 0) +
-           repeat.ends.capacity() * sizeof(uint32_t);
+           repeat.ends_bytes();
 }
 
 }  // namespace tw

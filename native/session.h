@@ -141,11 +141,16 @@ public:
     // First, in the object's first lines: what observe_call reads and writes (a call on a
     // session cold in cache fetches each line it touches; the result detectors and the
     // settings come after).
+    // (The settings read after construction, the rest being the detectors' own, sit in the
+    // four bytes a 4-byte-aligned member leaves before an 8-byte-aligned one: the object is
+    // then 640 bytes, ten cache lines, not eleven.)
     const uint32_t enabled;  // settings.enabled: the signals that alert
+    const uint32_t answer_volatile;  // SPEC §12.1: the AnswerClass bits an answer replaces
     std::unique_ptr<SessionStats> stats;
     CallHistory history;
     NameRunDetector name;
     SilenceDetector silence;
+    const uint32_t poll_plateau;  // SPEC §12.2
     RepeatDetector repeat;
     CycleDetector cycle;
     DensityDetector density;
@@ -153,18 +158,15 @@ public:
     FailureStreakDetector failures;
     StreakDetector no_ops;
     StreakDetector stale;
+    const uint32_t cycle_max_period;  // recycled-calls' stand-down, statistics
     DigestLRU digests;
     RepeatedFailureDetector repeated_failure;
     RecycledCallsDetector recycled;
     UnknownToolDetector unknown_tool;
+    const uint32_t density_window;  // statistics
     RepeatedTextDetector text;
     EmptyResponsesDetector empty;
     CompactionStormDetector storm;
-    // The settings read after construction (the rest are the detectors' own, above).
-    const uint32_t answer_volatile;   // SPEC §12.1: the AnswerClass bits an answer replaces
-    const uint32_t poll_plateau;      // SPEC §12.2
-    const uint32_t cycle_max_period;  // recycled-calls' stand-down, statistics
-    const uint32_t density_window;    // statistics
 
 private:
     // storage: block_bytes(s) bytes (64-aligned) for the rings, or null
