@@ -211,7 +211,16 @@ cdef class GuardrailsCore:
     @_budget.setter
     def _budget(self, policy):
         self._bp = policy
-        self._open = None if policy is None else policy.open  # a dict kept for its life
+        # the policy's dict, once made, is kept for its life (None: no call id yet)
+        self._open = None if policy is None else policy.open
+
+    cdef dict _open_calls(self):
+        """The budget policy's ``open``, made at the first call id (many hosts give none)."""
+        policy = self._bp
+        if policy.open is None:
+            policy.open = {}
+        self._open = policy.open
+        return self._open
 
     @property
     def _task(self):
@@ -322,7 +331,8 @@ cdef class GuardrailsCore:
             if self._tool_calls + 1 < self._call_mark:
                 self._tool_calls += 1
                 if id is not None:
-                    self._open[id] = name  # the budget policy's open: without a result yet
+                    # the budget policy's open: without a result yet
+                    (self._open if self._open is not None else self._open_calls())[id] = name
             else:
                 pending = self._bp.on_call(name, id)
                 if pending is not None and not pending.proceed:
