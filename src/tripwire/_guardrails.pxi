@@ -163,7 +163,6 @@ cdef class GuardrailsCore:
     cdef dict _open               # path) and its calls without a result yet (``open``)
     cdef public dict _ids         # call id -> tool name, for results by id
     cdef public object _context   # the context guard (None when disabled)
-    cdef object _table_key        # the id object a native SessionTable indexes it under
     cdef object __weakref__
 
     def __cinit__(self, *args, **kwargs):
@@ -183,7 +182,6 @@ cdef class GuardrailsCore:
         self._ids = None  # made at the first call id
         self.last_used = 0.0
         self._context = None
-        self._table_key = None
 
     @property
     def _watchdog(self):
@@ -549,18 +547,20 @@ cdef class SessionTable:
                 self._resize(2 * (self._mask + 1))
             self._place(<PyObject*>session_id, <PyObject*>g)
             self._indexed += 1
-            (<GuardrailsCore>g)._table_key = session_id
 
     def remove(self, session_id, g):
         """Drop the session ``session_id`` if it is ``g``; True when it was."""
+        cdef _TableSlot* slot
         if self._by_id.get(session_id) is not g:
             return False
-        del self._by_id[session_id]
-        if type(g) is _native_guardrails and (<GuardrailsCore>g)._table_key is not None:
+        if type(g) is _native_guardrails and (<GuardrailsCore>g)._slot != NULL:
+            # the index first, while the dict still holds the id object its slot names (the
+            # object add() was given, which session_id may only equal)
+            slot = (<GuardrailsCore>g)._slot
             (<GuardrailsCore>g)._slot = NULL
-            self._unplace((<GuardrailsCore>g)._table_key)
+            self._unplace(slot.key)
             self._indexed -= 1
-            (<GuardrailsCore>g)._table_key = None
+        del self._by_id[session_id]
         return True
 
     # -- the index by id object ----------------------------------------------------------------
@@ -600,9 +600,8 @@ cdef class SessionTable:
         self._slots[i] = entry[0]
         (<GuardrailsCore>entry.core)._slot = &self._slots[i]
 
-    cdef void _unplace(self, object session_id):
+    cdef void _unplace(self, PyObject* key):
         """Empty the id object's slot, moving later entries of its run back (no tombstones)."""
-        cdef PyObject* key = <PyObject*>session_id
         cdef size_t i = self._home(key), j, home
         while self._slots[i].key != key:
             if self._slots[i].key == NULL:
