@@ -403,8 +403,8 @@ cdef class Batch:
             slp = &self.slots[k]
             slp.engine = <PyObject*>engine
             slp.session = (<Engine>engine)._session() if engine is not None else NULL
-            slp.has_exempt = engine is not None and bool((<Engine>engine)._exempt)
-            slp.ring = (<Engine>engine)._ring if engine is not None else 0
+            slp.has_exempt = engine is not None and bool((<Engine>engine)._conf.exempt)
+            slp.ring = (<Engine>engine)._conf.ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
             slp.task_steps = slp.task_tokens = slp.task_nano = slp.task_calls = 0
@@ -445,10 +445,10 @@ cdef class Batch:
             if slp.session == NULL:
                 it.kind = b'p'
             elif it.kind == b'r':
-                if slp.has_exempt and self._name(i) in (<Engine>slp.engine)._exempt:
+                if slp.has_exempt and self._name(i) in (<Engine>slp.engine)._conf.exempt:
                     it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
                 it.keys = (<Engine>slp.engine)._keys_for(self._name(i))
-                if it.unknown or (<Engine>slp.engine)._known is not None:
+                if it.unknown or (<Engine>slp.engine)._conf.known is not None:
                     it.unknown = (<Engine>slp.engine)._unknown(self._name(i), it.unknown)
         self.bound = True
 

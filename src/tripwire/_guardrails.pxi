@@ -163,7 +163,6 @@ cdef class GuardrailsCore:
     cdef dict _open               # path) and its calls without a result yet (``open``)
     cdef public dict _ids         # call id -> tool name, for results by id
     cdef public object _context   # the context guard (None when disabled)
-    cdef object _table_key        # the id object a native SessionTable indexes it under
     cdef object __weakref__
 
     def __cinit__(self, *args, **kwargs):
@@ -183,7 +182,6 @@ cdef class GuardrailsCore:
         self._ids = None  # made at the first call id
         self.last_used = 0.0
         self._context = None
-        self._table_key = None
 
     @property
     def _watchdog(self):
@@ -211,7 +209,16 @@ cdef class GuardrailsCore:
     @_budget.setter
     def _budget(self, policy):
         self._bp = policy
-        self._open = None if policy is None else policy.open  # a dict kept for its life
+        # the policy's dict, once made, is kept for its life (None: no call id yet)
+        self._open = None if policy is None else policy.open
+
+    cdef dict _open_calls(self):
+        """The budget policy's ``open``, made at the first call id (many hosts give none)."""
+        policy = self._bp
+        if policy.open is None:
+            policy.open = {}
+        self._open = policy.open
+        return self._open
 
     @property
     def _task(self):
@@ -322,7 +329,8 @@ cdef class GuardrailsCore:
             if self._tool_calls + 1 < self._call_mark:
                 self._tool_calls += 1
                 if id is not None:
-                    self._open[id] = name  # the budget policy's open: without a result yet
+                    # the budget policy's open: without a result yet
+                    (self._open if self._open is not None else self._open_calls())[id] = name
             else:
                 pending = self._bp.on_call(name, id)
                 if pending is not None and not pending.proceed:
@@ -547,18 +555,20 @@ cdef class SessionTable:
                 self._resize(2 * (self._mask + 1))
             self._place(<PyObject*>session_id, <PyObject*>g)
             self._indexed += 1
-            (<GuardrailsCore>g)._table_key = session_id
 
     def remove(self, session_id, g):
         """Drop the session ``session_id`` if it is ``g``; True when it was."""
+        cdef _TableSlot* slot
         if self._by_id.get(session_id) is not g:
             return False
-        del self._by_id[session_id]
-        if type(g) is _native_guardrails and (<GuardrailsCore>g)._table_key is not None:
+        if type(g) is _native_guardrails and (<GuardrailsCore>g)._slot != NULL:
+            # the index first, while the dict still holds the id object its slot names (the
+            # object add() was given, which session_id may only equal)
+            slot = (<GuardrailsCore>g)._slot
             (<GuardrailsCore>g)._slot = NULL
-            self._unplace((<GuardrailsCore>g)._table_key)
+            self._unplace(slot.key)
             self._indexed -= 1
-            (<GuardrailsCore>g)._table_key = None
+        del self._by_id[session_id]
         return True
 
     # -- the index by id object ----------------------------------------------------------------
@@ -625,10 +635,10 @@ cdef class SessionTable:
         self._slots[i] = carry
         (<GuardrailsCore>carry.core)._slot = &self._slots[i]
 
-    cdef void _unplace(self, object session_id):
+    cdef void _unplace(self, PyObject* key):
         """Empty the id object's slot, moving the rest of its run back one slot each (no
         tombstones; the Robin Hood order stays)."""
-        cdef size_t i = self._find(<PyObject*>session_id), j
+        cdef size_t i = self._find(key), j
         if i > self._mask:
             return
         while True:

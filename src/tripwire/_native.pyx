@@ -156,6 +156,25 @@ cdef extern from *:
         Py_DECREF(old);
     }
     static inline PyObject** tw_ring_items(PyObject* ring) { return ((PyTupleObject*)ring)->ob_item; }
+    // The ring grown to `size` slots, the new ones None. Its items are moved, not copied, when
+    // only the engine holds it: a copy would touch each item's reference count, and the items
+    // of a session's earlier calls are cold in cache.
+    static PyObject* tw_ring_grown(PyObject* ring, Py_ssize_t size) {
+        Py_ssize_t n = PyTuple_GET_SIZE(ring), i;
+        PyObject* grown = PyTuple_New(size);
+        PyObject** from = ((PyTupleObject*)ring)->ob_item;
+        PyObject** to;
+        if (grown == NULL) return NULL;
+        to = ((PyTupleObject*)grown)->ob_item;
+        if (Py_REFCNT(ring) == 1) {
+            memcpy(to, from, n * sizeof(PyObject*));
+            memset(from, 0, n * sizeof(PyObject*));  // the old tuple then releases nothing
+        } else {
+            for (i = 0; i < n; i++) { Py_INCREF(from[i]); to[i] = from[i]; }
+        }
+        for (i = n; i < size; i++) { Py_INCREF(Py_None); to[i] = Py_None; }
+        return grown;
+    }
     // The value unchanged, but the compiler cannot see that it is: after `if (s != o->s) s =
     // o->s;` it would otherwise use the load o->s on both paths, and a caller's work through
     // its own copy of s would wait for o to arrive from memory.
@@ -165,6 +184,7 @@ cdef extern from *:
     void _prefetch "__builtin_prefetch"(const void* address) nogil
     Session* _opaque "tw_opaque"(Session* p) nogil
     PyObject** _ring_items "tw_ring_items"(tuple ring)
+    tuple _ring_grown "tw_ring_grown"(PyObject* ring, Py_ssize_t size)
 
 
 cdef struct _NextCall:
@@ -189,13 +209,8 @@ cdef inline void _prefetch_next(const _NextCall* at) noexcept nogil:
         _prefetch(at.args)
 
 
-cdef tuple _new_ring(Py_ssize_t size):
-    """A new text ring of ``size`` slots, all None (a fresh tuple: never a shared one)."""
-    cdef list slots = [None] * size
-    return tuple(slots)
-
-
 include "_answers.pxi"
+include "_config.pxi"
 
 
 cdef uint64_t _text_key(object text) except? 0:
@@ -205,65 +220,32 @@ cdef uint64_t _text_key(object text) except? 0:
     return text_key(v.data, v.size)
 
 
-cdef Settings _settings(object s) except *:
-    cdef Settings c
-    c.enabled = s.enabled
-    c.repeat_threshold = s.repeat_threshold
-    c.poll_plateau = s.poll_plateau
-    c.cycle_max_period = s.cycle_max_period
-    c.cycle_cycles = s.cycle_cycles
-    c.density_window = s.density_window
-    c.density_threshold = s.density_threshold
-    c.density_defer_run = s.density_defer_run
-    c.density_defer_cycle_period = s.density_defer_cycle_period
-    c.name_threshold = s.name_threshold
-    c.failure_threshold = s.failure_threshold
-    c.no_op_threshold = s.no_op_threshold
-    c.no_new_state_threshold = s.no_new_state_threshold
-    c.silence_threshold = s.silence_threshold
-    c.digest_memory = s.digest_memory
-    c.repeated_failure_threshold = s.repeated_failure_threshold
-    c.answer_volatile = s.answer_volatile
-    c.recycled_threshold = s.recycled_threshold
-    c.recycled_window = s.recycled_window
-    c.unknown_tool_threshold = s.unknown_tool_threshold
-    c.repeated_text_threshold = s.repeated_text_threshold
-    c.empty_responses_threshold = s.empty_responses_threshold
-    c.compaction_per_turn = s.compaction_per_turn
-    c.compaction_in_a_row = s.compaction_in_a_row
-    return c
-
-
 cdef class Engine:
     """One session's detector state in the C++ core. See ``tripwire.engine.reference.Engine``."""
 
-    # first: what a call reads (the object's first line or two; a fleet's session is cold)
+    # first: what a call reads (the object's first line; a fleet's session is cold)
     cdef Session* _s
     # The recent calls' (name, args) objects, for the texts of cycle and density alerts.
     # (name, args, name, args, ...): one tuple that only this engine sees, its slots written
     # in place (_ring_set), so a call reaches the slots in the tuple's own block, not through
     # a list's separate item array (a fleet's sessions are cold in cache; every object a call
-    # reaches is a memory access). A tuple keeps the items visible to the GC.
+    # reaches is a memory access). A tuple keeps the items visible to the GC. It grows with
+    # the first calls (_grow_texts): the slot of the call n calls after the ring was emptied
+    # is n modulo the ring, in any size, and a slot past its end holds None.
     cdef tuple _texts
-    cdef Py_ssize_t _pos
-    cdef Py_ssize_t _ring
+    cdef uint32_t _pos                # the next call's slot
+    cdef uint32_t _cap                # the calls _texts has room for (here: no extra line read)
     cdef public Py_ssize_t events
-    cdef frozenset _shell  # SPEC §11.2: these tools' identity is tool:program
-    cdef frozenset _exempt
-    cdef frozenset _known  # SPEC §12.4: the host's tools (None: it lists none)
-    cdef public object settings
-    cdef public object config  # the WatchdogConfig the settings came from
-    cdef _AnswerKeys _keys    # [results] ignore_json_keys for every tool (None: none)...
-    cdef dict _keys_by_tool   # ...and per tool (None: no tool has its own)
+    cdef _EngineConfig _conf          # shared by the engines of one configuration
     cdef list _failure_names
     cdef list _no_op_names
-    cdef Py_ssize_t _failure_threshold
-    cdef Py_ssize_t _no_op_threshold
 
     implementation = IMPLEMENTATION
 
     def __cinit__(self, *args, **kwargs):
         self._s = NULL
+        self._texts = ()
+        self._pos = self._cap = 0
 
     def __dealloc__(self):
         Session.destroy(self._s)
@@ -271,27 +253,33 @@ cdef class Engine:
     def __init__(self, settings):
         self._engine_init(settings)
 
-    def _engine_init(self, settings):
+    def _engine_init(self, settings, config=None):
+        """(Re)build the engine for ``settings``, which came from ``config`` (a WatchdogConfig,
+        or None)."""
         cdef Settings c = _settings(settings)
         if max(c.density_window, c.cycle_max_period * c.cycle_cycles) < 1:
             raise ValueError("the call ring needs at least one slot (density_window >= 1)")
         Session.destroy(self._s)
         self._s = NULL
         self._s = Session.create(c)
-        self.settings = settings
+        self._conf = _engine_config(settings, config)
         self.events = 0
-        self._ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
-        self._texts = _new_ring(2 * self._ring)
-        self._pos = 0
-        self._exempt = frozenset(settings.exempt_tools)
-        self._shell = frozenset(settings.shell_tools)
-        self._known = frozenset(settings.known_tools) or None
-        self._keys = _answer_keys(settings.ignore_json_keys)
-        self._keys_by_tool = {tool: _answer_keys(keys)
-                              for tool, keys in settings.ignore_json_keys_by_tool} or None
-        self._failure_threshold = settings.failure_threshold
-        self._no_op_threshold = settings.no_op_threshold
+        self._empty_texts()
         self._clear_texts()
+
+    @property
+    def settings(self):
+        return None if self._conf is None else self._conf.settings
+
+    @property
+    def config(self):
+        """The WatchdogConfig the settings came from."""
+        return None if self._conf is None else self._conf.config
+
+    @config.setter
+    def config(self, value):
+        self._session()
+        self._conf = _engine_config(self._conf.settings, value)
 
     cdef inline Session* _session(self) except NULL:
         if self._s == NULL:
@@ -346,7 +334,8 @@ cdef class Engine:
         """The name-run detector's key: the name's hash, mixed with the program word's for a
         shell tool (the C++ twin of identity.shell.tool_identity)."""
         cdef string_view program
-        if not self._shell or name not in self._shell:
+        cdef frozenset shell = self._conf.shell
+        if not shell or name not in shell:
             return name_hash
         program = c_shell_program(args, size, _shell_scratch)
         if program.size() == 0:
@@ -357,35 +346,63 @@ cdef class Engine:
     cdef inline void _note_next(self, _NextCall* out) noexcept:
         """Where the next call on this engine will write (see ``_NextCall``)."""
         cdef Session* s = self._s
-        cdef PyObject** texts = _ring_items(self._texts) + 2 * self._pos
+        cdef PyObject** texts = _ring_items(self._texts) + 2 * <Py_ssize_t>self._pos
         if s == NULL:
             out.texts = NULL
             return
         out.key = s.next_key()
         out.join = s.next_join()
         out.texts = texts
-        out.name = texts[0]
-        out.args = texts[1]
+        if self._pos < self._cap:
+            out.name = texts[0]
+            out.args = texts[1]
+        else:  # the slot is not there yet: the call makes it
+            out.name = out.args = NULL
 
-    cdef inline void _note_call(self, object name, object args):
+    cdef inline int _note_call(self, object name, object args) except -1:
         """The Python side of an observed call: the event count and the text ring."""
         self.events += 1
-        _ring_set(self._texts, 2 * self._pos, name)
-        _ring_set(self._texts, 2 * self._pos + 1, args)
+        if self._pos >= self._cap:
+            self._grow_texts(self._pos)
+        _ring_set(self._texts, 2 * <Py_ssize_t>self._pos, name)
+        _ring_set(self._texts, 2 * <Py_ssize_t>self._pos + 1, args)
         self._pos += 1
-        if self._pos == self._ring:
+        if self._pos == self._conf.ring:
             self._pos = 0
+        return 0
 
-    cdef inline void _ring_put(self, Py_ssize_t offset, object name, object args):
+    cdef int _grow_texts(self, Py_ssize_t at) except -1:
+        """Room in the text ring for the slot of call ``at`` (and then some): 4 calls at the
+        first call, doubling up to the ring's size. A fleet's many short sessions never hold
+        the whole ring; one that runs on moves its slots twice (default ring: at its 5th and
+        9th call, about 0.15 µs each)."""
+        cdef Py_ssize_t ring = self._conf.ring
+        cdef Py_ssize_t calls = 4 if self._cap == 0 else 2 * self._cap
+        if calls <= at:
+            calls = at + 1
+        if calls > ring:
+            calls = ring
+        self._texts = _ring_grown(<PyObject*>self._texts, 2 * calls)  # no reference taken
+        self._cap = <uint32_t>calls
+        return 0
+
+    cdef void _empty_texts(self):
+        self._texts = ()
+        self._pos = self._cap = 0
+
+    cdef inline int _ring_put(self, Py_ssize_t offset, object name, object args) except -1:
         """Batch ingest: the text ring entry of the call ``offset`` places after the current
         position (the batch writes only the calls the ring will still hold)."""
-        cdef Py_ssize_t at = (self._pos + offset) % self._ring
+        cdef Py_ssize_t at = (self._pos + offset) % self._conf.ring
+        if at >= self._cap:
+            self._grow_texts(at)
         _ring_set(self._texts, 2 * at, name)
         _ring_set(self._texts, 2 * at + 1, args)
+        return 0
 
     cdef inline void _ring_advance(self, Py_ssize_t calls):
         self.events += calls
-        self._pos = (self._pos + calls) % self._ring
+        self._pos = <uint32_t>((self._pos + calls) % self._conf.ring)
 
     cdef inline void _note_result(self, object name, bint failed, bint noop, object error):
         """The Python side of an observed result: the names the streak texts quote."""
@@ -393,7 +410,7 @@ cdef class Engine:
         if failed:
             if self._failure_names is None:
                 self._failure_names = []
-            if len(self._failure_names) < self._failure_threshold:
+            if len(self._failure_names) < self._conf.failure_threshold:
                 self._failure_names.append(name)
             return
         if self._failure_names is not None:
@@ -401,7 +418,7 @@ cdef class Engine:
         if noop:
             if self._no_op_names is None:
                 self._no_op_names = []
-            if len(self._no_op_names) < self._no_op_threshold:
+            if len(self._no_op_names) < self._conf.no_op_threshold:
                 self._no_op_names.append(name)
         elif self._no_op_names is not None:
             self._no_op_names = None
@@ -412,7 +429,8 @@ cdef class Engine:
 
     cdef inline bint _unknown(self, object name, object flagged) except -1:
         """unknown_tool.is_unknown: flagged, or a name outside the host's known tools."""
-        return bool(flagged) or (self._known is not None and name not in self._known)
+        cdef frozenset known = self._conf.known
+        return bool(flagged) or (known is not None and name not in known)
 
     cdef object _result(self, object name, object error, object no_op, object payload,
                         object unknown_tool=False):
@@ -436,10 +454,11 @@ cdef class Engine:
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
         self._note_result(name, failed, noop, error)
+        cdef _EngineConfig conf = self._conf
         # one compare on the common result: no flag, no known_tools
-        unknown = (unknown_tool is not False or self._known is not None) and \
+        unknown = (unknown_tool is not False or conf.known is not None) and \
             self._unknown(name, unknown_tool)
-        exempt = name in self._exempt
+        exempt = name in conf.exempt
         keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
@@ -465,11 +484,12 @@ cdef class Engine:
 
     cdef inline const AnswerKeys* _keys_for(self, object name):
         """The [results] ignore_json_keys the answers of tool ``name`` ignore (NULL: none)."""
+        cdef _EngineConfig conf = self._conf
         cdef object k
-        if self._keys_by_tool is None:
-            return _keys_ptr(self._keys)
-        k = self._keys_by_tool.get(name)
-        return _keys_ptr(<_AnswerKeys>k if k is not None else self._keys)
+        if conf.keys_by_tool is None:
+            return _keys_ptr(conf.keys)
+        k = conf.keys_by_tool.get(name)
+        return _keys_ptr(<_AnswerKeys>k if k is not None else conf.keys)
 
     def observe_text(self, text):
         cdef Session* s = self._session()
@@ -509,8 +529,7 @@ cdef class Engine:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
         self._session().reset()
         self.events += 1
-        self._texts = _new_ring(2 * self._ring)
-        self._pos = 0
+        self._empty_texts()
         self._clear_texts()
         return ()
 
@@ -521,13 +540,14 @@ cdef class Engine:
     def _retract_calls(self, Py_ssize_t calls):
         """The last `calls` calls were refused by the host's gate and the turn ended (see
         ``tripwire.engine.reference.Engine._retract_calls``)."""
-        cdef Py_ssize_t pos
+        cdef Py_ssize_t pos, ring
         if calls <= 0:
             return
         self._session().retract_calls(<uint32_t>min(calls, 0xFFFFFFFF))
         # the text ring follows the call ring (cdivision: keep the modulo non-negative)
-        pos = self._pos - calls % self._ring
-        self._pos = pos + self._ring if pos < 0 else pos
+        ring = self._conf.ring
+        pos = <Py_ssize_t>self._pos - calls % ring
+        self._pos = <uint32_t>(pos + ring if pos < 0 else pos)
 
     def _fired(self, mask, name, detail):  # supplied by tripwire.engine.watchdog.Watchdog
         raise NotImplementedError
@@ -536,9 +556,12 @@ cdef class Engine:
 
     def recent_call(self, Py_ssize_t age):
         """The (name, args) of the call `age` calls ago (0 = the latest)."""
-        cdef Py_ssize_t i = (self._pos - 1 - age) % self._ring
+        cdef Py_ssize_t ring = self._conf.ring
+        cdef Py_ssize_t i = (<Py_ssize_t>self._pos - 1 - age) % ring
         if i < 0:
-            i += self._ring
+            i += ring
+        if i >= self._cap:
+            return None, None  # a slot no call has reached yet
         return self._texts[2 * i], self._texts[2 * i + 1]
 
     @property
@@ -730,63 +753,4 @@ def context_crosses(long long tokens, long long compact_at, bint pending, long l
 # Streaming token estimate
 
 
-cdef Py_ssize_t _utf8_length(object chunk) except -1:
-    cdef Py_buffer buf
-    cdef Py_ssize_t n
-    cdef int kind
-    if type(chunk) is str:
-        n = PyUnicode_GET_LENGTH(chunk)
-        if PyUnicode_IS_ASCII(chunk):
-            return n
-        kind = PyUnicode_KIND(chunk)
-        if kind == 1:
-            return utf8_length_ucs1(<const uint8_t*>PyUnicode_DATA(chunk), n)
-        if kind == 2:
-            return utf8_length_ucs2(<const uint16_t*>PyUnicode_DATA(chunk), n)
-        return utf8_length_ucs4(<const uint32_t*>PyUnicode_DATA(chunk), n)
-    if type(chunk) is bytes:
-        return PyBytes_GET_SIZE(chunk)
-    if chunk is None:
-        return 0
-    if not PyObject_CheckBuffer(chunk):
-        raise InvalidEvent(f"expected str or a bytes-like buffer, not {type(chunk).__name__}")
-    PyObject_GetBuffer(chunk, &buf, PyBUF_SIMPLE)
-    n = buf.len
-    PyBuffer_Release(&buf)
-    return n
-
-
-def utf8_length(chunk):
-    """Bytes a chunk occupies as UTF-8 (buffers: their byte length), without encoding it."""
-    return _utf8_length(chunk)
-
-
-def estimate_tokens(unsigned long long byte_count):
-    return tokens_for_bytes(byte_count)
-
-
-cdef class TokenEstimator:
-    """Counts unmeasured bytes; ``tokens`` is ceil(bytes / 3) over the total, so any chunking
-    of the same bytes gives the same count (SPEC §10.14)."""
-
-    cdef public unsigned long long bytes
-
-    def __init__(self):
-        self.bytes = 0
-
-    def feed(self, chunk):
-        """Add one chunk (str, bytes or any buffer); returns the running token estimate."""
-        self.bytes += _utf8_length(chunk)
-        return tokens_for_bytes(self.bytes)
-
-    def add_bytes(self, unsigned long long count):
-        """Add a byte count measured elsewhere (batch ingest hands its totals over this way)."""
-        self.bytes += count
-        return tokens_for_bytes(self.bytes)
-
-    @property
-    def tokens(self):
-        return tokens_for_bytes(self.bytes)
-
-    def reset(self):
-        self.bytes = 0
+include "_tokens.pxi"

@@ -170,8 +170,12 @@ class Engine:
     def __init__(self, settings: EngineSettings):
         self._engine_init(settings)
 
-    def _engine_init(self, settings: EngineSettings) -> None:
+    def _engine_init(self, settings: EngineSettings, config: Any = None) -> None:
+        """(Re)build the engine for ``settings``, which came from ``config`` (a WatchdogConfig,
+        or None)."""
         self.settings = settings
+        if config is not None:
+            self.config = config
         on = settings.enabled
         self._repeat = RepeatDetector(settings.repeat_threshold, bool(on & REPEAT),
                                       settings.poll_plateau)

@@ -62,8 +62,8 @@ class Watchdog(_EngineAPI):
     def __init__(
         self, config: WatchdogConfig | None = None, *, implementation: str | None = None
     ):
-        self.config = config if config is not None else WatchdogConfig()
-        self._engine_init(self.config.engine_settings())
+        config = config if config is not None else WatchdogConfig()
+        self._engine_init(config.engine_settings(), config)
 
     def __repr__(self) -> str:
         return f"<Watchdog {self.implementation} events={self.events}>"

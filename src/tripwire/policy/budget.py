@@ -79,7 +79,7 @@ class BudgetPolicy:
                  channel: OperatorChannel):
         self.task = task
         self.mode = mode
-        self.open: dict[str, str] = {}      # call id -> tool name: calls without a result yet
+        self.open: dict[str, str] | None = None  # call id -> tool name, without a result yet
         # timed calls: id -> (name, start); ids of calls cancelled for a timeout (made when
         # first needed: most sessions never time a call)
         self.started: dict[str, tuple[str, float]] | None = None
@@ -133,6 +133,8 @@ class BudgetPolicy:
         timeout; a cut (exhausted) or a cancel for calls timed out meanwhile, or None."""
         task = self.task
         if id is not None:
+            if self.open is None:  # made at the first call id (many hosts give none)
+                self.open = {}
             self.open[id] = name
         expired = self.poll_time()
         task.charge("tool_calls")
@@ -152,7 +154,8 @@ class BudgetPolicy:
             if self.cancelled and id in self.cancelled:
                 self.cancelled.discard(id)
                 return False
-            self.open.pop(id, None)
+            if self.open:
+                self.open.pop(id, None)
             if self.started:
                 self.started.pop(id, None)
         return True
@@ -196,7 +199,8 @@ class BudgetPolicy:
             self.cancelled = set()
         for ident, name in expired:
             del self.started[ident]
-            self.open.pop(ident, None)
+            if self.open:
+                self.open.pop(ident, None)
             self.cancelled.add(ident)
             if len(self.cancelled) > MAX_CALL_IDS:
                 self.cancelled.clear()
@@ -274,7 +278,7 @@ class BudgetPolicy:
     def end_turn(self) -> None:
         self.task.persist()
         open_ = self.open  # trimmed in place: the native core holds this dict
-        if len(open_) > MAX_CALL_IDS:  # results that came by name only: keep the newest
+        if open_ and len(open_) > MAX_CALL_IDS:  # results that came by name only: keep the newest
             for ident in list(open_)[:-MAX_CALL_IDS]:
                 del open_[ident]
 
@@ -297,7 +301,7 @@ class BudgetPolicy:
 
     def uncertain(self) -> list[UncertainCall]:
         sid = self._session.session_id
-        return [UncertainCall(sid, i, n) for i, n in self.open.items()]
+        return [UncertainCall(sid, i, n) for i, n in (self.open or {}).items()]  # None: none
 
     def halted_by(self) -> str | None:
         by = self._session.halted_by

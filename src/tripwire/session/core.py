@@ -98,8 +98,11 @@ class GuardrailsCore:
             n = calls.tool_calls + 1
             if n < calls.call_mark:
                 calls.tool_calls = n
-                if id is not None:
-                    self._budget.open[id] = name  # without a result yet
+                if id is not None:  # without a result yet
+                    budget = self._budget
+                    if budget.open is None:  # made at the first call id (many hosts give none)
+                        budget.open = {}
+                    budget.open[id] = name
             else:
                 pending = self._budget.on_call(name, id)
                 if pending is not None and not pending.proceed:
