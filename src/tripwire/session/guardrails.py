@@ -461,6 +461,10 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
     def counters(self) -> Counters:
         return self._channel.counters
 
+    def _persist_spend(self) -> None:
+        """Write the spend if the store does not have it yet."""
+        self._durable.persist_spend()
+
     @property
     def watchdog(self) -> Watchdog | None:
         """The session's watchdog (None in ``off`` mode)."""
@@ -561,4 +565,4 @@ class SessionBatch:
 
     def persist_spend(self) -> None:
         """Write the spend if the store does not have it yet (the batch charged usage rows)."""
-        self._g._durable.persist_spend()
+        self._g._persist_spend()
