@@ -361,14 +361,17 @@ cdef class Engine:
 
     cdef inline int _note_call(self, object name, object args) except -1:
         """The Python side of an observed call: the event count and the text ring."""
+        cdef uint32_t pos = self._pos
         self.events += 1
-        if self._pos >= self._cap:
-            self._grow_texts(self._pos)
-        _ring_set(self._texts, 2 * <Py_ssize_t>self._pos, name)
-        _ring_set(self._texts, 2 * <Py_ssize_t>self._pos + 1, args)
-        self._pos += 1
-        if self._pos == self._conf.ring:
-            self._pos = 0
+        if pos >= self._cap:
+            self._grow_texts(pos)
+        _ring_set(self._texts, 2 * <Py_ssize_t>pos, name)
+        _ring_set(self._texts, 2 * <Py_ssize_t>pos + 1, args)
+        pos += 1
+        # the shared ring size is read only at the end of the room the ring has (once a lap)
+        if pos >= self._cap and pos == self._conf.ring:
+            pos = 0
+        self._pos = pos
         return 0
 
     cdef int _grow_texts(self, Py_ssize_t at) except -1:
