@@ -213,11 +213,8 @@ cdef class GuardrailsCore:
         self._open = None if policy is None else policy.open
 
     cdef dict _open_calls(self):
-        """The budget policy's ``open``, made at the first call id (many hosts give none)."""
-        policy = self._bp
-        if policy.open is None:
-            policy.open = {}
-        self._open = policy.open
+        """The budget policy's ``open``, made at the first call id (``open_calls``), kept."""
+        self._open = self._bp.open_calls()
         return self._open
 
     @property

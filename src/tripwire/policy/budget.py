@@ -91,6 +91,13 @@ class BudgetPolicy:
         with task.lock:
             task.join(self)
 
+    def open_calls(self) -> dict[str, str]:
+        """``open``, made at the first call id (many hosts give none; the native core keeps
+        the dict once made)."""
+        if self.open is None:
+            self.open = {}
+        return self.open
+
     def detach(self) -> None:
         """The session runs another task from now on: this one is no longer charged."""
         task = self.task
@@ -133,9 +140,7 @@ class BudgetPolicy:
         timeout; a cut (exhausted) or a cancel for calls timed out meanwhile, or None."""
         task = self.task
         if id is not None:
-            if self.open is None:  # made at the first call id (many hosts give none)
-                self.open = {}
-            self.open[id] = name
+            self.open_calls()[id] = name
         expired = self.poll_time()
         task.charge("tool_calls")
         if id is not None and self._timeout() is not None:

@@ -99,10 +99,7 @@ class GuardrailsCore:
             if n < calls.call_mark:
                 calls.tool_calls = n
                 if id is not None:  # without a result yet
-                    budget = self._budget
-                    if budget.open is None:  # made at the first call id (many hosts give none)
-                        budget.open = {}
-                    budget.open[id] = name
+                    self._budget.open_calls()[id] = name
             else:
                 pending = self._budget.on_call(name, id)
                 if pending is not None and not pending.proceed:
