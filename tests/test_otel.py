@@ -1,4 +1,4 @@
-"""OpenTelemetry export (tripwire.otel): alerts, cuts, halts, resets and refusals as span events
+"""OpenTelemetry export (tripwire.harnesses.otel): alerts, cuts, halts, resets and refusals as span events
 on the host's current span and as counters and a histogram, with GenAI semantic-convention
 names where they exist; checked with the SDK's in-memory span exporter and metric reader."""
 

@@ -25,25 +25,19 @@ PACKAGE = "tripwire"
 FLOORS = ("errors", "base", "identity", "signals", "engine", "durability", "context", "budgets",
           "interchange", "policy", "session", "fleet", "supervisor", "harnesses", "corpus", "cli")
 #: Top-level modules that are no floor: the package's own face (its public names, imported on
-#: first use, and ``python -m tripwire``), and the old paths of moved modules, each forwarding
-#: to its new one for one release.
+#: first use, and ``python -m tripwire``).
 FACADE = ("tripwire", "tripwire.__main__")
 MAX_MODULE_LINES = 800
 MAX_CLASS_LINES = 400
 
 
 def floor(module: str) -> int | None:
-    """The floor of a module (its index in ``FLOORS``), None for the facade and shims."""
+    """The floor of a module (its index in ``FLOORS``), None for the facade."""
     parts = module.split(".")
     if len(parts) < 2:
         return None
     top = "engine" if parts[1] == "_native" else parts[1]
     return FLOORS.index(top) if top in FLOORS else None
-
-
-def is_shim(path: Path) -> bool:
-    """A moved module's old path (``base.lazy.moved``)."""
-    return path.suffix == ".py" and "__getattr__, __dir__ = moved(" in path.read_text()
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
@@ -263,8 +257,7 @@ def classes(modules: dict[str, Path]) -> list[tuple[str, int, int]]:
 
 
 def shape(root: Path = ROOT) -> dict[str, object]:
-    modules = {m: p for m, p in module_files(root).items() if not is_shim(p)}
-    shims = sorted(m for m, p in module_files(root).items() if is_shim(p))
+    modules = module_files(root)
     graph = imports(modules)
     found = circles(graph, sorted(modules))
     files = sorted(((m, len(p.read_text().splitlines())) for m, p in modules.items()),
@@ -274,7 +267,6 @@ def shape(root: Path = ROOT) -> dict[str, object]:
     return {
         "modules": len(modules),
         "top_level_modules": top_level,
-        "shims": shims,
         "packages": sorted({m for m, p in modules.items() if p.stem == "__init__"}),
         "circles": found,
         "largest_circle": len(found[0]) if found else 0,
@@ -297,8 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     top = result["top_level_modules"]
     print(f"modules: {result['modules']} ({len(top)} top-level: "  # type: ignore[arg-type]
           f"{' '.join(m.removeprefix(PACKAGE + '.') for m in top)}), "  # type: ignore[attr-defined]
-          f"packages: {len(result['packages'])}, "  # type: ignore[arg-type]
-          f"old paths forwarding: {len(result['shims'])}")  # type: ignore[arg-type]
+          f"packages: {len(result['packages'])}")  # type: ignore[arg-type]
     found = result["circles"]
     print(f"import circles: {len(found)}; sizes {[len(c) for c in found]}")  # type: ignore[arg-type]
     for c in found:  # type: ignore[attr-defined]

@@ -302,7 +302,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
                  estimated: bool = False, unpriced: bool = False) -> Decision:
         """One model call's provider-reported usage; checked against the cost ceiling at once.
 
-        ``estimated``: ``cost_usd`` was computed from token prices (``tripwire.prices``), not
+        ``estimated``: ``cost_usd`` was computed from token prices (``interchange/prices.py``), not
         reported, so trips and store rows say so. ``unpriced``: the model has no price, so the
         usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
