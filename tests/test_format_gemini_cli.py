@@ -63,12 +63,38 @@ def test_every_gemini_cli_sample(name: str) -> None:
     assert counts(path) == GEMINI[name]
 
 
-def test_the_recording_of_a_warning_only_is_an_error() -> None:
+def test_the_recording_of_a_warning_only_is_an_empty_session() -> None:
+    """A real recording that holds no event (one warning: a hook failed at the session's
+    start) is a session with no events, counted in the summary, alone or in its folder, with
+    --skip-invalid too; --per-file says which format each file was read as."""
     path = sample(NO_EVENT)
     assert detect(path) == "gemini-cli"
+    for extra in ([], ["--skip-invalid"]):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["replay", *extra, str(path)], out=out, err=err) == 0, err.getvalue()
+        assert err.getvalue() == ""
+        (summary,) = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert (summary["files"], summary["sessions"], summary["events"],
+                summary["skipped_lines"]) == (1, 1, 0, 1)
+    folder = need_shared("format-samples", "gemini-cli")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["replay", "--quiet", "--per-file", str(folder)], out=out, err=err) == 0
+    summary = json.loads(out.getvalue().splitlines()[-1])
+    assert summary["files"] == summary["sessions"] == len(GEMINI) + 1
+    entry = next(f for f in summary["per_file"] if f["file"] == str(path))
+    assert (entry["format"], entry["sessions"], entry["events"]) == ("gemini-cli", 1, 0)
+    assert {f["format"] for f in summary["per_file"]} == {"gemini-cli"}
+
+
+def test_an_empty_json_lines_file_of_no_format_is_still_an_error(tmp_path: Path) -> None:
+    """Only a whole-document recording its reader took is an empty session: lines of which
+    none yielded an event, read as a line format, may be another format's (SPEC §11.1)."""
+    path = tmp_path / "garbage.jsonl"
+    path.write_text('{"type": "file-history-snapshot", "messageId": "m"}\n')
     err = io.StringIO()
-    assert main(["replay", str(path)], out=io.StringIO(), err=err) == 2
-    assert "no line yielded an event (read as gemini-cli" in err.getvalue()
+    assert main(["replay", "--format", "claude-code", str(path)], out=io.StringIO(),
+                err=err) == 2
+    assert "no line yielded an event (read as claude-code" in err.getvalue()
 
 
 def test_every_gemini_sample_file_is_one_of_those() -> None:

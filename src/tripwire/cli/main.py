@@ -372,7 +372,8 @@ def _replay_files(args: argparse.Namespace, options: ReplayOptions, files: list[
                 record = {**record, "file": path}
             _print(record, out)
         if args.per_file:
-            per_file.append({"file": path, **stats.summary(per_file=True)})
+            per_file.append({"file": path, "format": transcript.format,
+                             **stats.summary(per_file=True)})
         total.merge(stats)
         stats = total
     summary = stats.summary()

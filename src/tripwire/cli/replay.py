@@ -463,6 +463,7 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
     stats.files += 1
     named = transcript.format != "interchange"
     sessions: dict[str, _Session] = {}
+    skipped = stats.skipped_lines
     for item in read_transcript(transcript):
         if item.event is None and item.error is None:
             stats.skipped_lines += 1
@@ -490,6 +491,8 @@ def replay_transcript(transcript: Transcript, options: ReplayOptions, stats: Rep
             records = _item_records(item, index, session, options, stats)
         for record in records:
             yield {**record, "session": session.name} if session.labelled else record
+    if not sessions and stats.skipped_lines > skipped:
+        stats.sessions += 1  # a recording the reader took, with no event: an empty session
     for session in sessions.values():
         for record in session.finish():
             yield {**record, "session": session.name} if session.labelled else record

@@ -428,7 +428,9 @@ def _has_suffix(name: str) -> bool:
 def read(transcript: Transcript) -> Iterator[Item]:
     """The items of ``transcript``; at the end, ``InvalidEvent`` if it had lines but none
     yielded an event (a file of the wrong format, or of nothing but metadata: SPEC §11.1 makes
-    that an error even when invalid lines are skipped). A blank file is an empty session.
+    that an error even when invalid lines are skipped). A blank file is an empty session, and
+    so is a recording of a whole-document format with no event (a Gemini CLI session holding
+    one warning): its reader checked the document's own shape, so it is no other format's file.
 
     Half a call is no event: once a line could not be read, a result whose call was not read
     (its id is no call's seen so far) is invalid too, so that skipping invalid lines never
@@ -458,6 +460,6 @@ def read(transcript: Transcript) -> Iterator[Item]:
                 "could not be read)", source=str(transcript.path), line=item.line))
         events += item.event is not None
         yield item
-    if lines and not events:
+    if lines and not events and fmt not in _WHOLE_DOCUMENT:
         raise InvalidEvent(f"no line yielded an event (read as {fmt}; "
                            f"{expected()})", source=str(transcript.path))
