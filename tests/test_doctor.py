@@ -118,3 +118,52 @@ def test_a_hook_that_lets_loops_run_is_noted_not_a_problem(home: Path) -> None:
     (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
     assert hook["decides"] is True and hook["denies_call"] is None
     assert "do not stop a loop" in hook["note"]
+
+
+def test_the_probes_leave_the_store_as_they_found_it(home: Path) -> None:
+    """Doctor's synthetic sessions go to a scratch store of their own, not the hook's: a store
+    that did not exist still does not, and one that did holds exactly its rows after (issue 36:
+    four halted ``tripwire-doctor-*`` sessions were left in the user's store, listed by status
+    forever)."""
+    install_all(home)
+    store = home / "state" / "s.db"
+    done = tripwire(home, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [r["denies_call"] for r in lines(done) if r["kind"] == "hook"] == [5] * 4
+    assert not store.exists() and not (home / "state").exists()
+    # a real session in the store, then the doctor again: the same rows, no probe among them
+    payload = {"session_id": "real-1", "transcript_path": None, "cwd": str(home),
+               "hook_event_name": "UserPromptSubmit", "prompt": "go"}
+    for n in range(5):
+        call = {**payload, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                "tool_input": {"command": "make"}, "tool_use_id": f"t{n}"}
+        subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code", "--store",
+                        str(store)], input=json.dumps(call), capture_output=True, text=True,
+                       env=env(home), check=True)
+    before = tripwire(home, "status", str(store)).stdout
+    assert '"session": "real-1", "halted": true' in before
+    done = tripwire(home, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tripwire(home, "status", str(store)).stdout == before
+    assert "tripwire-doctor" not in before
+
+
+def test_a_store_the_hook_cannot_record_in_is_a_problem(home: Path) -> None:
+    """The probe checks the real store as the hook would use it: one sealed with another key
+    (every call then denied for the store, not for a loop) is a problem, not "decides"."""
+    install_all(home)
+    store = home / "state" / "s.db"
+    other = {**env(home), "TRIPWIRE_STORE_KEY": "another key"}
+    subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code", "--store",
+                    str(store)], input=json.dumps({
+                        "session_id": "real-1", "transcript_path": None, "cwd": str(home),
+                        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                        "tool_input": {"command": "make"}, "tool_use_id": "t0"}),
+                   capture_output=True, text=True, env=other, check=True)
+    done = tripwire(home, "doctor", str(home / FILES["claude-code"]))
+    assert done.returncode == 1, done.stdout
+    (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
+    assert hook["decides"] is False
+    assert hook["problem"].startswith("its store cannot record the calls: tripwire hook "
+                                      "claude-code: ")
+    assert "this key is not the one the store was created with" in hook["problem"]

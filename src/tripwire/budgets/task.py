@@ -164,11 +164,16 @@ class Task(TaskOutcomes, TaskResume, TaskDurable, RareFields):
             _parent.children = (*_parent.children, self)
         self.remark()
         if durable.log is not None and durable.written is None:
-            durable.put(TaskRow(self.task_id, objective, _parent.task_id if _parent else None,
-                                self.budget.to_dict(), self.started_at))
+            durable.put(self.start_row())
             if _parent is not None:
                 _parent.durable.persist_budget(_parent)
         self.mark_written()  # what the store holds (nothing to write yet)
+
+    def start_row(self) -> TaskRow:
+        """The task's start as the store keeps it: its objective, parent, caps and start."""
+        parent = self.chain[1] if len(self.chain) > 1 else None
+        return TaskRow(self.task_id, self.objective, parent.task_id if parent else None,
+                       self.budget.to_dict(), self.started_at)
 
     def __repr__(self) -> str:
         state = str(self.outcome) if self.outcome else (

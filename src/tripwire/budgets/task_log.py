@@ -30,6 +30,7 @@ from ..durability.rows import (
     RaiseRow,
     StoredRow,
     TaskRecord,
+    TaskRow,
 )
 from .calls import NEVER
 from .caps import CONSUMED, COUNTERS, Exhaustion
@@ -65,6 +66,8 @@ class Task(Protocol):
 
     def report(self) -> Report: ...
 
+    def start_row(self) -> TaskRecord: ...
+
     def set_note_level(self, counter: str, level: int) -> None: ...
 
     def apply_raise(self, row: RaiseRow) -> None: ...
@@ -74,13 +77,16 @@ class Task(Protocol):
 
 class TaskLog:
     """The durable side of one task: its log (None: not durable) and the state of the task
-    the store holds (``written``; None while the task's start row is not written yet)."""
+    the store holds (``written``; None while the task's start row is not written yet).
+    ``start``: a task sharing a session's chain owes its start row (its caps, which ``status``
+    shows), written before its first budget row unless the chain holds one already."""
 
-    __slots__ = ("log", "written")
+    __slots__ = ("log", "written", "start")
 
     def __init__(self, log: SessionLog | None = None):
         self.log = log
         self.written: tuple[Any, ...] | None = None
+        self.start = False
 
     @property
     def store(self) -> Any:
@@ -125,8 +131,16 @@ class TaskLog:
             return
         state = self.state(task)
         if state != self.written:
-            self.written = state
-            self.log.put(self.snapshot(task))
+            self.write(task, state)
+
+    def write(self, task: Task, state: tuple[Any, ...] | None = None) -> None:
+        """A budget row of the task's consumption now (after its start row, if it owes one)."""
+        assert self.log is not None
+        self.written = self.state(task) if state is None else state
+        if self.start:
+            self.start = False
+            self.log.put(task.start_row())
+        self.log.put(self.snapshot(task))
 
     def restore(self, task: Task, history: Any) -> None:
         """Fold the task's stored rows into ``task`` (its construction)."""
@@ -231,6 +245,13 @@ class TaskDurable:
     def flush(self) -> bool:
         return self.durable.flush()
 
+    def seal(self) -> None:
+        """Write the consumption now, every counter as it is, capped or not (a host whose
+        process ends with the event: the hook, at the end of a turn)."""
+        with self.lock:
+            if self.durable.log is not None:
+                self.durable.write(cast(Task, self))
+
     def apply_rows(self, rows: Sequence[TaskRecord]) -> None:
         """Fold a task's rows forward (never lowering a counter: a restart never refills)."""
         apply_rows(cast(Task, self), rows)
@@ -245,6 +266,7 @@ class TaskDurable:
                 durable.written = FRESH
             else:
                 durable.log = log
+            durable.start = True  # unless its rows come back with the session's (restore_from)
         return log is not None and durable.log is log
 
     def writes_to(self, log: SessionLog | None) -> bool:
@@ -275,5 +297,7 @@ class TaskDurable:
         the state they give."""
         with self.lock:
             apply_rows(cast(Task, self), rows)
+            if any(type(r) is TaskRow for r in rows):
+                self.durable.start = False
             self.remark()
             self.mark_written()

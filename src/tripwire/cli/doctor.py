@@ -3,12 +3,15 @@
 An installed hook is checked, not trusted (SPEC §11.5). For every settings file given (or, with
 none, every one the harnesses read that exists: the user's and the current directory's), each
 tripwire hook command found in it is run as its harness runs it: through the shell, from
-another directory, with identical synthetic tool calls of a new session (``tripwire-doctor-…``,
-written to that hook's store) on stdin, until it denies one (``denies_call``: the 5th with the
+another directory, with identical synthetic tool calls of a new session (``tripwire-doctor-…``) on
+stdin, until it denies one (``denies_call``: the 5th with the
 default thresholds under enforce; none in 12 is a note, not a problem: a mode below enforce
-lets loops run by choice). It decides when it exits 0 with the output its harness reads and no
-fail-open line; anything else is a problem (a command not on the PATH, a config file
-that does not load, a store it cannot open, no answer within the harness's timeout). Codex
+lets loops run by choice). The probe's session is kept in a scratch store of its own
+(``$TRIPWIRE_DOCTOR``, which the hook reads: ``cli.hook.probe_store``), after the hook checked
+that its real store would take the event, so the real store is left as it was found. It
+decides when it exits 0 with the output its harness reads and no fail-open line; anything else
+is a problem (a command not on the PATH, a config file that does not load, a store it cannot
+open or record in, no answer within the harness's timeout). Codex
 hooks are also checked for trust: Codex skips a hook whose ``trusted_hash`` in
 ``$CODEX_HOME/config.toml`` is missing or stale, in silence.
 
@@ -107,9 +110,12 @@ def _print(record: dict[str, Any], out: TextIO) -> None:
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-#: the hook's environment: a doctor run inside ``codex exec`` must not interrupt it, and its
-#: probe leaves no resident server behind (the native client decides the same without one)
-_ENV = {**os.environ, "TRIPWIRE_DOCTOR": "1", "TRIPWIRE_HOOK_SERVER": "off"}
+#: the hook's environment (``TRIPWIRE_DOCTOR``, the probe's scratch directory, is added per
+#: hook): a doctor run inside ``codex exec`` must not interrupt it, and its probe leaves no
+#: resident server behind and hands no event to one of the user's (the native client decides
+#: the same without one)
+_ENV = {**{k: v for k, v in os.environ.items() if k != "TRIPWIRE_HOOK_SOCKET"},
+        "TRIPWIRE_HOOK_SERVER": "off"}
 #: identical calls the doctor makes at most to see a hook deny a loop (the default threshold of
 #: repeated-tool-call is 5)
 PROBE = 12
@@ -174,12 +180,15 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
         ["/bin/sh", "-c"]
     slowest = 0.0
     with tempfile.TemporaryDirectory(prefix="tripwire-doctor-") as cwd:
+        scratch = os.path.join(cwd, ".probe")  # the probe's store (``cli.hook.probe_store``)
+        os.mkdir(scratch)
+        env = {**_ENV, "TRIPWIRE_DOCTOR": scratch}
         for n in range(1, PROBE + 1):
             payload = json.dumps(_synthetic(harness, session, cwd, n))
             started = time.monotonic()
             try:
                 done = subprocess.run([*shell, command], input=payload, capture_output=True,
-                                      text=True, cwd=cwd, timeout=timeout, env=_ENV)
+                                      text=True, cwd=cwd, timeout=timeout, env=env)
             except subprocess.TimeoutExpired:
                 line["problem"] = (f"no answer within the hook's timeout ({timeout:g} s): the "
                                    "harness would go on without it")
@@ -210,7 +219,12 @@ def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, 
     if done.returncode != 0:
         return None, (f"exit status {done.returncode} (the harness reads 2 as a denial): "
                       f"{_tail(done.stderr)}")
-    if failed and not any("the call is denied" in x or "interrupted" in x for x in failed):
+    # a new session's call denied for the store (it cannot record it, or its halt is the
+    # store's: a key that is not the store's makes every session read as tampered)
+    unrecorded = [x for x in failed if "the call is denied" in x]
+    if unrecorded:
+        return None, f"its store cannot record the calls: {unrecorded[0]}"
+    if failed and not any("interrupted" in x for x in failed):
         return None, f"it fails open, deciding nothing: {failed[0]}"
     text = done.stdout.strip()
     try:

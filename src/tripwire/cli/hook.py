@@ -35,6 +35,10 @@ from typing import Any, TextIO
 __all__ = ["main", "HARNESSES"]
 
 HARNESSES = ("claude-code", "codex", "gemini-cli", "cursor")
+#: The sessions of ``tripwire doctor``'s probes: kept in a scratch store (``probe_store``).
+PROBE_PREFIX = "tripwire-doctor-"
+#: The doctor's scratch directory for its probes' store (set in the hook's environment).
+PROBE_ENV = "TRIPWIRE_DOCTOR"
 _filtered = False
 
 
@@ -163,12 +167,15 @@ MAX_STDIN = 16 << 20
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None) -> int:
+         stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None,
+         probes: str | None = None) -> int:
     """Run one hook invocation. ``close=False`` leaves the store's connections open for the
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
     that every event would pay; auto-checkpoints keep the WAL bounded). ``origin``: the
     process the harness started for this event (the resident server's client; default: this
-    process), whose ``codex exec`` ancestor a halt interrupts."""
+    process), whose ``codex exec`` ancestor a halt interrupts. ``probes``: where doctor's
+    probe sessions are kept (a resident server's own directory; default: ``$TRIPWIRE_DOCTOR``
+    when it names one)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
@@ -194,6 +201,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         code: int = served["code"]
         return code
     args.origin, args.interrupt = origin or os.getpid(), None
+    args.probes = probes or _doctor_dir()
     try:
         out = _run(_harness(args.harness), args, text, close, stderr)
     except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
@@ -204,6 +212,32 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if args.interrupt is not None:
         _interrupt(args.interrupt, stdout, stderr)
     return 0
+
+
+def _doctor_dir() -> str | None:
+    """``$TRIPWIRE_DOCTOR`` when it names a directory: the doctor's scratch for its probes."""
+    value = os.environ.get(PROBE_ENV, "")
+    return value if os.path.isabs(value) and os.path.isdir(value) else None
+
+
+def probe_store(store: str, scratch: str) -> str:
+    """The store a probe of ``tripwire doctor`` is kept in: ``probe.sqlite3`` in ``scratch``,
+    after checking that the real store would take the event (it opens, sealed with the key in
+    use; or, not made yet, it can be): the probe leaves the real store as it found it, and a
+    store the hook could not use is still the probe's problem (``StoreError``)."""
+    from ..errors import StoreError
+
+    if os.path.lexists(store):
+        from ..durability.open import open_existing
+
+        open_existing(store).close()
+    else:
+        parent = os.path.dirname(os.path.abspath(store))
+        while not os.path.isdir(parent) and os.path.dirname(parent) != parent:
+            parent = os.path.dirname(parent)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise StoreError(f"{store}: cannot be made ({parent} is not writable)")
+    return os.path.join(scratch, "probe.sqlite3")
 
 
 def _interrupt(pid: int, stdout: TextIO, stderr: TextIO) -> None:
@@ -253,7 +287,8 @@ def served_argv(args: argparse.Namespace, cwd: str, env: Mapping[str, str]) -> l
     return argv
 
 
-def served_request(request: Any, stdout: TextIO, stderr: TextIO, origin: int | None) -> int:
+def served_request(request: Any, stdout: TextIO, stderr: TextIO, origin: int | None,
+                   probes: str | None = None) -> int:
     """One event the resident server took (a ``hook_server.Request``): its arguments resolved
     as its client would (``served_argv``), then the command, the store kept open."""
     args = _usage(request.argv, stderr)
@@ -268,7 +303,7 @@ def served_request(request: Any, stdout: TextIO, stderr: TextIO, origin: int | N
 
     with contextlib.redirect_stderr(stderr):  # the logger's lines are the event's, as ever
         return main(argv, io.StringIO(request.stdin), stdout, stderr, close=False,
-                    origin=origin)
+                    origin=origin, probes=probes)
 
 
 def _serve(argv: list[str]) -> int:
@@ -379,6 +414,8 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
         _filtered = True
         LOGGER.addFilter(lambda record: DEFAULT_KEY_NOTICE not in record.getMessage())
 
+    if args.probes and event.session.startswith(PROBE_PREFIX):
+        store = probe_store(store, args.probes)
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
     with HookSession(store, event.session, config, close=close,
                      wait=args.wait or WAIT) as session:
@@ -388,7 +425,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
         verdict = session.apply(event, usage)
         if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
                 getattr(harness, "INTERRUPTS", False) and _enforced(config) and \
-                not os.environ.get("TRIPWIRE_DOCTOR"):  # doctor's synthetic session
+                not os.environ.get(PROBE_ENV):  # doctor's synthetic session
             args.interrupt = session.interrupt_once(harness.exec_ancestor(args.origin))
     return verdict, session.problem
 

@@ -436,22 +436,9 @@ def _existing_store(path: str, *, write: bool = False) -> Any:
     verbs open it read-only (nothing is written into a foreign or empty file); ``reset``
     checks it read-only first, then opens it to append. ``StoreUnreadable`` when it exists
     but cannot be read."""
-    from ..durability.chain import KEY_ENV
-    from ..durability.open import open_store
-    from ..durability.postgres import is_postgres_url
-    from ..errors import StoreKeyMismatch
+    from ..durability.open import open_existing
 
-    if not is_postgres_url(path) and not os.path.lexists(path):
-        raise FileNotFoundError(f"{path}: no such store")
-    store = open_store(path, read_only=True, check=True)
-    if not store.key_matches:
-        store.close()
-        raise StoreKeyMismatch(f"{store.path}: this key is not the one the store was created "
-                               f"with (set {KEY_ENV} to the store's key)")
-    if not write:
-        return store
-    store.close()
-    return open_store(path, check=True)
+    return open_existing(path, write=write)
 
 
 def _unreadable_view(path: str, problem: StoreError, only: str | None) -> tuple[Any, list[str]]:

@@ -12,7 +12,7 @@ from .sqlite import SQLiteStore
 if TYPE_CHECKING:
     from .postgres import PostgresStore
 
-__all__ = ["open_store"]
+__all__ = ["open_store", "open_existing"]
 
 #: The location prefixes of a PostgreSQL store (``postgres.is_postgres_url``'s, without
 #: importing the module for a file).
@@ -29,3 +29,25 @@ def open_store(location: str | os.PathLike[str], **options: Any) -> SQLiteStore 
 
         return PostgresStore(where, **options)
     return SQLiteStore(where, **options)
+
+
+def open_existing(location: str, *, write: bool = False) -> SQLiteStore | PostgresStore:
+    """A store that must exist and be a tripwire store sealed with the key in use (a wrong key
+    is a ``StoreKeyMismatch``: a configuration error, not tampering): what the operator verbs
+    and a probe of ``tripwire doctor`` open. Opened read-only (nothing is written into a
+    foreign or empty file); ``write``: checked read-only first, then opened to append.
+    ``FileNotFoundError`` when there is none; ``StoreUnreadable`` when it cannot be read."""
+    from ..errors import StoreKeyMismatch
+    from .chain import KEY_ENV
+
+    if not location.startswith(_POSTGRES) and not os.path.lexists(location):
+        raise FileNotFoundError(f"{location}: no such store")
+    store = open_store(location, read_only=True, check=True)
+    if not store.key_matches:
+        store.close()
+        raise StoreKeyMismatch(f"{store.path}: this key is not the one the store was created "
+                               f"with (set {KEY_ENV} to the store's key)")
+    if not write:
+        return store
+    store.close()
+    return open_store(location, check=True)

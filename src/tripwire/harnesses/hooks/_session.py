@@ -106,6 +106,7 @@ class _State:
     said: list[str] = field(default_factory=list)  # one-time notices said to this session
     interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
     stops: int = 0               # Cursor: the last loop_count seen (refusals charged)
+    calls: int = 0               # the session's task's tool calls (see ``_carry_calls``)
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -248,11 +249,27 @@ class HookSession:
             LOGGER.removeFilter(self._once)
             self._lock.close()
             raise
+        self._carry_calls()
         resets = sum(1 for r in history.rows if r.kind == ResetRow.KIND) if history else 0
         if resets > self.state.resets:  # an operator reset since: the runs start over
             self.state.resets = resets
             self.state.events.clear()
         self._replay()
+
+    def _carry_calls(self) -> None:
+        """The task's tool calls of earlier invocations. A task without a tool-call cap writes
+        its count only with its next budget row (a step, a stop attempt: what it is worth a
+        write for), and every invocation is a process of its own, so the count each one ends
+        with is kept in the window and carried into the next (never lowering the store's): the
+        store's rows then seal it with the next budget row. A capped count is the store's
+        alone (a row per call)."""
+        task = self.guardrails.task
+        self._sealed_calls = task.tool_calls
+        if task.task_id == self.session and not task.caps["tool_calls"] and \
+                self.state.calls > task.tool_calls:
+            from ...durability.rows import BudgetRow
+
+            task.restore_from([BudgetRow(task.task_id, {"tool_calls": self.state.calls})])
 
     def _once(self, record: logging.LogRecord) -> bool:
         """A logging filter: a one-time notice (``extra=ONCE``) is said once per session, not
@@ -301,6 +318,7 @@ class HookSession:
             if not self.guardrails.flush(self._left()):
                 self.problem = self.guardrails.store_problem or "the store did not take the rows"
             if exc[0] is None and self.problem is None and self._db is not None:
+                self.state.calls = self.guardrails.task.tool_calls
                 try:
                     self._db.execute(f"PRAGMA busy_timeout = {int(self._left() * 1000)}")
                     self._db.execute("INSERT OR REPLACE INTO hook_sessions VALUES (?, ?)",
@@ -378,7 +396,12 @@ class HookSession:
         for arguments in usage:
             observe(g, "usage", **arguments)
         handler = getattr(self, "_on_" + event.kind, None)
-        return handler(event) if handler is not None else Verdict()
+        verdict = handler(event) if handler is not None else Verdict()
+        task = g.task
+        if event.kind in ("stop", "prompt", "session_start") and \
+                task.tool_calls > self._sealed_calls and task.task_id == self.session:
+            task.seal()  # a turn's end: its tool calls in the store (``_carry_calls``)
+        return verdict
 
     def _on_call(self, event: HookEvent) -> Verdict:
         g = self.guardrails
