@@ -429,6 +429,10 @@ class _Session:
         record = self.end_task(max(0, self.index - 1), "the recording ended before the task did")
         if record is not None:
             yield record
+        if self.task.outcome is None:
+            # (--store) a counter without a cap is written only with the rows a capped one
+            # causes: the recording's end writes them all, so the task agrees with the spend
+            self.task.seal()
         self.stats.halted_sessions += self.guardrails.halted
 
 
