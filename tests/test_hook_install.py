@@ -174,6 +174,41 @@ def test_codex_install_trusts_the_handlers_it_writes(home: Path) -> None:
     assert all(again[k] != state[k] for k in state)
 
 
+def test_codex_install_into_another_codex_home_trusts_it_there(home: Path,
+                                                                 tmp_path: Path) -> None:
+    """``--write DIR/hooks.json`` for a Codex home of its own (not the one ``CODEX_HOME`` or
+    ``~/.codex`` names): the trust goes into ``DIR/config.toml``, where Codex run with
+    ``CODEX_HOME=DIR`` reads it; the user's config is not touched; stdout names the file."""
+    mine = home / ".codex"
+    other = tmp_path / "ci-codex"
+    other.mkdir()
+    for env in ({"CODEX_HOME": str(mine)}, {}):
+        done = tripwire("hook", "codex", "--install", "--store", "/abs/s.db", "--write",
+                        str(other / "hooks.json"), env={**env, "HOME": str(home)})
+        assert done.returncode == 0, done.stderr
+        assert f"5 Codex hooks trusted in {os.path.realpath(other)}/config.toml" in done.stdout
+        assert f"Codex runs these hooks with CODEX_HOME={os.path.realpath(other)}" in \
+            done.stderr
+        assert not (mine / "config.toml").exists()
+        import tomllib
+
+        state = tomllib.loads((other / "config.toml").read_text())["hooks"]["state"]
+        assert sorted(state) == sorted(f"{os.path.realpath(other)}/hooks.json:{e}:0:0" for e in (
+            "pre_tool_use", "post_tool_use", "user_prompt_submit", "session_start", "stop"))
+    # following CODEX_HOME when it names that folder: no note, the same file
+    done = tripwire("hook", "codex", "--install", "--write", str(other / "hooks.json"),
+                    env={"CODEX_HOME": str(other), "HOME": str(home)})
+    assert done.returncode == 0 and "CODEX_HOME=" not in done.stderr, done.stderr
+    # a project's .codex/hooks.json is trusted in the user's own config
+    project = tmp_path / "repo" / ".codex"
+    project.mkdir(parents=True)
+    done = tripwire("hook", "codex", "--install", "--write", str(project / "hooks.json"),
+                    env={"CODEX_HOME": str(mine), "HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert f"trusted in {os.path.realpath(mine)}/config.toml" in done.stdout
+    assert not (project / "config.toml").exists()
+
+
 def test_a_bad_option_on_the_event_path_never_blocks(tmp_path: Path) -> None:
     """Every harness reads exit 2 as "block": an event with a bad option is exit 0, one
     line, no decision."""

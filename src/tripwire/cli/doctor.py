@@ -257,9 +257,9 @@ def _codex_trust(path: str, handlers: list[Any]) -> list[dict[str, Any]]:
     if not handlers:
         return []
     try:
-        trusted = read_trust()
+        trusted = read_trust(config_path(path))
     except (OSError, ValueError) as exc:
-        return [{"kind": "codex_trust", "file": path, "problem": f"{config_path()}: "
+        return [{"kind": "codex_trust", "file": path, "problem": f"{config_path(path)}: "
                  f"{' '.join(str(exc).split())}"}]
     listed = _codex_hooks_list()
     lines = []

@@ -125,7 +125,7 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
             else None
         _settings.write_json(args.write, settings)
         if trust is not None:
-            path = _write_trust(*trust)
+            path = _write_trust(args.write, *trust)
     except (OSError, ValueError) as exc:
         return _fail(args, f"--install: {args.write}: {_one_line(exc)}", stderr)
     replaced = " (replacing tripwire's earlier entries)" if before else ""
@@ -133,13 +133,17 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
                  f"({len(block['hooks'])} events){replaced}\n")
     if trust is not None:
         stdout.write(f"tripwire: {len(trust[0])} Codex hooks trusted in {path}\n")
-        from ..harnesses.hooks._codex_trust import codex_home
+        from ..harnesses.hooks._codex_trust import codex_home, home_of
 
-        if os.path.dirname(os.path.realpath(args.write)) != codex_home():
+        home = home_of(args.write)
+        if os.path.dirname(os.path.realpath(args.write)) != home:
             stderr.write("tripwire: a project's .codex/hooks.json is read only for a trusted "
                          "project, and Codex keys its trust by the directory it starts in (as "
                          "typed): run codex from this directory, or install in "
                          "~/.codex/hooks.json\n")
+        elif home != codex_home():
+            stderr.write(f"tripwire: {home} is a Codex home of its own: Codex runs these "
+                         f"hooks with CODEX_HOME={home}\n")
     return 0
 
 
@@ -156,7 +160,7 @@ def uninstall(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Te
         if before:
             _settings.write_json(path, settings)
         if args.harness == "codex" and before:
-            _write_trust({}, _keys(path, before))
+            _write_trust(path, {}, _keys(path, before))
     except (OSError, ValueError) as exc:
         return _fail(args, f"--uninstall: {path}: {_one_line(exc)}", stderr)
     stdout.write(f"tripwire: {len(before)} tripwire hook entries for {args.harness} removed "
@@ -184,10 +188,11 @@ def _codex_trust(path: str, block: dict[str, Any], at: dict[str, int], before: l
     return trusted, _keys(path, before)
 
 
-def _write_trust(trusted: dict[str, str], forget: set[str]) -> str:
-    from ..harnesses.hooks._codex_trust import write_trust
+def _write_trust(hooks_file: str, trusted: dict[str, str], forget: set[str]) -> str:
+    """Trust (and forget) entries in the config of ``hooks_file``'s Codex home; its path."""
+    from ..harnesses.hooks._codex_trust import config_path, write_trust
 
-    return write_trust(trusted, forget)
+    return write_trust(trusted, forget, config_path(hooks_file))
 
 
 def _one_line(exc: BaseException | str) -> str:

@@ -1,7 +1,10 @@
 """Codex's hook trust: a hook that is not trusted is skipped in silence (codex-cli 0.147.0).
 
 Codex runs a user or project hook only when ``[hooks.state."<key>"] trusted_hash`` in the
-user's ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``) equals the hook's current hash:
+user's ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``) equals the hook's current hash.
+Codex reads a user's ``hooks.json`` only from its home, so the home of a hooks file is its own
+folder (``home_of``) unless that is a project's ``.codex`` (then ``$CODEX_HOME``): installing
+into ``DIR/hooks.json`` trusts it in ``DIR/config.toml``, for ``CODEX_HOME=DIR``.
 
 - the key is ``<hooks file path>:<event label>:<group index>:<handler index>``, the path as
   Codex resolves it (``$CODEX_HOME`` canonical; a project's path as the cwd names it);
@@ -24,8 +27,8 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["LABELS", "codex_home", "config_path", "key_path", "trust_key", "trust_hash",
-           "read_trust", "write_trust"]
+__all__ = ["LABELS", "codex_home", "home_of", "config_path", "key_path", "trust_key",
+           "trust_hash", "read_trust", "write_trust"]
 
 LABELS = {"PreToolUse": "pre_tool_use", "PermissionRequest": "permission_request",
           "PostToolUse": "post_tool_use", "PreCompact": "pre_compact",
@@ -44,16 +47,29 @@ def codex_home() -> str:
     return os.path.realpath(home)
 
 
-def config_path() -> str:
-    """The user's config file, the only one Codex reads trust from."""
-    return os.path.join(codex_home(), "config.toml")
+def home_of(hooks_file: str) -> str:
+    """The Codex home that runs ``hooks_file`` (canonical): its own folder when that is a home
+    (``$CODEX_HOME``, ``~/.codex``, or any folder not named ``.codex``: Codex reads a user's
+    ``hooks.json`` from its home alone), else (a project's ``.codex/hooks.json``)
+    ``$CODEX_HOME``, whose config trusts a project's hooks too."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(hooks_file)))
+    default = os.path.realpath(os.path.join(os.path.expanduser("~"), ".codex"))
+    if folder in (codex_home(), default) or os.path.basename(folder) != ".codex":
+        return folder
+    return codex_home()
+
+
+def config_path(hooks_file: str | None = None) -> str:
+    """The config file Codex reads the trust of ``hooks_file``'s hooks from: its home's
+    (``home_of``; without a file, ``$CODEX_HOME``'s)."""
+    return os.path.join(home_of(hooks_file) if hooks_file else codex_home(), "config.toml")
 
 
 def key_path(hooks_file: str) -> str:
-    """The hooks file's path as Codex names it in keys: canonical under ``$CODEX_HOME``, else
+    """The hooks file's path as Codex names it in keys: canonical in its Codex home, else
     absolute as given (a project's hooks are keyed by the cwd Codex was started in)."""
     real = os.path.realpath(hooks_file)
-    if os.path.dirname(real) == codex_home():
+    if os.path.dirname(real) == home_of(hooks_file):
         return real
     return os.path.abspath(hooks_file)
 
