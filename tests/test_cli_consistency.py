@@ -85,21 +85,36 @@ def test_a_store_verb_says_one_thing_about_a_bad_store(tmp_path: Path) -> None:
         f"tripwire: {missing_dir}: cannot open the store: unable to open database file"]
 
 
-def test_the_default_key_notice_names_tripwire(tmp_path: Path, implementation: str) -> None:
+NOTICE = ("tripwire: The durable store is sealed with tripwire's public default key, which only "
+          "catches naive edits of the database file: set TRIPWIRE_STORE_KEY to a secret the "
+          "agent cannot read.")
+
+
+def test_the_default_key_notice_is_said_where_the_store_is_made(
+        tmp_path: Path, implementation: str) -> None:
+    """Once, by the process that makes a store with the public default key (the first write:
+    ``replay --store``), naming tripwire; never by a read (``status``, ``verify``) nor by a
+    write into a store made earlier (an operator's ``reset``): its key was chosen then."""
     db = tmp_path / "t.db"
-    g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False), session_id="s",
-                   implementation=implementation, store=SQLiteStore(db))
-    g.start_turn()
-    for _ in range(5):
-        g.on_call("read_file", '{"path": "a"}')
     env = {k: v for k, v in os.environ.items() if k != "TRIPWIRE_STORE_KEY"}
-    done = subprocess.run([sys.executable, "-m", "tripwire", "reset", str(db), "--session", "s"],
-                          capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines() == [
-        "tripwire: The durable store is sealed with tripwire's public default key, which only "
-        "catches naive edits of the database file: set TRIPWIRE_STORE_KEY to a secret the "
-        "agent cannot read."]
+    events = tmp_path / "loop.jsonl"
+    events.write_text("".join(json.dumps({"type": "call", "name": "read_file",
+                                          "args": {"path": "a"}}) + "\n" for _ in range(6)))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tripwire", *args], capture_output=True,
+                              text=True, env={**env, "TRIPWIRE_IMPLEMENTATION": implementation},
+                              timeout=60)
+
+    made = run("replay", "--mode", "enforce", "--quiet", "--store", str(db), str(events))
+    assert made.returncode == 0, made.stderr
+    assert made.stderr.splitlines().count(NOTICE) == 1
+    for args in (("status", str(db)), ("verify", str(db)),
+                 ("reset", str(db), "--session", str(events)),
+                 ("replay", "--quiet", "--store", str(db), str(events))):
+        done = run(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert NOTICE not in done.stderr, args
 
 
 def test_status_prints_a_tasks_dollars_as_dollars(tmp_path: Path, implementation: str) -> None:

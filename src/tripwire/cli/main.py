@@ -667,6 +667,10 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     token = serve.read_token(args.token_file)
     config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
     store = _open_store(args.store) if args.store else None
+    if store is not None and store.key_source == "default":
+        from ..durability.chain import notice_default_key
+
+        notice_default_key()  # once, at the start (a store made now said it already)
     fleet = Fleet(config, store=store)
 
     def announce(line: str) -> None:

@@ -141,12 +141,15 @@ class ChainedStore:
         row (``meta``'s, None: none recorded) and epoch as read."""
         self._key_ok = recorded_check is None or recorded_check[0] == self._key_check
         self._epoch = epoch if isinstance(epoch, bytes) else b""
-        if self.key_source == "default" and not self.read_only:
-            notice_default_key()
 
     def _empty_manifest(self) -> tuple[bytes, bytes, bytes]:
         """A new store's manifest: (halted list, its hash, the MAC of zero rows). An existing
-        store (meta present) never gets a fresh one, so deleting the manifest stays visible."""
+        store (meta present) never gets a fresh one, so deleting the manifest stays visible.
+        A store made with the public default key says so here, once per process: a store's
+        key is chosen when it is made (a read, or a write into a store made earlier, is no
+        news; ``--install`` and a server's start say it too)."""
+        if self.key_source == "default":
+            notice_default_key()
         return NO_HALTS, list_hash(NO_HALTS), manifest_mac(self._key, 0, list_hash(NO_HALTS))
 
     def _new_epoch(self) -> bytes:
