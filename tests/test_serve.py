@@ -126,12 +126,16 @@ def test_a_bare_reset_clears_a_watchdog_halt(client: TestClient) -> None:
                                          "enclosed in double quotes: line 1 column 2 (char 1))"),
     ("/sessions/s/events", b"[]", "no events in the body"),
     ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "nap"}]',
-     "event 1: unknown event type 'nap' (known: call, result, text, usage, turn_start, "
-     "turn_end, reset, task_start, task_end, stop_attempt, retry, compaction, budget_raise, "
-     "check_in)"),
-    ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "retry"}]',
-     "event 1: a 'retry' event is not taken here (the sidecar takes call, result, text, "
-     "usage, turn_start, turn_end, reset, compaction)"),
+     "event 1: unknown event type 'nap' (this route takes call, result, text, usage, "
+     "turn_start, turn_end, reset, compaction, stop_attempt, retry)"),
+    ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "task_start"}]',
+     "event 1: a 'task_start' event is not taken here (serve runs each session under its own "
+     "task, whose caps are --config's [budget]) (this route takes call, result, text, usage, "
+     "turn_start, turn_end, reset, compaction, stop_attempt, retry)"),
+    ("/sessions/s/events", b'[{"type": "turn_start"}, {"type": "budget_raise", "by": 5}]',
+     "event 1: a 'budget_raise' event is not taken here (an operator raises a task's caps "
+     "with POST /tasks/{id}/budget) (this route takes call, result, text, usage, turn_start, "
+     "turn_end, reset, compaction, stop_attempt, retry)"),
     ("/sessions/s/events", b'[{"type": "call"}]', None),
     ("/sessions/s/guardrails/reset", b"[1]", "a reset body is a JSON object, not list"),
     ("/sessions/s/guardrails/reset", b'{"budget": 1}',
@@ -478,3 +482,44 @@ def test_serve_port_is_range_checked() -> None:
     assert proc.stderr.splitlines() == [
         "tripwire serve: argument --port: a port is 0 to 65535 (0: any free port), not 99999 "
         "(see tripwire serve --help)"]
+
+
+def test_stop_attempts_and_retries_are_a_sessions_events(client: TestClient) -> None:
+    """A stop attempt a stop hook refused, and a provider retry, are charged to the session's
+    task over HTTP as in replay (the route takes every session event): the 9th refusal passes
+    the default cap of 8 and exhausts the task; the next turn is refused."""
+    events = [{"type": "turn_start"}, {"type": "retry", "reason": "529 overloaded"}] + [
+        {"type": "stop_attempt", "accepted": False} for _ in range(9)]
+    r = client.post("/sessions/s-9/events", json=events, headers=AUTH)
+    assert r.status_code == 200, r.text
+    (cut,) = r.json()["decisions"]
+    assert (cut["event"], cut["action"], cut["guardrail"]) == (10, "cut_turn", "budget")
+    assert cut["reason"] == "task s-9 exhausted this task's refused attempts to finish: 9 of 8"
+    r = client.post("/sessions/s-9/events", json={"type": "turn_start"}, headers=AUTH)
+    (refused,) = r.json()["decisions"]
+    assert (refused["action"], refused["guardrail"]) == ("refuse_turn", "budget")
+
+
+@pytest.mark.parametrize("budget", [None, {"tool_calls": 50}])
+def test_a_live_sessions_task_answers_its_routes(implementation: str,
+                                                 budget: dict | None) -> None:
+    """``/tasks/{id}/budget`` and ``/check-in`` find a live session's own task by the
+    session's id, with or without a [budget] config: never 404. A counter with no cap has
+    nothing to raise (400, saying so); a capped one is raised."""
+    from tripwire.budgets import Budget
+
+    config = GuardrailsConfig(mode="enforce", unattended=False,
+                              budget=Budget(**budget) if budget else None)
+    client = TestClient(create_app(Fleet(config, implementation=implementation), TOKEN))
+    client.post("/sessions/live-1/events", json=LOOP[:3], headers=AUTH)
+    r = client.post("/tasks/live-1/check-in", headers=AUTH)
+    assert (r.status_code, r.json()["task"]) == (200, "live-1")
+    r = client.post("/tasks/live-1/budget", json={"raise": {"tool_calls": 10}}, headers=AUTH)
+    if budget is None:
+        assert (r.status_code, r.json()) == (
+            400, {"error": "task live-1 has no cap of tool_calls to raise"})
+    else:
+        assert r.status_code == 200, r.text
+        assert r.json()["caps"] == {"tool_calls": 60}
+        assert r.json()["remaining"]["tool_calls"] == 58
+    assert client.post("/tasks/nobody/check-in", headers=AUTH).status_code == 404

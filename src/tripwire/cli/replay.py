@@ -57,7 +57,7 @@ from ..interchange.events import (
     TurnStart,
     Usage,
 )
-from ..interchange.prices import Priced
+from ..interchange.prices import Priced, model_name
 from ..policy.halts import ResetOutcome
 from ..policy.reporting import OperatorEvent
 from ..session.dispatch import observe_event
@@ -327,7 +327,7 @@ class _Session:
         if priced.estimated:
             self.stats.estimated_costs += 1
         if priced.unpriced:
-            self.stats.unpriced_models.add(usage.model or "")
+            self.stats.unpriced_models.add(model_name(usage.model))
 
     def reset(self, index: int, event: Reset) -> dict[str, Any]:
         """An operator reset and its record (refused or invalid ones too)."""

@@ -8,8 +8,9 @@ Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bea
     GET  /metrics                          Prometheus text: alerts, trips, refused turns, HTTP
     GET  /sessions/{id}/guardrails         what is armed, what tripped and why, budget needed
     POST /sessions/{id}/guardrails/reset   body optional: {"guardrail", "additional_budget_usd"}
-    POST /sessions/{id}/events             interchange events in (an object or an array),
-                                           the decisions that are not a plain "continue" out
+    POST /sessions/{id}/events             a session's interchange events in (an object or an
+                                           array: ``SESSION_TYPES``), the decisions that are
+                                           not a plain "continue" out
     POST /tasks/{id}/budget                {"raise": {"steps": 200, ...}}: raise a task's caps
     POST /tasks/{id}/check-in              the operator checked in: a new check-in window
 
@@ -67,16 +68,7 @@ from ..errors import (
     TripwireError,
 )
 from ..fleet.fleet import Fleet
-from ..interchange.events import (
-    BudgetRaise,
-    CheckIn,
-    Retry,
-    StopAttempt,
-    TaskEnd,
-    TaskStart,
-    event_record,
-    parse_event,
-)
+from ..interchange.events import Retry, StopAttempt, parse_event
 from ..session.dispatch import needs_pricing, observe_event
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
@@ -253,9 +245,21 @@ def _check_in(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
             "outcome": None if task.outcome is None else str(task.outcome)}
 
 
-_TASK_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry, BudgetRaise, CheckIn)
-_SIDECAR_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset",
-                  "compaction")
+#: The interchange events ``POST /sessions/{id}/events`` takes: a session's observations.
+#: A task's start and end are its host's (serve runs each session under its own implicit
+#: task, capped by ``--config``'s ``[budget]``), and a raise or check-in is an operator's, on
+#: its own route, never an event a harness sends.
+SESSION_TYPES = ("call", "result", "text", "usage", "turn_start", "turn_end", "reset",
+                 "compaction", "stop_attempt", "retry")
+_NOT_TAKEN = {
+    "task_start": "serve runs each session under its own task, whose caps are --config's "
+                  "[budget]",
+    "task_end": "serve runs each session under its own task, which ends with the session",
+    "budget_raise": "an operator raises a task's caps with POST /tasks/{id}/budget",
+    "check_in": "an operator checks in with POST /tasks/{id}/check-in",
+}
+#: events observed one at a time through the session, between batches (no batch row's kinds)
+_ONE_AT_A_TIME = (StopAttempt, Retry)
 
 
 def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
@@ -266,22 +270,27 @@ def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
         raise _BadRequest(f"{len(items)} events in one request (at most {MAX_EVENTS})")
     events = []
     for i, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if isinstance(kind, str) and kind not in SESSION_TYPES:
+            why = _NOT_TAKEN.get(kind)
+            raise _BadRequest(f"event {i}: " + (
+                f"a {kind!r} event is not taken here ({why})" if why else
+                f"unknown event type {kind!r}") + f" (this route takes "
+                f"{', '.join(SESSION_TYPES)})")
         try:
             event = parse_event(item)
         except InvalidEvent as exc:
             raise _BadRequest(f"event {i}: {exc}") from None
-        if isinstance(event, _TASK_EVENTS):  # a task is the host's to run, not a batch row's
-            raise _BadRequest(f"event {i}: a {event_record(event)['type']!r} event is not taken "
-                              f"here (the sidecar takes {', '.join(_SIDECAR_TYPES)})")
         events.append(event)
     out: list[tuple[int, Decision | Turn]] = []
     run: list[int] = []  # indexes of the events the next batch takes
     for i, event in enumerate(events):
-        if not needs_pricing(event):
+        if not needs_pricing(event) and not isinstance(event, _ONE_AT_A_TIME):
             run.append(i)
             continue
         # a usage the pricing rule prices (marked estimated, or its model unpriced), which a
-        # batch row cannot carry: on its own, through the session, between batches
+        # batch row cannot carry, or a stop attempt or retry (no batch row's kinds: charged to
+        # the session's task): on its own, through the session, between batches
         _batch(fleet, session_id, events, run, out)
         try:
             decision = observe_event(fleet.session(session_id), event)

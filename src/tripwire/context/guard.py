@@ -361,7 +361,9 @@ class ContextGuard:
     # -- observations ------------------------------------------------------------------------
 
     def observe_usage(self, model: str | None, input_tokens: int | None) -> list[dict[str, Any]]:
-        """A measured count replaces the estimate; a new model takes effect at once."""
+        """A measured count replaces the estimate; a new model takes effect at once (an empty
+        name is no model: nothing to look up)."""
+        model = model or None
         records = self._set_model(model) if model is not None and model != self.model else []
         if input_tokens is not None:
             self.measured = input_tokens

@@ -16,7 +16,15 @@ from typing import Any
 from ..base.log import LOGGER, ONCE
 from .events import Usage
 
-__all__ = ["Priced", "estimate", "PriceCatalogue"]
+__all__ = ["Priced", "estimate", "PriceCatalogue", "NO_MODEL", "model_name"]
+
+#: How usage that names no model is listed among the unpriced (it has no price to look up).
+NO_MODEL = "(no model)"
+
+
+def model_name(model: str | None) -> str:
+    """A usage's model as the unpriced models list it: its name, or ``NO_MODEL``."""
+    return model or NO_MODEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +80,13 @@ class PriceCatalogue:
             with self._lock:
                 first = model not in self._unknown
                 self._unknown.add(model)
-            if first:
-                LOGGER.warning(f"model {model or '(none)'!r} has no price in the "
-                               "catalogue: its usage has no cost, and cost ceilings cannot trip "
-                               "on it", extra=ONCE)
+            if first and not model:
+                LOGGER.warning("usage that names no model cannot be priced: it has no cost, "
+                               "and cost ceilings cannot trip on it (give its model, or its "
+                               "cost_usd)", extra=ONCE)
+            elif first:
+                LOGGER.warning(f"model {model!r} has no price in the catalogue: its usage has "
+                               "no cost, and cost ceilings cannot trip on it", extra=ONCE)
             return Priced(None, unpriced=True)
         return Priced(cost, estimated=True)
 

@@ -15,6 +15,7 @@ from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..context.stats import UsageByModel
 from ..durability.rows import RowSink, Spend, TripRow
 from ..engine.batch import CostState
+from ..interchange.prices import model_name
 from . import lines
 
 if TYPE_CHECKING:
@@ -51,8 +52,8 @@ class CostPolicy:
         """One model call's usage: noted per model, its cost spent, the ceilings checked."""
         if estimated:
             self.estimated = True
-        if unpriced and (model or "") not in self.unpriced:
-            self.unpriced = self.unpriced | {model or ""}
+        if unpriced and model_name(model) not in self.unpriced:
+            self.unpriced = self.unpriced | {model_name(model)}
             self.unpriced_changed = True
         self.usage.add(model, input_tokens, output_tokens, nano)
         return self.ceiling.add(nano)  # spend counts even while halted or cut
