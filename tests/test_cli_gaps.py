@@ -60,8 +60,10 @@ def test_log_lines_carry_the_tripwire_prefix_once(implementation: str, setup: st
 
 
 def test_version() -> None:
-    proc = cli("--version")
-    assert proc.returncode == 0 and proc.stdout.decode() == f"tripwire {__version__}\n"
+    for flag in ("--version", "-V"):  # -V as most tools spell it (issue 36)
+        proc = cli(flag)
+        assert proc.returncode == 0 and proc.stdout.decode() == f"tripwire {__version__}\n"
+        assert proc.stderr == b""
 
 
 def test_dash_reads_standard_input() -> None:
@@ -125,11 +127,11 @@ def test_the_summary_is_versioned_and_breaks_down_per_file(tmp_path: Path,
     assert alert["file"] == loop and alert["signal"] == "repeated-tool-call"
     assert summary["v"] == 1 and summary["files"] == 2 and summary["events"] == 10
     assert summary["per_file"] == [
-        {"file": loop, "sessions": 1, "events": 7, "invalid_lines": 0, "skipped_lines": 0,
+        {"file": loop, "format": "interchange", "sessions": 1, "events": 7, "invalid_lines": 0, "skipped_lines": 0,
          "truncated_lines": 0, "skipped_events": 0, "alerts": 1,
          "by_signal": {"repeated-tool-call": 1}, "decisions": {}, "halted_sessions": 0,
          "estimated_costs": 0, "unpriced_models": []},
-        {"file": quiet, "sessions": 1, "events": 3, "invalid_lines": 0, "skipped_lines": 0,
+        {"file": quiet, "format": "interchange", "sessions": 1, "events": 3, "invalid_lines": 0, "skipped_lines": 0,
          "truncated_lines": 0, "skipped_events": 0, "alerts": 0, "by_signal": {},
          "decisions": {}, "halted_sessions": 0, "estimated_costs": 0, "unpriced_models": []},
     ]

@@ -94,7 +94,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         prog="tripwire",
         description="Guardrails for AI-agent harnesses: watch tool calls, spend and context.",
     )
-    parser.add_argument("--version", action=_Version)
+    parser.add_argument("-V", "--version", action=_Version)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     replay = verbs.add_parser(
         "replay",
