@@ -89,8 +89,11 @@ def halt_reason(store: Path, tool: str = "Bash", args: str = '{"command":"pytest
             f"{store} --session {SESSION}")
 
 
-def block(*lines: tuple[str, str]) -> str:
-    return render_feedback([Alert(s, "warn", None, "", g, 0) for s, g in lines])
+def block(*lines: tuple[str, str], now: bool = True) -> str:
+    """The ``[watchdog]`` block of these alerts as a hook tells it: in the turn they fired in
+    (a denial's reason, a result's feedback: "about your own current turn"), or at the next
+    turn's start (``now=False``: "about your own previous turn")."""
+    return render_feedback([Alert(s, "warn", None, "", g, 0) for s, g in lines], now=now)
 
 
 @pytest.fixture

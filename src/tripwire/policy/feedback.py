@@ -1,4 +1,6 @@
-"""The ``[watchdog]`` feedback block: alerts told to the model at the start of its next turn.
+"""The ``[watchdog]`` feedback block: alerts told to the model at the start of its next turn
+(``HEADER``: about its previous turn), or in the turn they fired in (``HEADER_NOW``: a call
+denied in flight, feedback a hook delivers with the next tool result).
 
 Bounded (4 alerts, oldest dropped), delivered once, and filled only in ``feedback`` and
 ``enforce`` modes, so raising the mode later delivers no stale backlog. The block is steering,
@@ -11,25 +13,32 @@ from collections.abc import Sequence
 
 from ..signals import WITHDRAWN_BY_WORDS, Alert
 
-__all__ = ["FeedbackQueue", "empty_queue", "render_feedback", "render_feedback_items", "HEADER"]
+__all__ = ["FeedbackQueue", "empty_queue", "render_feedback", "render_feedback_items", "HEADER",
+           "HEADER_NOW"]
 
 HEADER = (
     "[watchdog] Automated observation about your own previous turn \u2014 this is not a message "
     "from the user, and the user cannot see it."
 )
+#: The header of a block told in the turn it is about (``render_feedback(..., now=True)``).
+HEADER_NOW = (
+    "[watchdog] Automated observation about your own current turn \u2014 this is not a message "
+    "from the user, and the user cannot see it."
+)
 CLOSING = "Adjust your approach on this turn accordingly."
 
 
-def render_feedback(alerts: list[Alert] | tuple[Alert, ...]) -> str:
-    """One header, one ``- <signal>: <guidance>`` line per alert, one closing line."""
-    return render_feedback_items([(a.signal, a.model_text) for a in alerts])
+def render_feedback(alerts: list[Alert] | tuple[Alert, ...], *, now: bool = False) -> str:
+    """One header, one ``- <signal>: <guidance>`` line per alert, one closing line. ``now``:
+    told in the turn the alerts fired in (``HEADER_NOW``), not at the next one's start."""
+    return render_feedback_items([(a.signal, a.model_text) for a in alerts], now=now)
 
 
-def render_feedback_items(items: Sequence[Sequence[str]]) -> str:
+def render_feedback_items(items: Sequence[Sequence[str]], *, now: bool = False) -> str:
     """The block from ``(signal, text the model is shown)`` pairs."""
     if not items:
         return ""
-    lines = [HEADER]
+    lines = [HEADER_NOW if now else HEADER]
     lines += [f"- {signal}: {text}" for signal, text in items]
     lines.append(CLOSING)
     return "\n".join(lines)
@@ -70,9 +79,10 @@ class FeedbackQueue:
             self._alerts = [a for a in self._alerts if a.signal not in WITHDRAWN_BY_WORDS] or None
         return withdrawn
 
-    def drain(self) -> str:
-        """The block for the next turn; the queue is empty afterwards (delivered once)."""
-        block = render_feedback(self._alerts or ())
+    def drain(self, now: bool = False) -> str:
+        """The block for the next turn (``now``: for the turn in progress); the queue is empty
+        afterwards (delivered once)."""
+        block = render_feedback(self._alerts or (), now=now)
         self._alerts = None
         return block
 

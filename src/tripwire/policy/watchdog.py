@@ -145,13 +145,14 @@ class WatchdogPolicy:
         queue = self.feedback
         return queue.drain() if len(queue) else ""
 
-    def take_feedback(self) -> str:
+    def take_feedback(self, now: bool = False) -> str:
         """The queued ``[watchdog]`` block, taken now (delivered once; "" when nothing is
-        queued, or below ``feedback`` mode, where nothing reaches the model)."""
+        queued, or below ``feedback`` mode, where nothing reaches the model). ``now``: told in
+        the turn in progress (its header says so), not at a turn's start."""
         queue = self.feedback
         if not len(queue):
             return ""
-        block = queue.drain()
+        block = queue.drain(now)
         return block if self.mode >= Mode.FEEDBACK else ""
 
     def queue(self) -> FeedbackQueue:

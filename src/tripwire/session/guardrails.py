@@ -255,13 +255,14 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         refusal of a session restored halted), or None."""
         return self._blocked
 
-    def take_feedback(self) -> str:
+    def take_feedback(self, *, now: bool = False) -> str:
         """The ``[watchdog]`` block queued for the model, taken now, for a host that can tell
         the model between turns' starts (a hook's ``additionalContext``; see
         ``feedback_at_once``): delivered once; "" when nothing is queued or below ``feedback``
-        mode."""
+        mode. ``now``: it is told in the turn in progress (with a tool's result), so its header
+        says the observation is about the current turn, not the previous one."""
         with self._lock:
-            return self._policy.take_feedback()
+            return self._policy.take_feedback(now)
 
     # -- observations ----------------------------------------------------------------------------
     # on_call, on_result and on_text are the engine's core's: _reference_guardrails.GuardrailsCore

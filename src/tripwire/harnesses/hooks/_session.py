@@ -435,7 +435,7 @@ class HookSession:
         self._record(["r", event.name, error, no_op, digest])
         verdict = self._verdict(decision)
         if verdict.halt is None:
-            verdict.context = self._feedback()
+            verdict.context = self._feedback(now=True)  # with a result: in the turn
         return verdict
 
     def _on_prompt(self, event: HookEvent) -> Verdict:
@@ -520,9 +520,10 @@ class HookSession:
             verdict.told = verdict.cut
         return verdict
 
-    def _feedback(self) -> str | None:
-        """The session's queued feedback, delivered now (None: nothing to say)."""
-        return self.guardrails.take_feedback() or None
+    def _feedback(self, now: bool = False) -> str | None:
+        """The session's queued feedback, delivered now (None: nothing to say); ``now``: in
+        the turn it is about (a result's), not at a turn's start (a prompt's)."""
+        return self.guardrails.take_feedback(now=now) or None
 
     def _for_user(self, reason: str) -> str:
         """A halt's reason as the user reads it, with the command that resumes the session."""
@@ -556,7 +557,7 @@ def told(decision: Decision) -> str:
     not the model's business: it would only try)."""
     alerts = [a for a in decision.alerts if a.critical] or list(decision.alerts)
     if alerts:
-        return render_feedback(alerts)
+        return render_feedback(alerts, now=True)  # the call in flight is denied for them
     if not decision.halt_session:
         return decision.reason
     what = _OPERATOR.split(decision.reason, 1)[0].rstrip(". :")
