@@ -107,7 +107,10 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
             "refused turn), feedback block, context record and task outcome, then a summary "
             "line. With no policy option it runs in warn mode with no ceilings and skips no "
             "event, so every alert of the recording is reported; under enforce a cut skips "
-            "the rest of its turn, as the harness would have cancelled it."
+            "the rest of its turn, as the harness would have cancelled it. The JSON Lines go "
+            "to standard output; the operator's log lines (the same alerts, cuts and halts as "
+            "sentences, and notices about the run) go to standard error, so on a terminal the "
+            "two interleave: redirect one (2>replay.log), or use --quiet."
         ),
     )
     replay.add_argument("paths", nargs="+", metavar="PATH",
