@@ -53,11 +53,16 @@ class Request:
     compaction: bool = False
 
 
-def opening_key(message: Any) -> bytes:
-    """A message as the bytes a conversation's fingerprint is made of (keys sorted)."""
-    if message is None:
+def opening_key(content: Any) -> bytes:
+    """A first message's words, as the bytes a conversation's fingerprint is made of: its text
+    only (harnesses move cache markers and such between a conversation's requests)."""
+    from ..adapters._base import block_text
+
+    if content is None:
         return b""
-    return orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+    if isinstance(content, list):  # Gemini's parts are {"text"} too
+        content = [b for b in content if not (isinstance(b, dict) and b.get("thought"))]
+    return block_text(content).encode("utf-8", "surrogatepass")
 
 
 def dumps(value: Any) -> bytes:
