@@ -181,6 +181,7 @@ class FakeModel:
     def __init__(self, respond: Callable[..., Any]):
         self.requests: list[dict[str, Any]] = []
         self.respond = respond
+        self.broken = 0  # streams the reader left before their end
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -204,15 +205,28 @@ class FakeModel:
                 except ValueError:
                     body = None
                 outer.requests.append({"path": self.path, "headers": dict(self.headers),
-                                       "body": body})
+                                       "body": body, "raw": raw})
                 answer = outer.respond(outer, self.path, body)
                 status, media, data = answer if len(answer) == 3 else (200, *answer)
                 self.send_response(status)
                 self.send_header("content-type", media)
-                self.send_header("content-length", str(len(data)))
                 self.send_header("request-id", f"req_{len(outer.requests)}")
+                if isinstance(data, bytes):
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                # (pause seconds, bytes) pieces, chunked: a stream that takes its time
+                self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    for pause, piece in data:
+                        time.sleep(pause)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    outer.broken += 1
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
@@ -281,3 +295,189 @@ def gateway_for(upstream: str, implementation: str, operator_token: str | None =
     gateway = make_gateway(upstream, implementation, **kwargs)
     with serving(create_app(gateway, operator_token)) as url:
         yield url, gateway
+
+
+class Harness:
+    """A harness's side of one conversation through the gateway, per API: the user's prompt,
+    then each response's tool call executed (its result sent back) until the response has no
+    call. ``turn()`` returns the responses of one turn (status, parsed body or stream text)."""
+
+    def __init__(self, client: Any, api: str, *, stream: bool, session: str | None = "s1",
+                 tools: tuple[str, ...] = ("Bash",), headers: dict | None = None):
+        self.client, self.api, self.stream = client, api, stream
+        self.headers = {**({"x-tripwire-session": session} if session else {}),
+                        **(headers or {})}
+        self.tools = tools
+        self.history: list[Any] = []
+        self.results: list[str] = []
+
+    def body(self) -> dict:
+        if self.api == "anthropic":
+            return {"model": "claude-sonnet-4-5", "stream": self.stream, "max_tokens": 100,
+                    "tools": [{"name": t, "input_schema": {}} for t in self.tools],
+                    "messages": self.history}
+        if self.api == "openai_chat":
+            return {"model": "gpt-4o", "stream": self.stream, "messages": self.history,
+                    "tools": [{"type": "function", "function": {"name": t}} for t in self.tools]}
+        if self.api == "openai_responses":
+            return {"model": "gpt-5", "stream": self.stream, "input": self.history,
+                    "tools": [{"type": "function", "name": t} for t in self.tools]}
+        return {"contents": self.history,
+                "tools": [{"functionDeclarations": [{"name": t} for t in self.tools]}]}
+
+    def path(self) -> str:
+        if self.api == "gemini":
+            action = "streamGenerateContent?alt=sse" if self.stream else "generateContent"
+            return f"/v1beta/models/gemini-2.5-pro:{action}"
+        return PATHS[self.api]
+
+    def prompt(self, text: str) -> None:
+        if self.api == "openai_responses":
+            self.history.append({"type": "message", "role": "user", "content": text})
+        elif self.api == "gemini":
+            self.history.append({"role": "user", "parts": [{"text": text}]})
+        else:
+            self.history.append({"role": "user", "content": text})
+
+    def send(self) -> tuple[int, Any]:
+        r = self.client.post(self.path(), json=self.body(), headers=self.headers)
+        if r.status_code != 200:
+            return r.status_code, r.json()
+        return 200, (parse_stream(self.api, r.text) if self.stream else r.json())
+
+    def calls_of(self, reply: Any) -> list[dict]:
+        """The tool calls a (parsed) response asks for: {"id", "name", "input"}."""
+        if self.api == "anthropic":
+            return [{"id": b["id"], "name": b["name"], "input": b["input"]}
+                    for b in reply["content"] if b["type"] == "tool_use"]
+        if self.api == "openai_chat":
+            message = reply["choices"][0]["message"]
+            return [{"id": c["id"], "name": c["function"]["name"],
+                     "input": json.loads(c["function"]["arguments"])}
+                    for c in message.get("tool_calls") or ()]
+        if self.api == "openai_responses":
+            return [{"id": i["call_id"], "name": i["name"], "input": json.loads(i["arguments"])}
+                    for i in reply["output"] if i["type"] == "function_call"]
+        parts = reply["candidates"][0]["content"]["parts"]
+        return [{"id": None, "name": p["functionCall"]["name"], "input": p["functionCall"]["args"]}
+                for p in parts if "functionCall" in p]
+
+    def text_of(self, reply: Any) -> str:
+        if self.api == "anthropic":
+            return "".join(b.get("text", "") for b in reply["content"] if b["type"] == "text")
+        if self.api == "openai_chat":
+            return reply["choices"][0]["message"].get("content") or ""
+        if self.api == "openai_responses":
+            return "".join(c["text"] for i in reply["output"] if i["type"] == "message"
+                           for c in i["content"])
+        return "".join(p.get("text", "") for p in reply["candidates"][0]["content"]["parts"])
+
+    def record(self, reply: Any, calls: list[dict], result: str) -> None:
+        """The response into the history, and each call's result after it."""
+        if self.api == "anthropic":
+            self.history.append({"role": "assistant", "content": reply["content"]})
+            self.history.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": c["id"], "content": result}
+                for c in calls]})
+        elif self.api == "openai_chat":
+            self.history.append(reply["choices"][0]["message"])
+            self.history += [{"role": "tool", "tool_call_id": c["id"], "content": result}
+                             for c in calls]
+        elif self.api == "openai_responses":
+            self.history += reply["output"]
+            self.history += [{"type": "function_call_output", "call_id": c["id"],
+                              "output": result} for c in calls]
+        else:
+            self.history.append(reply["candidates"][0]["content"])
+            self.history.append({"role": "user", "parts": [
+                {"functionResponse": {"name": c["name"], "response": {"output": result}}}
+                for c in calls]})
+
+    def turn(self, text: str, result: str = "ok", limit: int = 20) -> list[tuple[int, Any]]:
+        self.prompt(text)
+        return self.run(result, limit)
+
+    def run(self, result: str = "ok", limit: int = 20) -> list[tuple[int, Any]]:
+        """Requests until a response has no call (or ``limit``), each call answered."""
+        replies = []
+        for _ in range(limit):
+            status, reply = self.send()
+            replies.append((status, reply))
+            if status != 200:
+                break
+            calls = self.calls_of(reply)
+            if not calls:
+                if self.api == "openai_responses":
+                    self.history += reply["output"]
+                elif self.api == "anthropic":
+                    self.history.append({"role": "assistant", "content": reply["content"]})
+                elif self.api == "openai_chat":
+                    self.history.append(reply["choices"][0]["message"])
+                else:
+                    self.history.append(reply["candidates"][0]["content"])
+                break
+            self.record(reply, calls, result)
+            self.results.append(result)
+        return replies
+
+
+def parse_stream(api: str, text: str) -> Any:
+    """A streamed response rebuilt as the whole body it stands for (as an SDK does)."""
+    frames = [f for f in text.split("\n\n") if f.strip()]
+    datas = []
+    for f in frames:
+        for line in f.splitlines():
+            if line.startswith("data:"):
+                datas.append(line[5:].strip())
+    if api == "anthropic":
+        content: dict[int, dict] = {}
+        message: dict = {}
+        partial: dict[int, str] = {}
+        for d in datas:
+            e = json.loads(d)
+            if e["type"] == "message_start":
+                message = e["message"]
+            elif e["type"] == "content_block_start":
+                content[e["index"]] = dict(e["content_block"])
+            elif e["type"] == "content_block_delta":
+                delta = e["delta"]
+                if delta["type"] == "text_delta":
+                    content[e["index"]]["text"] += delta["text"]
+                elif delta["type"] == "input_json_delta":
+                    partial[e["index"]] = partial.get(e["index"], "") + delta["partial_json"]
+            elif e["type"] == "message_delta":
+                message["stop_reason"] = e["delta"]["stop_reason"]
+        for i, p in partial.items():
+            content[i]["input"] = json.loads(p) if p else {}
+        return {**message, "content": [content[i] for i in sorted(content)]}
+    if api == "openai_chat":
+        text_parts, calls, finish = [], {}, None
+        for d in datas:
+            if d == "[DONE]":
+                continue
+            e = json.loads(d)
+            for choice in e.get("choices") or ():
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    text_parts.append(delta["content"])
+                for part in delta.get("tool_calls") or ():
+                    c = calls.setdefault(part["index"], {"id": None, "type": "function",
+                                                         "function": {"name": "", "arguments": ""}})
+                    if part.get("id"):
+                        c["id"] = part["id"]
+                    f = part.get("function") or {}
+                    c["function"]["name"] += f.get("name") or ""
+                    c["function"]["arguments"] += f.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+        message = {"role": "assistant", "content": "".join(text_parts) or None}
+        if calls:
+            message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        return {"choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    if api == "openai_responses":
+        done = [json.loads(d) for d in datas]
+        completed = next(e for e in done if e["type"] == "response.completed")
+        items = [e["item"] for e in done if e["type"] == "response.output_item.done"]
+        assert [i["type"] for i in items] == [i["type"] for i in completed["response"]["output"]]
+        return {**completed["response"], "output": items}
+    parts = [p for d in datas for p in json.loads(d)["candidates"][0]["content"]["parts"]]
+    return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
