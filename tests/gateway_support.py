@@ -282,11 +282,13 @@ def serving(app: Any) -> Iterator[str]:
 def make_gateway(upstream: str, implementation: str, *, store: Any = None,
                  mode: str = "enforce", credentials: Credentials | None = None,
                  key_env: str | None = None, families: tuple[str, ...] = (
-                     "anthropic", "openai", "gemini"), **config: Any) -> Gateway:
+                     "anthropic", "openai", "gemini"), timeout: float = 60.0,
+                 max_body: int | None = None, **config: Any) -> Gateway:
     fleet = Fleet(GuardrailsConfig(mode=mode, unattended=True, **config), store=store,
                   implementation=implementation, feedback_at_once=True)
+    extra = {"max_body": max_body} if max_body else {}
     return Gateway(fleet, {f: Upstream(f, upstream, key_env) for f in families}, credentials,
-                   store_label="s.db")
+                   store_label="s.db", timeout=timeout, **extra)
 
 
 @contextmanager

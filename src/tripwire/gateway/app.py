@@ -159,7 +159,7 @@ def create_app(gateway: Gateway, operator_token: str | None = None) -> Any:
     else:
         operator = [r for r in operator_routes(api, gateway.fleet, prefix="/tripwire")
                     if r.path == "/tripwire/healthz"]
-    body_api = Api("unused", metrics, max_body=gateway.max_body, name="gateway")
+    body_api = Api("unused", metrics, name="gateway")  # its body bound: the gateway's
 
     async def offload(fn: Any, *args: Any) -> Any:
         if gateway.offload:
@@ -180,7 +180,7 @@ def create_app(gateway: Gateway, operator_token: str | None = None) -> Any:
             metrics.count(name, 401)
             return _error(family, 401, f"tripwire gateway: {exc}")
         try:
-            raw = await body_api.raw_body(request)
+            raw = await body_api.raw_body(request, gateway.max_body)
         except HttpError as bad:
             metrics.count(name, bad.status)
             return _error(family, bad.status, f"tripwire gateway: {bad.reason}")
@@ -335,7 +335,7 @@ def create_app(gateway: Gateway, operator_token: str | None = None) -> Any:
         import httpx
 
         try:
-            raw = await body_api.raw_body(request)
+            raw = await body_api.raw_body(request, gateway.max_body)
         except HttpError as bad:
             return _error(family, bad.status, f"tripwire gateway: {bad.reason}")
         url = gateway.upstream_url(family, request.url.path, request.url.query)

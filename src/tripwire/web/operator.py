@@ -174,17 +174,18 @@ class Api:
         return scheme.lower() == "bearer" and hmac.compare_digest(
             given.strip().encode("utf-8", "replace"), self.expected)
 
-    async def raw_body(self, request: Any) -> bytes:
-        """The body, never more than ``max_body`` bytes held: a declared length is refused
-        before reading, a streamed body as soon as it passes the bound (413)."""
+    async def raw_body(self, request: Any, limit: int | None = None) -> bytes:
+        """The body, never more than ``limit`` (``max_body``) bytes held: a declared length is
+        refused before reading, a streamed body as soon as it passes the bound (413)."""
+        limit = self.max_body if limit is None else limit
         declared = request.headers.get("content-length", "").strip()
-        if declared and (not declared.isdigit() or int(declared) > self.max_body):
-            raise HttpError(f"the body is {declared} bytes (at most {self.max_body})", 413)
+        if declared and (not declared.isdigit() or int(declared) > limit):
+            raise HttpError(f"the body is {declared} bytes (at most {limit})", 413)
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > self.max_body:
-                raise HttpError(f"the body is over {self.max_body} bytes", 413)
+            if size > limit:
+                raise HttpError(f"the body is over {limit} bytes", 413)
             chunks.append(chunk)
         return b"".join(chunks)
 
