@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_support import PATHS, REPLIES, FakeModel, Harness, anthropic_reply, gateway_for, looping
+from gateway_support import FakeModel, Harness, anthropic_reply, gateway_for, looping
 
 from tripwire.gateway.app import HALT_STATUS
 
@@ -122,7 +122,6 @@ def test_a_step_budget_ends_the_task_before_the_next_request(implementation: str
     with FakeModel(looping("openai_chat", CALL)) as model, \
             gateway_for(model.url, implementation, budget=Budget(steps=2)) as (url, gateway):
         harness = Harness(httpx.Client(base_url=url, timeout=10), "openai_chat", stream=True)
-        harness.calls_of  # noqa: B018
         harness.prompt("do it")
         for i in range(2):
             status, reply = harness.send()
@@ -178,7 +177,6 @@ def _digest(text: str) -> str:
 
 def test_the_session_comes_from_the_harness_then_the_header_token_or_fingerprint(
         implementation: str) -> None:
-    from tripwire.gateway.upstreams import Credentials, read_tokens
 
     def ask(client: httpx.Client, headers: dict, body: dict | None = None,
             path: str = "/v1/chat/completions") -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -40,6 +40,9 @@ from ..web.operator import Api, HttpError, Metrics, operator_routes
 from .exchange import Answer, Exchange, Refusal, Unwatched
 from .identity import Roles, fingerprint, harness_session
 from .upstreams import Credentials, Upstream, forward_headers, presented_key
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
 
 __all__ = ["Gateway", "create_app", "MAX_BODY", "WIRE", "HALT_STATUS"]
 
@@ -128,7 +131,7 @@ class Gateway:
                 LOGGER.error("[session %s] could not flush its rows at shutdown (%s)", sid, exc)
 
 
-def _error(family: str, status: int, message: str, kind: str | None = None) -> Any:
+def _error(family: str, status: int, message: str, kind: str | None = None) -> Response:
     from starlette.responses import Response
 
     module = WIRE["gemini" if family == "gemini" else "anthropic" if family == "anthropic"

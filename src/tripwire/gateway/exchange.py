@@ -56,6 +56,12 @@ class Answer:
     text: str
 
 
+def _decision(outcome: object) -> Decision:
+    """An observation's outcome, which for a call or a result is a ``Decision``."""
+    assert isinstance(outcome, Decision)
+    return outcome
+
+
 class Exchange:
     """The session side of one request: ``before()``, then ``decide``/``observe`` as the
     response is read, then ``done()``."""
@@ -96,7 +102,7 @@ class Exchange:
         if role.compacted:
             observe_event(g, Compaction(automatic=True))
         for result in self.request.results:
-            decision = observe_event(g, result)
+            decision = _decision(observe_event(g, result))
             if decision.cut_turn:
                 return self._answer(decision)
         blocked = g.blocked
@@ -130,7 +136,7 @@ class Exchange:
             return None
         if self.cut is not None:
             return self.told(self.cut)
-        decision = observe_event(self.g, call)
+        decision = _decision(observe_event(self.g, call))
         if decision.cut_turn:
             self.cut = decision
             return self.told(decision)

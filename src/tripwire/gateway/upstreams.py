@@ -104,7 +104,7 @@ def presented_key(family: str, headers: Any, query_key: str | None = None) -> st
         value = headers.get(name)
         if value:
             scheme, _, rest = value.strip().partition(" ")
-            return rest.strip() if scheme.lower() == "bearer" and rest else value.strip()
+            return str(rest.strip() if scheme.lower() == "bearer" and rest else value.strip())
     return query_key
 
 

@@ -7,7 +7,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ConfigError
 
@@ -15,7 +15,7 @@ __all__ = ["serve_app"]
 
 
 def serve_app(app: Any, host: str, port: int, announce: Callable[[str], object] | None = None,
-              *, lifespan: str = "off") -> None:
+              *, lifespan: Literal["auto", "on", "off"] = "off") -> None:
     """Serve ``app`` until SIGINT/SIGTERM. The socket is bound before ``announce`` is told its
     address (port 0: a free port)."""
     import uvicorn

@@ -142,7 +142,7 @@ class Stream:
         self.held: list[bytes] | None = None
         self.held_block: dict[str, Any] = {}
         self.held_json: list[str] = []
-        self.texts: dict[int, list[str]] = {}
+        self.texts: dict[Any, list[str]] = {}
         self.cut = False
         self.released = 0
         self.charged = False
@@ -217,7 +217,7 @@ class Stream:
         except ValueError:
             args = text  # a model's broken JSON is a call's args all the same (raw bytes)
         ident = block.get("id") if isinstance(block.get("id"), str) else None
-        name = block.get("name") if isinstance(block.get("name"), str) else ""
+        name = str(block.get("name") or "")
         if ident is not None:
             self.names[ident] = name
         guidance = self.decide(Call(name, args, ident))

@@ -29,14 +29,14 @@ def read_request(body: dict[str, Any], model: str | None = None,
     tools = tuple(d["name"] for t in body.get("tools") or () if isinstance(t, dict)
                   for d in t.get("functionDeclarations") or t.get("function_declarations") or ()
                   if isinstance(d, dict) and isinstance(d.get("name"), str))
-    turns = [c for c in contents if isinstance(c, dict)]
+    turns: list[dict[str, Any]] = [c for c in contents if isinstance(c, dict)]
     first = next((c for c in turns if c.get("role", "user") == "user"), None)
     request = Request(model, stream, tools, opening_key(first.get("parts") if first else None))
     if not turns or turns[-1].get("role", "user") != "user":
         return request
     parts = [p for p in turns[-1].get("parts") or () if isinstance(p, dict)]
-    answers = [p.get("functionResponse") or p.get("function_response") for p in parts]
-    answers = [a for a in answers if isinstance(a, dict)]
+    found = [p.get("functionResponse") or p.get("function_response") for p in parts]
+    answers: list[dict[str, Any]] = [a for a in found if isinstance(a, dict)]
     if not answers:
         request.prompt = True
         return request
@@ -70,8 +70,9 @@ def usage_of(metadata: Any, model: str | None) -> Usage | None:
 
 def _parts(body: dict[str, Any]) -> list[Any]:
     candidates = body.get("candidates") or ()
-    first = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
-    content = first.get("content") if isinstance(first.get("content"), dict) else {}
+    first: dict[str, Any] = candidates[0] if candidates and isinstance(candidates[0], dict) \
+        else {}
+    content: dict[str, Any] = first["content"] if isinstance(first.get("content"), dict) else {}
     parts = content.get("parts")
     return parts if isinstance(parts, list) else []
 

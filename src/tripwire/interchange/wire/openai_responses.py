@@ -150,8 +150,8 @@ class Stream:
 
     def __init__(self, decide: Decide, observe: Observe, names: dict[str, str]):
         self.decide, self.observe, self.names = decide, observe, names
-        self.held: dict[int, list[bytes]] = {}
-        self.replaced: dict[str, dict[str, Any]] = {}  # call item id/call_id -> its message
+        self.held: dict[Any, list[bytes]] = {}
+        self.replaced: dict[Any, dict[str, Any]] = {}  # call item id/call_id -> its message
         self.cut = False
         self.usage: Usage | None = None
         self.charged = False
