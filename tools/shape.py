@@ -23,7 +23,8 @@ PACKAGE = "tripwire"
 #: extension (``_native``) is the engine's floor (it is the engine, in C++). ``errors`` is the
 #: one error hierarchy every floor raises.
 FLOORS = ("errors", "base", "identity", "signals", "engine", "durability", "context", "budgets",
-          "interchange", "policy", "session", "fleet", "supervisor", "harnesses", "corpus", "cli")
+          "interchange", "policy", "session", "fleet", "supervisor", "harnesses", "web", "gateway",
+          "corpus", "cli")
 #: Top-level modules that are no floor: the package's own face (its public names, imported on
 #: first use, and ``python -m tripwire``).
 FACADE = ("tripwire", "tripwire.__main__")

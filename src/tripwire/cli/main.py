@@ -232,6 +232,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     else:
         verbs.add_parser("corpus")
     from .doctor import add_parser as doctor_parser
+    from .gateway import add_parser as gateway_parser
+
+    gateway_parser(verbs)
 
     doctor_parser(verbs)
     hook = verbs.add_parser(
@@ -734,6 +737,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             return _verify(args, out)
         if args.verb == "serve":
             return _serve(args, out)
+        if args.verb == "gateway":
+            from .gateway import run as gateway
+
+            return gateway(args, out, err)
         if args.verb == "doctor":
             from .doctor import run as doctor
 

@@ -45,23 +45,16 @@ without one the server does not start.
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
 import os
-import threading
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from ..base.decision import CONTINUE, Decision, Turn
-from ..base.money import parse_dollars
-from ..base.validate import check_session_id
 from ..errors import (
     BatchInterrupted,
     ConfigError,
     InvalidEvent,
-    InvalidReset,
     RaiseRefused,
     ResetRefused,
     TaskEnded,
@@ -70,6 +63,8 @@ from ..errors import (
 from ..fleet.fleet import Fleet
 from ..interchange.events import Retry, StopAttempt, parse_event
 from ..session.dispatch import needs_pricing, observe_event
+from ..web.listen import serve_app
+from ..web.operator import MAX_BODY, Api, HttpError, one_line, operator_routes, path_id
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
 
@@ -78,9 +73,7 @@ LOGGER = logging.getLogger("tripwire")
 TOKEN_ENV = "TRIPWIRE_SERVE_TOKEN"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8737
-MAX_BODY = 1 << 20  # bytes of one request body
 MAX_EVENTS = 10_000  # events in one request
-_RESET_KEYS = frozenset({"guardrail", "additional_budget_usd"})
 
 
 def read_token(token_file: str | None) -> str:
@@ -102,83 +95,12 @@ def read_token(token_file: str | None) -> str:
     return token
 
 
-class _BadRequest(Exception):
-    def __init__(self, reason: str, status: int = 400, **extra: Any) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.extra = extra
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _decision(index: int, outcome: Decision | Turn) -> dict[str, Any]:
     if isinstance(outcome, Turn):
         return {"event": index, "action": "continue", "feedback": outcome.feedback,
                 "compact": outcome.compact}
     return {"event": index, **outcome.to_dict(),
             "alerts": [{"signal": a.signal, "severity": str(a.severity)} for a in outcome.alerts]}
-
-
-def _known(fleet: Fleet, session_id: str) -> Any:
-    """The session's guardrails; 404 for a session the fleet does not know (neither in memory
-    nor in its store), which a status or a reset must not create (``tripwire status|reset``
-    refuse it with exit 2 the same way)."""
-    g = fleet.existing(session_id)
-    if g is None:
-        raise _BadRequest(f"no session {session_id!r}", 404)
-    return g
-
-
-def _guardrails(fleet: Fleet, session_id: str) -> dict[str, Any]:
-    s = _known(fleet, session_id).status()
-    return {
-        "session": s.session_id,
-        "mode": s.mode,
-        "armed": {"watchdog": s.mode != "off", "max_turn_cost_usd": s.max_turn_cost_usd,
-                  "max_session_cost_usd": s.max_session_cost_usd,
-                  "context": s.context is not None},
-        "halted": s.halted,
-        "halted_by": list(s.halted_by),
-        "tripped": {"watchdog": s.watchdog_reason, "cost_ceiling": s.cost_reason},
-        "spent_usd": round(s.spent_usd, 9),
-        "granted_budget_usd": round(s.granted_budget_usd, 9),
-        "would_retrip": s.would_retrip,
-        "budget_needed_usd": round(s.budget_needed_usd, 9),
-    }
-
-
-def _reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise _BadRequest(f"a reset body is a JSON object, not {type(body).__name__}")
-    unknown = sorted(set(body) - _RESET_KEYS)
-    if unknown:
-        raise _BadRequest(f"unknown reset field(s) {', '.join(unknown)} (known: guardrail, "
-                          "additional_budget_usd)")
-    guardrail = body.get("guardrail", "all")
-    budget = body.get("additional_budget_usd", 0.0)
-    if not isinstance(guardrail, str):
-        raise _BadRequest("guardrail must be a string: watchdog, cost_ceiling or all")
-    if isinstance(budget, bool) or not isinstance(budget, int | float):
-        raise _BadRequest("additional_budget_usd must be a number of US dollars")
-    g = _known(fleet, session_id)
-    try:
-        outcome = g.reset(guardrail, parse_dollars(budget, "additional_budget_usd",
-                                                   error=InvalidReset))
-    except ResetRefused as refused:
-        raise _BadRequest(refused.reason, 409, budget_needed_usd=round(refused.needed_usd, 9),
-                          spent_usd=round(refused.spent_usd, 9),
-                          ceiling_usd=round(refused.ceiling_usd, 9)) from None
-    except InvalidReset as invalid:
-        raise _BadRequest(str(invalid)) from None
-    return {"session": session_id, "cleared": list(outcome.cleared),
-            "still_halted_by": list(outcome.still_halted_by),
-            "max_session_cost_usd": outcome.max_session_cost_usd,
-            "message": outcome.message}
 
 
 def _task_of(fleet: Fleet, task_id: str) -> Any:
@@ -197,7 +119,7 @@ def _task_of(fleet: Fleet, task_id: str) -> Any:
             return open_stored_task(fleet.store, task_id)
         except InvalidEvent:
             pass
-    raise _BadRequest(f"no task {task_id!r}", 404)
+    raise HttpError(f"no task {task_id!r}", 404)
 
 
 def _raise(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
@@ -205,12 +127,12 @@ def _raise(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
 
     raises = body.get("raise") if isinstance(body, dict) and set(body) == {"raise"} else None
     if not isinstance(raises, dict) or not raises:
-        raise _BadRequest('a raise body is {"raise": {"<counter>": <amount>, ...}}')
+        raise HttpError('a raise body is {"raise": {"<counter>": <amount>, ...}}')
     for counter, by in raises.items():
         if counter not in CONSUMED:
-            raise _BadRequest(f"cannot raise {counter!r}: one of {', '.join(CONSUMED)}")
+            raise HttpError(f"cannot raise {counter!r}: one of {', '.join(CONSUMED)}")
         if isinstance(by, bool) or not isinstance(by, int | float):
-            raise _BadRequest(f"a raise of {counter} is a number, not {by!r}")
+            raise HttpError(f"a raise of {counter} is a number, not {by!r}")
     task = _task_of(fleet, task_id)
     was = task.outcome
     caps: dict[str, Any] = {}
@@ -218,14 +140,14 @@ def _raise(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
         for counter, by in raises.items():
             caps[counter] = task.raise_cap(counter, by, who="serve")
     except RaiseRefused as refused:
-        raise _BadRequest(str(refused), 409, task=refused.task_id, counter=refused.counter,
+        raise HttpError(str(refused), 409, task=refused.task_id, counter=refused.counter,
                           raise_needed=refused.raise_needed, used=refused.used,
                           cap=refused.cap, raised=caps) from None
     except TaskEnded as ended:
-        raise _BadRequest(f"task {task_id} has ended ({ended.outcome}): nothing to raise",
+        raise HttpError(f"task {task_id} has ended ({ended.outcome}): nothing to raise",
                           409) from None
     except ConfigError as bad:
-        raise _BadRequest(str(bad)) from None
+        raise HttpError(str(bad)) from None
     return {"task": task.task_id, "caps": caps, "remaining": task.remaining(),
             "resumed": str(was) if was is not None and task.outcome is None else None,
             "outcome": None if task.outcome is None else str(task.outcome)}
@@ -233,13 +155,13 @@ def _raise(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
 
 def _check_in(fleet: Fleet, task_id: str, body: Any) -> dict[str, Any]:
     if body not in (None, {}):
-        raise _BadRequest("a check-in takes no body")
+        raise HttpError("a check-in takes no body")
     task = _task_of(fleet, task_id)
     was = task.outcome
     try:
         opened = task.check_in(who="serve")
     except TaskEnded as ended:
-        raise _BadRequest(f"task {task_id} has ended ({ended.outcome})", 409) from None
+        raise HttpError(f"task {task_id} has ended ({ended.outcome})", 409) from None
     return {"task": task.task_id, "opened": opened,
             "resumed": str(was) if was is not None and task.outcome is None else None,
             "outcome": None if task.outcome is None else str(task.outcome)}
@@ -265,22 +187,22 @@ _ONE_AT_A_TIME = (StopAttempt, Retry)
 def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
     items = body if isinstance(body, list) else [body]
     if not items:
-        raise _BadRequest("no events in the body")
+        raise HttpError("no events in the body")
     if len(items) > MAX_EVENTS:
-        raise _BadRequest(f"{len(items)} events in one request (at most {MAX_EVENTS})")
+        raise HttpError(f"{len(items)} events in one request (at most {MAX_EVENTS})")
     events = []
     for i, item in enumerate(items):
         kind = item.get("type") if isinstance(item, dict) else None
         if isinstance(kind, str) and kind not in SESSION_TYPES:
             why = _NOT_TAKEN.get(kind)
-            raise _BadRequest(f"event {i}: " + (
+            raise HttpError(f"event {i}: " + (
                 f"a {kind!r} event is not taken here ({why})" if why else
                 f"unknown event type {kind!r}") + f" (this route takes "
                 f"{', '.join(SESSION_TYPES)})")
         try:
             event = parse_event(item)
         except InvalidEvent as exc:
-            raise _BadRequest(f"event {i}: {exc}") from None
+            raise HttpError(f"event {i}: {exc}") from None
         events.append(event)
     out: list[tuple[int, Decision | Turn]] = []
     run: list[int] = []  # indexes of the events the next batch takes
@@ -295,7 +217,7 @@ def _events(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
         try:
             decision = observe_event(fleet.session(session_id), event)
         except TripwireError as exc:
-            raise _BadRequest(f"event {i}: {exc}", 400, event=i,
+            raise HttpError(f"event {i}: {exc}", 400, event=i,
                               decisions=[_decision(j, o) for j, o in out]) from None
         if decision is not CONTINUE:
             out.append((i, decision))  # type: ignore[arg-type]
@@ -314,7 +236,7 @@ def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
     try:
         outcomes = fleet.observe_many([(session_id, events[i]) for i in run])
     except InvalidEvent as exc:
-        raise _BadRequest(str(exc)) from None
+        raise HttpError(str(exc)) from None
     except BatchInterrupted as stopped:
         error = stopped.error
         status = 409 if isinstance(error, ResetRefused) else 400
@@ -323,223 +245,54 @@ def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
         extra: dict[str, Any] = {"event": at, "decisions": [_decision(i, o) for i, o in done]}
         if isinstance(error, ResetRefused):
             extra["budget_needed_usd"] = round(error.needed_usd, 9)
-        raise _BadRequest(f"event {at}: {error}", status, **extra) from None
+        raise HttpError(f"event {at}: {error}", status, **extra) from None
     out.extend((run[j], o) for j, _, o in outcomes)
     run.clear()
 
 
-class _Metrics:
-    """HTTP request counts by route and status (the fleet's own counters are the rest)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[tuple[str, int]] = Counter()
-        self.events = 0
-        self.lock = threading.Lock()
-
-    def count(self, route: str, status: int, events: int = 0) -> None:
-        with self.lock:
-            self.requests[(route, status)] += 1
-            self.events += events
-
-    def render(self, fleet: Fleet) -> str:
-        snap = fleet.counters.snapshot()
-        out = ["# TYPE tripwire_sessions gauge", f"tripwire_sessions {len(fleet)}",
-               "# TYPE tripwire_alerts_total counter"]
-        for key, n in snap["alerts"].items():
-            signal, severity = key.split("/", 1)
-            out.append(f'tripwire_alerts_total{{signal="{signal}",severity="{severity}"}} {n}')
-        out.append("# TYPE tripwire_trips_total counter")
-        for guardrail, n in snap["trips"].items():
-            out.append(f'tripwire_trips_total{{guardrail="{guardrail}"}} {n}')
-        out += ["# TYPE tripwire_refused_turns_total counter",
-                f"tripwire_refused_turns_total {snap['refused_turns']}",
-                "# TYPE tripwire_http_events_total counter"]
-        with self.lock:
-            out.append(f"tripwire_http_events_total {self.events}")
-            out.append("# TYPE tripwire_http_requests_total counter")
-            for (route, status), n in sorted(self.requests.items()):
-                out.append(f'tripwire_http_requests_total{{route="{route}",code="{status}"}} {n}')
-        return "\n".join(out) + "\n"
-
-
 def create_app(fleet: Fleet, token: str) -> Any:
-    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``."""
+    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``.
+    The operator routes are ``web.operator``'s (the gateway mounts the same ones)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 
-    if not token:
-        raise ConfigError("the bearer token is empty")
-    expected = token.encode()
-    metrics = _Metrics()
+    api = Api(token, name="serve")
 
-    def authorized(request: Request) -> bool:
-        # RFC 9110 §11.1: the scheme is case-insensitive ("bearer", "BEARER"); the token is not
-        scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8", "replace"), expected)
-
-    async def body_of(request: Request, optional: bool) -> Any:
-        # Never hold more than MAX_BODY bytes: a declared length is refused before reading, a
-        # streamed body as soon as it passes the bound.
-        declared = request.headers.get("content-length", "").strip()
-        if declared and (not declared.isdigit() or int(declared) > MAX_BODY):
-            raise _BadRequest(f"the body is {declared} bytes (at most {MAX_BODY})", 413)
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _BadRequest(f"the body is over {MAX_BODY} bytes", 413)
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            if optional:
-                return None
-            raise _BadRequest("the body is empty: send JSON")
-        try:
-            return json.loads(raw)
-        except RecursionError:
-            raise _BadRequest("the body is not JSON tripwire reads (nested too deeply)") \
-                from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _BadRequest(f"the body is not JSON ({_one_line(str(exc))})") from None
-
-    Handler = Callable[[Request], Awaitable[tuple[Any, int]]]
-
-    def route(name: str, handler: Handler, *, auth: bool = True) -> Callable[..., Any]:
-        async def endpoint(request: Request) -> Response:
-            if auth and not authorized(request):
-                metrics.count(name, 401)
-                return JSONResponse({"error": "missing or wrong bearer token"}, 401,
-                                    headers={"WWW-Authenticate": "Bearer"})
-            try:
-                payload, status = await handler(request)
-            except _BadRequest as bad:
-                metrics.count(name, bad.status)
-                return JSONResponse({"error": _one_line(bad.reason), **bad.extra}, bad.status)
-            except TripwireError as exc:  # any other typed refusal: still one line, never a trace
-                metrics.count(name, 400)
-                return JSONResponse({"error": _one_line(str(exc))}, 400)
-            except Exception as exc:  # a fault of tripwire's own: counted, logged, one line
-                metrics.count(name, 500)
-                LOGGER.exception("tripwire serve: %s %s failed", request.method, request.url.path)
-                reason = _one_line(str(exc)) or type(exc).__name__
-                return JSONResponse({"error": f"internal error: {reason}"}, 500)
-            events = payload.get("events", 0) if isinstance(payload, dict) else 0
-            metrics.count(name, status, events if isinstance(events, int) else 0)
-            if isinstance(payload, str):
-                return PlainTextResponse(payload, status,
-                                         media_type="text/plain; version=0.0.4")
-            return JSONResponse(payload, status)
-        return endpoint
-
-    def session_of(request: Request) -> str:
-        try:
-            return check_session_id(str(request.path_params["session_id"]))
-        except InvalidEvent as exc:
-            raise _BadRequest(str(exc)) from None
-
-    async def healthz(request: Request) -> tuple[Any, int]:
-        return {"ok": True, "sessions": len(fleet)}, 200
-
-    async def get_metrics(request: Request) -> tuple[Any, int]:
-        return metrics.render(fleet), 200
-
-    async def get_guardrails(request: Request) -> tuple[Any, int]:
-        sid = session_of(request)
-        return await run_in_threadpool(_guardrails, fleet, sid), 200
-
-    async def post_reset(request: Request) -> tuple[Any, int]:
-        sid = session_of(request)
-        body = await body_of(request, optional=True)
-        return await run_in_threadpool(_reset, fleet, sid, body), 200
-
-    async def post_events(request: Request) -> tuple[Any, int]:
-        sid = session_of(request)
-        body = await body_of(request, optional=False)
+    async def post_events(request: Any) -> tuple[Any, int]:
+        sid = path_id(request)
+        body = await api.body_of(request, optional=False)
         return await run_in_threadpool(_events, fleet, sid, body), 200
 
-    def task_of(request: Request) -> str:
-        try:
-            return check_session_id(str(request.path_params["task_id"]))
-        except InvalidEvent as exc:
-            raise _BadRequest(str(exc)) from None
-
-    async def post_budget(request: Request) -> tuple[Any, int]:
-        tid = task_of(request)
-        body = await body_of(request, optional=False)
+    async def post_budget(request: Any) -> tuple[Any, int]:
+        tid = path_id(request, "task_id")
+        body = await api.body_of(request, optional=False)
         return await run_in_threadpool(_raise, fleet, tid, body), 200
 
-    async def post_check_in(request: Request) -> tuple[Any, int]:
-        tid = task_of(request)
-        body = await body_of(request, optional=True)
+    async def post_check_in(request: Any) -> tuple[Any, int]:
+        tid = path_id(request, "task_id")
+        body = await api.body_of(request, optional=True)
         return await run_in_threadpool(_check_in, fleet, tid, body), 200
 
     routes = [
-        Route("/healthz", route("healthz", healthz, auth=False), methods=["GET"]),
-        Route("/metrics", route("metrics", get_metrics), methods=["GET"]),
-        Route("/sessions/{session_id}/guardrails", route("guardrails", get_guardrails),
-              methods=["GET"]),
-        Route("/sessions/{session_id}/guardrails/reset", route("reset", post_reset),
+        *operator_routes(api, fleet),
+        Route("/sessions/{session_id}/events", api.route("events", post_events),
               methods=["POST"]),
-        Route("/sessions/{session_id}/events", route("events", post_events), methods=["POST"]),
-        Route("/tasks/{task_id}/budget", route("task_budget", post_budget), methods=["POST"]),
-        Route("/tasks/{task_id}/check-in", route("task_check_in", post_check_in),
+        Route("/tasks/{task_id}/budget", api.route("task_budget", post_budget),
+              methods=["POST"]),
+        Route("/tasks/{task_id}/check-in", api.route("task_check_in", post_check_in),
               methods=["POST"]),
     ]
-
-    async def no_route(request: Request, exc: Exception) -> Response:
-        """Starlette's 404 and 405, as every other answer: JSON with a one-line error."""
-        status = getattr(exc, "status_code", 404)
-        metrics.count("unknown", status)
-        what = "no such route" if status == 404 else "method not allowed"
-        return JSONResponse({"error": f"{what}: {request.method} {request.url.path}"}, status,
-                            headers=getattr(exc, "headers", None))
-
-    return Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})
+    return Starlette(routes=routes, exception_handlers=api.exception_handlers())
 
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
         announce: Callable[[str], object] | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
     socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
-    import socket
-
-    import uvicorn
-
     app = create_app(fleet, token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on a connection only when its socket
-    # says proto == IPPROTO_TCP, and a socket made with proto 0 (the default) does not. Without
-    # it a reused keep-alive connection waits ~40 ms per request (Nagle holding the response's
-    # second write until the client's delayed ACK: benchmarks/test_bench_serve.py). Linux also
-    # hands the listening socket's TCP_NODELAY to every accepted connection.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
-    sock.listen(1024)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           lifespan="off"))
-    if announce is not None:
-        announce(f"listening on http://{shown}:{bound}")
-    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
-    # it found: make that one a no-op, so the rows are flushed and the exit is clean (0).
-    import signal
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: None)
-    try:
-        server.run(sockets=[sock])
+        serve_app(app, host, port, announce)
     finally:
         # every session's rows, whatever one of them does: a session that cannot flush is
         # said in one line and never keeps the sessions after it from theirs
@@ -548,5 +301,4 @@ def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_
                 fleet.session(sid).flush()
             except Exception as exc:
                 LOGGER.error("[session %s] could not flush its rows at shutdown (%s)", sid,
-                             _one_line(str(exc)) or type(exc).__name__)
-        sock.close()
+                             one_line(str(exc)) or type(exc).__name__)

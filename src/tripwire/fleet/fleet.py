@@ -63,7 +63,12 @@ class Fleet:
                  store: Any = None,
                  on_event: Callable[[OperatorEvent], object] | None = None,
                  implementation: str | None = None,
-                 summarize: Callable[..., Any] | None = None):
+                 summarize: Callable[..., Any] | None = None,
+                 feedback_at_once: bool = False):
+        """``feedback_at_once``: every session's (``Guardrails``): a host that tells the model
+        queued feedback as soon as it can (the gateway, between a response and the next
+        request)."""
+        self.feedback_at_once = feedback_at_once
         self.settings = (config if isinstance(config, ResolvedConfig)
                          else (config or GuardrailsConfig()).resolve())
         self.implementation = _engine.resolve(implementation)
@@ -148,7 +153,8 @@ class Fleet:
         return Guardrails(self.settings, session_id=session_id, on_event=self._on_event,
                           counters=self.counters, implementation=self.implementation,
                           summarize=self._summarize, store=self.store, history=history,
-                          task=self._session_task.get(session_id))
+                          task=self._session_task.get(session_id),
+                          feedback_at_once=self.feedback_at_once)
 
     def restore_all(self) -> int:
         """Bring every session the store knows into memory (a daemon's start): one read of the

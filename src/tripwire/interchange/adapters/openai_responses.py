@@ -50,6 +50,22 @@ def sniff(value: Any) -> bool:
     return items_of(value) is not None
 
 
+#: the framing Codex's ``exec_command`` puts around a command's output: a fresh chunk id and
+#: wall time on every run (not the command's answer: the same command, the same output)
+_EXEC_FRAME = re.compile(r"\A(?:Chunk ID: \S*\n)?(?:Wall time: [^\n]*\n)?"
+                         r"(Process exited with code -?\d+\n)?(?:Original token count: \d+\n)?"
+                         r"(?=Output:\n)")
+
+
+def exec_output(output: str) -> str:
+    """A Codex ``exec_command`` output without its per-run framing (chunk id, wall time,
+    token count); its exit code and output kept. Any other output as it is."""
+    if not output.startswith(("Chunk ID: ", "Wall time: ")):
+        return output
+    match = _EXEC_FRAME.match(output)
+    return output if match is None else (match.group(1) or "") + output[match.end():]
+
+
 def exit_failure(output: str) -> bool:
     """Whether a shell tool's output text reports a non-zero exit code."""
     if output.startswith("{"):
@@ -94,7 +110,7 @@ def item_events(item: dict[str, Any], turns: Turns, names: dict[str, str],
     elif kind in OUTPUTS:
         ident = item.get("call_id") if isinstance(item.get("call_id"), str) else None
         output = item.get("output")
-        text = output if isinstance(output, str) else block_text(output)
+        text = exec_output(output if isinstance(output, str) else block_text(output))
         yield Result(name=names.get(ident) if ident else None, id=ident,
                      error=text if exit_failure(text) else None, payload=text)
 
