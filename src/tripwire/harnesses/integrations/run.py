@@ -29,7 +29,7 @@ from ...session.dispatch import observe, observe_event
 if TYPE_CHECKING:
     from ...session.guardrails import Guardrails
 
-__all__ = ["GuardedRun", "refused_call", "stopped_run"]
+__all__ = ["GuardedRun", "refused_call", "stopped_run", "content_text"]
 
 
 def refused_call(decision: Decision) -> str:
@@ -40,6 +40,18 @@ def refused_call(decision: Decision) -> str:
 def stopped_run(decision: Decision) -> str:
     """The text a run ends with when tripwire stopped it (the framework's final message)."""
     return f"[tripwire] The run was stopped: {decision.reason}"
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text of its content blocks (strings, or dicts with
+    a ``text``), as the frameworks' messages carry it."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(b if isinstance(b, str) else str(b.get("text") or "")
+                       if isinstance(b, dict) else content_text(getattr(b, "text", None))
+                       for b in content)
+    return "" if content is None else str(content)
 
 
 class GuardedRun:
