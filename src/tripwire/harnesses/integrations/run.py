@@ -20,7 +20,8 @@ user are shown are here, so that every framework says the same thing.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Union
 
 from ...base.decision import CONTINUE, Decision, Turn
 from ...interchange.events import Usage
@@ -29,7 +30,11 @@ from ...session.dispatch import observe, observe_event
 if TYPE_CHECKING:
     from ...session.guardrails import Guardrails
 
-__all__ = ["GuardedRun", "refused_call", "stopped_run", "content_text"]
+#: what an integration guards: one session's ``Guardrails``, or the session of each of the
+#: framework's own sessions by its id (``fleet.session``, or any callable returning one)
+Sessions = Union["Guardrails", Callable[[str], "Guardrails"]]
+
+__all__ = ["GuardedRun", "GuardedRuns", "refused_call", "stopped_run", "content_text"]
 
 
 def refused_call(decision: Decision) -> str:
@@ -166,3 +171,32 @@ class GuardedRun:
     def _stop(self) -> Decision:
         assert self.stopped is not None
         return self.stopped
+
+
+class GuardedRuns:
+    """The ``GuardedRun`` of each of a framework's sessions, for a framework whose hooks are
+    registered once for many sessions (a runner's plugins, process-wide hooks): one
+    ``Guardrails`` for them all, or ``sessions(id)`` (``fleet.session``) for each id."""
+
+    def __init__(self, sessions: Sessions):
+        self._factory = sessions if callable(sessions) else None
+        self._single = None if callable(sessions) else GuardedRun(sessions)
+        self._runs: dict[str, GuardedRun] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, key: str) -> GuardedRun:
+        if self._single is not None:
+            return self._single
+        with self._lock:
+            run = self._runs.get(key)
+            if run is None:
+                assert self._factory is not None
+                run = self._runs[key] = GuardedRun(self._factory(key))
+            return run
+
+    def release(self, key: str) -> None:
+        """Forget a framework session's run once it ended (its ``Guardrails`` stays the
+        factory's: a fleet keeps it, or restores it from its store)."""
+        if self._single is None:
+            with self._lock:
+                self._runs.pop(key, None)
