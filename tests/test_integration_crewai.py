@@ -142,3 +142,10 @@ def test_crewais_own_no_progress_stop_comes_after_the_fifth_call_ran() -> None:
     with pytest.raises(ToolExecutionFailedError, match="same arguments 5 times"):
         driver.crew(looping()).kickoff(inputs={"prompt": "go"})
     assert driver.executed == ["src/a.py"] * 5
+
+
+def test_the_crewai_example_runs_with_its_scripted_model(implementation) -> None:
+    """examples/crewai_loop.py, here rather than in test_examples: it runs where crewai is."""
+    from test_examples import assert_the_example_tells_its_story, run_example
+
+    assert_the_example_tells_its_story(run_example("crewai_loop.py", implementation))
