@@ -43,14 +43,14 @@ from agent_framework import (
 
 from ...base.decision import Decision
 from ...session.guardrails import Guardrails
-from .run import GuardedRun, content_text, refused_call, stopped_run
+from .run import GuardedRun, Guarding, content_text, refused_call, stopped_run
 
 __all__ = ["TripwireMiddleware"]
 
 Next = Callable[[], Awaitable[None]]
 
 
-class TripwireMiddleware:
+class TripwireMiddleware(Guarding):
     """The three middleware of one session's ``Guardrails`` (``middleware``: give all three
     to the agent)."""
 
@@ -58,14 +58,6 @@ class TripwireMiddleware:
         self.run = GuardedRun(guardrails)
         self.middleware = [_Runs(self.run), _Functions(self.run), _Responses(self.run)]
 
-    @property
-    def guardrails(self) -> Guardrails:
-        return self.run.guardrails
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The cut or halt that ended the last run (or its refusal), None if none did."""
-        return self.run.stopped
 
 
 class _Runs(AgentMiddleware):

@@ -54,14 +54,13 @@ from autogen_core.tools import (
     Workbench,
 )
 
-from ...base.decision import Decision
 from ...session.guardrails import Guardrails
-from .run import GuardedRun, refused_call, stopped_run
+from .run import GuardedRun, Guarding, refused_call, stopped_run
 
 __all__ = ["TripwireGuard", "GuardedWorkbench", "TripwireTermination"]
 
 
-class TripwireGuard:
+class TripwireGuard(Guarding):
     """One session's ``Guardrails`` for one AutoGen team: ``workbench(...)`` for its agents'
     tools, ``termination`` for the team."""
 
@@ -71,14 +70,6 @@ class TripwireGuard:
         self.model, self.provider = model, provider
         self.termination = TripwireTermination(self)
 
-    @property
-    def guardrails(self) -> Guardrails:
-        return self.run.guardrails
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The cut or halt that ended the last run (or its refusal), None if none did."""
-        return self.run.stopped
 
     def workbench(self, tools: Workbench | Sequence[BaseTool[Any, Any]]) -> GuardedWorkbench:
         """An agent's tools (or any workbench, an MCP one too), guarded."""

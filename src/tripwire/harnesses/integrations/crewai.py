@@ -54,12 +54,12 @@ from crewai.hooks import (
 
 from ...base.decision import Decision
 from ...session.guardrails import Guardrails
-from .run import GuardedRun, content_text, refused_call, stopped_run
+from .run import GuardedRun, Guarding, content_text, refused_call, stopped_run
 
 __all__ = ["TripwireHooks"]
 
 
-class TripwireHooks:
+class TripwireHooks(Guarding):
     """One session's ``Guardrails`` for one crew (``attach``)."""
 
     def __init__(self, guardrails: Guardrails):
@@ -69,14 +69,6 @@ class TripwireHooks:
         self._calling: dict[int, tuple[Any, Any]] = {}  # a model call: its LLM, usage before
         self._lock = threading.Lock()
 
-    @property
-    def guardrails(self) -> Guardrails:
-        return self.run.guardrails
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The cut or halt that ended the last kickoff (or its refusal), None if none did."""
-        return self.run.stopped
 
     def attach(self, crew: Crew) -> Crew:
         """Guard one crew: its kickoffs open and close turns; returns the crew."""

@@ -38,28 +38,20 @@ from langgraph.types import Command
 
 from ...base.decision import Decision
 from ...session.guardrails import Guardrails
-from .run import GuardedRun, content_text, refused_call, stopped_run
+from .run import GuardedRun, Guarding, content_text, refused_call, stopped_run
 
 __all__ = ["TripwireMiddleware"]
 
 ToolResult = ToolMessage | Command[Any]
 
 
-class TripwireMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class TripwireMiddleware(Guarding, AgentMiddleware[AgentState[Any], Any, Any]):
     """An ``AgentMiddleware`` feeding one session's ``Guardrails`` (one per session)."""
 
     def __init__(self, guardrails: Guardrails):
         super().__init__()
         self.run = GuardedRun(guardrails)
 
-    @property
-    def guardrails(self) -> Guardrails:
-        return self.run.guardrails
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The cut or halt that ended the last run (or its refusal), None if none did."""
-        return self.run.stopped
 
     # -- the run: one turn -----------------------------------------------------------------
 
@@ -79,7 +71,7 @@ class TripwireMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         message = state["messages"][-1]
         if isinstance(message, AIMessage):
-            usage = message.usage_metadata or {}
+            usage: Any = message.usage_metadata or {}
             meta = message.response_metadata or {}
             details = usage.get("input_token_details") or {}
             self.run.response(content_text(message.content), model=meta.get("model_name"),

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 #: framework's own sessions by its id (``fleet.session``, or any callable returning one)
 Sessions = Union["Guardrails", Callable[[str], "Guardrails"]]
 
-__all__ = ["GuardedRun", "GuardedRuns", "refused_call", "stopped_run", "content_text"]
+__all__ = ["GuardedRun", "GuardedRuns", "Guarding", "refused_call", "stopped_run",
+           "content_text"]
 
 
 def refused_call(decision: Decision) -> str:
@@ -171,6 +172,22 @@ class GuardedRun:
     def _stop(self) -> Decision:
         assert self.stopped is not None
         return self.stopped
+
+
+class Guarding:
+    """What an integration's object of one session says of it (its ``run``, a ``GuardedRun``):
+    the session's ``Guardrails`` and what stopped its last run."""
+
+    run: GuardedRun
+
+    @property
+    def guardrails(self) -> Guardrails:
+        return self.run.guardrails
+
+    @property
+    def stopped(self) -> Decision | None:
+        """The cut or halt that ended the last run (or its refusal), None if none did."""
+        return self.run.stopped
 
 
 class GuardedRuns:

@@ -38,7 +38,7 @@ from smolagents.tools import Tool
 from ...base.decision import Decision
 from ...errors import GuardrailTripped
 from ...session.guardrails import Guardrails
-from .run import GuardedRun, content_text, refused_call
+from .run import GuardedRun, Guarding, content_text, refused_call
 
 __all__ = ["TripwireGuard", "ToolRefused"]
 
@@ -54,21 +54,13 @@ class ToolRefused(GuardrailTripped):
         self.args = (refused_call(decision),)
 
 
-class TripwireGuard:
+class TripwireGuard(Guarding):
     """Feeds one session's ``Guardrails`` from one smolagents agent (``attach``)."""
 
     def __init__(self, guardrails: Guardrails):
         self.run = GuardedRun(guardrails)
         self._task: TaskStep | None = None  # the task step of the run in progress
 
-    @property
-    def guardrails(self) -> Guardrails:
-        return self.run.guardrails
-
-    @property
-    def stopped(self) -> Decision | None:
-        """The cut or halt that ended the last run (or its refusal), None if none did."""
-        return self.run.stopped
 
     def attach(self, agent: MultiStepAgent) -> MultiStepAgent:
         """Guard the agent's tools and model, and watch its steps; returns the agent."""
@@ -85,7 +77,7 @@ class TripwireGuard:
                 raise GuardrailTripped(self.run.stopped)
             return generate(*args, **kwargs)
 
-        model.generate = guarded_generate  # type: ignore[method-assign]
+        model.generate = guarded_generate
         agent.step_callbacks.register(ActionStep, self._on_step)
         agent.step_callbacks.register(FinalAnswerStep, self._on_answer)
         return agent
@@ -142,4 +134,4 @@ class TripwireGuard:
             self.run.result(name, payload=result if isinstance(result, str) else repr(result))
             return result
 
-        tool.forward = guarded_forward  # type: ignore[method-assign]
+        tool.forward = guarded_forward
