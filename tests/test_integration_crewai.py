@@ -133,6 +133,20 @@ def test_hooks_of_another_crew_leave_this_one_alone(implementation) -> None:
     assert (task.steps, task.tool_calls, task.tokens) == (0, 0, 0)
 
 
+def test_detach_leaves_the_crew_as_it_was(implementation) -> None:
+    from crewai.hooks import get_before_tool_call_hooks
+
+    crew = CrewAIDriver().crew(looping())
+    before = (list(crew.before_kickoff_callbacks), list(crew.after_kickoff_callbacks),
+              list(get_before_tool_call_hooks()))
+    hooks = TripwireHooks(guardrails(implementation))
+    hooks.attach(crew)
+    assert len(get_before_tool_call_hooks()) == len(before[2]) + 1
+    hooks.detach()
+    assert (crew.before_kickoff_callbacks, crew.after_kickoff_callbacks,
+            get_before_tool_call_hooks()) == before
+
+
 def test_crewais_own_no_progress_stop_comes_after_the_fifth_call_ran() -> None:
     """Without tripwire, CrewAI stops a run whose same call returned the same result 5 times:
     after the 5th ran (tripwire refuses the 5th before it runs)."""

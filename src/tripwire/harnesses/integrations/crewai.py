@@ -82,11 +82,16 @@ class TripwireHooks(Guarding):
         return crew
 
     def detach(self) -> None:
-        """Remove the hooks (CrewAI's are process-wide)."""
+        """Remove the hooks (CrewAI's are process-wide) and the crew's kickoff callbacks."""
         unregister_before_tool_call_hook(self._before_tool)
         unregister_after_tool_call_hook(self._after_tool)
         unregister_before_llm_call_hook(self._before_model)
         unregister_after_llm_call_hook(self._after_model)
+        if self.crew is not None:
+            for callbacks, callback in ((self.crew.before_kickoff_callbacks, self._kickoff),
+                                        (self.crew.after_kickoff_callbacks, self._finished)):
+                if callback in callbacks:
+                    callbacks.remove(callback)
         self.crew = None
 
     # -- kickoffs ------------------------------------------------------------------------------
