@@ -110,3 +110,26 @@ def test_the_team_can_run_again_after_its_own_condition_ended_it(implementation)
     team = driver.team(healthy(), guard)
     asyncio.run(team.run(task="fix the bug"))
     assert not g.in_turn and guard.stopped is None
+
+
+def test_an_agent_iterating_its_tools_is_refused_every_call_after_the_cut(implementation) -> None:
+    """``max_tool_iterations`` > 1: the agent asks its model again inside its own turn, before
+    the team checks its condition (the page says so); every call it asks for after the cut is
+    refused, none runs, and the team stops when the agent yields."""
+    driver = AutoGenDriver()
+    g = guardrails(implementation)
+    guard = TripwireGuard(g, model=MODEL, provider=PROVIDER)
+    script = looping()
+    tool = FunctionTool(driver.read_file, name="read_file", description="Read a file.")
+    agent = AssistantAgent("coder", model_client=ScriptedClient(script),
+                           workbench=guard.workbench([tool]), max_tool_iterations=8)
+    team = RoundRobinGroupChat([agent], termination_condition=guard.termination
+                               | MaxMessageTermination(200))
+    result = asyncio.run(team.run(task="go"))
+    assert result.stop_reason.startswith("[tripwire] The run was stopped: watchdog halted")
+    assert driver.executed == ["src/a.py"] * 4
+    assert script.requests == 8  # the agent's own iterations: 4 ran, 4 refused
+    refused = [m.content[0] for m in result.messages if isinstance(m, ToolCallExecutionEvent)
+               if m.content[0].is_error]
+    assert len(refused) == 4
+    assert all(r.content.startswith("[tripwire] This tool call was not run") for r in refused)
