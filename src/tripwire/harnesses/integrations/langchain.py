@@ -31,6 +31,7 @@ from langchain_core.outputs import LLMResult
 from ...base.decision import Decision
 from ...session.guardrails import Guardrails
 from . import check
+from .run import content_text as _text
 
 __all__ = ["TripwireCallbackHandler"]
 
@@ -122,13 +123,4 @@ class TripwireCallbackHandler(BaseCallbackHandler):
                        parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         if parent_run_id is None:
             self.end_turn()
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content blocks
-        return "".join(b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, dict)
-                       else "" for b in content)
-    return "" if content is None else str(content)
 
