@@ -575,8 +575,11 @@ def test_same_file_name_in_two_folders_are_two_sessions_in_the_store(tmp_path: P
         (str(Path("dup/b/s.jsonl")), "alert", 5), (str(Path("dup/b/s.jsonl")), "decision", 5)]
     assert records[-1]["sessions"] == 2
     status = tripwire("status", str(db))
-    sessions = [json.loads(line)["session"] for line in status.stdout.splitlines()]
-    assert sessions == ["a/s.jsonl", "b/s.jsonl"]
+    lines = [json.loads(line) for line in status.stdout.splitlines()]
+    # each a session and its implicit task (replay --store writes the task's counters)
+    assert [(x["kind"], x["session"]) for x in lines] == [
+        ("session", "a/s.jsonl"), ("task", "a/s.jsonl"), ("session", "b/s.jsonl"),
+        ("task", "b/s.jsonl")]
 
 
 def test_a_directory_holds_every_recognized_transcript(tmp_path: Path) -> None:

@@ -88,7 +88,8 @@ def test_replay_prices_a_transcript_and_marks_the_trip_estimated(tmp_path: Path)
     # 4 usages priced before the halt; the main session's later ones are in refused turns
     assert (summary["estimated_costs"], summary["unpriced_models"]) == (4, [])
     status = [json.loads(x) for x in tripwire("status", str(db)).stdout.splitlines()]
-    assert [(s["session"], s["halted"], s.get("cost_estimated")) for s in status] == [
+    assert [(s["session"], s["halted"], s.get("cost_estimated")) for s in status
+            if s["kind"] == "session"] == [
         ("5e1f0000-0000-4000-8000-000000000001", True, True),
         ("5e1f0000-0000-4000-8000-000000000001:agent-abc1234", False, True)]
 
@@ -106,7 +107,8 @@ def test_status_says_a_ceiling_cannot_trip_on_an_unpriced_model(tmp_path: Path) 
     summary = json.loads(proc.stdout)
     assert (summary["decisions"], summary["unpriced_models"]) == ({}, ["no-such-model-7"])
     assert proc.stderr.count("has no price in the catalogue") == 1
-    (status,) = [json.loads(x) for x in tripwire("status", str(db)).stdout.splitlines()]
+    (status,) = [line for x in tripwire("status", str(db)).stdout.splitlines()
+                 for line in [json.loads(x)] if line["kind"] == "session"]
     assert status["unpriced_models"] == ["no-such-model-7"]
     assert status["note"] == ("the cost ceiling cannot trip on usage of 'no-such-model-7': the "
                               "price catalogue has no price for it, so it has no cost")

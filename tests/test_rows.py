@@ -196,12 +196,30 @@ def test_today_s_writers_store_the_rows_the_previous_ones_did(tmp_path: Path) ->
 
     then, now = _normalized(V1["stores"], tmp_dir(V1)), _normalized(today["stores"],
                                                                       tmp_dir(today))
-    assert now["live"] == then["live"]
+    # one row more since: a capped implicit task's start row, written once just before its
+    # first budget row (so that status can show its caps); every other row as it was
+    then_tasks = {r[0] for r in then["live"] if r[1] == "task"}
+    added = [i for i, r in enumerate(now["live"]) if r[1] == "task" and r[0] not in then_tasks]
+    assert [now["live"][i + 1][:2] for i in added] == [[now["live"][i][0], "budget"]
+                                                       for i in added]
+    assert [r for i, r in enumerate(now["live"]) if i not in added] == then["live"]
     assert [[s, k, {key: v for key, v in d.items() if v is not None}]
             for s, k, _, d in now["carried"]] == \
         [[s, k, {key: v for key, v in d.items() if v is not None}]
          for s, k, _, d in then["carried"]]
-    assert _clockless(today["status"]["live"]) == _clockless(V1["status"]["live"])
+    # status as it was but for that row: the implicit task's caps shown (they were null) and
+    # its session's row count one more
+    job_caps = {"steps": 0, "tool_calls": 3, "tokens": 0, "usd": 0.0, "deadline_s": "clock",
+                "tool_timeout_s": 0.0, "stop_rejections": 8, "retries": 0, "reviews": 10}
+    expected = []
+    for line in _clockless(V1["status"]["live"]):
+        if line.get("kind") == "session" and line["session"] == "job":
+            line = {**line, "rows": line["rows"] + 1}
+        elif line.get("kind") == "task" and line["task"] == "job":
+            assert (line["budget"], line["objective"]) == (None, None)
+            line = {**line, "budget": job_caps, "objective": ""}
+        expected.append(line)
+    assert _clockless(today["status"]["live"]) == expected
 
 
 def test_turn_row_round_trips_and_reads_odd_fields_as_absent() -> None:
