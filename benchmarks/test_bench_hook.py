@@ -143,3 +143,46 @@ def test_import_of_the_hook_path(benchmark) -> None:
             "tripwire.durability.sqlite")
     benchmark.pedantic(lambda: subprocess.run([sys.executable, "-c", code], check=True),
                        rounds=30, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="hook_start")
+def test_python_command_start_against_the_floor_and_the_native_client(
+        benchmark, server: dict[str, str]) -> None:
+    """Issue 36, the hook command's own start: where no native client is installed every
+    event is a Python start of ``tripwire hook``. Measured in one run, interleaved (so a
+    shared machine's load falls on all three alike): the interpreter's bare start, one event
+    through the Python command (no server: ``TRIPWIRE_HOOK_SOCKET`` unset), one event through
+    the native client and its resident server; the ratios and the number of modules the
+    event imports (``python -X importtime``) go into ``extra_info``."""
+    import statistics
+
+    alone = {k: v for k, v in server.items() if k != "TRIPWIRE_HOOK_SOCKET"}
+    native = os.access(CLIENT, os.X_OK)
+    times: dict[str, list[float]] = {"floor": [], "python_command": [], "native_client": []}
+    n = iter(range(10**6))
+
+    def timed(key: str, action) -> None:
+        started = time.perf_counter()
+        action()
+        times[key].append(time.perf_counter() - started)
+
+    def round_() -> None:
+        timed("floor", lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+        timed("python_command", lambda: run(alone, next(n)))
+        if native:
+            timed("native_client", lambda: run(server, next(n), [str(CLIENT), "claude-code"]))
+
+    benchmark.pedantic(round_, rounds=20, warmup_rounds=2)
+    median = {k: statistics.median(v) * 1000 for k, v in times.items() if v}
+    info = benchmark.extra_info
+    for key, value in median.items():
+        info[f"{key}_median_ms"] = round(value, 1)
+    info["python_command_over_floor"] = round(median["python_command"] / median["floor"], 2)
+    if native:
+        info["python_command_over_native_client"] = round(
+            median["python_command"] / median["native_client"], 2)
+    traced = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]], input=payload(0),
+                            capture_output=True, text=True, env=alone)
+    info["modules_imported"] = sum(1 for line in traced.stderr.splitlines()
+                                   if line.startswith("import time:") and "self" not in line)
+    print(json.dumps(info))

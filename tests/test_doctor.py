@@ -60,14 +60,22 @@ def test_every_installed_hook_decides(home: Path) -> None:
     assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}
 
 
-def test_a_hook_that_fails_open_is_a_problem(home: Path) -> None:
+def test_a_hook_that_cannot_decide_is_a_problem(home: Path) -> None:
+    """Under enforce a hook that cannot decide denies every call (issue 36: it fails
+    closed); below enforce it fails open: doctor says which, both as problems."""
     install_all(home)
     settings = home / FILES["claude-code"]
-    settings.write_text(settings.read_text().replace("--store", "--config nowhere.toml --store"))
+    text = settings.read_text()
+    settings.write_text(text.replace("--store", "--config nowhere.toml --store"))
     done = tripwire(home, "doctor", str(settings))
     assert done.returncode == 1
     (hook,) = [r for r in lines(done) if r["kind"] == "hook"]
     assert hook["decides"] is False
+    assert hook["problem"].startswith("it cannot decide, so under enforce it denies every "
+                                      "call: tripwire hook claude-code: nowhere.toml: config "
+                                      "file not found")
+    settings.write_text(text.replace("--store", "--mode warn --config nowhere.toml --store"))
+    (hook,) = [r for r in lines(tripwire(home, "doctor", str(settings))) if r["kind"] == "hook"]
     assert hook["problem"].startswith("it fails open, deciding nothing: tripwire hook "
                                       "claude-code: nowhere.toml: config file not found")
 

@@ -259,7 +259,8 @@ def test_a_corrupted_store_denies_the_looping_call(tmp_path: Path, implementatio
 def test_a_huge_stdin_is_refused_before_it_is_read_whole(tmp_path: Path,
                                                          implementation: str) -> None:
     """Hook stdin had no bound (300 MB of nested JSON grew the hook to 2.4 GB): more than
-    16 MiB is one line and no decision, read no further."""
+    16 MiB is read no further; under enforce the call it names (its leading members) is
+    denied, as a call tripwire cannot observe (issue 36), with one line for the operator."""
     import resource
 
     hook = Hook(tmp_path, implementation, "--mode", "enforce")
@@ -272,7 +273,11 @@ def test_a_huge_stdin_is_refused_before_it_is_read_whole(tmp_path: Path,
     done = subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code",
                            *hook.args], input=payload, capture_output=True, text=True,
                           env=hook.env, timeout=60, preexec_fn=capped)
-    assert (done.returncode, done.stdout) == (0, "")
+    problem = ("stdin is over 16777216 characters (or too large to decode): not a payload "
+               "tripwire can observe")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert problem in json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert done.stderr.splitlines() == [
-        "tripwire hook claude-code: stdin is over 16777216 characters: not a hook payload; no "
-        "decision"]
+        f"tripwire hook claude-code: {problem}; the call is denied: under enforce a call "
+        "tripwire cannot decide does not run"]

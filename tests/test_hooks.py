@@ -465,13 +465,30 @@ def test_a_resident_server_answers_exactly_as_the_command_does(claude: Hook, tmp
     assert claude(pre(6))["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_a_broken_environment_fails_open(claude: Hook) -> None:
+def test_a_broken_environment_denies_calls_under_enforce_and_fails_open_below(
+        claude: Hook) -> None:
+    """An error the hook cannot decide past (issue 36: an agent could cause one) is a denial
+    of the call under enforce, with a reason for the model and a line for the operator; a
+    result has nothing to deny (no decision); below enforce it fails open, as before."""
     claude.env["TRIPWIRE_IMPLEMENTATION"] = "no-such-engine"
+    problem = ("TRIPWIRE_IMPLEMENTATION must be native, python or auto, not 'no-such-engine'")
     done = claude.raw(json.dumps(pre(1)))
-    assert (done.returncode, done.stdout) == (0, "")
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": f"[watchdog] tripwire could not decide on this tool call "
+                                    f"({problem}), so it is denied: under enforce a call that "
+                                    "is not observed does not run. Do not retry it now; end "
+                                    "your turn with a short summary of where you are."}}
     assert done.stderr.splitlines() == [
-        "tripwire hook claude-code: TRIPWIRE_IMPLEMENTATION must be native, python or auto, "
-        "not 'no-such-engine'; no decision"]
+        f"tripwire hook claude-code: {problem}; the call is denied: under enforce a call "
+        "tripwire cannot decide does not run"]
+    done = claude.raw(json.dumps(post(1)))
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.splitlines() == [f"tripwire hook claude-code: {problem}; no decision"]
+    done = claude.raw(json.dumps(pre(2)), "--mode", "warn")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.splitlines() == [f"tripwire hook claude-code: {problem}; no decision"]
 
 
 def test_a_recorded_halt_still_denies_when_the_hook_fails(claude: Hook) -> None:

@@ -221,6 +221,11 @@ def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, 
                       f"{_tail(done.stderr)}")
     # a new session's call denied for the store (it cannot record it, or its halt is the
     # store's: a key that is not the store's makes every session read as tampered)
+    from .hook_closed import DENIED
+
+    undecided = [x for x in failed if x.endswith(DENIED)]
+    if undecided:  # fail closed under enforce (issue 36): the hook itself is broken
+        return None, f"it cannot decide, so under enforce it denies every call: {undecided[0]}"
     unrecorded = [x for x in failed if "the call is denied" in x]
     if unrecorded:
         return None, f"its store cannot record the calls: {unrecorded[0]}"

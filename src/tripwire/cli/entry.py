@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["hook"]:
         from .hook import main as hook_main
 
-        code = hook_main(argv[1:], close=False)
+        code = hook_main(argv[1:], close=False, timer=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)  # the answer is out: skip interpreter teardown (and the WAL checkpoint)

@@ -15,22 +15,30 @@ command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``h
 the native client (``tripwire-hook``, what ``--install`` writes where it is installed) starts
 one on demand otherwise.
 
-Fail open: bad input or an internal error prints one line on stderr and exits 0 with no
-decision, so the agent is never blocked by a broken hook; only a halt already recorded in the
-store still denies a tool call then. Codex's last resort: under enforce, the event that halts
+Fail open below enforce, closed under it (issue 36): bad input (not a JSON hook payload)
+prints one line on stderr and exits 0 with no decision; any other error deciding a tool call
+(an internal error, a ``MemoryError``, an unreadable config, no decision within the deadline)
+is, under enforce, a denial with a reason for the model and the same line for the operator
+(``hook_closed``); below enforce, and for events with nothing to deny, no decision. A halt
+already recorded in the store denies a tool call whatever failed. The files the agent can write
+are read bounded (``base.files``). Codex's last resort: under enforce, the event that halts
 a session interrupts its ``codex exec`` process (SIGINT), since no Codex hook output ends a
 turn (``--no-interrupt`` turns it off).
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # argparse is imported for --install and usage errors, not for an event
+    import argparse
 
 __all__ = ["main", "HARNESSES"]
 
@@ -99,8 +107,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def _parse(argv: list[str]) -> argparse.Namespace:
     """The options, read by hand on the event path (argparse costs milliseconds to build);
     anything unusual goes to argparse for its usage message."""
-    args = argparse.Namespace(harness=None, store=None, mode=None, config=None, install=False,
-                              write=None, wait=None, uninstall=None, no_interrupt=False)
+    args: Any = SimpleNamespace(harness=None, store=None, mode=None, config=None, install=False,
+                                write=None, wait=None, uninstall=None, no_interrupt=False)
     values = iter(argv)
     for arg in values:
         if arg in HARNESSES and args.harness is None:
@@ -109,12 +117,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             value = next(values, None)
             if value is None:
                 break
-            if arg == "--wait":
-                from .usage import wait
-
+            if arg == "--wait":  # a plain number here; argparse (usage.wait) says what is not
                 try:
-                    args.wait = wait(value)
-                except argparse.ArgumentTypeError:
+                    args.wait = float(value)
+                except ValueError:
+                    break
+                if not (math.isfinite(args.wait) and 0 < args.wait <= 60):
                     break
                 continue
             setattr(args, arg[2:], value)
@@ -126,7 +134,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             break
     else:
         if args.harness is not None:
-            return args
+            return args  # type: ignore[no-any-return]  # a Namespace's attributes
     return build_parser().parse_args(argv)
 
 
@@ -161,21 +169,23 @@ def _usage(argv: list[str], stderr: TextIO) -> argparse.Namespace | int:
 
 
 #: Characters of stdin a hook reads at most: a harness's payload (a tool's input and output,
-#: which Claude Code and Codex cut long before this) fits many times over; more is refused
-#: before it is decoded (fail open, one line), never held whole.
+#: which Claude Code and Codex cut long before this) fits many times over; more is never
+#: decoded whole (``hook_closed.top_members`` reads its leading members), never held whole.
 MAX_STDIN = 16 << 20
 
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None,
-         probes: str | None = None) -> int:
+         probes: str | None = None, deadline: Any = None, timer: bool = False) -> int:
     """Run one hook invocation. ``close=False`` leaves the store's connections open for the
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
     that every event would pay; auto-checkpoints keep the WAL bounded). ``origin``: the
     process the harness started for this event (the resident server's client; default: this
     process), whose ``codex exec`` ancestor a halt interrupts. ``probes``: where doctor's
     probe sessions are kept (a resident server's own directory; default: ``$TRIPWIRE_DOCTOR``
-    when it names one)."""
+    when it names one). ``deadline``: a ``hook_closed.Deadline`` to arm (a resident server's,
+    for the request; default: one of its own, with a timer thread when ``timer``: the
+    command's process, which the timer ends)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
@@ -188,11 +198,6 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         return (install if args.install else uninstall)(_harness(args.harness), args, stdout,
                                                         stderr)
     text = stdin.read(MAX_STDIN + 1)
-    if len(text) > MAX_STDIN:
-        stderr.write(f"tripwire hook {args.harness}: stdin is over {MAX_STDIN} characters: not "
-                     "a hook payload; no decision\n")
-        stdout.write("{}\n" if args.harness in ("gemini-cli", "cursor") else "")
-        return 0
     empty = "{}\n" if args.harness in ("gemini-cli", "cursor") else ""  # "no decision"
     served = _served(args, text)
     if served is not None:
@@ -202,12 +207,26 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         return code
     args.origin, args.interrupt = origin or os.getpid(), None
     args.probes = probes or _doctor_dir()
-    try:
-        out = _run(_harness(args.harness), args, text, close, stderr)
-    except Exception as exc:  # fail open (SPEC §11.4): one line, no decision, never a block
-        stderr.write(f"tripwire hook {args.harness}: {_one_line(exc)}; no decision\n")
-        stdout.write(empty)
+    from .hook_closed import Deadline
+
+    if deadline is None:
+        deadline = Deadline()
+    deadline.configure(deadline.seconds, args.harness, empty)
+    try:  # everything past here answers through the deadline, a failed import included
+        deadline.configure(_deadline_seconds(args), args.harness, empty)
+        if timer:
+            deadline.start()
+        out = _run(_harness(args.harness), args, text, close, stderr, deadline)
+    except Exception as exc:
+        # fail open below enforce (SPEC §11.4): one line, no decision; under enforce a call
+        # that could not be decided is denied (issue 36: an agent could cause the error)
+        answer, line = deadline.answer(_one_line(exc))
+        if deadline.settle():
+            stderr.write(line)
+            stdout.write(answer)
         return 0
+    if not deadline.settle():
+        return 0  # the deadline answered for it (a resident server's request, too late)
     stdout.write(json.dumps(out, ensure_ascii=False) + "\n" if out is not None else empty)
     if args.interrupt is not None:
         _interrupt(args.interrupt, stdout, stderr)
@@ -335,17 +354,54 @@ def default_store(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(base, "tripwire", "hooks.sqlite3")
 
 
+def _deadline_seconds(args: argparse.Namespace) -> float:
+    """How long an invocation may take before its deadline answers for it."""
+    from ..harnesses.hooks._session import WAIT
+    from .hook_closed import SLACK
+
+    return (args.wait or WAIT) + SLACK
+
+
+def _payload(text: str) -> tuple[dict[str, Any], bool]:
+    """The payload, and whether it was decoded whole: one over ``MAX_STDIN`` characters, or
+    too large to decode in the memory there is, is read as its leading members only."""
+    from .hook_closed import top_members
+
+    if len(text) <= MAX_STDIN:
+        try:
+            payload = json.loads(text)
+        except MemoryError:
+            return top_members(text), False
+        except ValueError:
+            raise ValueError("stdin is not a JSON hook payload") from None
+        if not isinstance(payload, dict):
+            raise ValueError("stdin is not a JSON object")
+        return payload, True
+    return top_members(text), False
+
+
 def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
-         stderr: TextIO | None = None) -> dict[str, Any] | None:
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        raise ValueError("stdin is not a JSON hook payload") from None
-    if not isinstance(payload, dict):
-        raise ValueError("stdin is not a JSON object")
+         stderr: TextIO | None = None, deadline: Any = None) -> dict[str, Any] | None:
+    payload, whole = _payload(text)
     name, event = harness.parse(payload)
     store = args.store or default_store()
-    config = _config(args)
+    try:
+        config = _config(args)
+    except Exception:  # a config the agent broke: the command's own mode says what it means
+        _arm(deadline, harness, event, name, (args.mode or "enforce").strip().lower() ==
+             "enforce")
+        raise
+    _arm(deadline, harness, event, name, _enforced(config))
+    if not whole:
+        verdict = _recorded_halt(store, event, args.wait) if event.kind == "call" else None
+        if verdict is None:
+            raise ValueError(f"stdin is over {MAX_STDIN} characters (or too large to decode): "
+                             "not a payload tripwire can observe")
+        if stderr is not None:
+            stderr.write(f"tripwire hook {harness.HARNESS}: stdin is over {MAX_STDIN} "
+                         "characters; the store records a halt, so the call is denied\n")
+        out: dict[str, Any] | None = harness.render(event, name, verdict)
+        return out
     try:
         verdict, problem = _apply(harness, args, store, event, config, close)
     except Exception as exc:
@@ -376,8 +432,23 @@ def _run(harness: Any, args: argparse.Namespace, text: str, close: bool = True,
                 stderr.write(f"tripwire hook {harness.HARNESS}: {_one_line(problem)}; the call "
                              "is denied: under enforce a call the store cannot record does "
                              "not run\n")
-    out: dict[str, Any] | None = harness.render(event, name, verdict)
+    out = harness.render(event, name, verdict)
     return out
+
+
+def _arm(deadline: Any, harness: Any, event: Any, name: str, enforce: bool) -> None:
+    """Tell the invocation's deadline what its event's fallback is: under enforce a call's
+    denial (``hook_closed``), else no decision."""
+    if deadline is None or event.kind != "call" or not enforce:
+        return
+    from ..harnesses.hooks._model import Verdict
+    from .hook_closed import undecided
+
+    def deny(reason: str) -> str:
+        out = harness.render(event, name, Verdict(deny=undecided(reason)))
+        return json.dumps(out, ensure_ascii=False) + "\n"
+
+    deadline.arm(deny)
 
 
 class _Unrecorded(Exception):
@@ -393,21 +464,18 @@ def _enforced(config: Any) -> bool:
 def _unrecorded(problem: str) -> Any:
     """The denial of a call the store cannot record, for the model."""
     from ..harnesses.hooks._model import Verdict
+    from .hook_closed import undecided
 
-    return Verdict(deny=(
-        "[watchdog] tripwire cannot record this tool call (its guardrail store is "
-        f"unavailable: {_one_line(problem)}), so it is denied: a call that is not recorded "
-        "could repeat unseen. Do not retry it now; end your turn with a short summary of "
-        "where you are."))
+    return Verdict(deny=undecided(_one_line(problem), store=True))
 
 
 def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, config: Any,
            close: bool = True) -> tuple[Any, str | None]:
     """The event's verdict, and why its rows were not all recorded (None: they were)."""
-    from ..base.log import LOGGER
+    from ..base.log import LOGGER, ONCE
     from ..durability.chain import DEFAULT_KEY_NOTICE
     from ..harnesses.hooks._session import WAIT, HookSession
-    from ..harnesses.hooks._transcript import transcript_usage
+    from ..harnesses.hooks._transcript import NotRead, transcript_usage
 
     global _filtered
     if not _filtered:  # said once at --install, not on every event of every session
@@ -419,9 +487,15 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
     with HookSession(store, event.session, config, close=close,
                      wait=args.wait or WAIT) as session:
-        usage, session.state.transcript = transcript_usage(
-            harness.HARNESS, event.transcript_path, session.state.transcript,
-            session.state.transcript_memo)
+        try:
+            usage, session.state.transcript = transcript_usage(
+                harness.HARNESS, event.transcript_path, session.state.transcript,
+                session.state.transcript_memo, getattr(args, "owner", None))
+        except NotRead as unread:  # the agent's to write: the payloads are still watched
+            usage = []
+            LOGGER.warning("the transcript cannot be read (%s): the session is watched from "
+                           "its hook payloads alone, and its spend is not counted", unread,
+                           extra=ONCE)
         verdict = session.apply(event, usage)
         if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
                 getattr(harness, "INTERRUPTS", False) and _enforced(config) and \

@@ -15,7 +15,6 @@ from ..base.decision import CUT_TURN, HALT_SESSION, Decision
 from ..context.stats import UsageByModel
 from ..durability.rows import RowSink, Spend, TripRow
 from ..engine.batch import CostState
-from ..interchange.prices import model_name
 from . import lines
 
 if TYPE_CHECKING:
@@ -52,9 +51,12 @@ class CostPolicy:
         """One model call's usage: noted per model, its cost spent, the ceilings checked."""
         if estimated:
             self.estimated = True
-        if unpriced and model_name(model) not in self.unpriced:
-            self.unpriced = self.unpriced | {model_name(model)}
-            self.unpriced_changed = True
+        if unpriced:  # the catalogue is imported for an unpriced usage only (not at a hook's start)
+            from ..interchange.prices import model_name
+
+            if model_name(model) not in self.unpriced:
+                self.unpriced = self.unpriced | {model_name(model)}
+                self.unpriced_changed = True
         self.usage.add(model, input_tokens, output_tokens, nano)
         return self.ceiling.add(nano)  # spend counts even while halted or cut
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -66,18 +67,30 @@ SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safe
             "budget", "results")
 
 
+#: Bytes a config file may hold: far more than any configuration (a hook reads its config on
+#: every event, and the file may be in a folder the agent writes).
+MAX_CONFIG = 1 << 20
+
+
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Parse a config file: ``.toml`` as TOML, ``.json`` as JSON, anything else as whichever
-    parses. Raises ConfigError naming the file on a missing file, bad syntax or unknown section."""
+    parses. Raises ConfigError naming the file on a missing file, bad syntax or unknown section.
+    Read as a file an agent may have replaced (``base.files``): a regular file (a link to one
+    is followed) of at most ``MAX_CONFIG`` bytes, never a FIFO or a device."""
+    from ..base.files import NotRead, read_whole
+
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a config file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config file ({exc.strerror})") from None
+        raw = read_whole(str(path), MAX_CONFIG)
+    except NotRead as exc:
+        if not os.path.lexists(path) or (os.path.islink(path) and not path.exists()):
+            raise ConfigError(f"{path}: config file not found") from None
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a directory, not a config file") from None
+        if exc.reason.startswith("is over "):
+            raise ConfigError(f"{path}: config file is over {MAX_CONFIG} bytes: not a "
+                              "config") from None
+        raise ConfigError(f"{path}: cannot read config file ({exc.reason})") from None
     data = _parse(path, raw)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: a config file must hold a table/object at the top level")

@@ -102,11 +102,12 @@ def read_trust(path: str | None = None) -> dict[str, str]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
 
+    from ...base.files import read_whole
+
     path = path or config_path()
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as f:
-        data = tomllib.loads(f.read())
+    data = tomllib.loads(read_whole(path, 4 << 20).decode("utf-8"))  # bounded: a FIFO, a device
     state = data.get("hooks", {}).get("state", {}) if isinstance(data.get("hooks"), dict) \
         else {}
     if not isinstance(state, dict):

@@ -84,6 +84,9 @@ SEEN = 512
 SAID = 64
 #: Top-level argument values longer than this are stored (and observed) as their digest.
 LONG_VALUE = 256
+#: Bytes of a session's stored window read at most: a full window is some hundred KB (256
+#: compact events, 512 ids); a larger row is an edit of the unsealed table (a fresh window).
+MAX_STATE = 4 << 20
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS hook_sessions(session TEXT PRIMARY KEY, state BLOB)"
 
@@ -295,9 +298,10 @@ class HookSession:
 
         if self._db is None:
             return None
-        try:
-            row = self._db.execute("SELECT state FROM hook_sessions WHERE session = ?",
-                                   (session,)).fetchone()
+        try:  # bounded: the table is the agent's to write in the same-user setup
+            row = self._db.execute("SELECT CASE WHEN length(state) <= ? THEN state END FROM "
+                                   "hook_sessions WHERE session = ?",
+                                   (MAX_STATE, session)).fetchone()
         except sqlite3.Error as exc:
             error = sqlite_error(self.store_path, exc, "read the hooks' window", self.wait)
             if isinstance(error, StoreUnreadable):

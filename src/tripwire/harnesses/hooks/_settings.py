@@ -45,13 +45,22 @@ def hook_harness(command: Any) -> str | None:
     return None
 
 
+#: Bytes a harness's settings file may hold (far more than any settings file).
+MAX_SETTINGS = 4 << 20
+
+
 def read_settings(path: str) -> dict[str, Any]:
     """A settings file's object ({} for a missing or empty file); ValueError when it is not
     a JSON object whose ``hooks`` is an object of lists."""
+    from ...base.files import NotRead, read_whole
+
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:  # bounded: a project's settings file is the agent's to write
+        text = read_whole(path, MAX_SETTINGS).decode("utf-8")
+    except (NotRead, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot be read as a settings file ({getattr(exc, 'reason', exc)})"
+                         ) from None
     try:
         settings = json.loads(text) if text.strip() else {}
     except ValueError as exc:

@@ -16,6 +16,13 @@ A Codex rollout's lines are final once written: each ``token_count`` is one requ
 (the adapter's rule, ``adapters.codex.usage_events``), priced by the model of the latest
 ``turn_context``; the model and the last cumulative totals (for the repeat that must not count
 twice) are kept between invocations in ``memo``.
+
+The transcript is the agent's to write, so it is read as a hostile file (``base.files``): a
+regular file of the hook's user (of the event's client, for a resident server of another
+user), never through a link, at most ``CHUNK`` bytes per invocation, a sparse file's holes
+skipped. A line longer than ``CHUNK`` (no transcript line of a response is; a hostile one) is
+skipped whole across invocations (``memo["skip"]``). A transcript that cannot be read is
+``NotRead``: the caller watches the session from its hook payloads alone.
 """
 
 from __future__ import annotations
@@ -23,34 +30,55 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ...base.files import NotRead, read_bounded
 from ...errors import InvalidEvent
 
-__all__ = ["transcript_usage"]
+__all__ = ["transcript_usage", "NotRead", "CHUNK"]
+
+#: Bytes of a transcript one invocation reads at most: many responses' lines (an image's
+#: base64 line is a few MB), never the whole of a file made huge.
+CHUNK = 8 << 20
 
 
 def transcript_usage(harness: str, path: str | None, offset: int,
-                     memo: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], int]:
+                     memo: dict[str, Any] | None = None, owner: int | None = None,
+                     ) -> tuple[list[dict[str, Any]], int]:
     """The usage events (``Guardrails.on_usage`` keyword arguments) final in the transcript
-    since byte ``offset``, and the offset to read from next time. ``memo``: what a Codex
-    rollout's reading keeps between invocations (updated in place)."""
+    since byte ``offset``, and the offset to read from next time. ``memo``: what the reading
+    keeps between invocations (updated in place). ``owner``: the uid the transcript must
+    belong to (default: this process's). Raises ``NotRead`` for a transcript that exists but
+    is no regular file of ``owner`` (not written yet: no usage)."""
     if harness not in ("claude-code", "codex", "gemini-cli") or not path:
         return [], offset
-    try:
-        size = os.path.getsize(path)
-    except OSError:
+    memo = memo if memo is not None else {}
+    owner = os.getuid() if owner is None and hasattr(os, "getuid") else owner
+    if not os.path.lexists(path):
         return [], offset  # not written yet
-    if size < offset:  # rewritten from scratch: read it again
-        offset = 0
-    if size == offset:
-        return [], offset
     if harness == "gemini-cli":
-        return _gemini(path, size, memo if memo is not None else {}), size
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read(size - offset)
+        data, _, size = read_bounded(path, GEMINI_MAX + 1, 0, owner=owner)
+        if size == offset:
+            return [], offset
+        return _gemini(path, data, memo), size
+    data, start, size = read_bounded(path, CHUNK, offset, owner=owner)
+    if size < offset:  # rewritten from scratch: read it again
+        memo.pop("skip", None)
+        data, start, size = read_bounded(path, CHUNK, 0, owner=owner)
+    if not data:
+        return [], start
+    if start != offset:
+        memo.pop("skip", None)  # a hole ends any line: what follows it starts one
+    if memo.get("skip"):  # inside a line too long to be a response's: drop up to its end
+        cut = data.find(b"\n")
+        if cut < 0:
+            return [], start + len(data)
+        memo.pop("skip")
+        data, start = data[cut + 1:], start + cut + 1
+    if b"\n" not in data and len(data) >= CHUNK:
+        memo["skip"] = True  # a line longer than a chunk: skipped, not read again and again
+        return [], start + len(data)
     if harness == "codex":
-        return _codex(data, offset, memo if memo is not None else {})
-    return _claude_code(data, offset)
+        return _codex(data, start, memo)
+    return _claude_code(data, start)
 
 
 def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
@@ -63,7 +91,7 @@ def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[st
     end = data.rfind(b"\n") + 1  # complete lines only: a line being written is read next time
     for line in data[:end].splitlines():
         try:
-            value = orjson.loads(line)
+            value = orjson.loads(line.lstrip(b"\0"))  # the end of a hole's block, if any
         except orjson.JSONDecodeError:
             continue  # the transcript reader reports bad lines; usage just skips them
         if not isinstance(value, dict) or not isinstance(value.get("payload"), dict) or \
@@ -86,21 +114,18 @@ def _codex(data: bytes, offset: int, memo: dict[str, Any]) -> tuple[list[dict[st
 GEMINI_MAX = 8 << 20
 
 
-def _gemini(path: str, size: int, memo: dict[str, Any]) -> list[dict[str, Any]]:
-    """The usage of the Gemini CLI recording's responses not charged yet: the recording is
-    read whole by its transcript reader (one usage per response), and the responses already
-    charged (a count kept in ``memo``) are skipped. A recording past ``GEMINI_MAX`` is not
-    read (its spend is then not seen)."""
-    from pathlib import Path
-
-    from ...interchange.adapters.gemini_cli import read
+def _gemini(path: str, data: bytes, memo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The usage of the Gemini CLI recording's responses not charged yet: the recording (its
+    bytes, read bounded) is read whole by its transcript reader (one usage per response), and
+    the responses already charged (a count kept in ``memo``) are skipped. A recording past
+    ``GEMINI_MAX`` is not read (its spend is then not seen)."""
+    if len(data) > GEMINI_MAX:
+        return []
     from ...interchange.events import Usage
 
-    if size > GEMINI_MAX:
-        return []
     usages = []
     try:
-        for item in read(Path(path), "gemini-cli"):
+        for item in _gemini_items(path, data):
             if isinstance(item.event, Usage) and not item.session.count(":subagent-"):
                 usages.append(item.event)
     except (InvalidEvent, OSError, ValueError):
@@ -110,6 +135,30 @@ def _gemini(path: str, size: int, memo: dict[str, Any]) -> list[dict[str, Any]]:
         charged = len(usages)  # another recording, or one rewound: charge from here on
     memo["responses"] = len(usages)
     return [_keywords(u) for u in usages[charged:]]
+
+
+def _gemini_items(path: str, data: bytes) -> Any:
+    """The recording's items, from the bytes read (never the path again: the agent may have
+    put a FIFO there since): its one JSON document as decoded, its JSON Lines log from a
+    private copy."""
+    import tempfile
+    from pathlib import Path
+
+    import orjson
+
+    from ...interchange.adapters.gemini_cli import read
+
+    try:
+        document = orjson.loads(data.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
+        document = None
+    if isinstance(document, dict):
+        yield from read(Path(path), "gemini-cli", document)
+        return
+    with tempfile.NamedTemporaryFile(prefix="tripwire-gemini-", suffix=".jsonl") as copy:
+        copy.write(data)
+        copy.flush()
+        yield from read(Path(copy.name), "gemini-cli")
 
 
 def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
@@ -124,7 +173,7 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
     for line in data[:end].splitlines(keepends=True):
         start, position = position, position + len(line)
         try:
-            value = orjson.loads(line)
+            value = orjson.loads(line.lstrip(b"\0"))  # the end of a hole's block, if any
         except orjson.JSONDecodeError:
             continue  # the transcript reader reports bad lines; usage just skips them
         if not isinstance(value, dict) or value.get("isSidechain") is True:

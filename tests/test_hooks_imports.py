@@ -1,0 +1,72 @@
+"""The hook command's own start (issue 36): where no native client is installed, every event
+is a Python start of ``tripwire hook``, so a plain event (a PreToolUse with no transcript to
+read) imports only what deciding it needs. Each module named here is one the event path once
+loaded, or one it must never grow to: argparse (the options are read by hand; argparse is for
+``--install`` and usage errors), the price catalogue and the interchange events (needed only to
+price an unpriced usage), the readers, the CLI's other commands, the resident server, the
+PostgreSQL store, the fleet, the supervisor, the corpus tools, TOML (no config file given) and
+the heavy third-party libraries.
+
+The figures are in ``benchmarks/test_bench_hook.py`` (``test_python_command_start_*``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = (
+    "argparse",
+    "tripwire.interchange.prices",
+    "tripwire.interchange.events",
+    "tripwire.interchange.adapters",
+    "tripwire.cli.main",
+    "tripwire.cli.hook_install",
+    "tripwire.cli.doctor",
+    "tripwire.cli.hook_server",
+    "tripwire.durability.postgres",
+    "tripwire.fleet",
+    "tripwire.supervisor",
+    "tripwire.corpus",
+    "tomllib",
+    "tomlkit",
+    "orjson",
+    "numpy",
+    "psycopg",
+    "genai_prices",
+    "asyncio",
+    "subprocess",
+    "tempfile",
+)
+
+
+def imported_by_an_event(tmp_path: Path, implementation: str, payload: dict) -> set[str]:
+    """The modules ``python -X importtime -m tripwire hook claude-code`` loads for one event
+    (a real process, as a harness starts it)."""
+    env = {**os.environ, "TRIPWIRE_IMPLEMENTATION": implementation,
+           "TRIPWIRE_STORE": str(tmp_path / "hooks.sqlite3"), "TRIPWIRE_HOOK_SERVER": "off"}
+    env.pop("TRIPWIRE_HOOK_SOCKET", None)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "tripwire", "hook",
+                           "claude-code"], input=json.dumps(payload), capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+               if line.startswith("import time:") and "self [us]" not in line}
+    assert "tripwire.harnesses.hooks._session" in modules  # the event was decided
+    return modules
+
+
+def test_a_plain_hook_event_imports_no_heavy_module(tmp_path: Path, implementation: str
+                                                    ) -> None:
+    call = {"session_id": "s1", "transcript_path": None, "cwd": "/w",
+            "hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/w/a.py"}, "tool_use_id": "t1"}
+    for payload in (call, {**call, "hook_event_name": "PostToolUse",
+                           "tool_response": {"content": "x"}}):
+        modules = imported_by_an_event(tmp_path, implementation, payload)
+        loaded = sorted(m for m in modules for heavy in HEAVY
+                        if m == heavy or m.startswith(heavy + "."))
+        assert loaded == [], f"a plain {payload['hook_event_name']} event imported {loaded}"
