@@ -6,7 +6,9 @@
 - each text delta forwarded as it comes: the upstream stamps each delta with its send time, the
   client its arrival, through the gateway (the deltas are ``GAP`` apart: a gateway that waited
   for the next one would add that much);
-- throughput: requests/s through the gateway with 32 connections for ``SECONDS``;
+- throughput: requests/s through the gateway with 32 connections for ``SECONDS``, every
+  request a new session (the worst case), then one session per connection (32 agents, each
+  request its agent's next turn);
 - the gateway's own CPU per request in the throughput run (its process's user + system time
   from /proc over the requests): the rate one core of the gateway sustains, apart from the load
   client, the upstream and whatever else shares the machine;
@@ -89,7 +91,10 @@ async def _sequential(port: int, stream: bool) -> tuple[list[float], list[float]
     return firsts, totals, lags
 
 
-async def _throughput(port: int, connections: int = 32) -> tuple[int, int, float]:
+async def _throughput(port: int, connections: int = 32,
+                      fresh: bool = True) -> tuple[int, int, float]:
+    """``fresh``: every request a new session's first (the worst case: a session made per
+    request); else one session per connection, each request the next turn of its agent."""
     done = errors = 0
     stop = time.perf_counter() + SECONDS
 
@@ -99,7 +104,7 @@ async def _throughput(port: int, connections: int = 32) -> tuple[int, int, float
         n = 0
         while time.perf_counter() < stop:
             status, *_ = await client.request(load.request_bytes(
-                port, _body(False, n), f"load-{k}-{n}"))
+                port, _body(False, n), f"load-{k}-{n}" if fresh else f"agent-{k}"))
             n += 1
             done += 1
             errors += status != 200
@@ -167,6 +172,13 @@ def test_gateway_overhead_throughput_and_streams(benchmark, tmp_path: Path) -> N
             figures["requests_per_gateway_cpu_s"] = round(done / max(cpu_after - cpu, 1e-9))
             figures["sessions"] = done
             figures["rss_per_session_bytes"] = round((rss_after - rss) / done)
+            cpu, _ = _cpu_and_rss(gateway.pid)
+            done, errors, took = asyncio.run(_throughput(gw, fresh=False))
+            cpu_after, _ = _cpu_and_rss(gateway.pid)
+            figures["requests_per_s_session_per_connection"] = round(done / took)
+            figures["throughput_errors"] += errors
+            figures["gateway_cpu_ms_per_request_session_per_connection"] = round(
+                (cpu_after - cpu) * 1000 / done, 3)
             ok, failed = asyncio.run(_streams(gw))
             figures["concurrent_streams_ok"] = ok
             figures["concurrent_streams_failed"] = failed
