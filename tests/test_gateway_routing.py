@@ -1,7 +1,8 @@
 """The gateway's upstreams and what it reads of them: one upstream per API family in one
 gateway (a family with none is a 404), a cost the provider reports taken as the spend instead
 of the catalogue's price, and Claude Code's compaction of the main conversation observed as a
-``compaction`` event of the main session (not a sub-agent's), so that a storm of them trips."""
+``compaction`` event of the main session (not a sub-agent's), so that a storm of them trips;
+a token budget, charged from the provider's usage, ends the task before the next request."""
 
 from __future__ import annotations
 
@@ -104,3 +105,25 @@ def test_claude_code_compactions_are_the_main_sessions_and_a_storm_of_them_trips
         assert "compaction-storm" in (g.status().watchdog_reason or "")
         # the halting response carries no call for the harness to run
         assert [b for b in reply.json()["content"] if b["type"] == "tool_use"] == []
+
+
+def test_a_token_budget_spent_ends_the_task_before_the_next_request(implementation: str) -> None:
+    """Tokens are the provider's usage as billed (135 a response here: 100 input, 10 output,
+    5 cache write, 20 cache read): the request after the budget is spent is never sent."""
+    from gateway_support import Harness, gateway_for, looping
+
+    from tripwire.budgets import Budget
+
+    call = {"name": "Bash", "input": {"command": "make"}}
+    with FakeModel(looping("anthropic", call)) as model, \
+            gateway_for(model.url, implementation, budget=Budget(tokens=200)) as (url, gateway):
+        harness = Harness(httpx.Client(base_url=url, timeout=10), "anthropic", stream=False)
+        harness.prompt("do it")
+        for i in range(2):  # 135, then 270 tokens: over
+            status, reply = harness.send()
+            assert status == 200
+            harness.record(reply, harness.calls_of(reply), f"out {i}")
+        status, reply = harness.send()
+        assert len(model.requests) == 2
+        assert status == 200 and harness.calls_of(reply) == []
+        assert "tokens" in harness.text_of(reply)
