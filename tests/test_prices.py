@@ -44,6 +44,51 @@ def test_a_reported_cost_is_kept_and_provider_prefixed_names_are_found() -> None
                                                 input_tokens=1000, output_tokens=100)
 
 
+# prompt sizes on both sides of claude-sonnet-4-5's 200,000-token tier, where every token's
+# rate doubles; cache reads and writes are parts of the prompt
+TIERED_USAGES = [(1, 0, 0, 0), (1104, 57, 1000, 100), (50_000, 1234, 0, 49_000),
+                 (199_999, 3, 150_000, 9_999), (200_000, 40_000, 1, 1),
+                 (200_001, 7, 0, 0), (200_001, 12_345, 100_000, 100_001),
+                 (987_654, 32_000, 500_000, 12_345), (2_000_000, 1, 0, 0)]
+
+
+def test_the_rate_cache_prices_a_tiered_model_exactly_as_the_catalogue(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    catalogue = PriceCatalogue()
+    asked = []
+    model_calc = genai_prices.types.ModelInfo.calc_price
+
+    def counted(*args: object, **kwargs: object) -> object:
+        asked.append(1)
+        return model_calc(*args, **kwargs)
+
+    monkeypatch.setattr(genai_prices.types.ModelInfo, "calc_price", counted)
+    for _ in range(2):  # the second pass is answered from the rate cards alone
+        asked.clear()
+        for prompt, output, read, write in TIERED_USAGES:
+            priced = catalogue.estimate(Usage("claude-sonnet-4-5", prompt, output, None, read,
+                                              write, "anthropic"))
+            assert priced.cost_usd == catalogue_price(
+                "claude-sonnet-4-5", "anthropic", input_tokens=prompt, output_tokens=output,
+                cache_read_tokens=read, cache_write_tokens=write), (prompt, output, read, write)
+    # the two calls are the reference prices of this test's own catalogue_price
+    assert len(asked) == len(TIERED_USAGES)
+    below = catalogue.estimate(Usage("claude-sonnet-4-5", 200_000, 0, None, 0, 0, "anthropic"))
+    past = catalogue.estimate(Usage("claude-sonnet-4-5", 200_001, 0, None, 0, 0, "anthropic"))
+    assert past.cost_usd == pytest.approx(below.cost_usd * 2, rel=1e-4)  # the tier's cliff
+
+
+def test_the_rate_cache_keeps_a_price_per_request_and_usage_without_a_prompt() -> None:
+    catalogue = PriceCatalogue()  # perplexity's sonar adds a price per request
+    for prompt, output, read, write in [(1000, 36_124, 330, 11), (0, 500, 0, 0),
+                                        (128_001, 11_783, 8_848, 112_742)]:
+        priced = catalogue.estimate(Usage("sonar", prompt, output, None, read, write,
+                                          "perplexity"))
+        assert priced.cost_usd == catalogue_price(
+            "sonar", "perplexity", input_tokens=prompt, output_tokens=output,
+            cache_read_tokens=read, cache_write_tokens=write)
+
+
 def test_an_unknown_model_is_announced_once_and_has_no_cost(
         caplog: pytest.LogCaptureFixture) -> None:
     catalogue = PriceCatalogue()

@@ -1,5 +1,5 @@
 """``tripwire gateway``: the model-API proxy (``tripwire.gateway``; needs ``tripwire[gateway]``:
-Starlette, uvicorn, httpx). Its options, its start and its stop; docs/gateway.md has the rest.
+Starlette, uvicorn, aiohttp). Its options, its start and its stop; docs/gateway.md has the rest.
 
     tripwire gateway --upstream https://api.anthropic.com --upstream-key-env ANTHROPIC_API_KEY
     tripwire gateway --upstream anthropic=https://api.anthropic.com \\
@@ -132,11 +132,11 @@ def operator_token(path: str | None) -> str | None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        import httpx  # noqa: F401
+        import aiohttp  # noqa: F401
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        raise ConfigError("tripwire gateway needs Starlette, uvicorn and httpx: "
+        raise ConfigError("tripwire gateway needs Starlette, uvicorn and aiohttp: "
                           "pip install 'tripwire[gateway]'") from None
     from ..gateway.app import create_app
     from ..web.listen import serve_app
