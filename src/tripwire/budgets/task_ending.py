@@ -78,6 +78,8 @@ class TaskOutcomes:
 
         def apply_raise(self, row: Any) -> None: ...
 
+        def start_row(self) -> Any: ...  # TaskRow (the task module's)
+
         def apply_check_in(self, row: Any) -> None: ...
 
     # -- exhaustion ------------------------------------------------------------------------------
