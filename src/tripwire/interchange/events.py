@@ -452,8 +452,8 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, int, Event | None, InvalidE
                 raw = raw.removeprefix(UTF8_BOM)
             try:
                 value = fast(raw)  # JSON whitespace (the line's \r\n) is skipped as json does
-            except (fast_error, RecursionError):  # msgspec says nesting is too deep so
-                value = _NOT_DECODED
+            except (fast_error, RecursionError, UnicodeDecodeError):  # msgspec says nesting
+                value = _NOT_DECODED  # is too deep so; before 0.23 it raised on bad UTF-8 so
             if value is _NOT_DECODED:
                 ended = raw.endswith(b"\n")  # only the last line can lack its newline
                 raw = raw.removesuffix(b"\n").removesuffix(b"\r")  # columns count the line
