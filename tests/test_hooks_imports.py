@@ -21,6 +21,9 @@ from pathlib import Path
 HEAVY = (
     "argparse",
     "tripwire.interchange.prices",
+    "tripwire.context.histories",  # the guard's compaction only: not a hook event's
+    "fractions",
+    "decimal",
     "tripwire.interchange.events",
     "tripwire.interchange.adapters",
     "tripwire.cli.main",

@@ -36,12 +36,10 @@ import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.thresholds import context_crosses
 from ..errors import ConfigError
-from .histories import rebuild
 from .prompts import (
     CHECKPOINT_SECTIONS,
     HANDOVER_SECTIONS,
@@ -51,6 +49,9 @@ from .prompts import (
 )
 from .stats import ContextActivity, ContextStats, UsageByModel
 from .tiers import DEFAULT_CATALOGUE, TIERS, ModelCatalogue, compaction_threshold
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "ContextConfig",
@@ -218,10 +219,12 @@ class Compaction:
               fmt: str | None = None) -> list[Any]:
         if not self.ok:
             return list(messages)
+        from .histories import rebuild  # only a compaction applied needs it: not a hook's start
         return rebuild(messages, self.keep, self.text, role, fmt)
 
 
 def _exact(value: float) -> Fraction:
+    from fractions import Fraction  # loaded with the first limits, not with the config type
     return Fraction(repr(float(value)))  # 0.85 is 17/20, not the nearest binary fraction
 
 

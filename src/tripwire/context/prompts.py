@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..signals import quote_args
-from .histories import kept_prefix
 
 __all__ = [
     "HANDOVER_SECTIONS",
@@ -182,6 +181,7 @@ def mechanical_truncation(messages: Sequence[Any], tail_chars: int = TAIL_CHARS,
             return None
         keep = len(messages) - 1  # drop at least the oldest message
     start = len(messages) - keep
+    from .histories import kept_prefix  # a truncation's, not the constants' a config reads
     kept = kept_prefix(messages, start)  # the system prompt and the task stay in place
     dropped = [m for i, m in enumerate(messages[:start]) if i not in kept]
     if not dropped:
