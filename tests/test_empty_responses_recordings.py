@@ -95,3 +95,16 @@ def test_on_usage_output_tokens_are_an_answer(implementation: str) -> None:
     assert run([None, None, None, None]) == [[], [], [], ["empty-responses"]]
     assert run([40, 16, 5, 12, 31, 200]) == [[]] * 6  # the Gemini sub-agent's thinking
     assert run([0, 0, 0, 7, 0, 0, 0]) == [[], [], [], [], [], [], ["empty-responses"]]
+
+
+def test_openhands_record_costs_go_before_their_responses(implementation: str) -> None:
+    # an OpenHands resolver record bills its model calls in ``metrics.costs`` at its end, one
+    # per agent action: placed before each action, not as a run of four empty responses
+    path = SAMPLES / "openhands" / "samples" / "v0-openhands-repo" / "resolver-mock_output" / \
+        "output.jsonl"
+    assert "empty-responses" not in signals(replay(path, implementation))
+    first = [e for e in converted(path) if e["session"].endswith("#issue-5")]
+    assert [e["type"] for e in first[:6]] == [
+        "turn_start", "usage", "call", "result", "usage", "call"]
+    assert [e["cost_usd"] for e in first if e["type"] == "usage"] == [
+        0.015396, 0.019719, 0.016742999999999997, 0.018855]
