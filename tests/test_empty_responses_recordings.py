@@ -104,7 +104,7 @@ def test_openhands_record_costs_go_before_their_responses(implementation: str) -
         "output.jsonl"
     assert "empty-responses" not in signals(replay(path, implementation))
     first = [e for e in converted(path) if e["session"].endswith("#issue-5")]
-    assert [e["type"] for e in first[:6]] == [
-        "turn_start", "usage", "call", "result", "usage", "call"]
+    assert [e["type"] for e in first[:7]] == [
+        "turn_start", "usage", "text", "call", "result", "usage", "text"]
     assert [e["cost_usd"] for e in first if e["type"] == "usage"] == [
         0.015396, 0.019719, 0.016742999999999997, 0.018855]

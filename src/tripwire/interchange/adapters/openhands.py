@@ -316,7 +316,7 @@ class _V0:
             yield Compaction(mechanical=not args.get("summary"), automatic=True)
             return
         if action == "finish":  # the agent's last words
-            final = args.get("final_thought") or args.get("thought")
+            final = args.get("final_thought") or args.get("thought") or event.get("thought")
             if isinstance(final, str) and final.strip():
                 yield Text(final.strip())
         if isinstance(metadata, dict) and isinstance(metadata.get("function_name"), str):
@@ -327,8 +327,11 @@ class _V0:
             self.calls += 1
             key = event.get("id", f"call-{self.calls}")
             name, ident = action, f"event-{key}"
-            if not args:  # the earliest shape: the arguments beside the action
+            if not args:  # the earliest shape: the arguments and the agent's words beside it
                 args = {k: v for k, v in event.items() if k not in ("action", "thought")}
+                thought = event.get("thought")
+                if isinstance(thought, str) and thought.strip():
+                    yield Text(thought.strip())
             yield Call(name, args, ident)
         else:
             return
