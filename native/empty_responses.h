@@ -18,8 +18,10 @@ struct EmptyResponsesDetector : StreakDetector {
 
     explicit EmptyResponsesDetector(uint32_t threshold_) : StreakDetector(threshold_) {}
     void observe_text(bool has_words) noexcept { if (has_words) spoke = true; }
-    bool observe_response(uint32_t silent_calls) noexcept {
-        const bool empty = primed && !spoke && silent_calls == mark;
+    // produced: the response's usage reported output tokens (thinking, a call, a thought
+    // signature the recording may not keep): an answer, as words or a call are.
+    bool observe_response(uint32_t silent_calls, bool produced = false) noexcept {
+        const bool empty = primed && !spoke && silent_calls == mark && !produced;
         primed = true;
         spoke = false;
         mark = silent_calls;

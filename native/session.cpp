@@ -174,8 +174,8 @@ uint32_t Session::observe_text(bool has_words, uint64_t key) noexcept {
     return after_event(fired && (enabled & kRepeatedText) ? kRepeatedText : 0u);
 }
 
-uint32_t Session::observe_response() noexcept {
-    const bool fired = empty.observe_response(silence.run);
+uint32_t Session::observe_response(bool produced) noexcept {
+    const bool fired = empty.observe_response(silence.run, produced);
     return after_event(fired && (enabled & kEmptyResponses) ? kEmptyResponses : 0u);
 }
 

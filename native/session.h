@@ -121,7 +121,7 @@ public:
                             const AnswerKeys* keys = nullptr, bool unknown = false);
     // The agent's words; key: their text_key (read only when has_words).
     uint32_t observe_text(bool has_words, uint64_t key = 0) noexcept;
-    uint32_t observe_response() noexcept;    // one model response (a usage event)
+    uint32_t observe_response(bool produced = false) noexcept;    // one model response (a usage event)
     uint32_t observe_compaction() noexcept;  // the history was compacted
     void end_turn() noexcept;       // the turn ends (compaction-storm reads how); then the boundary
     void turn_boundary() noexcept;  // SPEC §10.5: the turn-scoped memory

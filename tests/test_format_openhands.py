@@ -47,12 +47,13 @@ OPENHANDS = {
             "input_tokens": 938015, "output_tokens": 5627, "outcome:exhausted:steps": 1},
         SKIPPED: {"lines": 11}},
     "v0-openhands-repo/resolver-mock_output/output.jsonl": {
-        # the earliest event shape (no source, id or cause); usage: the record's costs
-        F + "#issue-5": {"calls": 3, "results": 3, "turns": 1, "usage": 4,
+        # the earliest event shape (no source, id or cause): each action's thought beside it
+        # is the agent's words (the finish's too); usage: the record's costs, one before each
+        # agent action
+        F + "#issue-5": {"calls": 3, "results": 3, "texts": 4, "turns": 1, "usage": 4,
                          "cost_usd": 0.070713},
-        F + "#issue-1": {"calls": 21, "results": 21, "turns": 1, "usage": 22,
-                         "cost_usd": 1.152933},
-        SKIPPED: {"lines": 2}},
+        F + "#issue-1": {"calls": 21, "results": 21, "texts": 22, "turns": 1, "usage": 22,
+                         "cost_usd": 1.152933}},
     # a slice of a real run, starting mid-run: an observation of a call before it; usage
     # from the stats updates (the first one holds the run's totals so far)
     "v1-sdk/events.jsonl": {

@@ -578,7 +578,9 @@ cdef class Batch:
                     if sl.blocked:
                         self.blocked_rows.push_back(i)
                         continue
-                    mask = sl.session.observe_response()  # empty-responses (SPEC §12.4)
+                    # empty-responses (SPEC §12.4); output tokens are an answer
+                    mask = sl.session.observe_response(
+                        it.tokens > (it.input_tokens if it.input_tokens > 0 else 0))
                     if mask:
                         stop, why = i, STOP_POLICY
                         break

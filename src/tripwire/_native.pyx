@@ -501,11 +501,12 @@ cdef class Engine:
         # repeated-text's key (SPEC §12.4)
         return self._event(s.observe_text(words, _text_key(text) if words else 0))
 
-    def observe_response(self):
-        """One model response (a usage event, or the host's ``on_response``)."""
+    def observe_response(self, bint produced=False):
+        """One model response (a usage event, or the host's ``on_response``); ``produced``: its
+        usage reported output tokens."""
         cdef Session* s = self._session()
         self.events += 1
-        return self._event(s.observe_response())
+        return self._event(s.observe_response(produced))
 
     def observe_compaction(self):
         """The history was compacted (a recorded event, or ``Guardrails.compact``)."""

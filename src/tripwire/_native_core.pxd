@@ -147,7 +147,7 @@ cdef extern from "session.h" namespace "tw" nogil:
                                 const char* error, size_t error_len, const AnswerKeys* keys,
                                 cbool unknown)
         uint32_t observe_text(cbool has_words, uint64_t key)
-        uint32_t observe_response()
+        uint32_t observe_response(bint produced)
         uint32_t observe_compaction()
         void end_turn()
         void turn_boundary()

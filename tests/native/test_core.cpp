@@ -493,6 +493,10 @@ void test_anchor_signals() {
     for (int i = 0; i < 4; ++i) CHECK(s.observe_response() == (i == 3 ? tw::kEmptyResponses : 0u));
     call(s, c, "read", "{}");
     CHECK(s.observe_response() == 0 && s.empty.run == 0);
+    // a response that reported output tokens is an answer: it ends the run as a call does
+    CHECK(s.observe_response() == 0 && s.empty.run == 1);
+    CHECK(s.observe_response(true) == 0 && s.empty.run == 0);
+    for (int i = 0; i < 3; ++i) CHECK(s.observe_response() == (i == 2 ? tw::kEmptyResponses : 0u));
     // compaction-storm: three in a turn; a turn that ends in agent text re-arms it
     for (int i = 0; i < 3; ++i)
         CHECK(s.observe_compaction() == (i == 2 ? tw::kCompactionStorm : 0u));

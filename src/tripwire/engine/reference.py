@@ -351,10 +351,11 @@ class Engine:
         self._storm.observe_text(words)
         return self._after_event(mask)
 
-    def observe_response(self) -> tuple[Alert, ...]:
-        """One model response (a usage event, or the host's ``on_response``)."""
+    def observe_response(self, produced: bool = False) -> tuple[Alert, ...]:
+        """One model response (a usage event, or the host's ``on_response``); ``produced``:
+        its usage reported output tokens."""
         self.events += 1
-        fired = self._empty.observe_response(self._silence.run)
+        fired = self._empty.observe_response(self._silence.run, produced)
         return self._after_event(EMPTY_RESPONSES if fired and self.settings.enabled
                                  & EMPTY_RESPONSES else 0)
 
@@ -637,7 +638,8 @@ class Batch:
                 nano = usage_cost_nano(fields[1], fields[2], fields[3])
                 model = fields[0]
                 self.items.append(("u", slot, nano, model, fields[1],
-                                   (fields[1] or 0) + (fields[2] or 0)) if model is None
+                                   (fields[1] or 0) + (fields[2] or 0), bool(fields[2]))
+                                  if model is None
                                   or isinstance(model, str) else ("p", slot))
             elif kind == "text":
                 self.items.append(("t", slot, fields[0]))
@@ -672,7 +674,7 @@ class Batch:
                     engine.count_event()
                     self.blocked_rows.append(i)
                     continue
-                alerts = engine.observe_response()  # empty-responses (SPEC §12.4)
+                alerts = engine.observe_response(item[6])  # empty-responses (SPEC §12.4)
                 if alerts:
                     return i, alerts, StopReason.POLICY
                 continue

@@ -308,7 +308,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         usage has no cost and cost ceilings cannot trip on it (``status`` says so)."""
         nano = usage_cost_nano(input_tokens, output_tokens, cost_usd, model)  # checked first
         with self._lock:
-            alerts = self._response()  # a usage event is one model response
+            alerts = self._response(bool(output_tokens))  # a usage event is one model response
             # spend counts even while halted or cut
             trip = self._cost_policy.charge(model, input_tokens, output_tokens, nano, estimated,
                                             unpriced)
@@ -347,7 +347,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         with self._lock:
             return self._compacted()
 
-    def _response(self) -> tuple[Alert, ...]:
+    def _response(self, produced: bool = False) -> tuple[Alert, ...]:
         """A model response for the watchdog: observed unless the turn is cut or the session
         halted (as a call is), counted either way."""
         watchdog = self._watchdog
@@ -356,7 +356,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         if self._blocked is not None:
             watchdog.count_event()
             return ()
-        alerts: tuple[Alert, ...] = watchdog.observe_response()
+        alerts: tuple[Alert, ...] = watchdog.observe_response(produced)
         return alerts
 
     def _compacted(self) -> Decision:

@@ -11,6 +11,11 @@ Decisions (SPEC §12.4 leaves them open):
   empty gaps between consecutive responses reads both orders the same, so the signal trips at
   the response that shows the ``threshold``-th empty one in a row. A call or words end the run
   and re-arm it.
+- *Output tokens are an answer*: a response whose usage reports output tokens produced
+  something (thinking, a call, a thought signature) even when the recording kept none of it
+  (Gemini CLI's legacy sub-agent files keep only ``thoughts``; a condensed Roo history drops the
+  condensed responses but not their usage): it ends the run as words or a call do. A response
+  with no output tokens, or a host's ``on_response`` (no count), is judged by what follows.
 - *No cost on the call path*: the detector reads the silence run (``tools-without-text``'s
   count of calls since the agent last spoke), which every call already advances, and notes at
   each response where it stood: a call since moved it.
@@ -67,9 +72,10 @@ class EmptyResponsesDetector(StreakDetector):
         if has_words:
             self.spoke = True
 
-    def observe_response(self, silent_calls: int) -> bool:
-        """One model response; ``silent_calls``: the silence run now. True when it trips."""
-        empty = self.primed and not self.spoke and silent_calls == self.mark
+    def observe_response(self, silent_calls: int, produced: bool = False) -> bool:
+        """One model response; ``silent_calls``: the silence run now; ``produced``: its usage
+        reported output tokens. True when it trips."""
+        empty = self.primed and not self.spoke and silent_calls == self.mark and not produced
         self.primed, self.spoke, self.mark = True, False, silent_calls
         if empty:
             return self.extend()

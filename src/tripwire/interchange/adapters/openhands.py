@@ -316,7 +316,7 @@ class _V0:
             yield Compaction(mechanical=not args.get("summary"), automatic=True)
             return
         if action == "finish":  # the agent's last words
-            final = args.get("final_thought") or args.get("thought")
+            final = args.get("final_thought") or args.get("thought") or event.get("thought")
             if isinstance(final, str) and final.strip():
                 yield Text(final.strip())
         if isinstance(metadata, dict) and isinstance(metadata.get("function_name"), str):
@@ -327,8 +327,11 @@ class _V0:
             self.calls += 1
             key = event.get("id", f"call-{self.calls}")
             name, ident = action, f"event-{key}"
-            if not args:  # the earliest shape: the arguments beside the action
+            if not args:  # the earliest shape: the arguments and the agent's words beside it
                 args = {k: v for k, v in event.items() if k not in ("action", "thought")}
+                thought = event.get("thought")
+                if isinstance(thought, str) and thought.strip():
+                    yield Text(thought.strip())
             yield Call(name, args, ident)
         else:
             return
@@ -435,6 +438,14 @@ def _arguments(response: Any, ident: str | None, args: dict[str, Any]) -> Any:
     return args
 
 
+def _responded(event: dict[str, Any]) -> bool:
+    """An agent's action: one model response (the earliest records have no ``source``: there
+    every action but the user's ``message`` is the agent's)."""
+    source = event.get("source")
+    return "action" in event and (source == "agent" or source is None
+                                  and event.get("action") != "message")
+
+
 def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] | None,
              number: int | None = None) -> Iterator[Item]:
     """A V0 event list; ``number``: the line of its record (its events are at that line)."""
@@ -444,18 +455,32 @@ def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] |
         config = metadata.get("llm_config") if isinstance(metadata, dict) else None
         model = config.get("model") if isinstance(config, dict) else None
     state = _V0(history, model)
+    read: list[tuple[bool, int, list[Item]]] = []  # (a model response's action, at, items)
     for position, event in enumerate(history, start=1):
         at = number if number is not None else position
         if not _is_v0_event(event):
-            yield Item(name, at, error=InvalidEvent(
+            read.append((False, at, [Item(name, at, error=InvalidEvent(
                 "an OpenHands event needs 'source' and an 'action' or 'observation'",
-                source=str(path), line=at))
+                source=str(path), line=at))]))
             continue
-        yield from items_at(name, at, path, partial(state.events, event))
+        read.append((_responded(event), at, list(items_at(name, at, path,
+                                                          partial(state.events, event)))))
     end = number if number is not None else len(history)
+    usages = list(state.record_usage(record.get("metrics"))) if record is not None else []
+    # the record's per-call bill: one usage per model response, so when the counts agree each
+    # goes before its response's action (as a usage event precedes its content); else at the
+    # end, where a run of them would read as empty responses
+    placed = bool(usages) and len(usages) == sum(1 for responded, _, _ in read if responded)
+    given = 0
+    for responded, at, items in read:
+        if placed and responded:
+            yield Item(name, at, usages[given])
+            given += 1
+        yield from items
     if record is not None:
-        for usage in state.record_usage(record.get("metrics")):
-            yield Item(name, end, usage)
+        if not placed:
+            for usage in usages:
+                yield Item(name, end, usage)
         outcome = _outcome(record.get("error"))
         if outcome is not None:
             if not state.turns.open:
