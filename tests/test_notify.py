@@ -234,3 +234,35 @@ def test_a_receiver_that_never_answers_well_is_given_up_and_counted(implementati
 def test_a_bad_url_is_a_one_line_config_error(url: str) -> None:
     with pytest.raises(ConfigError, match="an http:// or https:// URL with a host"):
         Notifier([url])
+
+
+@pytest.mark.parametrize(("checkin", "event", "words"), [
+    ({"steps": 3}, "check_in", "check-in window"), (None, "exhausted", "exhausted")])
+def test_a_task_paused_at_a_check_in_or_exhausted_posts_one_body(
+        implementation: str, receiver: Receiver, checkin: dict[str, int] | None, event: str,
+        words: str) -> None:
+    from tripwire.budgets.caps import Budget
+
+    budget = Budget(steps=100, checkin=checkin) if checkin else Budget(steps=3)
+    config = GuardrailsConfig(mode="enforce", unattended=True, max_session_cost_usd=0,
+                              budget=budget)
+    notifier = Notifier([receiver.url], backoff=0.01)
+    fleet = Fleet(config, implementation=implementation, on_event=notifier.on_event)
+    attach(notifier, fleet)
+    client = TestClient(create_app(fleet, TOKEN, notifier))
+    events: list[dict[str, Any]] = [{"type": "turn_start"}]
+    for n in range(5):
+        events += [{"type": "call", "name": "read_file", "args": {"path": f"m{n}.py"}},
+                   {"type": "result", "name": "read_file", "output": f"contents {n}"},
+                   {"type": "usage", "model": "m", "input_tokens": 100, "output_tokens": 10,
+                    "cost_usd": 0.001}]
+    r = client.post("/sessions/t-1/events", json=events, headers=AUTH)
+    assert r.status_code == 200, r.text
+    cut = [d for d in r.json()["decisions"] if d["action"] == "cut_turn"]
+    assert cut and cut[0]["guardrail"] == "budget", r.json()
+    ((_, body),) = receiver.wait_for(1)
+    notifier.close()
+    assert len(receiver.requests) == 1
+    assert (body["event"], body["session"], body["task"], body["guardrail"]) == (
+        event, "t-1", "t-1", "budget")
+    assert words in body["reason"] and body["reason"] == cut[0]["reason"]
