@@ -266,3 +266,37 @@ def test_a_task_paused_at_a_check_in_or_exhausted_posts_one_body(
     assert (body["event"], body["session"], body["task"], body["guardrail"]) == (
         event, "t-1", "t-1", "budget")
     assert words in body["reason"] and body["reason"] == cut[0]["reason"]
+
+
+def test_the_gateway_posts_a_halt_and_counts_it_in_its_metrics(implementation: str,
+                                                              receiver: Receiver) -> None:
+    """The same notifier on the gateway: its fleet's operator callback, its app's metrics."""
+    pytest.importorskip("aiohttp", reason="the gateway needs the gateway extra (aiohttp)")
+    import httpx
+    from gateway_support import FakeModel, Harness, looping, serving
+
+    from tripwire.gateway.app import Gateway
+    from tripwire.gateway.app import create_app as gateway_app
+    from tripwire.gateway.upstreams import Upstream
+
+    notifier = Notifier([receiver.url], backoff=0.01)
+    call = {"name": "Bash", "input": {"command": "echo hi >> f"}}
+    with FakeModel(looping("anthropic", call)) as model:
+        fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True),
+                      implementation=implementation, feedback_at_once=True,
+                      on_event=notifier.on_event)
+        attach(notifier, fleet)
+        gateway = Gateway(fleet, {"anthropic": Upstream("anthropic", model.url, None)}, None,
+                          store_label="s.db")
+        with serving(gateway_app(gateway, TOKEN, notifier.metrics)) as url:
+            Harness(httpx.Client(base_url=url, timeout=10), "anthropic", stream=False).turn("do it")
+            assert fleet.session("s1").halted
+            ((_, body),) = receiver.wait_for(1)
+            deadline = time.monotonic() + WAIT
+            while "tripwire_notifications_sent_total 1\n" not in (metrics := httpx.get(
+                    f"{url}/tripwire/metrics", headers=AUTH).text):
+                assert time.monotonic() < deadline, metrics
+                time.sleep(0.01)
+    notifier.close()
+    assert (body["event"], body["session"], body["guardrail"]) == ("halt", "s1", "watchdog")
+    assert "repeated-tool-call" in body["reason"] and len(receiver.requests) == 1
