@@ -300,3 +300,41 @@ def test_the_gateway_posts_a_halt_and_counts_it_in_its_metrics(implementation: s
     notifier.close()
     assert (body["event"], body["session"], body["guardrail"]) == ("halt", "s1", "watchdog")
     assert "repeated-tool-call" in body["reason"] and len(receiver.requests) == 1
+
+
+def test_a_real_serve_process_posts_to_each_notify_url(tmp_path: Any, implementation: str,
+                                                       receiver: Receiver) -> None:
+    """``tripwire serve --notify A --notify B --notify-format slack``: the command line's
+    wiring, in a real process; each URL gets the halt once."""
+    import httpx
+    from test_serve import _config, start_server, stop
+
+    other = Receiver()
+    try:
+        proc, url = start_server(tmp_path, str(tmp_path / "serve.db"), implementation,
+                                 "--config", str(_config(tmp_path)), "--notify", receiver.url,
+                                 "--notify", other.url, "--notify-format", "slack")
+        try:
+            with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
+                assert http.post("/sessions/live/events", json=LOOP).json()["halted"]
+                ((_, body),) = receiver.wait_for(1)
+                ((_, same),) = other.wait_for(1)
+        finally:
+            err = stop(proc)
+        assert proc.returncode == 0, err
+        assert body == same and body["text"].startswith("tripwire halt: session live")
+    finally:
+        other.stop()
+
+
+def test_a_bad_notify_url_stops_serve_with_one_line(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    r = subprocess.run([sys.executable, "-m", "tripwire", "serve", "--port", "0",
+                        "--token-file", str(token), "--notify", "ftp://x"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r
+    assert r.stderr.count("\n") == 1 and "an http:// or https:// URL with a host" in r.stderr
