@@ -6,6 +6,7 @@ counted in /metrics. Orderings are asserted with events, never with timings."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -304,16 +305,19 @@ def test_the_gateway_posts_a_halt_and_counts_it_in_its_metrics(implementation: s
 
 def test_a_real_serve_process_posts_to_each_notify_url(tmp_path: Any, implementation: str,
                                                        receiver: Receiver) -> None:
-    """``tripwire serve --notify A --notify B --notify-format slack``: the command line's
-    wiring, in a real process; each URL gets the halt once."""
+    """``tripwire serve --config F --notify B`` with F's ``[notify] urls = [A]`` and
+    ``format = "slack"``: the command line's wiring, in a real process; each URL gets the halt
+    once."""
     import httpx
     from test_serve import _config, start_server, stop
 
     other = Receiver()
     try:
+        config = _config(tmp_path)
+        config.write_text(config.read_text() + f'\n[notify]\nurls = ["{receiver.url}"]\n'
+                          'format = "slack"\n')
         proc, url = start_server(tmp_path, str(tmp_path / "serve.db"), implementation,
-                                 "--config", str(_config(tmp_path)), "--notify", receiver.url,
-                                 "--notify", other.url, "--notify-format", "slack")
+                                 "--config", str(config), "--notify", other.url)
         try:
             with httpx.Client(base_url=url, headers=AUTH, timeout=10) as http:
                 assert http.post("/sessions/live/events", json=LOOP).json()["halted"]
@@ -338,3 +342,15 @@ def test_a_bad_notify_url_stops_serve_with_one_line(tmp_path: Any) -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r
     assert r.stderr.count("\n") == 1 and "an http:// or https:// URL with a host" in r.stderr
+
+
+@pytest.mark.parametrize(("section", "words"), [
+    ({"url": ["http://x"]}, "[notify] takes urls"), ({"urls": "http://x"}, "a list of http(s)"),
+    ({"urls": ["ftp://x"]}, "an http:// or https:// URL"), ({"format": "xml", "urls": ["http://x"]},
+                                                           "one of json, slack")])
+def test_a_bad_notify_section_is_a_config_error(section: dict[str, Any], words: str) -> None:
+    from tripwire.web.notify import notifier_for
+
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        notifier_for([], None, section)
+    assert notifier_for([], None, {}) is None  # no URL anywhere: no notifier

@@ -113,7 +113,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     config = (GuardrailsConfig.from_file(args.config, **explicit) if args.config
               else GuardrailsConfig(**explicit))
     store = open_store(args.store, check=True) if args.store else None
-    notifier = notifier_for(args.notify, args.notify_format)
+    notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
     fleet = Fleet(config, store=store, feedback_at_once=True,
                   on_event=notifier.on_event if notifier else None)
     attach(notifier, fleet)

@@ -684,7 +684,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     token = serve.read_token(args.token_file)
     config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
     store = _open_store(args.store) if args.store else None
-    notifier = notifier_for(args.notify, args.notify_format)
+    notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
     fleet = Fleet(config, store=store, on_event=notifier.on_event if notifier else None)
     attach(notifier, fleet)
 

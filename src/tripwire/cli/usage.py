@@ -134,6 +134,7 @@ def add_notify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notify", metavar="URL", action="append", default=[],
                         help="POST a JSON body to URL on every halt, task exhaustion and "
                              "check-in pause (repeatable; retried, never delays a decision)")
-    parser.add_argument("--notify-format", choices=("json", "slack"), default="json",
+    parser.add_argument("--notify-format", choices=("json", "slack"), default=None,
                         help="the body posted to --notify: tripwire's JSON (default) or a "
-                             "Slack incoming-webhook body")
+                             "Slack incoming-webhook body; a config file's [notify] urls and "
+                             "format are read too")

@@ -63,7 +63,7 @@ __all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS",
 
 #: Top-level sections a config file may hold.
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
-            "budget", "results")
+            "budget", "results", "notify")  # [notify]: the servers' (web.notify), not a session's
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -167,9 +167,20 @@ class Notifier:
         self._thread.join(wait)
 
 
-def notifier_for(urls: Sequence[str], fmt: str = "json") -> Notifier | None:
-    """A notifier for ``urls`` (None without any), its task lookup set by ``attach``."""
-    return Notifier(urls, fmt) if urls else None
+def notifier_for(urls: Sequence[str], fmt: str | None = None,
+                 section: Any = None) -> Notifier | None:
+    """A notifier for the config file's ``[notify]`` (``urls = [...]``, ``format``) and the
+    command line's ``urls`` after them, ``fmt`` over the file's format; None without a URL.
+    Its task lookup is set by ``attach``."""
+    section = {} if section is None else section
+    if not isinstance(section, dict) or set(section) - {"urls", "format"}:
+        raise ConfigError("[notify] takes urls (a list of http(s) URLs) and format (json or "
+                          "slack)")
+    listed = section.get("urls", [])
+    if not isinstance(listed, list) or not all(isinstance(u, str) for u in listed):
+        raise ConfigError("[notify] urls is a list of http(s) URLs")
+    every = [*listed, *urls]
+    return Notifier(every, fmt or section.get("format", "json")) if every else None
 
 
 def attach(notifier: Notifier | None, fleet: Any) -> None:
