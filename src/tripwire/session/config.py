@@ -126,6 +126,10 @@ _SESSION_FILE_KEYS = {"unattended", "task_class", "model", "provider", "one_shot
 _SAFETY_FILE_KEYS = {"small_tier_parent"}
 
 
+#: [notify]: the servers' notification URLs and body format (read by ``web.notify``)
+NOTIFY_FILE_KEYS = frozenset({"urls", "format"})
+
+
 def file_keys() -> dict[str, frozenset[str]]:
     """Every key of every section a config file takes but ``[signals]`` (whose keys are the
     signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
@@ -137,7 +141,7 @@ def file_keys() -> dict[str, frozenset[str]]:
     return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
             "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
             "budget": frozenset({*COUNTERS, "checkin"}), "context": FILE_KEYS,
-            "models": MODELS_KEYS}
+            "models": MODELS_KEYS, "notify": NOTIFY_FILE_KEYS}
 
 
 # --------------------------------------------------------------------------------------------

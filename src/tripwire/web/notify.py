@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
+from ..session.config import NOTIFY_FILE_KEYS
 from .operator import Metrics
 
 __all__ = ["Notifier", "check_notify_url", "notifier_for", "attach", "FORMATS"]
@@ -173,7 +174,7 @@ def notifier_for(urls: Sequence[str], fmt: str | None = None,
     command line's ``urls`` after them, ``fmt`` over the file's format; None without a URL.
     Its task lookup is set by ``attach``."""
     section = {} if section is None else section
-    if not isinstance(section, dict) or set(section) - {"urls", "format"}:
+    if not isinstance(section, dict) or set(section) - NOTIFY_FILE_KEYS:
         raise ConfigError("[notify] takes urls (a list of http(s) URLs) and format (json or "
                           "slack)")
     listed = section.get("urls", [])
