@@ -18,6 +18,7 @@ import os
 from typing import Any, TextIO
 
 from ..errors import ConfigError
+from . import usage
 
 __all__ = ["add_parser", "run", "DEFAULT_LISTEN", "OPERATOR_TOKEN_ENV"]
 
@@ -55,6 +56,7 @@ def add_parser(verbs: Any) -> None:
                         "none: only /tripwire/healthz)")
     p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
                    help="the upstream's time to answer (default: 600)")
+    usage.add_notify_arguments(p)
 
 
 def _pairs(values: list[str], what: str) -> dict[str, str]:
@@ -84,13 +86,14 @@ def _listen(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def build(args: argparse.Namespace) -> tuple[Any, Any]:
+def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The gateway and its fleet from the options (the store opened)."""
     from ..fleet.fleet import Fleet
     from ..gateway.app import Gateway
     from ..gateway.upstreams import Credentials, Upstream, read_tokens, redact_url
     from ..session.guardrails import GuardrailsConfig
     from ..durability.open import open_store
+    from ..web.notify import attach, notifier_for
 
     urls = _pairs(args.upstream, "--upstream")
     keys = _pairs(args.upstream_key_env, "--upstream-key-env")
@@ -110,11 +113,14 @@ def build(args: argparse.Namespace) -> tuple[Any, Any]:
     config = (GuardrailsConfig.from_file(args.config, **explicit) if args.config
               else GuardrailsConfig(**explicit))
     store = open_store(args.store, check=True) if args.store else None
-    fleet = Fleet(config, store=store, feedback_at_once=True)
+    notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
+    fleet = Fleet(config, store=store, feedback_at_once=True,
+                  on_event=notifier.on_event if notifier else None)
+    attach(notifier, fleet)
     gateway = Gateway(fleet, upstreams, credentials,
                       store_label=redact_url(args.store) if args.store else "STORE",
                       timeout=args.timeout)
-    return gateway, store
+    return gateway, store, notifier
 
 
 def operator_token(path: str | None) -> str | None:
@@ -143,8 +149,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     host, port = _listen(args.listen)
     token = operator_token(args.operator_token_file)
-    gateway, store = build(args)
-    app = create_app(gateway, token)
+    gateway, store, notifier = build(args)
+    app = create_app(gateway, token, notifier.metrics if notifier is not None else None)
 
     def announce(line: str) -> None:
         out.write(f"tripwire gateway: {line}\n")
@@ -153,6 +159,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         serve_app(app, host, port, announce, lifespan="on")
     finally:
+        if notifier is not None:
+            notifier.close()
         if store is not None:
             store.close()
     return 0

@@ -224,6 +224,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                        help="port to listen on (default: 8737; 0: any free port)")
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
+    usage.add_notify_arguments(serve)
 
     if verb in (None, "corpus"):
         from ..corpus.cli import add_parser as add_corpus_parser
@@ -668,6 +669,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
                           "pip install 'tripwire[serve]'") from None
     from ..fleet.fleet import Fleet
     from ..session.guardrails import GuardrailsConfig
+    from ..web.notify import attach, notifier_for
     from . import serve
 
     token = serve.read_token(args.token_file)
@@ -677,13 +679,15 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         from ..durability.chain import notice_default_key
 
         notice_default_key()  # once, at the start (a store made now said it already)
-    fleet = Fleet(config, store=store)
+    notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
+    fleet = Fleet(config, store=store, on_event=notifier.on_event if notifier else None)
+    attach(notifier, fleet)
 
     def announce(line: str) -> None:
         out.write(f"tripwire serve: {line}\n")
         out.flush()
 
-    serve.run(fleet, token, args.host, args.port, announce)
+    serve.run(fleet, token, args.host, args.port, announce, notifier)
     if store is not None:
         store.close()
     return EXIT_OK

@@ -64,6 +64,7 @@ from ..fleet.fleet import Fleet
 from ..interchange.events import Retry, StopAttempt, parse_event
 from ..session.dispatch import needs_pricing, observe_event
 from ..web.listen import serve_app
+from ..web.notify import Notifier
 from ..web.operator import MAX_BODY, Api, HttpError, one_line, operator_routes, path_id
 
 __all__ = ["create_app", "read_token", "TOKEN_ENV", "DEFAULT_HOST", "DEFAULT_PORT", "MAX_BODY"]
@@ -250,14 +251,15 @@ def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
     run.clear()
 
 
-def create_app(fleet: Fleet, token: str) -> Any:
+def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None) -> Any:
     """The Starlette application serving ``fleet``; every route but /healthz checks ``token``.
-    The operator routes are ``web.operator``'s (the gateway mounts the same ones)."""
+    The operator routes are ``web.operator``'s (the gateway mounts the same ones). A
+    ``notifier`` (the fleet's ``on_event``) counts into this app's ``/metrics``."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.routing import Route
 
-    api = Api(token, name="serve")
+    api = Api(token, notifier.metrics if notifier is not None else None, name="serve")
 
     async def post_events(request: Any) -> tuple[Any, int]:
         sid = path_id(request)
@@ -287,13 +289,16 @@ def create_app(fleet: Fleet, token: str) -> Any:
 
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-        announce: Callable[[str], object] | None = None) -> None:
+        announce: Callable[[str], object] | None = None,
+        notifier: Notifier | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
     socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
-    app = create_app(fleet, token)
+    app = create_app(fleet, token, notifier)
     try:
         serve_app(app, host, port, announce)
     finally:
+        if notifier is not None:
+            notifier.close()
         # every session's rows, whatever one of them does: a session that cannot flush is
         # said in one line and never keeps the sessions after it from theirs
         for sid in list(fleet):

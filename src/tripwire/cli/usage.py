@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..base.names import Guardrail
 
 __all__ = ["OneLineParser", "EXIT_USAGE", "count", "dollars", "mode", "port", "raise_spec",
-           "reset_scope", "seconds", "signal_set", "wait"]
+           "reset_scope", "seconds", "signal_set", "wait", "add_notify_arguments"]
 
 EXIT_USAGE = 2
 
@@ -126,3 +126,15 @@ def raise_spec(text: str) -> tuple[str, float, bool]:
     if amount != amount or amount < 0 or amount in (float("inf"),):
         raise argparse.ArgumentTypeError(f"--raise {counter}= needs a number of at least 0")
     return counter, amount, relative
+
+
+def add_notify_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--notify URL`` (repeatable) and ``--notify-format``: the same on serve and gateway
+    (``web.notify``; its FORMATS, written here so building the parser imports nothing)."""
+    parser.add_argument("--notify", metavar="URL", action="append", default=[],
+                        help="POST a JSON body to URL on every halt, task exhaustion and "
+                             "check-in pause (repeatable; retried, never delays a decision)")
+    parser.add_argument("--notify-format", choices=("json", "slack"), default=None,
+                        help="the body posted to --notify: tripwire's JSON (default) or a "
+                             "Slack incoming-webhook body; a config file's [notify] urls and "
+                             "format are read too")

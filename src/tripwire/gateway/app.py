@@ -151,9 +151,11 @@ def _kept_headers(headers: Any) -> dict[str, str]:
             k.lower().startswith(_KEPT_PREFIXES)}
 
 
-def create_app(gateway: Gateway, operator_token: str | None = None) -> Any:
+def create_app(gateway: Gateway, operator_token: str | None = None,
+               metrics: Metrics | None = None) -> Any:
     """The Starlette application of ``gateway``; the operator routes need ``operator_token``
-    (without one only ``/tripwire/healthz`` is served)."""
+    (without one only ``/tripwire/healthz`` is served). ``metrics``: a notifier's, so its
+    counts show in ``/tripwire/metrics``."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -192,7 +194,7 @@ def create_app(gateway: Gateway, operator_token: str | None = None) -> Any:
             finally:
                 watcher.cancel()
 
-    metrics = Metrics()
+    metrics = metrics if metrics is not None else Metrics()
     api = Api(operator_token or "\0no operator token\0", metrics, name="gateway")
     if operator_token:
         operator = operator_routes(api, gateway.fleet, prefix="/tripwire")

@@ -64,7 +64,7 @@ __all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS",
 
 #: Top-level sections a config file may hold.
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
-            "budget", "results")
+            "budget", "results", "notify")  # [notify]: the servers' (web.notify), not a session's
 
 
 #: Bytes a config file may hold: far more than any configuration (a hook reads its config on
@@ -139,6 +139,10 @@ _SESSION_FILE_KEYS = {"unattended", "task_class", "model", "provider", "one_shot
 _SAFETY_FILE_KEYS = {"small_tier_parent"}
 
 
+#: [notify]: the servers' notification URLs and body format (read by ``web.notify``)
+NOTIFY_FILE_KEYS = frozenset({"urls", "format"})
+
+
 def file_keys() -> dict[str, frozenset[str]]:
     """Every key of every section a config file takes but ``[signals]`` (whose keys are the
     signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
@@ -150,7 +154,7 @@ def file_keys() -> dict[str, frozenset[str]]:
     return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),
             "session": frozenset(_SESSION_FILE_KEYS), "safety": frozenset(_SAFETY_FILE_KEYS),
             "budget": frozenset({*COUNTERS, "checkin"}), "context": FILE_KEYS,
-            "models": MODELS_KEYS}
+            "models": MODELS_KEYS, "notify": NOTIFY_FILE_KEYS}
 
 
 # --------------------------------------------------------------------------------------------
