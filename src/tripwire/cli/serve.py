@@ -23,7 +23,8 @@ A reset that would re-trip at once (the session spent at least its per-session c
 the added budget) is refused with **409** and the budget needed (add strictly more than
 ``budget_needed_usd``): the rule is the library's own (``CostCeiling.check_reset``, through
 ``Fleet.reset``). A request that makes no sense gets **400** with a one-line ``error``; a
-missing or wrong token **401**. Events go through ``Fleet.observe_many`` (in order, detection in
+missing or wrong token **401**; the agent's token (``--agent-token-file``: events, guardrails
+status and metrics only) on a reset, raise or check-in **403**. Events go through ``Fleet.observe_many`` (in order, detection in
 the native core; a usage the catalogue prices goes through the session's ``on_usage`` between
 batches, with its estimated mark), so a session's decisions over HTTP are exactly the library's.
 
@@ -81,6 +82,11 @@ DEFAULT_PORT = 8737
 MAX_BODY = 1 << 20  # bytes of one request body
 MAX_EVENTS = 10_000  # events in one request
 _RESET_KEYS = frozenset({"guardrail", "additional_budget_usd"})
+
+
+def read_agent_token(token_file: str | None) -> str | None:
+    """The agent's events-only token (``--agent-token-file``), or None when not given."""
+    return None if token_file is None else read_token(token_file)
 
 
 def read_token(token_file: str | None) -> str:
@@ -362,8 +368,14 @@ class _Metrics:
         return "\n".join(out) + "\n"
 
 
-def create_app(fleet: Fleet, token: str) -> Any:
-    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``."""
+# what an agent's token (``--agent-token-file``) may do: send its events and read a status;
+# never reset, raise or check in (those need the operator's token: 403)
+AGENT_ROUTES = frozenset({"events", "guardrails", "metrics"})
+
+
+def create_app(fleet: Fleet, token: str, agent_token: str | None = None) -> Any:
+    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``
+    (the operator's); ``agent_token``, when given, is taken on ``AGENT_ROUTES`` only."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -372,14 +384,24 @@ def create_app(fleet: Fleet, token: str) -> Any:
 
     if not token:
         raise ConfigError("the bearer token is empty")
+    if agent_token is not None and (not agent_token or agent_token == token):
+        raise ConfigError("the agent token must be non-empty and differ from the operator's")
     expected = token.encode()
+    expected_agent = agent_token.encode() if agent_token else None
     metrics = _Metrics()
 
-    def authorized(request: Request) -> bool:
+    def credential(request: Request) -> str | None:
+        """"operator", "agent" or None: who the bearer token says the caller is."""
         # RFC 9110 §11.1: the scheme is case-insensitive ("bearer", "BEARER"); the token is not
         scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8", "replace"), expected)
+        if scheme.lower() != "bearer":
+            return None
+        raw = given.strip().encode("utf-8", "replace")
+        if hmac.compare_digest(raw, expected):
+            return "operator"
+        if expected_agent is not None and hmac.compare_digest(raw, expected_agent):
+            return "agent"
+        return None
 
     async def body_of(request: Request, optional: bool) -> Any:
         # Never hold more than MAX_BODY bytes: a declared length is refused before reading, a
@@ -410,10 +432,15 @@ def create_app(fleet: Fleet, token: str) -> Any:
 
     def route(name: str, handler: Handler, *, auth: bool = True) -> Callable[..., Any]:
         async def endpoint(request: Request) -> Response:
-            if auth and not authorized(request):
+            who = credential(request) if auth else "operator"
+            if who is None:
                 metrics.count(name, 401)
                 return JSONResponse({"error": "missing or wrong bearer token"}, 401,
                                     headers={"WWW-Authenticate": "Bearer"})
+            if who == "agent" and name not in AGENT_ROUTES:
+                metrics.count(name, 403)
+                return JSONResponse({"error": f"the agent token may not use {name}: "
+                                              "it needs the operator's token"}, 403)
             try:
                 payload, status = await handler(request)
             except _BadRequest as bad:
@@ -502,14 +529,15 @@ def create_app(fleet: Fleet, token: str) -> Any:
 
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-        announce: Callable[[str], object] | None = None) -> None:
+        announce: Callable[[str], object] | None = None,
+        agent_token: str | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
     socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
     import socket
 
     import uvicorn
 
-    app = create_app(fleet, token)
+    app = create_app(fleet, token, agent_token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on a connection only when its socket
     # says proto == IPPROTO_TCP, and a socket made with proto 0 (the default) does not. Without
