@@ -151,7 +151,9 @@ def test_the_agent_uid_cannot_clear_its_halt(agent_user, authority) -> None:
     for attack in ("environ", "key", "store", "delete_anchor", "delete_store",
                    "replace_store", "kill"):
         assert out[attack] == "PermissionError", (attack, out)
-    assert out["cli_reset"][0] != 0, out
+    # the agent cannot even see the store behind the 0700 dir: a one-line refusal, exit 2
+    code, (line,) = out["cli_reset"]
+    assert code == 2 and line.startswith("tripwire: ") and "serve.db" in line, out
     assert (out["reset_no_token"], out["reset_agent_token"], out["raise_agent_token"]) == (
         401, 403, 403)
     assert out["next"] == ["halt_session"] and out["status"] is True, out
