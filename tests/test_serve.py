@@ -523,3 +523,24 @@ def test_a_live_sessions_task_answers_its_routes(implementation: str,
         assert r.json()["caps"] == {"tool_calls": 60}
         assert r.json()["remaining"]["tool_calls"] == 58
     assert client.post("/tasks/nobody/check-in", headers=AUTH).status_code == 404
+
+
+def test_the_agent_token_posts_events_and_is_refused_a_reset(implementation: str) -> None:
+    fleet = Fleet(CONFIG, implementation=implementation)
+    agent = {"Authorization": "Bearer the agent's token"}
+    http = TestClient(create_app(fleet, TOKEN, agent_token="the agent's token"))
+    assert http.post("/sessions/a/events", json=LOOP, headers=agent).json()["halted"] is True
+    for url in ("/sessions/a/guardrails/reset", "/tasks/a/check-in"):
+        r = http.post(url, headers=agent)
+        assert r.status_code == 403, url
+    assert http.post("/tasks/a/budget", headers=agent,
+                     json={"raise": {"steps": 9}}).status_code == 403
+    assert http.get("/sessions/a/guardrails", headers=agent).json()["halted"] is True
+    assert http.post("/sessions/a/guardrails/reset", headers=AUTH).status_code == 200
+
+
+def test_an_agent_token_equal_to_the_operators_is_refused() -> None:
+    from tripwire.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="differ from the operator's"):
+        create_app(Fleet(CONFIG), TOKEN, agent_token=TOKEN)

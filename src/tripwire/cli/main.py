@@ -224,6 +224,9 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
                        help="port to listen on (default: 8737; 0: any free port)")
     serve.add_argument("--token-file", metavar="PATH",
                        help="file holding the bearer token (default: $TRIPWIRE_SERVE_TOKEN)")
+    serve.add_argument("--agent-token-file", metavar="PATH",
+                       help="file holding an agent's token: events and status only, never a "
+                            "reset or raise (403)")
     usage.add_notify_arguments(serve)
 
     if verb in (None, "corpus"):
@@ -673,6 +676,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
     from . import serve
 
     token = serve.read_token(args.token_file)
+    agent_token = serve.read_agent_token(args.agent_token_file)
     config = GuardrailsConfig.from_file(args.config) if args.config else GuardrailsConfig()
     store = _open_store(args.store) if args.store else None
     if store is not None and store.key_source == "default":
@@ -687,7 +691,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"tripwire serve: {line}\n")
         out.flush()
 
-    serve.run(fleet, token, args.host, args.port, announce, notifier)
+    serve.run(fleet, token, args.host, args.port, announce, notifier, agent_token)
     if store is not None:
         store.close()
     return EXIT_OK

@@ -77,6 +77,11 @@ DEFAULT_PORT = 8737
 MAX_EVENTS = 10_000  # events in one request
 
 
+def read_agent_token(token_file: str | None) -> str | None:
+    """The agent's events-only token (``--agent-token-file``), or None when not given."""
+    return None if token_file is None else read_token(token_file)
+
+
 def read_token(token_file: str | None) -> str:
     """The bearer token: the file's content (stripped), else ``$TRIPWIRE_SERVE_TOKEN``."""
     if token_file is not None:
@@ -251,7 +256,8 @@ def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
     run.clear()
 
 
-def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None) -> Any:
+def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None,
+               agent_token: str | None = None) -> Any:
     """The Starlette application serving ``fleet``; every route but /healthz checks ``token``.
     The operator routes are ``web.operator``'s (the gateway mounts the same ones). A
     ``notifier`` (the fleet's ``on_event``) counts into this app's ``/metrics``."""
@@ -259,7 +265,8 @@ def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None) -> An
     from starlette.concurrency import run_in_threadpool
     from starlette.routing import Route
 
-    api = Api(token, notifier.metrics if notifier is not None else None, name="serve")
+    api = Api(token, notifier.metrics if notifier is not None else None, name="serve",
+              agent_token=agent_token)
 
     async def post_events(request: Any) -> tuple[Any, int]:
         sid = path_id(request)
@@ -290,10 +297,10 @@ def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None) -> An
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
         announce: Callable[[str], object] | None = None,
-        notifier: Notifier | None = None) -> None:
+        notifier: Notifier | None = None, agent_token: str | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
     socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
-    app = create_app(fleet, token, notifier)
+    app = create_app(fleet, token, notifier, agent_token)
     try:
         serve_app(app, host, port, announce)
     finally:

@@ -155,24 +155,44 @@ class Metrics:
 Handler = Callable[[Any], Awaitable[tuple[Any, int]]]
 
 
+# what an agent's token may do: send its events and read a status and the metrics
+AGENT_ROUTES = frozenset({"events", "guardrails", "metrics"})
+
+
 class Api:
     """The plumbing of a server's routes: its token, its metrics, its body bound."""
 
     def __init__(self, token: str, metrics: Metrics | None = None, max_body: int = MAX_BODY,
-                 name: str = "serve"):
+                 name: str = "serve", agent_token: str | None = None):
         from ..errors import ConfigError
 
         if not token:
             raise ConfigError("the bearer token is empty")
+        if agent_token is not None and (not agent_token or agent_token == token):
+            raise ConfigError("the agent token must be non-empty and differ from the operator's")
         self.expected = token.encode()
+        # an agent's token (serve --agent-token-file): its events and a status, never a reset,
+        # a raise or a check-in, so the agent's own credential cannot clear its halt (403)
+        self.expected_agent = agent_token.encode() if agent_token else None
         self.metrics = metrics or Metrics()
         self.max_body = max_body
         self.name = name
 
-    def authorized(self, request: Any) -> bool:
+    def credential(self, request: Any) -> str | None:
+        """"operator", "agent" or None: who the bearer token says the caller is (RFC 9110: the
+        scheme case-insensitive; tokens compared in constant time)."""
         scheme, _, given = request.headers.get("authorization", "").strip().partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode("utf-8", "replace"), self.expected)
+        if scheme.lower() != "bearer":
+            return None
+        raw = given.strip().encode("utf-8", "replace")
+        if hmac.compare_digest(raw, self.expected):
+            return "operator"
+        if self.expected_agent is not None and hmac.compare_digest(raw, self.expected_agent):
+            return "agent"
+        return None
+
+    def authorized(self, request: Any) -> bool:
+        return self.credential(request) == "operator"
 
     async def raw_body(self, request: Any, limit: int | None = None) -> bytes:
         """The body, never more than ``limit`` (``max_body``) bytes held: a declared length is
@@ -208,10 +228,15 @@ class Api:
         metrics = self.metrics
 
         async def endpoint(request: Any) -> Response:
-            if auth and not self.authorized(request):
+            who = self.credential(request) if auth else "operator"
+            if who is None:
                 metrics.count(name, 401)
                 return JSONResponse({"error": "missing or wrong bearer token"}, 401,
                                     headers={"WWW-Authenticate": "Bearer"})
+            if who == "agent" and name not in AGENT_ROUTES:
+                metrics.count(name, 403)
+                return JSONResponse({"error": f"the agent token may not use {name}: it needs "
+                                              "the operator's token"}, 403)
             try:
                 payload, status = await handler(request)
             except HttpError as bad:
