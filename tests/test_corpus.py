@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from browser import dump_dom
 
 from tripwire.cli.main import main
 from tripwire.corpus import measure_paths
@@ -233,14 +232,6 @@ def test_serial_processes_and_dask_give_identical_results() -> None:
 # The report, looked at in a real browser
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no headless Chromium on this machine (apt-get install chromium)")
-
-
 def _loaded_widths(page: Path) -> list[int]:
     """Each image's naturalWidth once the page has loaded, as Chromium saw it."""
     probe = page.with_name("probe.html")
@@ -248,10 +239,7 @@ def _loaded_widths(page: Path) -> list[int]:
         "</body>", "<script>window.addEventListener('load', () => document.body.setAttribute("
         "'data-widths', [...document.images].map(i => i.naturalWidth).join(',')));</script>"
         "</body>"), encoding="utf-8")
-    dom = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True,
-    ).stdout
+    dom = dump_dom(probe.as_uri())
     marker = 'data-widths="'
     assert marker in dom, dom[:500]
     start = dom.index(marker) + len(marker)
@@ -273,10 +261,7 @@ def _seen(page: Path) -> dict:
         ".querySelectorAll('a')].map(a => [a.textContent, a.href])]))})));</script></body>")
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", script),
                      encoding="utf-8")
-    dom = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-         "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120, check=True,
-    ).stdout
+    dom = dump_dom(probe.as_uri())
     start = dom.index('data-seen="') + len('data-seen="')
     raw = dom[start:dom.index('"', start)]
     import html as html_module

@@ -93,6 +93,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from ..gateway.upstreams import Credentials, Upstream, read_tokens, redact_url
     from ..session.guardrails import GuardrailsConfig
     from ..durability.open import open_store
+    from ..web.console import EventFeed, fanout
     from ..web.notify import attach, notifier_for
 
     urls = _pairs(args.upstream, "--upstream")
@@ -114,12 +115,13 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
               else GuardrailsConfig(**explicit))
     store = open_store(args.store, check=True) if args.store else None
     notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
+    feed = EventFeed()  # what the operator page shows as it happens
     fleet = Fleet(config, store=store, feedback_at_once=True,
-                  on_event=notifier.on_event if notifier else None)
+                  on_event=fanout(feed.on_event, notifier.on_event if notifier else None))
     attach(notifier, fleet)
     gateway = Gateway(fleet, upstreams, credentials,
                       store_label=redact_url(args.store) if args.store else "STORE",
-                      timeout=args.timeout)
+                      timeout=args.timeout, feed=feed)
     return gateway, store, notifier
 
 

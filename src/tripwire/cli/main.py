@@ -672,6 +672,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
                           "pip install 'tripwire[serve]'") from None
     from ..fleet.fleet import Fleet
     from ..session.guardrails import GuardrailsConfig
+    from ..web.console import EventFeed, fanout
     from ..web.notify import attach, notifier_for
     from . import serve
 
@@ -684,14 +685,16 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
 
         notice_default_key()  # once, at the start (a store made now said it already)
     notifier = notifier_for(args.notify, args.notify_format, config.file.get("notify"))
-    fleet = Fleet(config, store=store, on_event=notifier.on_event if notifier else None)
+    feed = EventFeed()  # what the operator page shows as it happens
+    fleet = Fleet(config, store=store,
+                  on_event=fanout(feed.on_event, notifier.on_event if notifier else None))
     attach(notifier, fleet)
 
     def announce(line: str) -> None:
         out.write(f"tripwire serve: {line}\n")
         out.flush()
 
-    serve.run(fleet, token, args.host, args.port, announce, notifier, agent_token)
+    serve.run(fleet, token, args.host, args.port, announce, notifier, agent_token, feed)
     if store is not None:
         store.close()
     return EXIT_OK

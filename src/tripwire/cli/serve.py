@@ -4,7 +4,10 @@ sidecar path) and for operators resetting halted sessions. Needs ``tripwire[serv
 
 Routes (JSON in and out; every route but ``/healthz`` needs ``Authorization: Bearer TOKEN``):
 
+    GET  /                                 the live operator page (no token: it holds no data)
     GET  /healthz                          {"ok": true, "sessions": N}   (no token: for probes)
+    GET  /sessions                         a page of sessions: state, spend, budget, last use
+    GET  /alerts?after=N                   the operator events after N, as they happen
     GET  /metrics                          Prometheus text: alerts, trips, refused turns, HTTP
     GET  /sessions/{id}/guardrails         what is armed, what tripped and why, budget needed
     POST /sessions/{id}/guardrails/reset   body optional: {"guardrail", "additional_budget_usd"}
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +67,7 @@ from ..errors import (
 from ..fleet.fleet import Fleet
 from ..interchange.events import Retry, StopAttempt, parse_event
 from ..session.dispatch import needs_pricing, observe_event
+from ..web.console import EventFeed, console_routes
 from ..web.listen import serve_app
 from ..web.notify import Notifier
 from ..web.operator import MAX_BODY, Api, HttpError, one_line, operator_routes, path_id
@@ -256,11 +261,22 @@ def _batch(fleet: Fleet, session_id: str, events: list[Any], run: list[int],
     run.clear()
 
 
+def _decided(api: Api, fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
+    """``_events``, its time and each event's decision counted in ``/metrics``."""
+    started = time.perf_counter()
+    answer = _events(fleet, session_id, body)
+    stops = [d["action"] for d in answer["decisions"] if "action" in d]
+    api.metrics.decided("events", time.perf_counter() - started,
+                        [*stops, *[CONTINUE.action] * (answer["events"] - len(stops))])
+    return answer
+
+
 def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None,
-               agent_token: str | None = None) -> Any:
-    """The Starlette application serving ``fleet``; every route but /healthz checks ``token``.
-    The operator routes are ``web.operator``'s (the gateway mounts the same ones). A
-    ``notifier`` (the fleet's ``on_event``) counts into this app's ``/metrics``."""
+               agent_token: str | None = None, feed: EventFeed | None = None) -> Any:
+    """The Starlette application serving ``fleet``; every route but /healthz and the page
+    checks ``token``. The operator routes and the page are ``web``'s (the gateway mounts the
+    same ones). A ``notifier`` counts into this app's ``/metrics``; ``feed`` (both the fleet's
+    ``on_event``, through ``fanout``) is what the page shows as it happens."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.routing import Route
@@ -271,7 +287,7 @@ def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None,
     async def post_events(request: Any) -> tuple[Any, int]:
         sid = path_id(request)
         body = await api.body_of(request, optional=False)
-        return await run_in_threadpool(_events, fleet, sid, body), 200
+        return await run_in_threadpool(_decided, api, fleet, sid, body), 200
 
     async def post_budget(request: Any) -> tuple[Any, int]:
         tid = path_id(request, "task_id")
@@ -285,6 +301,7 @@ def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None,
 
     routes = [
         *operator_routes(api, fleet),
+        *console_routes(api, fleet, feed),
         Route("/sessions/{session_id}/events", api.route("events", post_events),
               methods=["POST"]),
         Route("/tasks/{task_id}/budget", api.route("task_budget", post_budget),
@@ -297,10 +314,11 @@ def create_app(fleet: Fleet, token: str, notifier: Notifier | None = None,
 
 def run(fleet: Fleet, token: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
         announce: Callable[[str], object] | None = None,
-        notifier: Notifier | None = None, agent_token: str | None = None) -> None:
+        notifier: Notifier | None = None, agent_token: str | None = None,
+        feed: EventFeed | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then write every row the store has not taken yet. The
     socket is bound before ``announce`` is told its address (``--port 0``: a free port)."""
-    app = create_app(fleet, token, notifier, agent_token)
+    app = create_app(fleet, token, notifier, agent_token, feed)
     try:
         serve_app(app, host, port, announce)
     finally:

@@ -12,6 +12,8 @@ Routes:
     GET  /v1/models, /v1/models/{id}       passed through (a listing: no model call)
     /tripwire/healthz, /tripwire/metrics, /tripwire/sessions/{id}/guardrails[/reset]
                                            the operator routes (the operator's token)
+    GET  /  (/tripwire/sessions, /tripwire/alerts)   the live operator page and what it reads
+                                           (``web.console``; with an operator token only)
 
 Any other route is **404**, never passed through: the gateway is the one path to the provider,
 and a route it cannot read (legacy completions, batches, files) would be a way around it.
@@ -30,6 +32,7 @@ import asyncio
 
 import contextlib
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -38,6 +41,7 @@ from ..base.modes import Mode
 from ..fleet.fleet import Fleet
 from ..interchange.wire import anthropic, gemini, openai_chat, openai_responses
 from ..interchange.wire.sse import Frames
+from ..web.console import EventFeed, console_routes
 from ..web.operator import Api, HttpError, Metrics, operator_routes
 from .exchange import Answer, Exchange, Refusal, Unwatched
 from .identity import Roles, fingerprint, harness_session
@@ -86,8 +90,10 @@ class Gateway:
 
     def __init__(self, fleet: Fleet, upstreams: dict[str, Upstream],
                  credentials: Credentials | None = None, *, store_label: str = "STORE",
-                 timeout: float = 600.0, max_body: int = MAX_BODY):
+                 timeout: float = 600.0, max_body: int = MAX_BODY,
+                 feed: EventFeed | None = None):
         self.fleet = fleet
+        self.feed = feed  # the operator page's live events (the fleet's on_event feeds it)
         self.upstreams = upstreams
         self.credentials = credentials or Credentials()
         self.store_label = store_label
@@ -195,9 +201,11 @@ def create_app(gateway: Gateway, operator_token: str | None = None,
                 watcher.cancel()
 
     metrics = metrics if metrics is not None else Metrics()
+    metrics.declare("gateway_upstream_faults")
     api = Api(operator_token or "\0no operator token\0", metrics, name="gateway")
     if operator_token:
-        operator = operator_routes(api, gateway.fleet, prefix="/tripwire")
+        operator = [*operator_routes(api, gateway.fleet, prefix="/tripwire"),
+                    *console_routes(api, gateway.fleet, gateway.feed, prefix="/tripwire")]
     else:
         operator = [r for r in operator_routes(api, gateway.fleet, prefix="/tripwire")
                     if r.path == "/tripwire/healthz"]
@@ -243,7 +251,9 @@ def create_app(gateway: Gateway, operator_token: str | None = None,
                 family, wire_request)
             role = gateway.roles.classify(sid, wire_request, harness)
             exchange = Exchange(gateway, role, wire_request)
+            started = time.perf_counter()
             outcome = await offload(exchange.before)
+            metrics.decided(name, time.perf_counter() - started)
         except Exception as exc:
             if gateway.enforce:
                 return fault(name, family, exc, request)

@@ -77,6 +77,7 @@ class Notifier:
         self.urls = [check_notify_url(u) for u in urls]
         self.fmt = fmt
         self.metrics = metrics if metrics is not None else Metrics()
+        self.metrics.declare(SENT, DROPPED, RETRIES)
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.task_of = task_of  # session id -> its task id, looked up off the decision path
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(queue_size)

@@ -15,12 +15,13 @@ every answer counted by route and status for ``/metrics``.
 
 from __future__ import annotations
 
+import bisect
 import hmac
 import json
 import logging
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..base.money import parse_dollars
@@ -110,14 +111,36 @@ def session_reset(fleet: Fleet, session_id: str, body: Any) -> dict[str, Any]:
             "message": outcome.message}
 
 
+#: the decision-latency histogram's upper bounds, in seconds (a decision takes microseconds to
+#: a few milliseconds; the top buckets catch a store that stalls)
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                   0.25, 0.5, 1.0, 2.5)
+
+
+def _label(value: object) -> str:
+    """A label value in the exposition format: backslash, quote and newline escaped."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**labels: object) -> str:
+    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}"
+
+
 class Metrics:
-    """HTTP request counts by route and status (the fleet's own counters are the rest), and
-    a server's own counters (``extra``: name -> value, e.g. the gateway's upstream faults)."""
+    """HTTP request counts by route and status, decision latency and decisions (the fleet's own
+    counters are the rest), and a server's own counters (``extra``: name -> value, e.g. the
+    gateway's upstream faults). ``render`` writes the Prometheus text exposition format
+    (docs/fleet.md has the table; docs/dependencies.md why it is written here, not by
+    prometheus-client)."""
 
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, int]] = Counter()
         self.events = 0
         self.extra: Counter[str] = Counter()
+        self.decisions: Counter[str] = Counter()
+        # per route: a count per bucket (not cumulative), the sum and the count of seconds
+        self.latency: dict[str, tuple[list[int], list[float]]] = {}
+        self.feed: Any = None  # the page's EventFeed (web.console): each session's alerts
         self.lock = threading.Lock()
 
     def count(self, route: str, status: int, events: int = 0) -> None:
@@ -129,34 +152,100 @@ class Metrics:
         with self.lock:
             self.extra[name] += n
 
+    def declare(self, *names: str) -> None:
+        """Export the counters ``names`` from the start, at 0 (a rate needs the first sample)."""
+        with self.lock:
+            for name in names:
+                self.extra[name] += 0
+
+    def decided(self, route: str, seconds: float, actions: Iterable[str] = ()) -> None:
+        """One request's decisions took ``seconds``; ``actions``: each decision's action."""
+        with self.lock:
+            buckets, total = self.latency.setdefault(
+                route, ([0] * (len(LATENCY_BUCKETS) + 1), [0.0]))
+            buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
+            total[0] += seconds
+            self.decisions.update(actions)
+
     def render(self, fleet: Fleet) -> str:
+        from .console import STATES, session_state
+
         snap = fleet.counters.snapshot()
-        out = ["# TYPE tripwire_sessions gauge", f"tripwire_sessions {len(fleet)}",
-               "# TYPE tripwire_alerts_total counter"]
+        states = dict.fromkeys(STATES, 0)
+        spent = 0.0
+        for sid in list(fleet):
+            g = fleet._sessions.get(sid)  # in memory only: a scrape never restores a session
+            if g is None:
+                continue
+            status = g.status()
+            alerts = 0 if self.feed is None else self.feed.alerts(sid)
+            states[session_state(g, status, alerts)] += 1
+            spent += status.spent_usd
+        out: list[str] = []
+
+        def family(name: str, kind: str, text: str) -> None:
+            out.extend((f"# HELP {name} {text}", f"# TYPE {name} {kind}"))
+
+        family("tripwire_sessions", "gauge", "Sessions in memory.")
+        out.append(f"tripwire_sessions {len(fleet)}")
+        family("tripwire_sessions_by_state", "gauge",
+               "Sessions in memory by state (watching, warned, halted, exhausted, paused).")
+        out += [f"tripwire_sessions_by_state{_labels(state=s)} {n}" for s, n in states.items()]
+        family("tripwire_spent_usd", "gauge", "US dollars spent by the sessions in memory.")
+        out.append(f"tripwire_spent_usd {round(spent, 9)!r}")
+        family("tripwire_alerts_total", "counter", "Alerts raised, by signal and severity.")
         for key, n in snap["alerts"].items():
             signal, severity = key.split("/", 1)
-            out.append(f'tripwire_alerts_total{{signal="{signal}",severity="{severity}"}} {n}')
-        out.append("# TYPE tripwire_trips_total counter")
+            out.append(f"tripwire_alerts_total{_labels(signal=signal, severity=severity)} {n}")
+        family("tripwire_trips_total", "counter", "Guardrail trips, by guardrail.")
         for guardrail, n in snap["trips"].items():
-            out.append(f'tripwire_trips_total{{guardrail="{guardrail}"}} {n}')
-        out += ["# TYPE tripwire_refused_turns_total counter",
-                f"tripwire_refused_turns_total {snap['refused_turns']}",
-                "# TYPE tripwire_http_events_total counter"]
+            out.append(f"tripwire_trips_total{_labels(guardrail=guardrail)} {n}")
+        family("tripwire_refused_turns_total", "counter", "Turns refused at their start.")
+        out.append(f"tripwire_refused_turns_total {snap['refused_turns']}")
+        family("tripwire_callback_errors_total", "counter",
+               "Exceptions raised by the operator callback.")
+        out.append(f"tripwire_callback_errors_total {snap['callback_errors']}")
         with self.lock:
+            family("tripwire_http_events_total", "counter", "Events received over HTTP.")
             out.append(f"tripwire_http_events_total {self.events}")
-            out.append("# TYPE tripwire_http_requests_total counter")
+            family("tripwire_http_requests_total", "counter", "HTTP answers, by route and code.")
             for (route, status), n in sorted(self.requests.items()):
-                out.append(f'tripwire_http_requests_total{{route="{route}",code="{status}"}} {n}')
+                out.append(f"tripwire_http_requests_total{_labels(route=route, code=status)} {n}")
+            family("tripwire_decisions_total", "counter",
+                   "Decisions on events received over HTTP, by decision.")
+            for action, n in sorted(self.decisions.items()):
+                out.append(f"tripwire_decisions_total{_labels(decision=action)} {n}")
+            family("tripwire_decision_seconds", "histogram",
+                   "Seconds to decide one request's events, by route.")
+            for route, (buckets, total) in sorted(self.latency.items()):
+                running = 0
+                for bound, n in zip((*LATENCY_BUCKETS, "+Inf"), buckets):
+                    running += n
+                    out.append(f"tripwire_decision_seconds_bucket{_labels(route=route, le=bound)}"
+                               f" {running}")
+                out.append(f"tripwire_decision_seconds_sum{_labels(route=route)} {total[0]!r}")
+                out.append(f"tripwire_decision_seconds_count{_labels(route=route)} {running}")
             for name, n in sorted(self.extra.items()):
-                out += [f"# TYPE tripwire_{name}_total counter", f"tripwire_{name}_total {n}"]
+                family(f"tripwire_{name}_total", "counter", EXTRA_HELP.get(name, name + "."))
+                out.append(f"tripwire_{name}_total {n}")
         return "\n".join(out) + "\n"
+
+
+#: the HELP text of a server's own counters (``Metrics.add``'s names)
+EXTRA_HELP = {
+    "gateway_upstream_faults": "Upstream requests of the gateway that failed or timed out.",
+    "notifications_sent": "Notifications delivered to a --notify URL.",
+    "notifications_dropped": "Notifications given up on, or dropped past the queue's bound.",
+    "notifications_retries": "Notification attempts that failed and were tried again.",
+}
 
 
 Handler = Callable[[Any], Awaitable[tuple[Any, int]]]
 
 
-# what an agent's token may do: send its events and read a status and the metrics
-AGENT_ROUTES = frozenset({"events", "guardrails", "metrics"})
+# what an agent's token may do: send its events, read a status, the sessions, the alerts and
+# the metrics (the page, read-only)
+AGENT_ROUTES = frozenset({"events", "guardrails", "metrics", "sessions", "alerts"})
 
 
 class Api:
