@@ -92,7 +92,7 @@ class _Collector:
                                             labels=["route"])
             for route, (buckets, total) in sorted(metrics.latency.items()):
                 running, out = 0, []
-                for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), buckets):
+                for bound, n in zip((*map(str, LATENCY_BUCKETS), "+Inf"), buckets, strict=True):
                     running += n
                     out.append((bound, running))
                 latency.add_metric([route], out, total[0])

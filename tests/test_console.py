@@ -21,15 +21,15 @@ import pytest
 pytest.importorskip("starlette", reason="tripwire serve needs the serve extra")
 pytest.importorskip("httpx", reason="the serve tests talk HTTP with httpx")
 
-import httpx  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
+import httpx
+from starlette.testclient import TestClient
 
-from tripwire import GuardrailsConfig  # noqa: E402
-from tripwire.budgets import Budget  # noqa: E402
-from tripwire.cli.serve import create_app  # noqa: E402
-from tripwire.fleet.fleet import Fleet  # noqa: E402
-from tripwire.interchange.events import parse_event  # noqa: E402
-from tripwire.web.console import EventFeed, fanout, page_html  # noqa: E402
+from tripwire import GuardrailsConfig
+from tripwire.budgets import Budget
+from tripwire.cli.serve import create_app
+from tripwire.fleet.fleet import Fleet
+from tripwire.interchange.events import parse_event
+from tripwire.web.console import EventFeed, fanout, page_html
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "an operator token for the tests"
@@ -273,10 +273,11 @@ def test_the_page_in_chromium_shows_a_halt_live_and_resets_it(
                              "button.reset')")
             browser.js("document.querySelector('tr[data-session=\"runaway\"] "
                        "button.reset').click(); true")
+            said = browser.wait_for("document.getElementById('msg').textContent.startsWith("
+                                    "'reset:') && document.getElementById('msg').textContent")
+            assert said.startswith("reset: cleared watchdog"), said
             assert browser.wait_for(_row_state("runaway") + " === 'watching'")
             assert http.get("/sessions/runaway/guardrails").json()["halted"] is False
-            said = browser.js("document.getElementById('msg').textContent")
-            assert said.startswith("reset: cleared watchdog"), said
             assert browser.js("sessionStorage.getItem('tripwire-token')") == TOKEN
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -196,7 +196,7 @@ def test_the_dashboard_uses_only_metrics_tripwire_exports(tmp_path: Path,
     used = set().union(*map(_metric_names, exprs))
     assert used and all(n.startswith("tripwire_") for n in used), used
     exported = _live_names(tmp_path, implementation)
-    assert used - exported == set(), f"the dashboard names metrics tripwire does not export"
+    assert used - exported == set(), "the dashboard names metrics tripwire does not export"
     # and the dashboard shows every family but the HTTP-only ones somewhere
     families = {re.sub(r"_(bucket|sum|count)$", "", n) for n in used}
     assert {"tripwire_sessions_by_state", "tripwire_trips_total", "tripwire_alerts_total",

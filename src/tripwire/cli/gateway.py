@@ -88,11 +88,11 @@ def _listen(value: str) -> tuple[str, int]:
 
 def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The gateway and its fleet from the options (the store opened)."""
+    from ..durability.open import open_store
     from ..fleet.fleet import Fleet
     from ..gateway.app import Gateway
     from ..gateway.upstreams import Credentials, Upstream, read_tokens, redact_url
     from ..session.guardrails import GuardrailsConfig
-    from ..durability.open import open_store
     from ..web.console import EventFeed, fanout
     from ..web.notify import attach, notifier_for
 

@@ -29,7 +29,6 @@ other modes the request goes through unwatched and the fault is logged.
 from __future__ import annotations
 
 import asyncio
-
 import contextlib
 import logging
 import time

@@ -209,8 +209,8 @@ class Metrics:
             family("tripwire_http_events_total", "counter", "Events received over HTTP.")
             out.append(f"tripwire_http_events_total {self.events}")
             family("tripwire_http_requests_total", "counter", "HTTP answers, by route and code.")
-            for (route, status), n in sorted(self.requests.items()):
-                out.append(f"tripwire_http_requests_total{_labels(route=route, code=status)} {n}")
+            for (route, code), n in sorted(self.requests.items()):
+                out.append(f"tripwire_http_requests_total{_labels(route=route, code=code)} {n}")
             family("tripwire_decisions_total", "counter",
                    "Decisions on events received over HTTP, by decision.")
             for action, n in sorted(self.decisions.items()):
@@ -219,7 +219,7 @@ class Metrics:
                    "Seconds to decide one request's events, by route.")
             for route, (buckets, total) in sorted(self.latency.items()):
                 running = 0
-                for bound, n in zip((*LATENCY_BUCKETS, "+Inf"), buckets):
+                for bound, n in zip((*LATENCY_BUCKETS, "+Inf"), buckets, strict=True):
                     running += n
                     out.append(f"tripwire_decision_seconds_bucket{_labels(route=route, le=bound)}"
                                f" {running}")
