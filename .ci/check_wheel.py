@@ -23,6 +23,8 @@ if sources:
 outside = [n for n in names if not n.startswith(("tripwire/", "tripwire-"))]
 if outside:
     problems.append(f"files outside the package: {outside}")
+if "tripwire/web/console.html" not in names:  # the operator page, package data
+    problems.append("no operator page (tripwire/web/console.html)")
 native = [n for n in names if n.startswith("tripwire/_native") and n.endswith((".so", ".pyd"))]
 if kind == "native":
     abi = sys.implementation.cache_tag.replace("cpython-", "cp")  # cp311
