@@ -25,7 +25,7 @@ from prometheus_client.core import (  # noqa: E402
 from tripwire import GuardrailsConfig  # noqa: E402
 from tripwire.fleet.fleet import Fleet  # noqa: E402
 from tripwire.interchange.events import parse_event  # noqa: E402
-from tripwire.web.console import STATES, session_state  # noqa: E402
+from tripwire.web.console import STATES, glance  # noqa: E402
 from tripwire.web.operator import LATENCY_BUCKETS, Metrics  # noqa: E402
 
 LOOP = [{"type": "turn_start"}] + [
@@ -59,13 +59,9 @@ class _Collector:
         snap = fleet.counters.snapshot()
         states = dict.fromkeys(STATES, 0)
         spent = 0.0
-        for sid in list(fleet):
-            g = fleet._sessions.get(sid)
-            if g is None:
-                continue
-            status = g.status()
-            states[session_state(g, status, 0)] += 1
-            spent += status.spent_usd
+        for _, _, state, usd in glance(fleet, None):
+            states[state] += 1
+            spent += usd
         yield GaugeMetricFamily("tripwire_sessions", "Sessions in memory.", value=len(fleet))
         by_state = GaugeMetricFamily("tripwire_sessions_by_state", "by state", labels=["state"])
         for s, n in states.items():

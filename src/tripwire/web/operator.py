@@ -168,19 +168,14 @@ class Metrics:
             self.decisions.update(actions)
 
     def render(self, fleet: Fleet) -> str:
-        from .console import STATES, session_state
+        from .console import STATES, glance
 
         snap = fleet.counters.snapshot()
         states = dict.fromkeys(STATES, 0)
         spent = 0.0
-        for sid in list(fleet):
-            g = fleet._sessions.get(sid)  # in memory only: a scrape never restores a session
-            if g is None:
-                continue
-            status = g.status()
-            alerts = 0 if self.feed is None else self.feed.alerts(sid)
-            states[session_state(g, status, alerts)] += 1
-            spent += status.spent_usd
+        for _, _, state, usd in glance(fleet, self.feed):
+            states[state] += 1
+            spent += usd
         out: list[str] = []
 
         def family(name: str, kind: str, text: str) -> None:
