@@ -216,8 +216,8 @@ def _start_serve(tmp_path: Path, implementation: str) -> tuple[subprocess.Popen[
 
 
 def _row_state(session: str) -> str:
-    return (f"(document.querySelector('tr[data-session=\"{session}\"]') || "
-            "{dataset: {}}).dataset.state || ''")
+    return (f"((document.querySelector('tr[data-session=\"{session}\"]') || "
+            "{dataset: {}}).dataset.state || '')")
 
 
 def _use_token(browser: Any, token: str) -> None:
@@ -283,3 +283,25 @@ def test_the_page_in_chromium_shows_a_halt_live_and_resets_it(
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_the_gateway_s_page_in_chromium_shows_its_sessions(implementation: str) -> None:
+    from browser import Browser, chromium_binary
+    from gateway_support import serving
+
+    from tripwire.gateway.app import Gateway
+    from tripwire.gateway.app import create_app as gateway_app
+
+    chromium_binary()
+    feed = EventFeed()
+    fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True),
+                  implementation=implementation, on_event=feed.on_event, feedback_at_once=True)
+    with serving(gateway_app(Gateway(fleet, {}, feed=feed), TOKEN)) as url, Browser() as browser:
+        browser.goto(url + "/")
+        _use_token(browser, TOKEN)
+        fleet.observe_many([("through-gateway", parse_event(e)) for e in LOOP])
+        assert browser.wait_for(_row_state("through-gateway")) == "halted"
+        browser.js("document.querySelector('tr[data-session=\"through-gateway\"] "
+                   "button.reset').click(); true")
+        assert browser.wait_for(_row_state("through-gateway") + " === 'watching'")
+        assert fleet.existing("through-gateway").halted is False
