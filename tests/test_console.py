@@ -172,6 +172,9 @@ def test_the_page_is_one_small_file_with_no_external_asset(implementation: str) 
     assert 'data-api=""' in html
     shipped = ROOT / "src" / "tripwire" / "web" / "console.html"
     assert len(shipped.read_bytes()) == len(page_html("")[0].encode())
+    # docs/fleet.md says the page's weight: the weight it has
+    weight = f"{len(shipped.read_bytes()):,} bytes"
+    assert weight in (ROOT / "docs" / "fleet.md").read_text(encoding="utf-8"), weight
 
 
 def test_the_gateway_serves_the_page_over_its_operator_routes(implementation: str) -> None:
