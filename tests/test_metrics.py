@@ -207,3 +207,34 @@ def test_the_name_extraction_reads_promql() -> None:
     assert _metric_names('sum by (le, route) (rate(tripwire_x_bucket{code=~"4..", a="b c"}[5m]))'
                          ) == {"tripwire_x_bucket"}
     assert _metric_names("tripwire_a / on (x) tripwire_b") == {"tripwire_a", "tripwire_b"}
+
+
+def test_the_gateway_exports_its_decision_latency_and_faults(implementation: str) -> None:
+    """The gateway's /tripwire/metrics: the same writer, its API routes timed (the check before
+    a request goes upstream), its upstream faults exported from the start."""
+    pytest.importorskip("aiohttp", reason="the gateway needs the gateway extra (aiohttp)")
+    from gateway_support import FakeModel, Harness, looping, serving
+
+    from tripwire.gateway.app import Gateway
+    from tripwire.gateway.app import create_app as gateway_app
+    from tripwire.gateway.upstreams import Upstream
+
+    call = {"name": "Bash", "input": {"command": "echo hi >> f"}}
+    with FakeModel(looping("anthropic", call)) as model:
+        fleet = Fleet(GuardrailsConfig(mode="enforce", unattended=True),
+                      implementation=implementation, feedback_at_once=True)
+        gateway = Gateway(fleet, {"anthropic": Upstream("anthropic", model.url, None)}, None,
+                          store_label="s.db")
+        with serving(gateway_app(gateway, TOKEN)) as url:
+            Harness(httpx.Client(base_url=url, timeout=10), "anthropic", stream=False).turn("go")
+            text = httpx.get(f"{url}/tripwire/metrics", headers=AUTH).text
+    families = _families(text)
+    latency = families["tripwire_decision_seconds"]
+    (count,) = [s.value for s in latency.samples if s.name.endswith("_count")]
+    requests = sum(s.value for s in families["tripwire_http_requests_total"].samples
+                   if s.labels["route"] == "anthropic")
+    assert count == requests == len(model.requests) == 5  # each request checked, then sent
+    assert {s.labels["route"] for s in latency.samples} == {"anthropic"}
+    assert families["tripwire_gateway_upstream_faults_total"].samples[0].value == 0
+    assert {s.labels["state"]: s.value for s in families["tripwire_sessions_by_state"].samples
+            }["halted"] == 1
