@@ -246,7 +246,14 @@ def test_the_page_in_chromium_shows_a_halt_live_and_resets_it(
             marker = browser.js("window.__same_page = 1")
             assert marker == 1
             http.post("/sessions/runaway/events", json=LOOP)
+            http.post("/sessions/busy/events", json=[{"type": "turn_start"}] + [
+                e for i in range(12) for e in (
+                    {"type": "call", "name": "grep", "args": {"pattern": f"p{i}"}},
+                    {"type": "result", "name": "grep", "payload": f"match {i}"})])
+            http.post("/sessions/spender/events", json=[
+                {"type": "turn_start"}, {"type": "usage", "input_tokens": 900, "cost_usd": 6.5}])
             assert browser.wait_for(_row_state("runaway")) == "halted"
+            assert browser.wait_for(_row_state("busy")) == "warned"
             assert browser.js("window.__same_page") == 1  # no reload happened
             reason = browser.js("document.querySelector('tr[data-session=\"runaway\"] "
                                 ".reason').textContent")
