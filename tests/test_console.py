@@ -116,7 +116,8 @@ def test_thousands_of_sessions_are_paged_filtered_and_sorted_on_the_server(
                                          "not 'age'"),
                        (("limit", "501"), "limit must be an integer from 1 to 500, not '501'"),
                        (("offset", "-1"), "offset must be an integer from 0 to 1000000000, "
-                                          "not '-1'")):
+                                          "not '-1'"),
+                       (("limit", "\u00b2"), "limit must be an integer from 1 to 500, not '\u00b2'")):
         r = client.get("/sessions", params=dict([bad]), headers=AUTH)
         assert (r.status_code, r.json()) == (400, {"error": error})
 

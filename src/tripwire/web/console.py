@@ -44,6 +44,7 @@ STATES = ("watching", "warned", "halted", "exhausted", "paused")
 SORTS = ("id", "spend", "last_active", "state")
 MAX_PAGE = 500  # sessions in one answer of GET /sessions
 FEED_SIZE = 1000  # operator events the feed keeps
+MAX_ALERTED = 100_000  # sessions whose alert count the feed keeps (each a few dozen bytes)
 _FEED_KINDS = frozenset({"alert", "halt", "cut", "trip", "reset", "reset_refused",
                          "refused_turn"})
 
@@ -110,7 +111,7 @@ def _int(params: Any, key: str, default: int, low: int, high: int) -> int:
     raw = params.get(key)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
         raise HttpError(f"{key} must be an integer from {low} to {high}, not {raw!r}")
     return int(raw)
 
@@ -175,6 +176,8 @@ class EventFeed:
         if event.kind == "alert":
             with self._lock:
                 self._alerts[event.session_id] = self._alerts.get(event.session_id, 0) + 1
+                if len(self._alerts) > MAX_ALERTED:  # bounded: the longest-known forgotten
+                    del self._alerts[next(iter(self._alerts))]
         elif event.kind == "reset":
             with self._lock:
                 self._alerts.pop(event.session_id, None)
