@@ -250,3 +250,58 @@ def test_corpus_stats_take_a_retried_attempt_back(tmp_path: Path, implementation
     measured = measure_paths([str(path)], implementation=implementation)
     assert [int(row[0]) for row in measured.stats] == [4]  # the repeat run's peak
     assert int(measured.first_trip[0][0]) == NEVER  # and it never trips
+
+
+# -- durations under duration keys and counter-like ids are volatile in answers ---------------
+
+P = b"\x1a"
+SCANNED = [
+    (b'{"exitCode": 1, "durationMs": 101}', b'{"exitCode": 1, "durationMs": ' + P + b'}'),
+    (b'{"elapsed": -0.25, "took_ms": 12, "latencyMS": 5 }',
+     b'{"elapsed": ' + P + b', "took_ms": ' + P + b', "latencyMS": ' + P + b' }'),
+    (b'{"timeout_seconds": 30}', b'{"timeout_seconds": ' + P + b'}'),
+    (b'{"session_id": "sess-7", "runId": "run_12", "id": "om_3"}',
+     b'{"session_id": "sess-' + P + b'", "runId": "run_' + P + b'", "id": "om_' + P + b'"}'),
+    # not durations: counts, no duration word; not ids: bare numbers, other keys, prose
+    (b'{"items": 3, "times": 3, "id": 17, "name": "om_3"}', None),
+    (b"test_12 failed on page-3", None),
+    (b'{"durationMs": 1e5}', None),  # an exponent: not read
+    (b'{"a\\"durationMs": 5}', None),  # an escaped quote: not a key
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), SCANNED)
+def test_the_scanner_twins_agree_on_the_json_classes(implementation: str, payload: bytes,
+                                                     expected: bytes | None) -> None:
+    from tripwire.engine.select import load
+    from tripwire.identity.answer import scan
+
+    engine = load(implementation)
+    assert scan(payload) == expected
+    assert engine.scan_answer(payload) == expected
+
+
+def _exec_loop(wd: Watchdog, payloads: list[str]) -> list[tuple[int, str]]:
+    """The same exec call, the agent saying a word before each: only the results differ."""
+    got: list[tuple[int, str]] = []
+    for i, payload in enumerate(payloads):
+        for alerts in (wd.observe_text(f"Trying again ({i})."),
+                       wd.observe_call("exec", '{"command": "make test"}'),
+                       wd.observe_result("exec", payload=payload)):
+            got += [(a.event, a.signal) for a in alerts]
+    return got
+
+
+def test_an_exec_loop_whose_results_differ_by_duration_trips(implementation: str) -> None:
+    runs = [json.dumps({"exitCode": 2, "stdout": "1 failed", "durationMs": 100 + i})
+            for i in range(5)]
+    wd = Watchdog(implementation=implementation)
+    assert _exec_loop(wd, runs) == [(13, "repeated-tool-call")]  # the fifth call
+    # one by a counter-like session id: the same
+    runs = [json.dumps({"sessionId": f"sess-{i}", "status": "failed"}) for i in range(5)]
+    assert _exec_loop(Watchdog(implementation=implementation), runs) == [
+        (13, "repeated-tool-call")]
+    # real change is still a poll's progress
+    runs = [json.dumps({"exitCode": 2, "stdout": f"{5 - i} failed", "durationMs": 100})
+            for i in range(5)]
+    assert _exec_loop(Watchdog(implementation=implementation), runs) == []
