@@ -305,3 +305,30 @@ def test_an_exec_loop_whose_results_differ_by_duration_trips(implementation: str
     runs = [json.dumps({"exitCode": 2, "stdout": f"{5 - i} failed", "durationMs": 100})
             for i in range(5)]
     assert _exec_loop(Watchdog(implementation=implementation), runs) == []
+
+
+# -- different by design: a second identical pass, read-only git inspections ----------------
+
+
+def test_a_second_identical_pass_of_fifteen_writes_trips_recycled_calls(
+        implementation: str) -> None:
+    wd = Watchdog(implementation=implementation)
+    got = []
+    for _ in range(2):
+        for i in range(15):
+            for alerts in (wd.observe_call("write_file", f'{{"path": "gen/m{i}.py", "text": "x"}}'),
+                           wd.observe_result("write_file", payload="File written")):
+                got += [(a.event, a.signal) for a in alerts if a.signal == "recycled-calls"]
+    assert got == [(45, "recycled-calls")]  # the 8th result of the second pass
+
+
+def test_read_only_git_inspections_are_no_stagnation(implementation: str) -> None:
+    wd = Watchdog(implementation=implementation)
+    got = []
+    for k in range(15):
+        for alerts in (wd.observe_text(f"Looking at the history ({k})."),
+                       wd.observe_call("bash", json.dumps({"command": f"git log -n {k + 1}"})),
+                       wd.observe_result("bash", payload=f"commit {k:040x}")):
+            got += [(a.event, a.signal) for a in alerts]
+    # nothing in eight (or fourteen); the fifteenth call of bash:git in a row is a warning
+    assert got == [(43, "repeated-tool-name")]
