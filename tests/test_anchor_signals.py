@@ -264,7 +264,7 @@ def test_compaction_storm_five_without_a_turn_that_ends_in_text(implementation: 
         (26, "compaction-storm")]
     assert replay(Watchdog(implementation=implementation), turns(4)) == []
     # a turn that ends in the agent's words between them: the context let it answer
-    answered = turns(1, 3)[:-1] + [("text", "Here is what I found."), ("turn_end",)]
+    answered = [*turns(1, 3)[:-1], ("text", "Here is what I found."), ("turn_end",)]
     assert replay(Watchdog(implementation=implementation),
                   turns(3) + answered + turns(4, 4)) == []
     assert replay(Watchdog(implementation=implementation),

@@ -72,7 +72,8 @@ duration, ``req_7f3a...`` is a hex id). The letter of a JSON escape (``\\n``, ``
 recognized.
 
 Matches are tried at each anchor in this order: date-time, time, ``0x``, UUID, hex word,
-epoch, duration, pid, line counter, duration key, id counter; the first wins. A span never starts inside an earlier one.
+epoch, duration, pid, line counter, duration key, id counter; the first wins. A span never
+starts inside an earlier one.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ from ..errors import ConfigError
 
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",
-    "LINE_COUNTERS", "TEMP_PATHS", "DURATION_KEYS", "ID_COUNTERS", "scan", "is_empty", "answer_digest", "payload_answer",
+    "LINE_COUNTERS", "TEMP_PATHS", "DURATION_KEYS", "ID_COUNTERS", "scan", "is_empty",
+    "answer_digest", "payload_answer",
     "signature",
     "ResultsConfig",
 ]
