@@ -332,3 +332,24 @@ def test_read_only_git_inspections_are_no_stagnation(implementation: str) -> Non
             got += [(a.event, a.signal) for a in alerts]
     # nothing in eight (or fourteen); the fifteenth call of bash:git in a row is a warning
     assert got == [(43, "repeated-tool-name")]
+
+
+def test_serve_takes_a_retried_attempt_back(implementation: str) -> None:
+    pytest.importorskip("starlette", reason="tripwire serve needs the serve extra (starlette)")
+    pytest.importorskip("httpx", reason="the serve tests talk HTTP with httpx")
+    from starlette.testclient import TestClient
+
+    from tripwire.cli.serve import create_app
+    from tripwire.fleet.fleet import Fleet
+
+    config = GuardrailsConfig(mode="enforce", unattended=False)
+    client = TestClient(create_app(Fleet(config, implementation=implementation), "t0ken"))
+    auth = {"Authorization": "Bearer t0ken"}
+    calls = [{"type": "call", "name": READ[0], "args": {"path": "src/a.py"}}] * 4
+    events = [{"type": "turn_start"}, *calls, {"type": "retry", "reason": "503"}, *calls]
+    r = client.post("/sessions/retried/events", json=events, headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json()["decisions"] == []
+    r = client.post("/sessions/doubled/events", json=[events[0], *calls, *calls], headers=auth)
+    halt = r.json()["decisions"][0]  # then each later call, refused by the halt
+    assert (halt["event"], halt["action"]) == (5, "halt_session")
