@@ -18,6 +18,7 @@ bool CycleDetector::observe(const CallHistory& h) noexcept {
         bool one_run = true;
         for (uint32_t k = 1; one_run && k < p; ++k) one_run = joins[k] != 0;
         if (one_run) continue;
+        if (quiet < span - p) return false;  // a repeated lap brought a new answer: progress
         // Fingerprint: the smallest rotation of the block, oldest call first.
         const uint64_t* block = tail + span - p;
         uint32_t best = 0;
@@ -33,7 +34,7 @@ bool CycleDetector::observe(const CallHistory& h) noexcept {
         if (!armed && fp == fingerprint) return false;
         fingerprint = fp;
         armed = false;
-        period = p;
+        period = static_cast<uint8_t>(p);
         return true;
     }
     armed = true;  // any call that breaks the pattern re-arms

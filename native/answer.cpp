@@ -186,7 +186,99 @@ private:
     bool line_counter(size_t i, size_t j) const noexcept;
     size_t json_string_end(size_t k) const noexcept;  // n_ when unterminated
     size_t json_value_end(size_t v) const noexcept;   // v when none
+    // duration_keys / id_counters (tripwire/identity/answer.py's _member_key ...)
+    bool member_key(size_t v, size_t& key, size_t& key_len) const noexcept;
+    long long json_number_end(size_t j) const noexcept;
+    long long counter_start(size_t i) const noexcept;
 };
+
+constexpr size_t kKeyLimit = 64;     // the longest JSON key the two JSON classes read
+constexpr size_t kPrefixLimit = 16;  // the longest letter prefix of a counter-like id
+
+bool word_in(const char* w, size_t len, const char* const* list) noexcept {
+    for (; *list; ++list)
+        if (std::strlen(*list) == len && std::memcmp(*list, w, len) == 0) return true;
+    return false;
+}
+
+const char* const kDurationWords[] = {"duration", "durations", "elapsed", "latency", "took",
+                                      "runtime", "uptime", "timing", "timings", "time",
+                                      "walltime", nullptr};
+const char* const kUnitWords[] = {"ms", "msec", "msecs", "millis", "us", "usec", "micros",
+                                  "ns", "nanos", "sec", "secs", "seconds", nullptr};
+
+// A JSON key's words, lowercase (split at bytes that are no letter or digit, and where a
+// lowercase letter meets an uppercase one): whether it names a duration (`id`: whether its
+// last word is "id").
+bool key_matches(const uint8_t* key, size_t len, bool id) noexcept {
+    char word[kKeyLimit];
+    size_t w = 0;
+    bool any_duration = false;
+    uint8_t prev = 0;
+    bool have_last = false;
+    char last[kKeyLimit];
+    size_t last_len = 0;
+    auto end_word = [&]() {
+        if (w == 0) return;
+        any_duration = any_duration || word_in(word, w, kDurationWords);
+        std::memcpy(last, word, w);
+        last_len = w;
+        have_last = true;
+        w = 0;
+    };
+    for (size_t k = 0; k < len; ++k) {
+        const uint8_t c = key[k];
+        const bool upper = c >= 'A' && c <= 'Z';
+        if (alnum(c)) {
+            if (w && upper && prev >= 'a' && prev <= 'z') end_word();
+            word[w++] = static_cast<char>(upper ? c | 0x20 : c);
+        } else {
+            end_word();
+        }
+        prev = c;
+    }
+    end_word();
+    if (!have_last) return false;
+    if (id) return last_len == 2 && last[0] == 'i' && last[1] == 'd';
+    return any_duration || word_in(last, last_len, kUnitWords);
+}
+
+bool Scanner::member_key(size_t v, size_t& key, size_t& key_len) const noexcept {
+    size_t k = v;
+    while (k > 0 && is(s_[k - 1], kSpace)) --k;
+    if (k == 0 || s_[k - 1] != ':') return false;
+    --k;
+    while (k > 0 && is(s_[k - 1], kSpace)) --k;
+    if (k == 0 || s_[k - 1] != '"' || (k >= 2 && s_[k - 2] == '\\')) return false;
+    const size_t close = k - 1;
+    size_t start = close;
+    while (start > 0 && close - start < kKeyLimit) {
+        const uint8_t c = s_[start - 1];
+        if (c == '"') {
+            if (start >= 2 && s_[start - 2] == '\\') return false;
+            key = start;
+            key_len = close - start;
+            return true;
+        }
+        if (c == '\\') return false;
+        --start;
+    }
+    return false;
+}
+
+long long Scanner::json_number_end(size_t j) const noexcept {
+    const size_t k = fraction_end(j, false);
+    return k >= n_ || is(s_[k], kScalarEnd) ? static_cast<long long>(k) : -1;
+}
+
+long long Scanner::counter_start(size_t i) const noexcept {
+    if (i == 0 || (s_[i - 1] != '-' && s_[i - 1] != '_')) return -1;
+    const size_t k = i - 1;
+    size_t t = k;
+    while (t > 0 && is(s_[t - 1], kAlpha) && k - t < kPrefixLimit) --t;
+    if (t == k || t == 0 || s_[t - 1] != '"' || (t >= 2 && s_[t - 2] == '\\')) return -1;
+    return static_cast<long long>(t);
+}
 
 size_t Scanner::skip(size_t i) const noexcept {
     const uint8_t mask = kAnchor | (keys_ ? kKeyAnchor : 0) | (signature_ ? kSpaceAnchor : 0);
@@ -517,6 +609,25 @@ size_t Scanner::at_digits(size_t i) {
                        ((classes_ & kLineCounters) && line_counter(i, j)))) {
             span(i, j);
             return j;
+        }
+        size_t key, key_len;
+        if ((classes_ & kDurationKeys) && e == j) {
+            const long long end = json_number_end(j);
+            const size_t start = i > 0 && s_[i - 1] == '-' ? i - 1 : i;  // the sign
+            if (end > 0 && start >= lo && member_key(start, key, key_len) &&
+                key_matches(s_ + key, key_len, false)) {
+                span(start, static_cast<size_t>(end));
+                return static_cast<size_t>(end);
+            }
+        }
+        if ((classes_ & kIdCounters) && e == j && j < n_ && s_[j] == '"') {
+            const long long start = counter_start(i);
+            if (start >= static_cast<long long>(lo) &&
+                member_key(static_cast<size_t>(start) - 1, key, key_len) &&
+                key_matches(s_ + key, key_len, true)) {
+                span(i, j);
+                return j;
+            }
         }
     }
     if (!signature_) return e;  // the rest of the word anchors nothing new

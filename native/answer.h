@@ -24,7 +24,9 @@ enum AnswerClass : uint32_t {
     kPids = 1u << 3,
     kLineCounters = 1u << 4,
     kTempPaths = 1u << 5,
-    kAllClasses = (1u << 6) - 1,
+    kDurationKeys = 1u << 6,  // a number under a JSON key that names a duration
+    kIdCounters = 1u << 7,    // a counter-like id ("sess-7") under a JSON key ending in "id"
+    kAllClasses = (1u << 8) - 1,
 };
 
 inline constexpr char kPlaceholder = '\x1a';

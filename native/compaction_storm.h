@@ -6,8 +6,8 @@
 
 namespace tw {
 
-// Compactions per turn and since the last turn that ended in agent text; one alert until
-// such a turn.
+// Compactions per turn and since the last turn that ended in agent text, with no new answer
+// between them; one alert until such a turn or a new answer.
 struct CompactionStormDetector {
     uint32_t per_turn;
     uint32_t in_a_row;
@@ -24,6 +24,8 @@ struct CompactionStormDetector {
         if ((turn >= per_turn || run >= in_a_row) && !tripped) { tripped = true; return true; }
         return false;
     }
+    // A result brought an answer the turn had not seen: the compactions made room for work.
+    void new_answer() noexcept { turn = run = 0; tripped = false; }
     void observe_text(bool has_words) noexcept { if (has_words) spoke = true; }
     // The turn ends in agent text when it spoke and made no call since (silence run 0).
     void end_turn(uint32_t silent_calls) noexcept {

@@ -72,6 +72,8 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     const bool joined = repeat.observe(c, name_hash, fired);
     uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
     history.push(c.key, joined);
+    cycle.called();
+    ++attempt_calls;
     if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
     if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
@@ -85,6 +87,7 @@ uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bo
                                  const void* payload, size_t payload_len, bool has_payload,
                                  const char* error, size_t error_len, const AnswerKeys* keys,
                                  bool unknown) {
+    attempt_calls = 0;  // a result: the response that made its call is over
     const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
                                       has_payload, error, error_len, keys, unknown);
     if (stats) stats->after_result(*this);
@@ -160,6 +163,8 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
         if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
     } else {
         stale.reset();  // new information breaks the run
+        cycle.new_answer();  // and is a cycle's progress
+        storm.new_answer();  // and work between compactions
     }
     return mask;
 }
@@ -175,6 +180,7 @@ uint32_t Session::observe_text(bool has_words, uint64_t key) noexcept {
 }
 
 uint32_t Session::observe_response(bool produced) noexcept {
+    attempt_calls = 0;  // the response completed: its calls are no retry's
     const bool fired = empty.observe_response(silence.run, produced);
     return after_event(fired && (enabled & kEmptyResponses) ? kEmptyResponses : 0u);
 }
@@ -194,6 +200,7 @@ void Session::end_turn() noexcept {
 }
 
 void Session::turn_boundary() noexcept {
+    attempt_calls = 0;
     no_ops.reset();
     digests.clear();
     stale.reset();
@@ -220,6 +227,7 @@ void Session::reset() noexcept {
     text.reset();
     empty.reset();
     storm.reset();
+    attempt_calls = 0;
     if (stats) stats->after_reset();
 }
 
@@ -230,6 +238,8 @@ void Session::retract_calls(uint32_t calls) noexcept {
     // with calls taken back, older ones are in the window again: count it whole next time
     density.below = false;
     repeat.retract(calls);
+    cycle.retract(calls);
+    attempt_calls = attempt_calls > calls ? attempt_calls - calls : 0;
     name.retract(calls);
     silence.retract(calls);
     pending.retract(calls);

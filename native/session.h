@@ -153,6 +153,10 @@ public:
     const uint32_t poll_plateau;  // SPEC §12.2
     RepeatDetector repeat;
     CycleDetector cycle;
+    // Calls since the last result, model response or turn boundary: the calls of the model
+    // response in flight, which a transport retry replaces (issue 39; in the 4 bytes the
+    // 16-byte cycle detector leaves before the density detector).
+    uint32_t attempt_calls = 0;
     DensityDetector density;
     PendingCalls pending;  // recycled-calls' calls without a result: the call writes one slot
     FailureStreakDetector failures;

@@ -26,7 +26,8 @@ void SessionStats::after_call(const Session& s) noexcept {
         const uint8_t* joins = h.joins(p);
         bool one_run = true;
         for (uint32_t k = 1; one_run && k < p; ++k) one_run = joins[k] != 0;
-        if (!one_run) raise_to(peak[1], 1 + matches_[p] / p);
+        // laps count only while no result brought a new answer (the cycle rule)
+        if (!one_run) raise_to(peak[1], 1 + std::min(matches_[p], s.cycle.quiet) / p);
     }
     // Only the newest key's count rose, so the session's highest window count is the highest
     // count the newest key reached in the window ending at it.

@@ -245,26 +245,30 @@ def test_guardrails_usage_and_on_response_are_responses(implementation: str) -> 
 
 
 def test_compaction_storm_three_in_one_turn(implementation: str) -> None:
-    trace = [("turn_start",), ("compaction",), ("call", "read"), ("ok", "read"),
-             ("compaction",), ("compaction",)]
+    # the read between the compactions answers what the turn already saw: no work between them
+    trace = [("turn_start",), ("call", "read"), ("same", "read"), ("compaction",),
+             ("call", "read"), ("same", "read"), ("compaction",), ("compaction",)]
     wd = Watchdog(implementation=implementation)
-    assert replay(wd, trace) == [(5, "compaction-storm")]
-    assert replay(Watchdog(implementation=implementation), trace[:5]) == []
+    assert replay(wd, trace) == [(7, "compaction-storm")]
+    assert replay(Watchdog(implementation=implementation), trace[:7]) == []
 
 
 def test_compaction_storm_five_without_a_turn_that_ends_in_text(implementation: str) -> None:
-    # each turn: one compaction, calls, and no answer at its end
-    turn = [("turn_start",), ("text", "Reading."), ("compaction",), ("call", "read"),
-            ("ok", "read"), ("turn_end",)]
-    assert replay(Watchdog(implementation=implementation), turn * 5) == [
+    # each turn: one compaction, a call whose result never came (the turn was cut), and no
+    # answer at its end (a result with a new answer would be work between the compactions)
+    def turns(n: int, start: int = 0) -> list[tuple]:
+        return [e for i in range(start, start + n) for e in (
+            ("turn_start",), ("text", "Reading."), ("compaction",),
+            ("call", "read", f'{{"path": "f{i}"}}'), ("response",), ("turn_end",))]
+    assert replay(Watchdog(implementation=implementation), turns(5)) == [
         (26, "compaction-storm")]
-    assert replay(Watchdog(implementation=implementation), turn * 4) == []
+    assert replay(Watchdog(implementation=implementation), turns(4)) == []
     # a turn that ends in the agent's words between them: the context let it answer
-    answered = turn[:-1] + [("text", "Here is what I found."), ("turn_end",)]
+    answered = [*turns(1, 3)[:-1], ("text", "Here is what I found."), ("turn_end",)]
     assert replay(Watchdog(implementation=implementation),
-                  turn * 3 + answered + turn * 4) == []
-    assert replay(Watchdog(implementation=implementation), turn * 3 + answered + turn * 5) == [
-        (51, "compaction-storm")]
+                  turns(3) + answered + turns(4, 4)) == []
+    assert replay(Watchdog(implementation=implementation),
+                  turns(3) + answered + turns(5, 4)) == [(51, "compaction-storm")]
 
 
 def test_compaction_storm_is_critical_and_re_arms_after_an_answer(implementation: str) -> None:
@@ -379,12 +383,13 @@ VECTORS: list[dict[str, Any]] = [
                                                              "payload": "a b"}]
      + [{"type": "usage", "model": "m"}] * 4,
      "expect": [(7, "empty-responses", "warn")]},
-    {"name": "condensation-loop",
-     "events": [{"type": "turn_start"}] + [{"type": "compaction", "automatic": True},
-                                           {"type": "usage", "model": "m"},
-                                           {"type": "call", "name": "ls", "args": {}},
-                                           {"type": "result", "name": "ls", "payload": "x"}] * 3,
-     "expect": [(9, "compaction-storm", "critical")]},
+    {"name": "condensation-loop",  # the same listing between compactions: nothing new
+     "events": [{"type": "turn_start"}, {"type": "call", "name": "ls", "args": {}},
+                {"type": "result", "name": "ls", "payload": "x"}]
+     + [{"type": "compaction", "automatic": True}, {"type": "usage", "model": "m"},
+        {"type": "call", "name": "ls", "args": {}},
+        {"type": "result", "name": "ls", "payload": "x"}] * 3,
+     "expect": [(11, "compaction-storm", "critical")]},
     {"name": "compactions-across-answered-turns",
      "events": [e for _ in range(6) for e in (
          {"type": "turn_start"}, {"type": "compaction", "automatic": True},

@@ -39,7 +39,7 @@ cdef inline const AnswerKeys* _keys_ptr(_AnswerKeys keys):
     return keys.keys
 
 
-def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
+def scan_answer(data, uint32_t classes=0xFF, keys=(), bint signature=False):
     """The scanner (native ``scan_answer``, twin of ``tripwire.identity.answer.scan``): the bytes with
     their volatile spans replaced; None in answer mode when nothing was replaced."""
     cdef Py_buffer buf
@@ -57,7 +57,7 @@ def scan_answer(data, uint32_t classes=0x3F, keys=(), bint signature=False):
     return PyBytes_FromStringAndSize(out.data(), out.size())
 
 
-def answer_digest(data, uint32_t classes=0x3F, keys=()):
+def answer_digest(data, uint32_t classes=0xFF, keys=()):
     """The 128-bit answer of a payload's bytes (as ``xxhash.xxh3_128_digest``), or None for
     the empty answer (twin of ``tripwire.identity.answer.answer_digest``)."""
     cdef Py_buffer buf
@@ -74,7 +74,7 @@ def answer_digest(data, uint32_t classes=0x3F, keys=()):
     return ((<object>h.high64 << 64) | h.low64).to_bytes(16, "big")
 
 
-def error_signature(data, uint32_t classes=0x3F, keys=()):
+def error_signature(data, uint32_t classes=0xFF, keys=()):
     """A failure's error bytes in the scanner's signature mode (native ``scan_answer``, the
     twin of ``tripwire.identity.answer.signature``)."""
     return scan_answer(data, classes, keys, True)

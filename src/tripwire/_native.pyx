@@ -583,6 +583,11 @@ cdef class Engine:
         return self._session().repeat.poll
 
     @property
+    def attempt_calls(self):
+        """Calls since the last result, model response or turn boundary (the reference's)."""
+        return self._session().attempt_calls
+
+    @property
     def cycle_period(self):
         return self._session().cycle.period
 

@@ -159,6 +159,7 @@ cdef extern from "session.h" namespace "tw" nogil:
         CallHistory history
         RepeatDetector repeat
         CycleDetector cycle
+        uint32_t attempt_calls
         DensityDetector density
         NameRunDetector name
         SilenceDetector silence

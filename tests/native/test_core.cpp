@@ -504,6 +504,33 @@ void test_anchor_signals() {
     s.end_turn();
     s.turn_boundary();
     CHECK(s.storm.run == 0 && s.storm.turn == 0 && !s.storm.tripped);
+    // a new answer between compactions is work: the counts start again (issue 39)
+    s.observe_compaction();
+    s.observe_compaction();
+    CHECK(s.observe_result(3, false, false, false, "new", 3, true) == 0);
+    CHECK(s.storm.run == 0 && s.storm.turn == 0);
+    CHECK(s.observe_compaction() == 0 && s.observe_compaction() == 0);
+    // a cycle whose laps bring new answers is progress; the same answers trip it
+    for (int same = 0; same < 2; ++same) {
+        s.reset();
+        uint32_t got = 0;
+        for (int lap = 0; lap < 5; ++lap) {
+            got |= call(s, c, "edit", R"({"path": "a.py"})");
+            got |= s.observe_result(1, false, false, false, "ok", 2, true);
+            got |= call(s, c, "test", R"({"k": 1})");
+            const std::string out = std::to_string(same ? 1 : 9 - lap) + " failed";
+            got |= s.observe_result(2, false, false, false, out.data(), out.size(), true);
+        }
+        CHECK(((got & tw::kCycle) != 0) == (same == 1));
+    }
+    // the calls since the last result: a retry's attempt
+    CHECK(s.attempt_calls == 0);
+    call(s, c, "x", "{}");
+    call(s, c, "y", "{}");
+    CHECK(s.attempt_calls == 2);
+    s.retract_calls(1);
+    CHECK(s.attempt_calls == 1);
+    CHECK(s.observe_response() == 0 && s.attempt_calls == 0);
 }
 
 int main() {

@@ -159,9 +159,9 @@ class _Builder:
                        tuple(self.skipped))
 
 
-#: a task's start and end, stop attempts and retries: the host's events, which charge a task
-#: (a corpus run caps none) and move no signal
-_HOST_EVENTS = (TaskStart, TaskEnd, StopAttempt, Retry)
+#: a task's start and end and stop attempts: the host's events, which charge a task (a corpus
+#: run caps none) and move no signal (a retry moves the call-pattern signals: observed apart)
+_HOST_EVENTS = (TaskStart, TaskEnd, StopAttempt)
 
 
 class _Quiet(logging.Filter):
@@ -179,26 +179,39 @@ def _measure_file(out: _Builder, file: int, transcript: Transcript, resolved: Re
     rows: list[tuple[Any, ...]] = []
     position: list[int] = []  # each row's event index within its session
     counts: dict[str, int] = {}
+    first: dict[str, list[int]] = {}
+
+    def observe_rows() -> None:
+        for row, name, outcome in fleet.observe_many(rows) if rows else ():
+            if type(outcome) is Decision and outcome.alerts:
+                trips = first[name]
+                for alert in outcome.alerts:
+                    i = _INDEX[alert.signal]
+                    if trips[i] == NEVER:
+                        trips[i] = position[row]
+        rows.clear()
+        position.clear()
+
     for name, event in session_events(transcript):
         index = counts.get(name)
         if index is None:
             index = 0
+            first[name] = [NEVER] * _WIDTH
             engine = fleet.session(name).watchdog  # None: every signal is off
             if engine is not None:
                 engine.enable_stats()
         counts[name] = index + 1
+        if isinstance(event, Retry):
+            # a retry takes the replaced attempt's calls back (no alert): the rows before it
+            # are observed first, as replay observes them
+            observe_rows()
+            fleet.session(name).on_retry(event.reason, event.calls)
+            continue
         if isinstance(event, _HOST_EVENTS):
             continue  # an event (positions count it, as replay's do), not a batch row
         rows.append(batch_row(name, event))
         position.append(index)
-    first = {name: [NEVER] * _WIDTH for name in counts}
-    for row, name, outcome in fleet.observe_many(rows) if rows else ():
-        if type(outcome) is Decision and outcome.alerts:
-            trips = first[name]
-            for alert in outcome.alerts:
-                i = _INDEX[alert.signal]
-                if trips[i] == NEVER:
-                    trips[i] = position[row]
+    observe_rows()
     for name, events in counts.items():
         engine = fleet.session(name).watchdog
         stats = engine.stats if engine is not None else None

@@ -123,9 +123,10 @@ class SessionStats:
         for p in range(2, engine.settings.cycle_max_period + 1):
             matches = self._matches.get(p, 0) + 1 if n > p and keys[-1] == keys[-1 - p] else 0
             self._matches[p] = matches
-            # SPEC §10.3: a block whose calls form one repeat run is not a cycle
+            # SPEC §10.3: a block whose calls form one repeat run is not a cycle; laps count
+            # only while no result brought a new answer (alternating_tool_cycle's rule)
             if matches >= p and not all(joins[n - j] for j in range(1, p)):
-                peak[1] = max(peak[1], 1 + matches // p)
+                peak[1] = max(peak[1], 1 + min(matches, engine._cycle.quiet) // p)
         # only the newest key's count rose: the highest window count is reached at its newest
         window = list(keys)[-engine.settings.density_window:]
         peak[2] = max(peak[2], window.count(window[-1]))
@@ -165,6 +166,7 @@ class Engine:
     _joins: deque[bool]
     _calls: deque[tuple[str, Any]]
     _failure_names: list[str]
+    _attempt_calls: int
     _no_op_names: list[str]
 
     def __init__(self, settings: EngineSettings):
@@ -229,6 +231,8 @@ class Engine:
         self._keys.append(call.key)
         self._joins.append(joined)
         self._calls.append((name, args))
+        self._cycle.called()
+        self._attempt_calls += 1
         if on & CYCLE and self._cycle.observe(self._keys, self._joins):
             mask |= CYCLE
         if on & DENSITY and self._density.observe(self._keys, self._joins):
@@ -253,6 +257,7 @@ class Engine:
         if type(name) is not str:
             name = name_str(name)
         self.events += 1
+        self._attempt_calls = 0  # a result: the response that made its call is over
         on = self.settings.enabled
         failed = error_failed(error)
         no_op = no_op_flag(no_op, failed)
@@ -330,6 +335,8 @@ class Engine:
                         mask |= NO_NEW_STATE
                 else:
                     self._stale.reset()  # new information breaks the run
+                    self._cycle.new_answer()  # and is a cycle's progress
+                    self._storm.new_answer()  # and work between compactions
         if self._stats is not None:
             self._stats.after_result(self)
         if mask:
@@ -355,6 +362,7 @@ class Engine:
         """One model response (a usage event, or the host's ``on_response``); ``produced``:
         its usage reported output tokens."""
         self.events += 1
+        self._attempt_calls = 0  # the response completed: its calls are no retry's
         fired = self._empty.observe_response(self._silence.run, produced)
         return self._after_event(EMPTY_RESPONSES if fired and self.settings.enabled
                                  & EMPTY_RESPONSES else 0)
@@ -387,6 +395,7 @@ class Engine:
         self._unknown.reset()
         self._text.reset()
         self._storm.turn_boundary()
+        self._attempt_calls = 0
 
     def reset(self) -> tuple[Alert, ...]:
         """SPEC §10.8: clear every detector's state, the seen-set included."""
@@ -409,6 +418,7 @@ class Engine:
         self._calls = deque(maxlen=self._history)
         self._failure_names = []
         self._no_op_names = []
+        self._attempt_calls = 0
 
     def count_event(self) -> None:
         """Advance the event index for an event the watchdog does not observe."""
@@ -423,6 +433,8 @@ class Engine:
             for _ in range(min(calls, len(ring))):
                 ring.pop()
         self._repeat.retract(calls)
+        self._cycle.retract(calls)
+        self._attempt_calls = max(self._attempt_calls - calls, 0)
         self._name.retract(calls)
         self._silence.retract(calls)
         self._recycled.retract(calls)
@@ -463,6 +475,12 @@ class Engine:
     def repeat_poll(self) -> int:
         """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
         return int(self._repeat.poll)
+
+    @property
+    def attempt_calls(self) -> int:
+        """Calls since the last result, model response or turn boundary: the calls of the
+        model response in flight, which a transport retry replaces (``on_retry``)."""
+        return self._attempt_calls
 
     @property
     def cycle_period(self) -> int:

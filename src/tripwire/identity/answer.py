@@ -44,6 +44,23 @@ mode) and looks back and forward from there. The classes (``volatile``, all on b
     text allowed), up to the next ``/``, ``\\``, whitespace or one of ``"'`()[]{}<>,;:``; the
     prefix must start a token (the byte before it is none of letters, digits, ``_.~-/``).
 
+``duration_keys``
+    in JSON, a number (optionally signed, optionally ``.digits``) that is the value of a member
+    whose key names a duration: one of the key's words (split at ``_``, ``-``, any other byte
+    that is no letter or digit, and where a lowercase letter meets an uppercase one; compared
+    in lowercase) is ``duration durations elapsed latency took runtime uptime timing timings
+    time walltime``, or its last word is a unit ``ms msec msecs millis us usec micros ns nanos
+    sec secs seconds`` (``"durationMs": 101``, ``"elapsed": 0.4``, ``"took_ms": 12``,
+    ``"timeout_seconds": 30``; ``"items": 3`` and ``"times": 3`` stay);
+``id_counters``
+    in JSON, a counter-like id that is the whole string value of a member whose key's last word
+    is ``id`` (``"id"``, ``"session_id"``, ``"runId"``): 1 to 16 ASCII letters, ``-`` or ``_``,
+    digits (``"sess-7"``, ``"run_12"``, ``"om_3"``); the digits are replaced. The same words in
+    prose (``test_12``, ``page-3``) and bare numbers (``"id": 17``) stay: they name things.
+
+Both JSON classes read keys as written between unescaped quotes (JSON inside a JSON string,
+with ``\"`` quotes, is not read), at most 64 bytes long.
+
 Host-configured JSON keys (``[results] ignore_json_keys``): in a JSON payload, or JSON inside
 text, the value of a member whose key (the bytes between the quotes, as written) is one of them
 is replaced, whatever it is (string, number, literal, object or array).
@@ -55,7 +72,8 @@ duration, ``req_7f3a...`` is a hex id). The letter of a JSON escape (``\\n``, ``
 recognized.
 
 Matches are tried at each anchor in this order: date-time, time, ``0x``, UUID, hex word,
-epoch, duration, pid, line counter; the first wins. A span never starts inside an earlier one.
+epoch, duration, pid, line counter, duration key, id counter; the first wins. A span never
+starts inside an earlier one.
 """
 
 from __future__ import annotations
@@ -72,7 +90,8 @@ from ..errors import ConfigError
 
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",
-    "LINE_COUNTERS", "TEMP_PATHS", "scan", "is_empty", "answer_digest", "payload_answer",
+    "LINE_COUNTERS", "TEMP_PATHS", "DURATION_KEYS", "ID_COUNTERS", "scan", "is_empty",
+    "answer_digest", "payload_answer",
     "signature",
     "ResultsConfig",
 ]
@@ -87,10 +106,13 @@ HEX = 1 << 2
 PIDS = 1 << 3
 LINE_COUNTERS = 1 << 4
 TEMP_PATHS = 1 << 5
+DURATION_KEYS = 1 << 6
+ID_COUNTERS = 1 << 7
 #: ``[results] volatile`` names, in bit order (native: answer.h ``AnswerClass``).
 CLASSES: dict[str, int] = {
     "durations": DURATIONS, "timestamps": TIMESTAMPS, "hex": HEX, "pids": PIDS,
     "line_counters": LINE_COUNTERS, "temp_paths": TEMP_PATHS,
+    "duration_keys": DURATION_KEYS, "id_counters": ID_COUNTERS,
 }
 ALL_CLASSES = (1 << len(CLASSES)) - 1
 
@@ -125,6 +147,19 @@ _ANCHOR = re.compile(rb"[0-9/\\]")
 _ANCHOR_KEYS = re.compile(rb'[0-9/\\"]')
 _ANCHOR_SIGNATURE = re.compile(rb"[0-9/\\ \t\n\v\f\r\x1c-\x1f]")
 _ANCHOR_SIGNATURE_KEYS = re.compile(rb'[0-9/\\" \t\n\v\f\r\x1c-\x1f]')
+
+#: duration_keys: a key naming a duration has one of these words, or ends in a unit word
+_DURATION_WORDS = frozenset({b"duration", b"durations", b"elapsed", b"latency", b"took",
+                             b"runtime", b"uptime", b"timing", b"timings", b"time",
+                             b"walltime"})
+_UNIT_WORDS = frozenset({b"ms", b"msec", b"msecs", b"millis", b"us", b"usec", b"micros", b"ns",
+                         b"nanos", b"sec", b"secs", b"seconds"})
+_UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+#: the longest JSON key the two JSON classes read
+_KEY_LIMIT = 64
+#: id_counters: the longest letter prefix of a counter-like id
+_PREFIX_LIMIT = 16
 
 _UUID_GROUP_STARTS = (0, 9, 14, 19, 24)  # where each 8-4-4-4-12 group starts
 _UUID_GROUPS = {8: (0,), 4: (1, 2, 3), 12: (4,)}  # a word's length -> the groups it can be
@@ -384,6 +419,83 @@ def _json_member_value(s: bytes, i: int, keys: frozenset[bytes]) -> tuple[int, i
     return (m, value_end) if value_end > m else None
 
 
+def _key_words(key: bytes) -> list[bytes]:
+    """A JSON key's words, lowercase: split at every byte that is no letter or digit, and where
+    a lowercase letter meets an uppercase one (``durationMs`` -> duration, ms)."""
+    words: list[bytes] = []
+    word = bytearray()
+    prev = 0
+    for c in key:
+        if c in _ALNUM:
+            if word and c in _UPPER and prev in _LOWER:
+                words.append(bytes(word))
+                word.clear()
+            word.append(c | 0x20 if c in _UPPER else c)
+        elif word:
+            words.append(bytes(word))
+            word.clear()
+        prev = c
+    if word:
+        words.append(bytes(word))
+    return words
+
+
+def _duration_key(key: bytes) -> bool:
+    words = _key_words(key)
+    return bool(words) and (words[-1] in _UNIT_WORDS or any(w in _DURATION_WORDS for w in words))
+
+
+def _id_key(key: bytes) -> bool:
+    words = _key_words(key)
+    return bool(words) and words[-1] == b"id"
+
+
+def _member_key(s: bytes, v: int) -> bytes | None:
+    """v: where a JSON value starts; the key of the member it is the value of (the bytes
+    between unescaped quotes, at most _KEY_LIMIT, no backslash), or None."""
+    k = v
+    while k > 0 and s[k - 1] in _SPACE:
+        k -= 1
+    if k == 0 or s[k - 1] != 0x3A:
+        return None
+    k -= 1
+    while k > 0 and s[k - 1] in _SPACE:
+        k -= 1
+    if k == 0 or s[k - 1] != 0x22 or (k >= 2 and s[k - 2] == 0x5C):
+        return None
+    close = k - 1
+    start = close
+    while start > 0 and close - start < _KEY_LIMIT:
+        c = s[start - 1]
+        if c == 0x22:
+            return None if start >= 2 and s[start - 2] == 0x5C else s[start:close]
+        if c == 0x5C:
+            return None
+        start -= 1
+    return None
+
+
+def _json_number_end(s: bytes, j: int) -> int:
+    """After a digit run ending at j: the end of the JSON number (an optional fraction), when
+    a JSON scalar ends there; else -1."""
+    k = _fraction_end(s, j)
+    return k if k >= len(s) or s[k] in _SCALAR_END else -1
+
+
+def _counter_start(s: bytes, i: int) -> int:
+    """The digits at i end a counter-like string (letters, '-' or '_', digits) that opens with
+    a quote: the index just after that quote, or -1."""
+    if i == 0 or s[i - 1] not in b"-_":
+        return -1
+    k = i - 1
+    t = k
+    while t > 0 and s[t - 1] in _ALPHA and k - t < _PREFIX_LIMIT:
+        t -= 1
+    if t == k or t == 0 or s[t - 1] != 0x22 or (t >= 2 and s[t - 2] == 0x5C):
+        return -1
+    return t
+
+
 # -- the scan ----------------------------------------------------------------------------------
 
 
@@ -487,6 +599,21 @@ def _at_digits(s: bytes, i: int, out: _Out, classes: int, signature: bool) -> in
                        or (classes & LINE_COUNTERS and _line_counter(s, i, j))):
             out.span(i, j)
             return j
+        if classes & DURATION_KEYS and e == j:
+            end = _json_number_end(s, j)
+            start = i - 1 if i > 0 and s[i - 1] == 0x2D else i  # the sign
+            if end > 0 and start >= lo:
+                key = _member_key(s, start)
+                if key is not None and _duration_key(key):
+                    out.span(start, end)
+                    return end
+        if classes & ID_COUNTERS and e == j and j < n and s[j] == 0x22:
+            start = _counter_start(s, i)
+            if start >= lo:
+                key = _member_key(s, start - 1)
+                if key is not None and _id_key(key):
+                    out.span(i, j)
+                    return j
     if not signature:
         return e  # the rest of the word anchors nothing new
     # signature mode: every remaining number goes

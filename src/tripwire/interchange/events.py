@@ -151,9 +151,13 @@ class StopAttempt:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """A transport/provider retry of a failed model request (not a tool failure)."""
+    """A transport/provider retry of a failed model request (not a tool failure). The calls
+    the failed attempt streamed never ran, and the retry streams them again: ``calls`` of
+    them (the last calls observed) are taken back as ``retract_calls`` takes them; None: the
+    calls since the last result, model response or turn start (the response in flight)."""
 
     reason: str = ""
+    calls: int | None = None
     ts: float | None = None
 
 
@@ -312,7 +316,11 @@ def _stop_attempt(o: dict[str, Any]) -> StopAttempt:
 
 
 def _retry(o: dict[str, Any]) -> Retry:
-    return Retry(_field(o, "reason", (str,)) or "")
+    calls = _field(o, "calls", (int,))
+    if calls is not None and (isinstance(calls, bool) or not 0 <= calls <= MAX_COUNT):
+        raise InvalidEvent(f"field 'calls' must be a count of calls from 0 to {MAX_COUNT:,}, "
+                           f"not {shown_value(calls)}")
+    return Retry(_field(o, "reason", (str,)) or "", calls)
 
 
 def _budget_raise(o: dict[str, Any]) -> BudgetRaise:

@@ -28,7 +28,8 @@ A config file is one table whose sections configure each part of tripwire:
     deadline_s = 1800
 
     [results]                        # SPEC §12.1: how results are compared
-    volatile = ["durations", "timestamps", "hex", "pids", "line_counters", "temp_paths"]
+    volatile = ["durations", "timestamps", "hex", "pids", "line_counters", "temp_paths",
+            "duration_keys", "id_counters"]
     ignore_json_keys = ["request_id"]
     [results.tools.http_get]
     ignore_json_keys = ["etag"]

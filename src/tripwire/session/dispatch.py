@@ -69,7 +69,7 @@ ROW_FIELDS: dict[str, tuple[str, ...]] = {
     **BATCH_KINDS,
     "usage": (*BATCH_KINDS["usage"], "estimated", "unpriced"),
     "stop_attempt": ("accepted", "answer"),
-    "retry": ("reason",),
+    "retry": ("reason", "calls"),
 }
 # a field a row leaves out: None, as the batch pads rows; but for these
 _DEFAULTS = {"estimated": False, "unpriced": False, "accepted": True, "reason": ""}
@@ -131,7 +131,7 @@ def _stop_attempt(g: Guardrails, ev: Any) -> Decision:
 
 
 def _retry(g: Guardrails, ev: Any) -> Decision:
-    return g.on_retry(ev.reason)
+    return g.on_retry(ev.reason, ev.calls)
 
 
 def _compaction(g: Guardrails, ev: Any) -> Decision:

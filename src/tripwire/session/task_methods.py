@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..base.decision import CONTINUE, Decision
 from ..budgets.task import Task
+from ..engine.watchdog import retracted_count
 from ..policy.budget import BUDGET, BudgetPolicy, checked_task
 from .fields import SessionFields
 
@@ -47,9 +48,17 @@ class TaskMethods(SessionFields):
             decision = self._budget.stop_attempt(accepted, answer)
             return self._budget_decision(decision)
 
-    def on_retry(self, reason: str = "") -> Decision:
-        """A transport/provider retry of a failed model request (not a tool failure)."""
+    def on_retry(self, reason: str = "", calls: int | None = None) -> Decision:
+        """A transport/provider retry of a failed model request (not a tool failure). The
+        calls the failed attempt streamed never ran and come again with the retry: they come
+        off the watchdog's run state as ``retract_calls`` takes them (``calls`` of them, the
+        last observed; None: the calls since the last result, model response or turn start,
+        the response in flight), so the attempt and its retry are not two laps of one loop."""
         with self._lock:
+            count = None if calls is None else retracted_count(calls)  # checked in every mode
+            watchdog = self._watchdog
+            if watchdog is not None:
+                watchdog.retract_calls(watchdog.attempt_calls if count is None else count)
             return self._budget_decision(self._budget.retry(reason))
 
     def poll(self) -> Decision:

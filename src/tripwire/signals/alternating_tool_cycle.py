@@ -1,4 +1,9 @@
-"""alternating-tool-cycle: identical laps of a 2..max_period call block (SPEC §1, §10.3).
+"""alternating-tool-cycle: identical laps of a 2..max_period call block (SPEC §1, §10.3),
+unless a lap brought a new answer (issue 39): like repeated-tool-call's poll rule, the results
+decide whether identical calls are stuck. A result's answer is *new* when the turn's seen-set
+(no-new-state's, SPEC §12.1) has not held it; the cycle trips only when no new answer arrived
+in its repeated laps (the ``(cycles - 1) * period`` calls after its first lap). Calls with no
+results, or results that only repeat earlier answers, trip as before.
 
 Native twin: ``native/alternating_tool_cycle.*``.
 """
@@ -30,12 +35,13 @@ def texts(wd: EngineView, name: str, args: Any) -> tuple[str, str, int]:
     sequence = " \u2192 ".join(names)
     reason = (
         f"The same {p}-call sequence ({sequence}) ran {laps} times in a row with identical "
-        "arguments each lap: a loop the consecutive-repeat detector cannot see."
+        "arguments each lap and no new result after the first: a loop the consecutive-repeat "
+        "detector cannot see."
     )
     guidance = (
         f"You ran the same sequence of {p} tool calls ({sequence}) {laps} times with identical "
-        "arguments each lap. Nothing in the inputs changed, so nothing in the results can have: "
-        "the loop cannot make progress. Break the pattern: change the arguments, use a different "
+        "arguments each lap, and after the first lap they returned nothing new: the loop is "
+        "not making progress. Break the pattern: change the arguments, use a different "
         "tool, or stop and say what you need."
     )
     return reason, guidance, laps
@@ -71,8 +77,13 @@ def smallest_rotation(block: tuple[int, ...]) -> tuple[int, ...]:
     return min(block[i:] + block[:i] for i in range(len(block)))
 
 
+#: ``CycleDetector.quiet`` before any answer was new: no progress shown (native: UINT32_MAX)
+NEVER_NEW = 0xFFFFFFFF
+
+
 class CycleDetector:
-    """The last p*cycles calls are `cycles` laps of a p-call block."""
+    """The last p*cycles calls are `cycles` laps of a p-call block, none of whose repeated laps
+    brought a new answer."""
 
     def __init__(self, max_period: int, cycles: int, enabled: bool):
         self.max_period = max_period
@@ -83,6 +94,22 @@ class CycleDetector:
     def reset(self) -> None:
         self.fingerprint: tuple[int, ...] | None = None
         self.period = 0
+        self.quiet = NEVER_NEW  # calls since a result last brought a new answer
+
+    def new_answer(self) -> None:
+        """A result's answer was new (not in the turn's seen-set): progress."""
+        self.quiet = 0
+
+    def retract(self, calls: int) -> None:
+        """The last ``calls`` calls are taken back: so are their calls since a new answer (a
+        new answer among their results stays progress)."""
+        if self.quiet != NEVER_NEW:
+            self.quiet = max(self.quiet - calls, 0)
+
+    def called(self) -> None:
+        """One more call (counted whether the signal is on or not: statistics read it)."""
+        if self.quiet != NEVER_NEW:
+            self.quiet += 1
 
     def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
         n = len(keys)
@@ -96,6 +123,8 @@ class CycleDetector:
             # SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
             if all(joins[n - j] for j in range(1, p)):
                 continue
+            if self.quiet < span - p:
+                return False  # a repeated lap brought a new answer: progress, not a loop
             fingerprint = smallest_rotation(tuple(tail[span - p :]))
             if fingerprint == self.fingerprint:
                 return False

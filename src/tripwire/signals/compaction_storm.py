@@ -3,8 +3,9 @@ StuckDetector condensation loop, opencode #37871's 104 compactions in an hour). 
 ``native/compaction_storm.h``.
 
 It trips at ``per_turn`` compactions within one turn, or at ``in_a_row`` compactions with no
-turn ending in agent text between them, whichever comes first; one alert until a turn ends in
-agent text (the context let the agent answer), which re-arms it.
+turn ending in agent text between them, whichever comes first, counting only compactions with
+no *new answer* between them; one alert until a turn ends in agent text (the context let the
+agent answer) or a new answer arrives, either of which re-arms it.
 
 Decisions (SPEC §12.4 leaves them open):
 
@@ -16,6 +17,11 @@ Decisions (SPEC §12.4 leaves them open):
   turn and made no call after it (the silence run is 0). A turn cut or ended after a call is
   not one; a turn that never ends (no ``end_turn``) never re-arms.
 - *Within one turn*: the per-turn count starts again at each turn boundary.
+- *Work between compactions* (issue 39): a result whose answer the turn's seen-set had not held
+  (no-new-state's notion of new information, SPEC §12.1) starts both counts again. A long turn
+  that learns something between condensations is working, however many it needs; a storm
+  re-reads what it already had (answers the seen-set holds), or does nothing at all, between
+  them. Calls alone are not work (their results decide), nor are words.
 """
 
 from __future__ import annotations
@@ -54,15 +60,18 @@ def resolve(value: Callable[[str], Any], resolved: Mapping[str, Any]) -> dict[st
 
 SPEC = SignalSpec(
     "compaction-storm", CRITICAL, SESSION,
-    "compactions within a turn, or in a row without a turn that ends in an answer",
+    "compactions within a turn, or in a row without a turn that ends in an answer, with "
+    "no new answer between them",
     (
-        Knob("per_turn", 3, "compactions within one turn", minimum=2,
-             why="a turn that needs three compactions is not fitting in its window; OpenHands "
-                 "stops a condensation loop, opencode users reported 104 in an hour"),
-        Knob("in_a_row", 5, "compactions with no turn ending in agent text between them",
+        Knob("per_turn", 3, "compactions within one turn with no new answer between them",
              minimum=2,
+             why="three summarizations in one turn that let the agent learn nothing new are "
+                 "not making room for work; OpenHands stops ten condensations with no event "
+                 "between, opencode users reported 104 in an hour"),
+        Knob("in_a_row", 5, "compactions with no new answer and no turn ending in agent text "
+             "between them", minimum=2,
              why="across turns a compaction per turn is normal for long work; five without "
-                 "one answer is a loop"),
+                 "one answer or one new result is a loop"),
     ),
     texts, resolve,
 )
@@ -90,6 +99,12 @@ class CompactionStormDetector:
             self.tripped = True
             return True
         return False
+
+    def new_answer(self) -> None:
+        """A result brought an answer the turn had not seen: the compactions made room for
+        work, so both counts start again (and the alert re-arms)."""
+        self.turn = self.run = 0
+        self.tripped = False
 
     def observe_text(self, has_words: bool) -> None:
         if has_words:
