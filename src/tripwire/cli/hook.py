@@ -483,10 +483,6 @@ def _serve(argv: list[str]) -> int:
 
     # doctor's probe sessions, from any client, are kept apart from the real store
     args.probes = tempfile.mkdtemp(prefix="tripwire-authority-probes-")
-    sys.stderr.write(f"tripwire hook serve: the authority for uid "
-                     f"{', '.join(map(str, sorted(allow)))} on {args.socket} (store "
-                     f"{args.store})\n")
-    sys.stderr.flush()
     return serve(args.socket, functools.partial(authority_request, args), args.idle_timeout,
                  allow=allow)
 

@@ -220,6 +220,10 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None,
             if allow is not None:
                 os.chmod(path, 0o666)  # every user may connect: SO_PEERCRED says who may talk
             server.listen(64)
+            if allow is not None:
+                sys.stderr.write(f"tripwire hook serve: the authority listens on {path} for "
+                                 f"uid {', '.join(map(str, sorted(allow)))}\n")
+                sys.stderr.flush()
             from ..harnesses.hooks import (  # noqa: F401 - import once, here
                 _contract,
                 _session,
@@ -273,6 +277,10 @@ def _answer(conn: socket.socket, run: Callable[..., int],
             sys.stderr.write(f"tripwire hook serve: refused a connection from uid {uid} (pid "
                              f"{pid}): not an --allow-user\n")
             sys.stderr.flush()
+            try:  # its request read (not decoded), so that it sees the close, not a reset
+                _read(conn)
+            except (OSError, ValueError):
+                pass
             return  # unanswered: that client fails closed under enforce
     elif uid is not None and uid != os.getuid():
         return  # another user's client: it runs the event itself
