@@ -208,12 +208,21 @@ def test_install_writes_the_thin_client(tmp_path: Path) -> None:
 
     sock = tmp_path / "run" / "authority.sock"
     settings = tmp_path / "settings.json"
+    keyless = {k: v for k, v in os.environ.items() if k != "TRIPWIRE_STORE_KEY"}
     done = subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code", "--install",
                            "--authority", str(sock), "--write", str(settings)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env=keyless)
     assert done.returncode == 0, done.stderr
     assert done.stderr == (f"tripwire: no authority listens on {sock} yet: under enforce every "
                            "tool call is denied until one does\n")
+    done = subprocess.run([sys.executable, "-m", "tripwire", "hook", "claude-code", "--install",
+                           "--authority", str(sock)], capture_output=True, text=True,
+                          timeout=60, env={**keyless, "TRIPWIRE_STORE_KEY": "a secret"})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[1] == (
+        "tripwire: TRIPWIRE_STORE_KEY is set here, and a thin client needs none: keep it out "
+        "of the harness's environment (the agent's user can read it there), in the "
+        "authority's alone")
     commands = {h["command"] for groups in json.loads(settings.read_text())["hooks"].values()
                 for g in groups for h in g["hooks"]}
     assert commands == {f"{INSTALLED} claude-code --authority {sock}"}

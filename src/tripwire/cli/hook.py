@@ -470,6 +470,7 @@ def _serve(argv: list[str]) -> int:
     allow = _users(args.allow_user)
     if isinstance(allow, str):
         parser.error(f"--allow-user {args.allow_user}: {allow}")
+        return 2  # parser.error exits
     from .hook_install import authority_problem
 
     args.store = os.path.abspath(os.path.expanduser(args.store or default_store()))

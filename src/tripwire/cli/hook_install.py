@@ -134,6 +134,10 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
         if not is_socket:
             stderr.write(f"tripwire: no authority listens on {args.authority} yet: under "
                          "enforce every tool call is denied until one does\n")
+        if os.environ.get(KEY_ENV, "").strip():
+            stderr.write(f"tripwire: {KEY_ENV} is set here, and a thin client needs none: keep "
+                         "it out of the harness's environment (the agent's user can read it "
+                         "there), in the authority's alone\n")
     elif not os.environ.get(KEY_ENV, "").strip():
         stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
     if not args.write:

@@ -277,10 +277,10 @@ def _answer(conn: socket.socket, run: Callable[..., int],
             sys.stderr.write(f"tripwire hook serve: refused a connection from uid {uid} (pid "
                              f"{pid}): not an --allow-user\n")
             sys.stderr.flush()
-            try:  # its request read (not decoded), so that it sees the close, not a reset
-                _read(conn)
-            except (OSError, ValueError):
-                pass
+            import contextlib
+
+            with contextlib.suppress(OSError, ValueError):  # read, so it sees a close, not a
+                _read(conn)                                  # reset
             return  # unanswered: that client fails closed under enforce
     elif uid is not None and uid != os.getuid():
         return  # another user's client: it runs the event itself
