@@ -435,3 +435,64 @@ def test_doctor_as_the_agent_says_separated(agent_user: Agent, hook_authority,
     assert (hook["decides"], hook["denies_call"], hook["setup"], hook["authority_uid"]) == (
         True, 5, "separated", 0), hook
     assert hook["protects_against"].startswith("an adversarial agent")
+
+
+CODEX_DRIVER = r"""
+import json, os, signal, subprocess, sys
+interrupted = []
+signal.signal(signal.SIGINT, lambda *a: interrupted.append(1))
+hook = json.loads(os.environ["HOOK_ARGV"])
+for i, event in enumerate(json.loads(sys.stdin.read())):
+    subprocess.run(hook, input=json.dumps(event), capture_output=True, text=True)
+    if interrupted:
+        print(json.dumps({"interrupted_at": i}))
+        sys.exit(1)
+print(json.dumps({"interrupted_at": None}))
+"""
+
+
+@pytest.mark.parametrize("codex_user", ["agent", "root"])
+def test_the_authority_interrupts_only_the_agents_own_codex_exec(
+        codex_user: str, agent_user: Agent, hook_authority) -> None:
+    """A halt interrupts the `codex exec` the hook runs under, from the authority (root): when
+    that process is the agent's own; never another user's process the agent's client was
+    started under (the authority signals for its peer only)."""
+    import tempfile
+
+    from test_hooks import codex_event
+
+    _, sock, _ = hook_authority
+    call = {"tool_name": "Bash", "tool_input": {"command": "echo hello"}}
+    events = [codex_event("UserPromptSubmit", prompt="go")]
+    for n in range(1, 9):
+        events.append(codex_event("PreToolUse", tool_use_id=f"call_{n}", **call))
+        events.append(codex_event("PostToolUse", tool_use_id=f"call_{n}",
+                                  tool_response="hello\n", **call))
+    where = Path(tempfile.mkdtemp(prefix="tripwire-codex-stand-in-"))
+    try:
+        os.chmod(where, 0o755)
+        driver = where / "driver.py"
+        driver.write_text(CODEX_DRIVER)
+        os.chmod(driver, 0o644)
+        client = [agent_user.python, "-m", "tripwire", "hook", "codex", "--authority", str(sock)]
+        stand_in = ["bash", "-c", 'exec -a "$0" "$@"', str(where / "codex")]
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": agent_user.pythonpath,
+               "HOME": "/nonexistent"}
+        if codex_user == "agent":
+            done = agent_user.run(*stand_in, agent_user.python, str(driver), "exec",
+                                  input=json.dumps(events),
+                                  env={"HOOK_ARGV": json.dumps(client)}, timeout=300)
+        else:  # root's codex, the agent's client under it
+            as_agent = ["setpriv", f"--reuid={agent_user.uid}", f"--regid={agent_user.gid}",
+                        "--clear-groups", *client]
+            done = subprocess.run([*stand_in, agent_user.python, str(driver), "exec"],
+                                  input=json.dumps(events), capture_output=True, text=True,
+                                  timeout=300, env={**env, "HOOK_ARGV": json.dumps(as_agent)})
+    finally:
+        shutil.rmtree(where)
+    assert done.stdout, done.stderr
+    interrupted = json.loads(done.stdout)["interrupted_at"]
+    if codex_user == "agent":
+        assert (interrupted, done.returncode) == (9, 1)  # at the 5th call: the halt
+    else:
+        assert (interrupted, done.returncode) == (None, 0)
