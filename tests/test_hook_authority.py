@@ -257,3 +257,21 @@ def test_doctor_says_an_authority_of_this_user_is_the_same_user_setup(
                              str(tmp_path / "private" / "hooks.sqlite3")],
                             capture_output=True, text=True, timeout=60)
     assert "tripwire-doctor-" not in status.stdout + status.stderr
+
+
+@pytest.mark.parametrize(("options", "line"), [
+    (["--allow-user", "no-such-user-here"],
+     "--allow-user no-such-user-here: no such user 'no-such-user-here'"),
+    (["--store", "s.sqlite3"],
+     "--store is an option of --allow-user (a same-user server takes each event's own)"),
+    (["--allow-user", "0", "--config", "/no/such.toml"], "--config /no/such.toml: no such config "
+     "file"),
+])
+def test_the_authoritys_bad_options_are_one_line_and_exit_2(options: list[str], line: str,
+                                                            tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "tripwire", "hook", "serve", "--socket",
+                           str(tmp_path / "run" / "a.sock"), *options],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"tripwire hook serve: {line} (see tripwire hook serve --help)\n"
+    assert not (tmp_path / "run").exists()
