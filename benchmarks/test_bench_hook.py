@@ -186,3 +186,72 @@ def test_python_command_start_against_the_floor_and_the_native_client(
     info["modules_imported"] = sum(1 for line in traced.stderr.splitlines()
                                    if line.startswith("import time:") and "self" not in line)
     print(json.dumps(info))
+
+
+@pytest.fixture
+def authority(long_session: dict[str, str], tmp_path: Path):
+    """The hooks' authority (``tripwire hook serve --allow-user``) over the same store, this
+    uid allowed: the thin client's round trip against the same-user server's."""
+    sock = tmp_path / "run" / "authority.sock"
+    proc = subprocess.Popen([*HOOK[:-1], "serve", "--socket", str(sock), "--allow-user",
+                             str(os.getuid()), "--store", long_session["TRIPWIRE_STORE"]],
+                            env=long_session, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sock.exists(), "the authority did not start"
+    yield sock
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.benchmark(group="hook_authority")
+def test_thin_client_round_trip_against_the_same_user_server(
+        benchmark, server: dict[str, str], authority: Path) -> None:
+    """Issue 36, privilege separation's cost: one event through the authority's thin client
+    against the same event through the same-user resident server, interleaved in one run, for
+    the native client and the Python command, and the socket round trip alone (in process,
+    ``hook_server.ask``: no process start). Medians and ratios go into ``extra_info``."""
+    import statistics
+
+    from tripwire.cli.hook_server import REQUEST_ENV, Request, ask
+
+    native = os.access(CLIENT, os.X_OK)
+    thin = {k: v for k, v in server.items() if k != "TRIPWIRE_HOOK_SOCKET"}
+    thin.update(TRIPWIRE_AUTHORITY=str(authority))
+    same_env = {k: server.get(k, "") for k in REQUEST_ENV}
+    same_argv = ["claude-code", "--store", server["TRIPWIRE_STORE"]]
+    times: dict[str, list[float]] = {}
+    n = iter(range(10**6))
+
+    def timed(key: str, action) -> None:
+        started = time.perf_counter()
+        action()
+        times.setdefault(key, []).append(time.perf_counter() - started)
+
+    def socket_event(path: str, argv: list[str]) -> None:
+        code, out, _ = ask(path, Request(argv, "/", same_env, payload(next(n))), 10)
+        assert (code, out) == (0, "")
+
+    def round_() -> None:
+        timed("socket_same_user", lambda: socket_event(server["TRIPWIRE_HOOK_SOCKET"],
+                                                       same_argv))
+        timed("socket_authority", lambda: socket_event(str(authority), ["claude-code"]))
+        timed("python_same_user", lambda: run(server, next(n)))
+        timed("python_thin_client", lambda: run(thin, next(n)))
+        if native:
+            command = [str(CLIENT), "claude-code"]
+            timed("native_same_user", lambda: run(server, next(n), command))
+            timed("native_thin_client", lambda: run(thin, next(n), command))
+
+    benchmark.pedantic(round_, rounds=20, warmup_rounds=2)
+    median = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    info = benchmark.extra_info
+    for key, value in median.items():
+        info[f"{key}_median_ms"] = round(value, 2)
+    for kind in ("socket", "python", "native"):
+        if f"{kind}_same_user" in median:
+            other = "authority" if kind == "socket" else "thin_client"
+            info[f"{kind}_{other}_over_same_user"] = round(
+                median[f"{kind}_{other}"] / median[f"{kind}_same_user"], 2)
+    print(json.dumps(info))

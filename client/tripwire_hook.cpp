@@ -22,6 +22,16 @@
 // a process an agent running as the same user could stand in for, which a secret key exists
 // to rule out (docs/harnesses/claude-code.md).
 //
+// A thin client of an authority (privilege separation, docs/security.md): with --authority PATH
+// among the arguments, or $TRIPWIRE_AUTHORITY, the event goes to the authority on PATH (a
+// `tripwire hook serve --allow-user` run as another user, which decides with its own store)
+// and nowhere else: no automatic server, no event run here. When the authority cannot be
+// reached, does not answer within kAuthorityMs or answers garbage, it runs `tripwire hook
+// <the same arguments>` with $TRIPWIRE_AUTHORITY_DOWN set to the reason, which renders the
+// harness's denial (under enforce, the default) without trying the authority again; if even
+// that cannot be started, under enforce it exits 2 with one line on stderr: every harness reads
+// exit 2 as "block".
+//
 // The frame (both directions start with the magic "TWH1"; integers are little-endian u32):
 //   request:  "TWH1", count, then count strings (u32 length, bytes): argc, the arguments,
 //             cwd, $TRIPWIRE_STORE, $XDG_STATE_HOME, $HOME, stdin
@@ -59,6 +69,8 @@ constexpr char kMagic[4] = {'T', 'W', 'H', '1'};
 constexpr size_t kMaxStdin = (16u << 20) + 1;  // the hook reads at most this (MAX_STDIN + 1)
 constexpr size_t kMaxAnswer = 64u << 20;       // the server's answer limit (hook_server._LIMIT)
 constexpr int kTimeoutMs = 10000;              // the server's own per-connection timeout
+constexpr int kAuthorityMs = 8000;             // cli/hook.py AUTHORITY_TIMEOUT
+int g_timeout_ms = kTimeoutMs;
 constexpr const char* kIdleSeconds = "900";    // an automatic server's life without requests
 constexpr int kStartMs = 3000;                 // how long an event waits for a server starting
 constexpr time_t kRespawnSeconds = 30;         // no second start this soon (one that crashes)
@@ -125,7 +137,7 @@ bool write_all(int fd, const char* p, size_t n) {
 bool wait_for(int fd, short events) {
     struct pollfd p = {fd, events, 0};
     for (;;) {
-        int r = poll(&p, 1, kTimeoutMs);
+        int r = poll(&p, 1, g_timeout_ms);
         if (r > 0) return true;
         if (r == 0 || errno != EINTR) return false;
     }
@@ -191,7 +203,8 @@ std::string python_command() {
 }
 
 // Run `tripwire hook <args>`: exec'd when stdin was not read yet, else fed what was read.
-int run_python(int argc, char** argv, const std::string* input) {
+// `unrunnable`: the status when it cannot be started (0: fail open, as the hook does).
+int run_python(int argc, char** argv, const std::string* input, int unrunnable = 0) {
     std::string command = python_command();
     std::vector<char*> args;
     args.push_back(const_cast<char*>("tripwire"));
@@ -205,9 +218,9 @@ int run_python(int argc, char** argv, const std::string* input) {
         return 0;  // fail open, as the hook does
     }
     int pipefd[2];
-    if (pipe(pipefd) != 0) return 0;
+    if (pipe(pipefd) != 0) return unrunnable;
     pid_t child = fork();
-    if (child < 0) return 0;
+    if (child < 0) return unrunnable;
     if (child == 0) {
         dup2(pipefd[0], STDIN_FILENO);
         close(pipefd[0]);
@@ -215,7 +228,7 @@ int run_python(int argc, char** argv, const std::string* input) {
         execvp(command.c_str(), args.data());
         std::fprintf(stderr, "tripwire-hook: cannot run %s: %s; no decision\n", command.c_str(),
                      std::strerror(errno));
-        _exit(0);
+        _exit(unrunnable);
     }
     close(pipefd[0]);
     signal(SIGPIPE, SIG_IGN);
@@ -359,20 +372,36 @@ int auto_connect(const std::string& path) {
     return -1;
 }
 
-}  // namespace
+// The surrounding white space a shell profile may leave, trimmed.
+std::string trim(const std::string& s) {
+    size_t a = s.find_first_not_of(" \t\n"), b = s.find_last_not_of(" \t\n");
+    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
 
-int main(int argc, char** argv) {
-    std::string socket_path = env("TRIPWIRE_HOOK_SOCKET");
-    // trim the surrounding white space a shell profile may leave
-    size_t a = socket_path.find_first_not_of(" \t\n"), b = socket_path.find_last_not_of(" \t\n");
-    socket_path = a == std::string::npos ? std::string() : socket_path.substr(a, b - a + 1);
-    int fd = socket_path.empty() ? auto_connect(auto_socket()) : connect_to(socket_path);
-    if (fd < 0) return run_python(argc, argv, nullptr);
-    std::string input;
-    if (!read_stdin(input)) {
-        close(fd);
-        return run_python(argc, argv, &input);
+// The value of option `name` among the arguments ("" when absent).
+std::string option(int argc, char** argv, const char* name) {
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
     }
+    return {};
+}
+
+// The authority could not answer: the Python command renders the harness's fallback (a denial
+// under enforce), told the reason; when it cannot be run, exit 2 ("block") under enforce.
+int authority_down(int argc, char** argv, const std::string& input, const std::string& reason) {
+    setenv("TRIPWIRE_AUTHORITY_DOWN", reason.c_str(), 1);
+    std::string mode = trim(option(argc, argv, "--mode"));
+    bool enforce = mode.empty() || mode == "enforce";
+    int code = run_python(argc, argv, &input, 127);
+    if (code != 127) return code;
+    std::fprintf(stderr, "tripwire-hook: %s, and tripwire cannot be run to answer for it; %s\n",
+                 reason.c_str(), enforce ? "the call is blocked (exit 2): under enforce a "
+                                           "call tripwire cannot decide does not run"
+                                         : "no decision");
+    return enforce ? 2 : 0;
+}
+
+std::string request_frame(int argc, char** argv, const std::string& input) {
     char cwd[PATH_MAX];
     std::string request(kMagic, 4);
     std::vector<std::string> fields;
@@ -385,9 +414,48 @@ int main(int argc, char** argv) {
     put_str(request, env("XDG_STATE_HOME"));
     put_str(request, env("HOME"));
     put_str(request, input);
+    return request;
+}
+
+int thin_client(int argc, char** argv, const std::string& authority) {
+    g_timeout_ms = kAuthorityMs;
+    std::string input;
+    if (!read_stdin(input)) return authority_down(argc, argv, input, "stdin cannot be read");
+    int fd = connect_to(authority);
+    if (fd < 0) {
+        return authority_down(argc, argv, input, "the authority at " + authority +
+                              " cannot be reached (" + std::strerror(errno) + ")");
+    }
     int code = 0;
     std::string out, err;
-    bool answered = ask(fd, request, code, out, err);
+    bool answered = ask(fd, request_frame(argc, argv, input), code, out, err);
+    close(fd);
+    if (!answered) {
+        return authority_down(argc, argv, input, "the authority at " + authority +
+                              " gave no hook answer (none in time, or garbled)");
+    }
+    write_all(STDOUT_FILENO, out.data(), out.size());
+    write_all(STDERR_FILENO, err.data(), err.size());
+    return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string authority = trim(option(argc, argv, "--authority"));
+    if (authority.empty()) authority = trim(env("TRIPWIRE_AUTHORITY"));
+    if (!authority.empty()) return thin_client(argc, argv, authority);
+    std::string socket_path = trim(env("TRIPWIRE_HOOK_SOCKET"));
+    int fd = socket_path.empty() ? auto_connect(auto_socket()) : connect_to(socket_path);
+    if (fd < 0) return run_python(argc, argv, nullptr);
+    std::string input;
+    if (!read_stdin(input)) {
+        close(fd);
+        return run_python(argc, argv, &input);
+    }
+    int code = 0;
+    std::string out, err;
+    bool answered = ask(fd, request_frame(argc, argv, input), code, out, err);
     close(fd);
     if (!answered) return run_python(argc, argv, &input);
     write_all(STDOUT_FILENO, out.data(), out.size());

@@ -55,6 +55,9 @@ def test_every_installed_hook_decides(home: Path) -> None:
     assert sorted(r["harness"] for r in hooks) == sorted(FILES)
     assert all(r["decides"] and r["problem"] is None for r in hooks)
     assert [r["denies_call"] for r in hooks] == [5] * 4  # the 5th identical call
+    # hooks that open their store themselves: the setup that protects against mistakes
+    assert {r["setup"] for r in hooks} == {"same-user"}
+    assert all("authority" not in r for r in hooks)
     trust = [r for r in records if r["kind"] == "codex_trust"]
     assert len(trust) == 5 and {r["status"] for r in trust} == {"trusted"}
     assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}

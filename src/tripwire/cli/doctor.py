@@ -15,6 +15,11 @@ open or record in, no answer within the harness's timeout). Codex
 hooks are also checked for trust: Codex skips a hook whose ``trusted_hash`` in
 ``$CODEX_HOME/config.toml`` is missing or stale, in silence.
 
+Each hook's line says its ``setup`` (issue 36): ``separated`` when it is the thin client of an
+authority (``--authority SOCKET`` or ``$TRIPWIRE_AUTHORITY``) whose socket another user owns and
+that answers; ``same-user`` otherwise, which protects against mistakes (a loop, an overspend),
+not against an agent that looks for a way around its halt (docs/security.md).
+
 One JSON line per hook command and per Codex handler; exit 0 when every hook decides and is
 trusted, 1 on a problem (or when no tripwire hook is installed), 2 when a named file is
 missing or unreadable.
@@ -202,11 +207,52 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
                 break
     line["decides"] = True
     line["slowest_seconds"] = round(slowest, 3)
+    line.update(setup(command))
     if "denies_call" not in line:
         line["denies_call"] = None
         line["note"] = (f"it let {PROBE} identical calls run: its mode or thresholds do not "
                         "stop a loop")
     return line
+
+
+#: What each setup protects against, for the doctor's line.
+PROTECTS = {
+    "separated": "an adversarial agent: the store, its key and anchor belong to another user, "
+                 "whom the agent's user cannot read or signal",
+    "same-user": "mistakes (a loop, an overspend), not an adversary: the agent's user can read "
+                 "the hook's key, store and anchor (docs/security.md: the separated setup)",
+}
+
+
+def setup(command: str) -> dict[str, Any]:
+    """Which setup a hook command is: ``separated`` (the thin client of a reachable authority
+    another user owns) or ``same-user``, with the authority's socket and owner when there is
+    one."""
+    import shlex
+    import socket
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = []
+    authority = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--authority"),
+                     os.environ.get("TRIPWIRE_AUTHORITY", "").strip())
+    found: dict[str, Any] = {"setup": "same-user"}
+    if authority:
+        found["authority"] = authority
+        try:
+            owner = os.stat(authority).st_uid
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(2.0)
+                s.connect(authority)
+        except OSError as exc:
+            found["authority_problem"] = " ".join(str(exc).split())
+        else:
+            found["authority_uid"] = owner
+            if owner != os.getuid():
+                found["setup"] = "separated"
+    found["protects_against"] = PROTECTS[found["setup"]]
+    return found
 
 
 def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, str | None]:

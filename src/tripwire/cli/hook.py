@@ -15,6 +15,15 @@ command hands its events to when ``$TRIPWIRE_HOOK_SOCKET`` names the socket (``h
 the native client (``tripwire-hook``, what ``--install`` writes where it is installed) starts
 one on demand otherwise.
 
+Privilege separation (issue 36): ``tripwire hook serve --socket PATH --allow-user USER`` run as
+another user than the agent's is the **authority** (it holds the store, the key, the anchor and
+decides with its own options, ``authority_request``); ``tripwire hook HARNESS --authority PATH``
+(or ``$TRIPWIRE_AUTHORITY``) is its thin client: it forwards the payload and prints the answer,
+holds no secret and never opens the store. An authority it cannot reach, one that does not
+answer in time or answers garbage is, under enforce (the client's ``--mode``, enforce by
+default), a denial of the call with a reason for the model and one line for the operator
+(``_thin``); below enforce, no decision and the line.
+
 Fail open below enforce, closed under it (issue 36): bad input (not a JSON hook payload)
 prints one line on stderr and exits 0 with no decision; any other error deciding a tool call
 (an internal error, a ``MemoryError``, an unreadable config, no decision within the deadline)
@@ -101,6 +110,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--uninstall", metavar="SETTINGS",
                         help="remove tripwire's entries for the harness from this settings "
                              "file")
+    parser.add_argument("--authority", metavar="SOCKET",
+                        help="a thin client of the authority listening on SOCKET (tripwire "
+                             "hook serve --allow-user, run as another user): the event is "
+                             "decided there, this process never opens a store (default: "
+                             "$TRIPWIRE_AUTHORITY)")
     return parser
 
 
@@ -108,12 +122,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     """The options, read by hand on the event path (argparse costs milliseconds to build);
     anything unusual goes to argparse for its usage message."""
     args: Any = SimpleNamespace(harness=None, store=None, mode=None, config=None, install=False,
-                                write=None, wait=None, uninstall=None, no_interrupt=False)
+                                write=None, wait=None, uninstall=None, no_interrupt=False,
+                                authority=None)
     values = iter(argv)
     for arg in values:
         if arg in HARNESSES and args.harness is None:
             args.harness = arg
-        elif arg in ("--store", "--mode", "--config", "--write", "--wait", "--uninstall"):
+        elif arg in ("--store", "--mode", "--config", "--write", "--wait", "--uninstall",
+                     "--authority"):
             value = next(values, None)
             if value is None:
                 break
@@ -176,7 +192,8 @@ MAX_STDIN = 16 << 20
 
 def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None, *, close: bool = True, origin: int | None = None,
-         probes: str | None = None, deadline: Any = None, timer: bool = False) -> int:
+         probes: str | None = None, deadline: Any = None, timer: bool = False,
+         owner: int | None = None) -> int:
     """Run one hook invocation. ``close=False`` leaves the store's connections open for the
     process exit to drop (closing the last connection checkpoints SQLite's WAL: milliseconds
     that every event would pay; auto-checkpoints keep the WAL bounded). ``origin``: the
@@ -185,7 +202,9 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     probe sessions are kept (a resident server's own directory; default: ``$TRIPWIRE_DOCTOR``
     when it names one). ``deadline``: a ``hook_closed.Deadline`` to arm (a resident server's,
     for the request; default: one of its own, with a timer thread when ``timer``: the
-    command's process, which the timer ends)."""
+    command's process, which the timer ends). ``owner``: the user whose files the event's
+    transcript must be, and whose ``codex exec`` alone a halt interrupts (an authority's
+    request: its peer; default: this process's user)."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     if argv[:1] == ["serve"]:
         return _serve(argv[1:])
@@ -198,6 +217,9 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         return (install if args.install else uninstall)(_harness(args.harness), args, stdout,
                                                         stderr)
     text = stdin.read(MAX_STDIN + 1)
+    authority = args.authority or os.environ.get(AUTHORITY_ENV, "").strip()
+    if authority:
+        return _thin(args, authority, text, stdout, stderr)
     empty = "{}\n" if args.harness in ("gemini-cli", "cursor") else ""  # "no decision"
     served = _served(args, text)
     if served is not None:
@@ -205,7 +227,7 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         stderr.write(served["stderr"])
         code: int = served["code"]
         return code
-    args.origin, args.interrupt = origin or os.getpid(), None
+    args.origin, args.interrupt, args.owner = origin or os.getpid(), None, owner
     args.probes = probes or _doctor_dir()
     from .hook_closed import Deadline
 
@@ -231,6 +253,88 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     if args.interrupt is not None:
         _interrupt(args.interrupt, stdout, stderr)
     return 0
+
+
+AUTHORITY_ENV = "TRIPWIRE_AUTHORITY"  # hook_server's, not imported for it on the event path
+#: Set by the native client when it could not reach the authority itself: the reason, so the
+#: Python command it runs for the answer renders the failure without trying again.
+AUTHORITY_DOWN_ENV = "TRIPWIRE_AUTHORITY_DOWN"
+#: Seconds a thin client waits for the authority's answer: past the authority's own deadline
+#: for an event (its --wait plus hook_closed.SLACK, 5 s by default), within the 10 s the
+#: installed block gives the hook.
+AUTHORITY_TIMEOUT = 8.0
+
+
+def _thin(args: argparse.Namespace, authority: str, text: str, stdout: TextIO,
+          stderr: TextIO) -> int:
+    """A thin client's event: the authority's answer, or the failure's (never the store)."""
+    reason = os.environ.get(AUTHORITY_DOWN_ENV, "").strip()
+    if not reason:
+        from .hook_server import Request, ask
+
+        try:
+            code, out, err = ask(authority, Request([args.harness], "", {}, text),
+                                 AUTHORITY_TIMEOUT)
+        except (OSError, ValueError) as exc:
+            what = "did not answer in time" if isinstance(exc, TimeoutError) else \
+                f"cannot be reached ({_one_line(exc)})" if isinstance(exc, OSError) else \
+                f"answered no hook answer ({_one_line(exc)})"
+            reason = f"the authority at {authority} {what}"
+        else:
+            stdout.write(out)
+            stderr.write(err)
+            return code
+    return _authority_down(args, reason, text, stdout, stderr)
+
+
+def _authority_down(args: argparse.Namespace, reason: str, text: str, stdout: TextIO,
+                    stderr: TextIO) -> int:
+    """No answer from the authority: under enforce (the client's ``--mode``, enforce by
+    default) a call is denied, with a reason for the model and one line for the operator;
+    otherwise no decision and the line."""
+    from .hook_closed import Deadline
+
+    harness = _harness(args.harness)
+    deadline = Deadline(harness=args.harness,
+                        empty="{}\n" if args.harness in ("gemini-cli", "cursor") else "")
+    try:
+        payload, _ = _payload(text)
+        name, event = harness.parse(payload)
+    except Exception as exc:  # bad input: no event to deny, as ever
+        stderr.write(f"tripwire hook {args.harness}: {reason}; {_one_line(exc)}; no "
+                     "decision\n")
+        stdout.write(deadline.empty)
+        return 0
+    _arm(deadline, harness, event, name, (args.mode or "enforce").strip().lower() == "enforce")
+    answer, line = deadline.answer(reason)
+    stderr.write(line)
+    stdout.write(answer)
+    return 0
+
+
+def authority_request(own: argparse.Namespace, request: Any, stdout: TextIO, stderr: TextIO,
+                      origin: int | None, owner: int | None) -> int:
+    """One event an authority took from a thin client: only its harness is the client's; the
+    store, config, mode, wait and interrupt are the authority's own options (``own``); the
+    transcript is read only when it is the client's user's file."""
+    harness = next((a for a in request.argv if a in HARNESSES), "")  # the rest is ignored
+    if not harness:
+        stderr.write(f"tripwire hook: the authority takes a harness ({', '.join(HARNESSES)}), "
+                     "not this request; no decision\n")
+        return 0
+    argv = [harness, "--store", own.store]
+    for option in ("mode", "config"):
+        if getattr(own, option):
+            argv += [f"--{option}", getattr(own, option)]
+    if own.wait is not None:
+        argv += ["--wait", repr(own.wait)]
+    if own.no_interrupt:
+        argv += ["--no-interrupt"]
+    import contextlib
+
+    with contextlib.redirect_stderr(stderr):
+        return main(argv, io.StringIO(request.stdin), stdout, stderr, close=False,
+                    origin=origin, owner=owner, probes=own.probes)
 
 
 def _doctor_dir() -> str | None:
@@ -336,10 +440,67 @@ def _serve(argv: list[str]) -> int:
                              "is replaced)")
     parser.add_argument("--idle-timeout", type=float, metavar="SECONDS",
                         help="exit after this long without a request (default: never)")
+    parser.add_argument("--allow-user", metavar="USER[,USER]",
+                        help="serve as the authority of these users' thin clients (tripwire "
+                             "hook HARNESS --authority PATH): the socket is open to all, "
+                             "SO_PEERCRED refuses every other user, and the store, config and "
+                             "mode are this server's own (the options below)")
+    parser.add_argument("--store", metavar="PATH",
+                        help="with --allow-user: the authority's SQLite store (default: "
+                             "$TRIPWIRE_STORE, else $XDG_STATE_HOME/tripwire/hooks.sqlite3)")
+    parser.add_argument("--mode", help="with --allow-user: the watchdog mode (default: "
+                                       "enforce)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="with --allow-user: TOML or JSON config file")
+    from .usage import wait
+
+    parser.add_argument("--wait", metavar="SECONDS", type=wait,
+                        help="with --allow-user: longest wait for the store's locks")
+    parser.add_argument("--no-interrupt", action="store_true",
+                        help="with --allow-user: never interrupt a halted codex exec")
     args = parser.parse_args(argv)
     from .hook_server import serve
 
-    return serve(args.socket, served_request, args.idle_timeout)
+    if args.allow_user is None:
+        for option in ("store", "mode", "config", "wait"):
+            if getattr(args, option) is not None:
+                parser.error(f"--{option} is an option of --allow-user (a same-user server "
+                             "takes each event's own)")
+        return serve(args.socket, served_request, args.idle_timeout)
+    allow = _users(args.allow_user)
+    if isinstance(allow, str):
+        parser.error(f"--allow-user {args.allow_user}: {allow}")
+        return 2  # parser.error exits
+    from .hook_install import authority_problem
+
+    args.store = os.path.abspath(os.path.expanduser(args.store or default_store()))
+    if args.config:
+        args.config = os.path.abspath(args.config)
+    problem = authority_problem(args)
+    if problem is not None:
+        parser.error(problem)
+    import functools
+    import tempfile
+
+    # doctor's probe sessions, from any client, are kept apart from the real store
+    args.probes = tempfile.mkdtemp(prefix="tripwire-authority-probes-")
+    return serve(args.socket, functools.partial(authority_request, args), args.idle_timeout,
+                 allow=allow)
+
+
+def _users(names: str) -> frozenset[int] | str:
+    """The uids of ``USER[,USER]`` (names or numbers), or what is wrong with them."""
+    import pwd
+
+    uids = set()
+    for name in (n.strip() for n in names.split(",")):
+        if not name:
+            return "an empty user name"
+        try:
+            uids.add(int(name) if name.isdigit() else pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            return f"no such user {name!r}"
+    return frozenset(uids)
 
 
 def default_store(env: Mapping[str, str] | None = None) -> str:
@@ -499,9 +660,22 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
         verdict = session.apply(event, usage)
         if verdict.halt is not None and event.kind == "call" and not args.no_interrupt and \
                 getattr(harness, "INTERRUPTS", False) and _enforced(config) and \
-                not os.environ.get(PROBE_ENV):  # doctor's synthetic session
-            args.interrupt = session.interrupt_once(harness.exec_ancestor(args.origin))
+                not os.environ.get(PROBE_ENV) and \
+                not event.session.startswith(PROBE_PREFIX):  # doctor's synthetic session
+            args.interrupt = session.interrupt_once(_own(harness.exec_ancestor(args.origin),
+                                                        args.owner))
     return verdict, session.problem
+
+
+def _own(pid: int | None, owner: int | None) -> int | None:
+    """``pid`` when it is ``owner``'s process (an authority signals no other user's), else
+    None; any ``pid`` when there is no ``owner``."""
+    if pid is None or owner is None:
+        return pid
+    try:
+        return pid if os.stat(f"/proc/{pid}").st_uid == owner else None
+    except OSError:
+        return None
 
 
 def _recorded_halt(store: str, event: Any, wait: float | None = None) -> Any:

@@ -8,6 +8,10 @@ was, instead of adding a second (each event would be observed twice); a settings
 directory does not exist is refused (a typo'd path is not a new configuration). For Codex,
 ``--write`` also trusts the handlers it wrote (``harnesses/hooks/_codex_trust.py``): Codex
 skips an untrusted hook in silence.
+
+``--authority SOCKET`` writes thin clients of an authority (``tripwire hook serve --allow-user``
+run as another user, issue 36): the store, config and wait are the authority's, so the client
+takes none of them (``--mode`` stays: what the client does when the authority cannot answer).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, TextIO
 
 from .usage import EXIT_USAGE
 
-__all__ = ["install", "uninstall", "hook_command", "executable", "native_client"]
+__all__ = ["install", "uninstall", "hook_command", "executable", "native_client",
+           "authority_problem"]
 
 
 def _fail(args: argparse.Namespace, message: str, stderr: TextIO) -> int:
@@ -33,6 +38,11 @@ def _problem(args: argparse.Namespace) -> str | None:
     from ..errors import ConfigError
     from .hook_config import hook_config
 
+    if getattr(args, "authority", None):
+        given = [f"--{o}" for o in ("store", "config", "wait") if getattr(args, o) is not None]
+        if given:
+            return (f"{' and '.join(given)}: the authority's own (tripwire hook serve "
+                    "--allow-user), not its thin client's")
     if args.store is not None and os.path.isdir(args.store):
         return f"--store {args.store}: is a directory, not a store file"
     if args.config is not None and not os.path.isfile(args.config):
@@ -43,6 +53,11 @@ def _problem(args: argparse.Namespace) -> str | None:
     except (ConfigError, ValueError, OSError) as exc:
         return " ".join(str(exc).split())
     return None
+
+
+def authority_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with an authority's own store, config and mode (None: nothing)."""
+    return _problem(args)
 
 
 def executable() -> str:
@@ -84,6 +99,8 @@ def hook_command(args: argparse.Namespace) -> str:
         words += ["--wait", f"{args.wait:g}"]
     if getattr(args, "no_interrupt", False):
         words += ["--no-interrupt"]
+    if getattr(args, "authority", None):
+        words += ["--authority", os.path.abspath(args.authority)]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -107,7 +124,21 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
     block = harness.install_block(hook_command(args))
     from ..durability.chain import DEFAULT_KEY_NOTICE, KEY_ENV
 
-    if not os.environ.get(KEY_ENV, "").strip():
+    if getattr(args, "authority", None):
+        import stat
+
+        try:
+            is_socket = stat.S_ISSOCK(os.stat(args.authority).st_mode)
+        except OSError:
+            is_socket = False
+        if not is_socket:
+            stderr.write(f"tripwire: no authority listens on {args.authority} yet: under "
+                         "enforce every tool call is denied until one does\n")
+        if os.environ.get(KEY_ENV, "").strip():
+            stderr.write(f"tripwire: {KEY_ENV} is set here, and a thin client needs none: keep "
+                         "it out of the harness's environment (the agent's user can read it "
+                         "there), in the authority's alone\n")
+    elif not os.environ.get(KEY_ENV, "").strip():
         stderr.write(f"tripwire: {DEFAULT_KEY_NOTICE} (in the harness's environment)\n")
     if not args.write:
         stdout.write(json.dumps(block, indent=2) + "\n")

@@ -26,6 +26,18 @@ can enter (``$XDG_RUNTIME_DIR/tripwire``, else ``/tmp/tripwire-<uid>``), named b
 client executable and of the variables the hook reads, so it serves only clients whose
 environment is its own; ``TRIPWIRE_HOOK_SERVER=off`` or a secret ``TRIPWIRE_STORE_KEY`` turn it
 off (``client/tripwire_hook.cpp`` says why).
+
+**The authority** (``tripwire hook serve --socket PATH --allow-user USER[,USER]``, issue 36:
+privilege separation): the same server run as another user than the agent's, holding the store,
+its secret key and its anchor. Its socket is open to every user (mode 0666) in a directory the
+agent cannot write (refused at start otherwise: whoever can write it could put a socket of
+their own in the server's place); each connection's user is read with ``SO_PEERCRED`` and one
+not allowed is closed unanswered, with one line on the server's stderr. A request names only
+its harness: the store, config, mode and wait are the authority's own (``serve(authority=``)),
+never the client's, and a request carries no operator verb (reset, raise and check-in do not
+exist on this socket). Its clients (``tripwire hook HARNESS --authority PATH``, the native
+client with ``$TRIPWIRE_AUTHORITY``) hold no secret and never open the store; under enforce,
+an authority they cannot reach denies the call (``cli.hook``).
 """
 
 from __future__ import annotations
@@ -39,9 +51,11 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["SOCKET_ENV", "Request", "serve", "call"]
+__all__ = ["SOCKET_ENV", "AUTHORITY_ENV", "Request", "serve", "call", "ask", "unsafe_directory"]
 
 SOCKET_ENV = "TRIPWIRE_HOOK_SOCKET"
+#: The authority's socket, in the environment of a thin client (``tripwire hook --authority``)
+AUTHORITY_ENV = "TRIPWIRE_AUTHORITY"
 _LIMIT = 64 << 20  # bytes one request or answer may take
 _MAGIC = b"TWH1"
 _U32 = struct.Struct("<I")
@@ -122,18 +136,49 @@ def decode_answer(data: bytes) -> tuple[int, str, str]:
 def call(path: str, request: Request, timeout: float = 5.0) -> dict[str, Any] | None:
     """The server's answer (``code``, ``stdout``, ``stderr``), or None when there is none."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(path)
-            s.sendall(encode_request(request))
-            s.shutdown(socket.SHUT_WR)
-            code, out, err = decode_answer(_read(s))
+        code, out, err = ask(path, request, timeout)
     except (OSError, ValueError):
         return None
     return {"code": code, "stdout": out, "stderr": err}
 
 
-def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None) -> int:
+def ask(path: str, request: Request, timeout: float) -> tuple[int, str, str]:
+    """The server's answer: exit status, stdout, stderr. ``OSError`` when it cannot be reached
+    or does not answer in ``timeout`` seconds, ``ValueError`` when its answer is no answer
+    frame (a server that closed the connection unanswered, as an authority does to a user it
+    does not allow, is an empty one)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        s.sendall(encode_request(request))
+        s.shutdown(socket.SHUT_WR)
+        data = _read(s)
+    if not data:
+        raise ValueError("it closed the connection unanswered (is this user allowed?)")
+    return decode_answer(data)
+
+
+def unsafe_directory(directory: str) -> str | None:
+    """Why an authority's socket may not live in ``directory`` (None: it may): a directory
+    another user can write (or a symbolic link) lets that user put a socket of their own at
+    the path the hooks were installed with."""
+    try:
+        st = os.lstat(directory)
+    except OSError as exc:
+        return f"{directory}: {exc.strerror}"
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{directory}: not a directory (a symbolic link or another file)"
+    if st.st_uid not in (0, os.getuid()):
+        return f"{directory}: owned by uid {st.st_uid}, not by this user or root"
+    if st.st_mode & 0o022:
+        return f"{directory}: writable by its group or others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None,
+          allow: frozenset[int] | None = None) -> int:
     """Answer hook requests on ``path`` until idle for ``idle_timeout`` seconds (forever when
     None): ``run(request, stdout, stderr, origin)`` is the hook command's (``cli.hook``).
 
@@ -142,9 +187,22 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None)
     socket. It listens before it imports the hooks' modules, so a client that started it (the
     native client's automatic server) connects at once and its first request waits for them.
     Connections from another user are closed unanswered (their clients run the event
-    themselves)."""
+    themselves).
+
+    ``allow``: the authority (the module's docstring): the users besides its own that may
+    connect, each request run as ``run(request, stdout, stderr, pid, uid)`` with the peer's
+    ``SO_PEERCRED``; the socket is open to all (0666) in a directory only its owner writes."""
     os.environ.pop(SOCKET_ENV, None)  # the command it runs must not hand events back here
+    os.environ.pop(AUTHORITY_ENV, None)
     directory = os.path.dirname(os.path.abspath(path))
+    if allow is not None:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, mode=0o755)
+        problem = unsafe_directory(directory)
+        if problem is not None:
+            sys.stderr.write(f"tripwire hook serve: the socket's directory {problem}; the "
+                             "agent's user must not be able to write it\n")
+            return 2
     os.makedirs(directory, exist_ok=True)
     lock = _take_lock(path + ".lock")
     if lock is None:
@@ -159,7 +217,13 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None)
                 server.bind(path)
             finally:
                 os.umask(old)
+            if allow is not None:
+                os.chmod(path, 0o666)  # every user may connect: SO_PEERCRED says who may talk
             server.listen(64)
+            if allow is not None:
+                sys.stderr.write(f"tripwire hook serve: the authority listens on {path} for "
+                                 f"uid {', '.join(map(str, sorted(allow)))}\n")
+                sys.stderr.flush()
             from ..harnesses.hooks import (  # noqa: F401 - import once, here
                 _contract,
                 _session,
@@ -177,7 +241,7 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None)
                     os.unlink(path)
                     return 0
                 with conn:
-                    _answer(conn, run)
+                    _answer(conn, run, allow)
     finally:
         os.close(lock)
 
@@ -204,15 +268,27 @@ def _take_lock(path: str, patience: float = 1.0) -> int | None:
     return fd
 
 
-def _answer(conn: socket.socket, run: Callable[..., int]) -> None:
+def _answer(conn: socket.socket, run: Callable[..., int],
+            allow: frozenset[int] | None = None) -> None:
     conn.settimeout(10.0)
     pid, uid = _peer(conn)
-    if uid is not None and uid != os.getuid():
+    if allow is not None:
+        if uid is None or (uid not in allow and uid != os.getuid()):
+            sys.stderr.write(f"tripwire hook serve: refused a connection from uid {uid} (pid "
+                             f"{pid}): not an --allow-user\n")
+            sys.stderr.flush()
+            import contextlib
+
+            with contextlib.suppress(OSError, ValueError):  # read, so it sees a close, not a
+                _read(conn)                                  # reset
+            return  # unanswered: that client fails closed under enforce
+    elif uid is not None and uid != os.getuid():
         return  # another user's client: it runs the event itself
     try:
         request = decode_request(_read(conn))
         out, err = io.StringIO(), io.StringIO()
-        code = run(request, out, err, pid)
+        code = run(request, out, err, pid) if allow is None else run(request, out, err, pid,
+                                                                     uid)
         conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
     except (OSError, ValueError):
         pass  # that client falls back to running the event itself
