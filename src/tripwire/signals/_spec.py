@@ -36,6 +36,12 @@ Texts = Callable[["EngineView", str, Any], tuple[str, str, int]]
 Resolve = Callable[[Callable[[str], Any], Mapping[str, Any]], dict[str, Any]]
 
 
+#: ``SignalSpec.per_tool``: a per-tool rule may set the signal's threshold, or turn it off
+PER_TOOL_THRESHOLD = "threshold"
+#: ``SignalSpec.per_tool``: a per-tool rule may only turn the signal off
+PER_TOOL_OFF = "off"
+
+
 #: The largest count knob either engine takes (the native counters are 32-bit; a threshold
 #: of a million calls is already "never").
 MAX_COUNT = 1_000_000
@@ -111,6 +117,10 @@ class SignalSpec:
     resolve: Resolve = field(compare=False, repr=False)
     #: the model's own words answer it: a queued note is withdrawn once the agent speaks
     withdrawn_by_words: bool = False
+    #: what a per-tool rule (``[tools.<name>]``, ``signals/tool_rules.py``) may set for calls
+    #: of one tool: ``PER_TOOL_THRESHOLD`` (a threshold or "off"), ``PER_TOOL_OFF`` ("off"
+    #: only: the signal has no per-call threshold), or ``""`` (no per-tool rule)
+    per_tool: str = ""
     index: int = -1
 
     @property

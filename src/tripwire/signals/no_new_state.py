@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
-from ._spec import Knob, SignalSpec, threshold, tool_label
+from ._spec import PER_TOOL_OFF, Knob, SignalSpec, threshold, tool_label
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -58,7 +58,7 @@ SPEC = SignalSpec(
         Knob("exempt_tools", ("wait_and_verify",), "tools whose results never count",
              maximum=None, kind=tuple, why="polling by the tool made for it is not a stall"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 
