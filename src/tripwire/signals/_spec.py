@@ -36,12 +36,6 @@ Texts = Callable[["EngineView", str, Any], tuple[str, str, int]]
 Resolve = Callable[[Callable[[str], Any], Mapping[str, Any]], dict[str, Any]]
 
 
-#: ``SignalSpec.per_tool``: a per-tool rule may set the signal's threshold, or turn it off
-PER_TOOL_THRESHOLD = "threshold"
-#: ``SignalSpec.per_tool``: a per-tool rule may only turn the signal off
-PER_TOOL_OFF = "off"
-
-
 #: The largest count knob either engine takes (the native counters are 32-bit; a threshold
 #: of a million calls is already "never").
 MAX_COUNT = 1_000_000

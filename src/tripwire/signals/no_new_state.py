@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
-from ._spec import PER_TOOL_OFF, Knob, SignalSpec, threshold, tool_label
+from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView

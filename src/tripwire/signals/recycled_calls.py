@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
 from ..identity.shell import tool_identity
-from ._spec import PER_TOOL_OFF, Knob, SignalSpec, threshold, tool_label
+from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView

@@ -50,7 +50,8 @@ from ..base.alert import WARN
 from ..base.inputs import json_text
 from ..identity.answer import ALL_CLASSES, signature
 from ..identity.canonical import xxh3_64
-from ._spec import PER_TOOL_THRESHOLD, Knob, SignalSpec, error_text, threshold, tool_label
+from ._spec import Knob, SignalSpec, error_text, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView

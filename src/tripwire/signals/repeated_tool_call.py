@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
 from ..identity.canonical import CanonicalCall, paths_suffix_match
-from ._spec import PER_TOOL_THRESHOLD, Knob, SignalSpec, quote_args, threshold, tool_label
+from ._spec import Knob, SignalSpec, quote_args, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView

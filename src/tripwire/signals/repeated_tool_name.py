@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
 from ..identity.shell import SHELL_TOOLS, tool_identity
-from ._spec import PER_TOOL_THRESHOLD, Knob, SignalSpec, threshold, tool_label
+from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView

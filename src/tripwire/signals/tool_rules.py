@@ -33,9 +33,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError
-from ._spec import PER_TOOL_OFF, PER_TOOL_THRESHOLD, SignalSpec
 
-__all__ = ["OFF", "ToolRule", "ToolRules", "check_rules", "EXEMPT_SIGNALS"]
+__all__ = ["OFF", "ToolRule", "ToolRules", "check_rules", "EXEMPT_SIGNALS", "PER_TOOL_THRESHOLD",
+           "PER_TOOL_OFF"]
+
+#: ``SignalSpec.per_tool``: a per-tool rule may set the signal's threshold, or turn it off
+PER_TOOL_THRESHOLD = "threshold"
+#: ``SignalSpec.per_tool``: a per-tool rule may only turn the signal off
+PER_TOOL_OFF = "off"
 
 #: A threshold no run reaches (the native counters are 32-bit): the signal is off for the tool.
 OFF = 0xFFFFFFFF
@@ -127,7 +132,7 @@ def _is_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
 
 
-def _value(signal: SignalSpec, pattern: str, value: Any) -> int:
+def _value(signal: Any, pattern: str, value: Any) -> int:
     """A rule's value for one signal: "off" (OFF) or the signal's threshold, checked and
     clamped as its threshold knob is."""
     where = f"tools.{pattern!r}: {signal.id}"
@@ -148,9 +153,10 @@ def _value(signal: SignalSpec, pattern: str, value: Any) -> int:
     return value
 
 
-def check_rules(tools: Any, by_id: Mapping[str, SignalSpec]) -> dict[str, dict[str, int]]:
+def check_rules(tools: Any, by_id: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """``[tools]`` as a checked table: pattern -> {signal id: threshold, or OFF}; every
-    mistake a one-line ConfigError naming the pattern and the signal."""
+    mistake a one-line ConfigError naming the pattern and the signal. ``by_id``: the
+    catalogue's ``SignalSpec``s by id (not imported here: the catalogue imports this)."""
     if not isinstance(tools, Mapping):
         raise ConfigError("'tools' must be a table keyed by tool name or glob pattern")
     checked: dict[str, dict[str, int]] = {}
@@ -176,7 +182,7 @@ def check_rules(tools: Any, by_id: Mapping[str, SignalSpec]) -> dict[str, dict[s
     return checked
 
 
-def ruled(by_id: Mapping[str, SignalSpec]) -> list[str]:
+def ruled(by_id: Mapping[str, Any]) -> list[str]:
     """The signals a per-tool rule may set, in catalogue order."""
     return [s.id for s in by_id.values() if s.per_tool in (PER_TOOL_THRESHOLD, PER_TOOL_OFF)]
 
