@@ -18,8 +18,8 @@ import pytest
 from conftest import feed, need_shared
 
 from tripwire import GuardrailsConfig, Watchdog
-from tripwire.fleet import Fleet
 from tripwire.errors import ConfigError
+from tripwire.fleet import Fleet
 from tripwire.interchange.adapters import read_transcript
 from tripwire.interchange.events import Call, Result, Text
 from tripwire.session.config import read_config_file

@@ -67,8 +67,9 @@ __all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS",
            "ResolvedConfig", "resolve_session"]
 
 #: Top-level sections a config file may hold.
+# [notify]: the servers' (web.notify), not a session's; [tools]: per-tool rules (issue 39)
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
-            "budget", "results", "notify", "tools")  # [notify]: the servers' (web.notify), not a session's
+            "budget", "results", "notify", "tools")
 
 
 #: Bytes a config file may hold: far more than any configuration (a hook reads its config on

@@ -110,14 +110,12 @@ def _overlap(a: str, b: str) -> bool:
     """Whether some name matches both globs (as fnmatch.fnmatchcase reads them)."""
     ta, tb = _tokens(a), _tokens(b)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def can(i: int, j: int) -> bool:
         if i == len(ta) and j == len(tb):
             return True
         if i < len(ta) and ta[i] == "*":
-            if can(i + 1, j) or (j < len(tb) and can(i, j + 1)):
-                return True
-            return False
+            return can(i + 1, j) or (j < len(tb) and can(i, j + 1))
         if j < len(tb) and tb[j] == "*":
             return can(i, j + 1) or (i < len(ta) and can(i + 1, j))
         if i == len(ta) or j == len(tb):
