@@ -323,3 +323,36 @@ def test_a_rule_for_the_dominant_tool_silences_exactly_its_repeats(implementatio
         if silenced:
             silenced_in.append((path.name, silenced))
     assert silenced_in == [("django__django-16560.traj.json", [(55, "repeated-tool-name", "bash")])]
+
+
+def test_a_claude_code_hook_reads_the_rules_of_its_config(tmp_path: Path,
+                                                          implementation: str) -> None:
+    """The hook as Claude Code runs it, one process per event: the sixth identical call of an
+    MCP debugger's `next` is allowed under a rule for mcp__gdb__*, and without the rule the
+    fifth is denied (repeated-tool-call, enforce)."""
+    from test_hooks import Hook, common, post, pre
+
+    config = tmp_path / "tripwire.toml"
+    config.write_text('[tools."mcp__gdb__*"]\nrepeated-tool-call = "off"\n', encoding="utf-8")
+    step = {"command": "next"}
+
+    def run(*args: str) -> list[dict | None]:
+        hook = Hook("claude-code", tmp_path / ("ruled" if args else "plain") / "t.sqlite3",
+                    implementation)
+        hook.raw(json.dumps(common("UserPromptSubmit", prompt="step through main")), *args)
+        out = []
+        for n in range(1, 7):
+            done = hook.raw(json.dumps(pre(n, step, tool="mcp__gdb__next")), *args)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+            out.append(json.loads(done.stdout) if done.stdout.strip() else None)
+            # the same output each time: no poll whose answer changes (SPEC §12.2)
+            hook.raw(json.dumps(post(n, step, stdout="main () at app.c:12", tool="mcp__gdb__next")),
+                     *args)
+        return out
+
+    assert run("--config", str(config)) == [None] * 6
+    denied = run()
+    assert denied[:4] == [None] * 4
+    assert denied[4] is not None
+    assert denied[4]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "(repeated-tool-call)" in denied[4]["stopReason"]
