@@ -42,6 +42,7 @@ cdef class _EngineConfig:
     cdef bint call_rules              # some rule changes how calls are judged
     cdef bint exact_rules             # every rule names its tool exactly (no glob)
     cdef dict rule_cache              # tool name -> its _Rule, or None for no rule
+    cdef bint rules_filled            # without globs: the cache holds every rule
     cdef frozenset known              # SPEC §12.4: the host's tools (None: it lists none)
     cdef _AnswerKeys keys             # [results] ignore_json_keys for every tool (None: none)...
     cdef dict keys_by_tool            # ...and per tool (None: no tool has its own)
@@ -70,6 +71,10 @@ cdef _EngineConfig _engine_config(object settings, object config):
     c.call_rules = c.rules is not None and c.rules.for_calls
     c.exact_rules = c.rules is None or c.rules.exact_only
     c.rule_cache = {}
+    if c.rules is not None and c.exact_rules:
+        for tool in c.rules.named:  # every rule there is: a miss is then no rule
+            _tool_rule(c, tool)
+    c.rules_filled = True
     c.shell = frozenset(settings.shell_tools)
     c.known = frozenset(settings.known_tools) or None
     c.keys = _answer_keys(settings.ignore_json_keys)
@@ -105,6 +110,8 @@ cdef object _tool_rule(_EngineConfig conf, object name):
     cdef _Rule made
     if r is not _NO_RULE_YET:
         return r
+    if conf.exact_rules and conf.rules_filled:
+        return None  # without globs, the cache holds every rule (_engine_config)
     rule = conf.rules.lookup(name)
     if rule is None:
         r = None
@@ -117,7 +124,8 @@ cdef object _tool_rule(_EngineConfig conf, object name):
         r = made
     # without globs, a name without an exact rule has none: not remembered (the cache then
     # holds the configured names only)
-    if (r is not None or not conf.exact_rules) and len(conf.rule_cache) < _RULE_CACHE_LIMIT:
+    if (r is not None or not conf.exact_rules) and (
+            len(conf.rule_cache) < _RULE_CACHE_LIMIT or conf.exact_rules):
         conf.rule_cache[name] = r
     return r
 

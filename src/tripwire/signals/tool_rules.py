@@ -238,6 +238,11 @@ class ToolRules:
                   for s, f in THRESHOLD_FIELDS.items()}
         return ToolRule(off=off, **fields)
 
+    @property
+    def named(self) -> tuple[str, ...]:
+        """The tools a rule names exactly (without globs, the only ones with a rule)."""
+        return tuple(self._exact)
+
     def lookup(self, name: str) -> ToolRule | None:
         """The rule of tool ``name``'s calls and results; None when no rule names or matches
         it (the config's thresholds apply)."""
