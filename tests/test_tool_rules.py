@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from conftest import feed, need_shared
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tripwire import GuardrailsConfig, Watchdog
 from tripwire.errors import ConfigError
@@ -356,3 +358,55 @@ def test_a_claude_code_hook_reads_the_rules_of_its_config(tmp_path: Path,
     assert denied[4] is not None
     assert denied[4]["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert "(repeated-tool-call)" in denied[4]["stopReason"]
+
+
+# --------------------------------------------------------------------------------------------
+# Differential: random traffic under random rules, the two engines alert alike
+# --------------------------------------------------------------------------------------------
+
+TOOLS = ("read", "bash", "mcp__gdb__next", "mcp__gdb__step", "mcp__fs__read")
+RULED = ("repeated-tool-call", "repeated-tool-name", "repeated-failure", "no-new-state",
+         "recycled-calls")
+_rule_value = st.sampled_from(["off", 2, 3, 4, 7])
+_rules = st.dictionaries(
+    st.sampled_from(("read", "bash", "mcp__gdb__*", "mcp__*", "mcp__gdb__next", "*")),
+    st.dictionaries(st.sampled_from(RULED), _rule_value, max_size=3), max_size=3)
+_event = st.one_of(
+    st.tuples(st.just("call"), st.sampled_from(TOOLS), st.sampled_from(('{}', '{"p": 1}'))),
+    st.tuples(st.just("result"), st.sampled_from(TOOLS), st.sampled_from(("x", "y", None)),
+              st.sampled_from((None, None, "boom"))),
+    st.tuples(st.just("text"), st.sampled_from(("on it", "still on it"))),
+)
+
+
+def _valid(rules: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The generated rules with the values a signal refuses dropped (an off-only signal's
+    threshold), or {} when the globs clash (both refused as config errors, tested above)."""
+    cleaned = {p: {s: v for s, v in r.items()
+                   if v == "off" or BY_ID[s].per_tool == "threshold"} for p, r in rules.items()}
+    try:
+        WatchdogConfig(tools=cleaned)
+    except ConfigError:
+        return {}
+    return cleaned
+
+
+@settings(max_examples=150, deadline=None)
+@given(_rules, st.lists(_event, max_size=60))
+def test_engines_agree_on_random_traffic_under_random_rules(
+        rules: dict[str, dict[str, Any]], events: list[tuple[Any, ...]]) -> None:
+    config = WatchdogConfig(tools=_valid(rules))
+    runs = []
+    for implementation in ("native", "python"):
+        wd = Watchdog(config, implementation=implementation)
+        seen = []
+        for e in events:
+            if e[0] == "call":
+                alerts = wd.observe_call(e[1], e[2])
+            elif e[0] == "result":
+                alerts = wd.observe_result(e[1], payload=e[2], error=e[3])
+            else:
+                alerts = wd.observe_text(e[1])
+            seen += [(a.event, a.signal, a.count, a.reason) for a in alerts]
+        runs.append(seen)
+    assert runs[0] == runs[1]
