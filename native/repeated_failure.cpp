@@ -4,7 +4,8 @@
 
 namespace tw {
 
-bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature, uint32_t threshold_at) noexcept {
+bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature,
+                                   uint32_t threshold_at) noexcept {
     if (!entries) {
         entries.reset(new (std::nothrow) Entry[kMemory]);
         if (!entries) return false;  // out of memory: the failure is not remembered
