@@ -126,12 +126,13 @@ public:
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
     // its tool's); rule: the tool's per-tool rule (null: none): the signals it turns off
     // skip the result (no-new-state, repeated-failure, recycled-calls: exempt_tools is the
-    // three; its payload still reaches the repeat run), its repeated-failure threshold; error: a failure's error text (repeated-failure's signature);
+    // three; its payload still reaches the repeat run), its repeated-failure threshold;
+    // error: a failure's error text (repeated-failure's signature);
     // keys: the tool's [results] ignore_json_keys (null: none); unknown: the result answers a
     // call of a tool the host does not have (SPEC §12.4). Every reader compares the
     // payload's answer (SPEC §12.1), computed here at most once.
-    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, const ToolRule* rule,
-                            const void* payload, size_t payload_len, bool has_payload,
+    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op,
+                            const ToolRule* rule, const void* payload, size_t payload_len, bool has_payload,
                             const char* error = nullptr, size_t error_len = 0,
                             const AnswerKeys* keys = nullptr, bool unknown = false);
     // The agent's words; key: their text_key (read only when has_words).
