@@ -132,7 +132,8 @@ public:
     // call of a tool the host does not have (SPEC §12.4). Every reader compares the
     // payload's answer (SPEC §12.1), computed here at most once.
     uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op,
-                            const ToolRule* rule, const void* payload, size_t payload_len, bool has_payload,
+                            const ToolRule* rule, const void* payload, size_t payload_len,
+                            bool has_payload,
                             const char* error = nullptr, size_t error_len = 0,
                             const AnswerKeys* keys = nullptr, bool unknown = false);
     // The agent's words; key: their text_key (read only when has_words).
