@@ -233,6 +233,16 @@ def test_config_errors(tools: dict[str, Any], message: str) -> None:
     assert "\n" not in str(e.value)
 
 
+def test_a_config_with_rules_derived_again_keeps_them() -> None:
+    config = WatchdogConfig(tools=GDB)
+    again = config.with_knobs("repeated-tool-call", threshold=4).restricted_to(
+        {"repeated-tool-call", "repeated-tool-name"})
+    assert again.tools == config.tools == {
+        "mcp__gdb__*": {"repeated-tool-call": OFF, "repeated-tool-name": 40}}
+    resolved = GuardrailsConfig(tools=GDB, known_tools=["mcp__gdb__next"]).resolve()
+    assert resolved.watchdog.tools == config.tools
+
+
 def test_globs_that_cannot_clash_are_not_ambiguous() -> None:
     WatchdogConfig(tools={"a*": {"repeated-tool-call": 3}, "b*": {"repeated-tool-call": 4}})
     WatchdogConfig(tools={"a*": {"repeated-tool-call": 3}, "*b": {"repeated-tool-name": 4}})

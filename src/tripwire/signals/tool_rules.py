@@ -134,6 +134,8 @@ def _value(signal: Any, pattern: str, value: Any) -> int:
     """A rule's value for one signal: "off" (OFF) or the signal's threshold, checked and
     clamped as its threshold knob is."""
     where = f"tools.{pattern!r}: {signal.id}"
+    if value == OFF and type(value) is int:  # a checked table checked again (with_knobs)
+        return OFF
     if isinstance(value, str):
         if value.strip().lower() == "off":
             return OFF
