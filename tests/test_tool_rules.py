@@ -146,6 +146,33 @@ def test_engines_decide_identically(what: str, tools: dict[str, Any],
     assert runs[0] == runs[1]
 
 
+def decisions(tools: dict[str, Any] | None, calls: int,
+              implementation: str) -> list[tuple[int, str, tuple[str, ...]]]:
+    """Under enforce, the decisions other than a plain continue: (call, action, signals)."""
+    from tripwire import Guardrails
+
+    g = Guardrails(GuardrailsConfig(mode="enforce", unattended=False, tools=tools,
+                                    watchdog=WatchdogConfig(signals=QUIET)),
+                   implementation=implementation)
+    g.start_turn()
+    out = []
+    for n in range(calls):
+        d = g.on_call("mcp__gdb__next", "{}")
+        if d.action != "continue" or d.alerts:
+            out.append((n, d.action, tuple(a.signal for a in d.alerts)))
+        if d.halt_session:
+            break
+    return out
+
+
+def test_the_decisions_under_enforce(implementation: str) -> None:
+    """Without the rule the fifth `next` halts the session; with it the session goes on and
+    the fortieth call carries the name run's warning."""
+    assert decisions(None, 45, implementation) == [
+        (4, "halt_session", ("repeated-tool-call",))]
+    assert decisions(GDB, 45, implementation) == [(39, "continue", ("repeated-tool-name",))]
+
+
 def test_exempt_tools_is_three_signals_off(implementation: str) -> None:
     """The old key means what it meant: [tools.X] with no-new-state, repeated-failure and
     recycled-calls off; no-new-state off alone leaves repeated-failure counting X."""
