@@ -112,12 +112,43 @@ def checks() -> list[Check]:
             "4 KiB tool outputs, compared by their answers",
         ),
     ]
+    out += _tool_rule_checks(calls)
     out += _policy_checks(calls)
     out.append(_batch_check())
     out.append(_usage_batch_check())
     out.append(_budget_check(calls))
     out.append(_native_budget_check(calls))
     return out
+
+
+def _tool_rule_checks(calls: list[tuple[str, str]]) -> list[Check]:
+    """Per-tool rules (issue 39) on the call path: a session whose rules judge no call looks
+    nothing up (the default config's only rule is exempt_tools', a result's), and one with a
+    glob rule judging calls pays a cached dict lookup per call. Each over the bare engine of
+    the default config, on the fastest round (the same engine work plus or minus a lookup)."""
+    from tripwire.signals import WatchdogConfig
+
+    tools = sorted({name for name, _ in calls})
+    bare = Watchdog(implementation="native")
+    # a rule only for a tool the mix never calls: the lookup, never a rule found
+    unmatched = Watchdog(WatchdogConfig(tools={"mcp__none__*": {"repeated-tool-call": "off"}}),
+                         implementation="native")
+    # every tool of the mix matched by a glob: the lookup and a rule on every call
+    matched = Watchdog(WatchdogConfig(tools={"*": {"repeated-tool-name": 40}}),
+                       implementation="native")
+    return [Check(
+        "Watchdog.observe_call, call rules (no tool matched) over none",
+        lambda: workload.run_calls(bare.observe_call, calls),
+        lambda: workload.run_calls(unmatched.observe_call, calls),
+        len(calls), 0.0, f"{len(tools)} tools; the rule's lookup, cached per name",
+        at_most=1.2, stat=min,
+    ), Check(
+        "Watchdog.observe_call, a glob rule for every tool over none",
+        lambda: workload.run_calls(bare.observe_call, calls),
+        lambda: workload.run_calls(matched.observe_call, calls),
+        len(calls), 0.0, "every call judged by its tool's rule",
+        at_most=1.2, stat=min,
+    )]
 
 
 def _budget_check(calls: list[tuple[str, str]]) -> Check:

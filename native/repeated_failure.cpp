@@ -4,7 +4,8 @@
 
 namespace tw {
 
-bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
+bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature,
+                                   uint32_t threshold_at) noexcept {
     if (!entries) {
         entries.reset(new (std::nothrow) Entry[kMemory]);
         if (!entries) return false;  // out of memory: the failure is not remembered
@@ -33,7 +34,7 @@ bool RepeatedFailureDetector::fail(uint64_t tool, uint64_t signature) noexcept {
     e.stamp = clock;
     if (e.count < UINT32_MAX) ++e.count;
     last = e.count;
-    if (e.count >= threshold && !(reported & (1u << at))) {
+    if (e.count >= threshold_at && !(reported & (1u << at))) {
         reported = static_cast<uint8_t>(reported | (1u << at));
         return true;
     }

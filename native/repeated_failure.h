@@ -37,8 +37,12 @@ struct RepeatedFailureDetector {
     static uint64_t pair_key(uint64_t tool, uint64_t signature) noexcept {
         return signature ^ ((tool | 1) * 0x9E3779B97F4A7C15ull);
     }
-    // one failed result; true when its pair reaches the threshold for the first time
-    bool fail(uint64_t tool, uint64_t signature) noexcept;
+    // one failed result; true when its pair reaches `threshold_at` (its tool's threshold: a
+    // per-tool rule's, else `threshold`) for the first time
+    bool fail(uint64_t tool, uint64_t signature, uint32_t threshold_at) noexcept;
+    bool fail(uint64_t tool, uint64_t signature) noexcept {
+        return fail(tool, signature, threshold);
+    }
     // a productive success: anything may have changed
     void succeed() noexcept {
         if (size) { size = 0; clock = 0; reported = 0; }  // most successes find it empty

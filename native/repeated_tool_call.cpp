@@ -18,7 +18,8 @@ void RepeatDetector::start_run(const CanonicalCall& c, uint64_t name_hash) {
     }
 }
 
-bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& fired) {
+bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& fired,
+                             uint32_t at) {
     fired = false;
     bool joined = run > 0 && c.rest == rest && c.is_object == is_object &&
                   c.paths.size() == paths;
@@ -49,7 +50,7 @@ bool RepeatDetector::observe(const CanonicalCall& c, uint64_t name_hash, bool& f
     } else {
         start_run(c, name_hash);
     }
-    if (enabled && run >= threshold && !tripped && poll != kPollChanging) {
+    if (enabled && run >= at && !tripped && poll != kPollChanging) {
         tripped = true;
         fired = true;
     }

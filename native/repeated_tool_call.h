@@ -49,8 +49,12 @@ struct RepeatDetector {
     Hash128 last{};     // the run's previous answer (results only: after the above)
 
     RepeatDetector(uint32_t threshold_, bool enabled_) : threshold(threshold_), enabled(enabled_) {}
-    // Returns whether the call joined the current run; sets `fired`.
-    bool observe(const CanonicalCall& c, uint64_t name_hash, bool& fired);
+    // Returns whether the call joined the current run; sets `fired` when the run reaches
+    // `at` (the call's tool's threshold: a per-tool rule's, else `threshold`).
+    bool observe(const CanonicalCall& c, uint64_t name_hash, bool& fired, uint32_t at);
+    bool observe(const CanonicalCall& c, uint64_t name_hash, bool& fired) {
+        return observe(c, name_hash, fired, threshold);
+    }
     // Whether a result of tool `name_hash` arriving now is the current run's and can still
     // change its exemption (then the session digests its payload, exempt tool or not). A
     // result carries a tool, not the call it answers: a late result of a call before the

@@ -2,7 +2,8 @@
 
 namespace tw {
 
-bool NameRunDetector::observe(uint64_t name_hash, uint32_t repeat_run) noexcept {
+bool NameRunDetector::observe(uint64_t name_hash, uint32_t repeat_run, uint32_t at,
+                              uint32_t stand_down) noexcept {
     if (run && name_hash == name) {
         ++run;
     } else {
@@ -10,9 +11,9 @@ bool NameRunDetector::observe(uint64_t name_hash, uint32_t repeat_run) noexcept 
         run = 1;
         reported = false;
     }
-    if (run >= threshold && !reported) {
+    if (run >= at && !reported) {
         reported = true;  // a stood-down run counts as reported
-        return !(stand_down_run && repeat_run >= stand_down_run);
+        return !(stand_down && repeat_run >= stand_down);
     }
     return false;
 }

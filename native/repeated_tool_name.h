@@ -15,7 +15,12 @@ struct NameRunDetector {
     bool reported = false;
 
     NameRunDetector(uint32_t threshold_, uint32_t stand_down) : threshold(threshold_), stand_down_run(stand_down) {}
-    bool observe(uint64_t name_hash, uint32_t repeat_run) noexcept;
+    // at, stand_down: the call's tool's own (a per-tool rule's), else the detector's
+    bool observe(uint64_t name_hash, uint32_t repeat_run, uint32_t at,
+                 uint32_t stand_down) noexcept;
+    bool observe(uint64_t name_hash, uint32_t repeat_run) noexcept {
+        return observe(name_hash, repeat_run, threshold, stand_down_run);
+    }
     void reset() noexcept { name = 0; run = 0; reported = false; }
     void retract(uint32_t calls) noexcept { if (run > calls) run -= calls; else reset(); }
 };

@@ -66,39 +66,51 @@ Session::Session(const Settings& s, void* storage)
       storm(s.compaction_per_turn, s.compaction_in_a_row) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
-                               uint64_t identity) {
+                               uint64_t identity, const ToolRule* rule) {
     const uint32_t on = enabled;
     bool fired;
-    const bool joined = repeat.observe(c, name_hash, fired);
+    // issue 39: the tool's own thresholds; the name run stands down for a run its repeat
+    // threshold reports (kRuleOff: never reached, so never)
+    const uint32_t repeat_at = rule ? rule->repeat_threshold : repeat.threshold;
+    const bool joined = repeat.observe(c, name_hash, fired, repeat_at);
     uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
     history.push(c.key, joined);
     cycle.called();
     ++attempt_calls;
     if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
     if ((on & kDensity) && density.observe(history)) mask |= kDensity;
-    if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
+    const bool named = rule ? name.observe(identity, repeat.run, rule->name_threshold,
+                                           (on & kRepeat) ? repeat_at : 0u)
+                            : name.observe(identity, repeat.run);
+    if (named && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
     if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
     if (stats) stats->after_call(*this);
     return mask;
 }
 
-uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op,
+                                 const ToolRule* rule,
                                  const void* payload, size_t payload_len, bool has_payload,
                                  const char* error, size_t error_len, const AnswerKeys* keys,
                                  bool unknown) {
     attempt_calls = 0;  // a result: the response that made its call is over
-    const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
+    const uint32_t mask = result_mask(name_hash, failed, no_op, rule, payload, payload_len,
                                       has_payload, error, error_len, keys, unknown);
     if (stats) stats->after_result(*this);
     return mask;
 }
 
-uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op,
+                              const ToolRule* rule,
                               const void* payload, size_t payload_len, bool has_payload,
                               const char* error, size_t error_len, const AnswerKeys* keys,
                               bool unknown) {
     const uint32_t on = enabled;
+    // issue 39: the signals the tool's rule turns off skip its result
+    const uint32_t off = rule ? rule->off : 0u;
+    const bool stale_off = (off & kNoNewState) != 0;
+    const bool failure_off = (off & kRepeatedFailure) != 0;
     const uint32_t classes = answer_volatile;
     uint32_t mask = 0;
     // unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
@@ -107,19 +119,23 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     // recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call of its
     // tool (taken off for an exempt tool too, whose results neither count nor break the run)
     uint32_t call_key = 0;
-    const bool recycles = (on & kRecycled) && pending.take(name_hash, call_key) && !exempt;
+    const bool recycles =
+        (on & kRecycled) && pending.take(name_hash, call_key) && !(off & kRecycled);
     // the error signature, for repeated-failure, the failure streak's stand-down (SPEC §12.3)
     // and recycled-calls (a failure's answer)
-    const bool signed_failure = failed && (on & kRepeatedFailure) && !exempt;
+    const bool signed_failure = failed && (on & kRepeatedFailure) && !failure_off;
     const uint64_t signature = failed && (signed_failure || recycles)
         ? error_signature_key(error, error ? error_len : 0, classes, keys) : 0;
     uint64_t pair = 0;
     if (unknowns) {
         pair = kUnknownPair;  // the streak stands down for unknown-tool (SPEC §12.3's rule)
-    } else if ((on & kRepeatedFailure) && !exempt) {  // SPEC §7.3
+    } else if ((on & kRepeatedFailure) && !failure_off) {  // SPEC §7.3
         if (failed) {
             pair = RepeatedFailureDetector::pair_key(name_hash, signature);
-            if (repeated_failure.fail(name_hash, signature)) mask |= kRepeatedFailure;
+            if (repeated_failure.fail(name_hash, signature,
+                                      rule ? rule->repeated_failure_threshold
+                                           : repeated_failure.threshold))
+                mask |= kRepeatedFailure;
         } else if (!no_op) {
             repeated_failure.succeed();  // a productive success may have changed it
         }
@@ -129,7 +145,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
     const bool for_run = repeat.awaits(name_hash);
     Hash128 answer{};
     const bool answered = has_payload && !failed &&
-                          ((!no_op && (for_run || !exempt)) || recycles) &&
+                          ((!no_op && (for_run || !stale_off)) || recycles) &&
                           answer_digest(payload, payload_len, classes, keys, answer);
     if (for_run) {
         repeat.observe_result(failed, no_op, answered ? &answer : nullptr,
@@ -156,7 +172,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
         return mask;
     }
     no_ops.reset();
-    if (exempt) return mask;
+    if (stale_off) return mask;
     if (!answered) {
         stale.reset();  // no payload, or the empty answer: no evidence of a stall
     } else if (digests.seen_before(answer)) {

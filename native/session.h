@@ -78,6 +78,18 @@ struct Settings {
     uint32_t compaction_in_a_row;
 };
 
+// A per-tool rule (issue 39; tripwire.signals.tool_rules.ToolRule, resolved there: the one
+// place its precedence is decided): what one tool's calls and results are judged by. Null
+// for a tool without one (the common case: one pointer test).
+struct ToolRule {
+    uint32_t off;  // SignalBit bits that never alert for this tool
+    uint32_t repeat_threshold;  // kRuleOff when off
+    uint32_t name_threshold;
+    uint32_t repeated_failure_threshold;
+};
+// A threshold no run reaches: the signal is off for the tool (tool_rules.OFF).
+inline constexpr uint32_t kRuleOff = 0xFFFFFFFFu;
+
 class Session {
 public:
     // A session whose rings (the call ring, the digests) allocate their own storage.
@@ -92,7 +104,9 @@ public:
     // name_hash: any 64-bit hash of the tool name (the repeat run's tool, matched by results);
     // identity: what the name-run detector compares (the name's hash, or for a shell tool the
     // hash of tool:program, SPEC §11.2)
-    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity);
+    // rule: the tool's per-tool rule (null: none)
+    uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash, uint64_t identity,
+                          const ToolRule* rule = nullptr);
     // Where the next call writes its key and join flag in the call ring (a caller notes them
     // after a call, to fetch them early on the next one; addresses only).
     const void* next_key() const noexcept { return history.next_key(); }
@@ -110,13 +124,16 @@ public:
         for (; at < end; at += 64) __builtin_prefetch(at);
     }
     // name_hash: the result's tool, hashed as observe_call's (the repeat run's results are
-    // its tool's); exempt: no-new-state and repeated-failure skip it (its payload still
-    // reaches the repeat run); error: a failure's error text (repeated-failure's signature);
+    // its tool's); rule: the tool's per-tool rule (null: none): the signals it turns off
+    // skip the result (no-new-state, repeated-failure, recycled-calls: exempt_tools is the
+    // three; its payload still reaches the repeat run), its repeated-failure threshold;
+    // error: a failure's error text (repeated-failure's signature);
     // keys: the tool's [results] ignore_json_keys (null: none); unknown: the result answers a
     // call of a tool the host does not have (SPEC §12.4). Every reader compares the
     // payload's answer (SPEC §12.1), computed here at most once.
-    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op, bool exempt,
-                            const void* payload, size_t payload_len, bool has_payload,
+    uint32_t observe_result(uint64_t name_hash, bool failed, bool no_op,
+                            const ToolRule* rule, const void* payload, size_t payload_len,
+                            bool has_payload,
                             const char* error = nullptr, size_t error_len = 0,
                             const AnswerKeys* keys = nullptr, bool unknown = false);
     // The agent's words; key: their text_key (read only when has_words).
@@ -180,7 +197,7 @@ private:
     static size_t history_bytes(const Settings& s) noexcept;  // rounded up to 16
     static size_t block_bytes(const Settings& s) noexcept;
 
-    uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, bool exempt,
+    uint32_t result_mask(uint64_t name_hash, bool failed, bool no_op, const ToolRule* rule,
                          const void* payload, size_t payload_len, bool has_payload,
                          const char* error, size_t error_len, const AnswerKeys* keys,
                          bool unknown);

@@ -22,9 +22,11 @@ native = pytest.importorskip("tripwire._native", reason="the native core is not 
 NATIVE_ONLY = {"state_bytes"}
 #: EngineSettings fields the native Settings struct does not carry, and why: exemptions are
 #: decided in the bindings (a Python set of names), not in C++; the JSON keys an answer ignores
-#: are handed to the scanner per result (a native key list per tool, made by the bindings).
+#: are handed to the scanner per result (a native key list per tool, made by the bindings);
+#: a tool's per-tool rule is handed to the core per call and result (a ToolRule the bindings
+#: make from ToolRules.lookup, once per name).
 PYTHON_ONLY_SETTINGS = {"exempt_tools", "shell_tools", "known_tools", "ignore_json_keys",
-                        "ignore_json_keys_by_tool"}
+                        "ignore_json_keys_by_tool", "tool_rules"}
 #: EngineSettings fields [results] resolves (SPEC §12.1), not a signal module.
 RESULTS_SETTINGS = {"answer_volatile", "ignore_json_keys", "ignore_json_keys_by_tool"}
 
@@ -67,7 +69,8 @@ def test_settings_fields_agree() -> None:
             assert name not in owners, f"{name} resolved by {owners[name]} and {spec.id}"
             owners[name] = spec.id
         resolved.update(out)
-    assert set(owners) == set(fields) - {"enabled"} - RESULTS_SETTINGS
+    # tool_rules: the config's [tools] (signals/tool_rules.py), not one signal's
+    assert set(owners) == set(fields) - {"enabled", "tool_rules"} - RESULTS_SETTINGS
     assert set(signals.ResultsConfig().settings()) == RESULTS_SETTINGS
 
 

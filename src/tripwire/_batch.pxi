@@ -28,7 +28,7 @@ cdef struct _Item:
     int64_t tokens       # a usage's input + output tokens (its task's charge)
     bint failed
     bint noop
-    bint exempt
+    const ToolRule* rule  # issue 39: the tool's per-tool rule (NULL: none); Batch.keep holds it
     bint has_payload
     bint has_words       # a text with a non-whitespace character
     bint unknown         # a result flagged unknown_tool (at bind: or outside known_tools)
@@ -37,7 +37,8 @@ cdef struct _Item:
 cdef struct _Slot:
     Session* session     # NULL: the batch does not drive this session: its rows go to Python
     PyObject* engine     # borrowed: Batch.engines holds the reference
-    bint has_exempt      # the engine exempts some tools' results from the digest
+    bint has_rules       # the engine's config has per-tool rules (exempt_tools is one)
+    bint call_rules      # ...and some of them judge calls
     bint blocked         # cut or halted: its calls, results and texts are not observed
     bint words_matter    # agent words would withdraw queued notes: such a text stops for Python
     bint calls_python    # its task is exhausted, or bounded and shared: calls stop for Python
@@ -282,6 +283,7 @@ cdef class Batch:
         it.name, it.name_len = v.data, v.size
         it.name_hash = <uint64_t>hash(name)
         it.identity = it.name_hash  # a shell tool's is set at bind, by its engine's settings
+        it.rule = NULL  # set at bind, by its engine's rules
         if size > 4:
             check_id(row[4])
         obj = _view(row[3] if size > 3 else None, &v, False)
@@ -304,7 +306,7 @@ cdef class Batch:
                 self.keep.append(obj)
             it.error, it.error_len = v.data, v.size
         it.noop = False  # checked last, in the reference's order
-        it.exempt = False
+        it.rule = NULL
         it.keys = NULL
         it.has_payload = False
         it.name = NULL  # a name from a call id is resolved at bind()
@@ -403,7 +405,8 @@ cdef class Batch:
             slp = &self.slots[k]
             slp.engine = <PyObject*>engine
             slp.session = (<Engine>engine)._session() if engine is not None else NULL
-            slp.has_exempt = engine is not None and bool((<Engine>engine)._conf.exempt)
+            slp.has_rules = engine is not None and (<Engine>engine)._conf.rules is not None
+            slp.call_rules = engine is not None and (<Engine>engine)._conf.call_rules
             slp.ring = (<Engine>engine)._conf.ring if engine is not None else 0
             slp.touched = slp.dirty = slp.streaks = False
             slp.calls = slp.written = slp.results = slp.counted = 0
@@ -424,6 +427,8 @@ cdef class Batch:
                 if slp.session != NULL:  # SPEC §11.2: a shell tool's key is tool:program
                     it.identity = (<Engine>slp.engine)._identity(
                         self._name(i), it.data, it.data_len, it.name_hash)
+                    if slp.call_rules:
+                        it.rule = self._rule(slp, i)
                 if it.nfields > 2:
                     ident = (<tuple>PyList_GET_ITEM(self.rows, i))[4]
                     if ident is not None:
@@ -445,12 +450,21 @@ cdef class Batch:
             if slp.session == NULL:
                 it.kind = b'p'
             elif it.kind == b'r':
-                if slp.has_exempt and self._name(i) in (<Engine>slp.engine)._conf.exempt:
-                    it.exempt = True  # its payload still reaches the repeat run (SPEC §10.24)
+                if slp.has_rules:  # its payload still reaches the repeat run (SPEC §10.24)
+                    it.rule = self._rule(slp, i)
                 it.keys = (<Engine>slp.engine)._keys_for(self._name(i))
                 if it.unknown or (<Engine>slp.engine)._conf.known is not None:
                     it.unknown = (<Engine>slp.engine)._unknown(self._name(i), it.unknown)
         self.bound = True
+
+    cdef const ToolRule* _rule(self, _Slot* sl, Py_ssize_t i) except? NULL:
+        """Row ``i``'s tool's per-tool rule under its engine's config (NULL: none), kept alive
+        by the batch."""
+        cdef object r = _tool_rule((<Engine>sl.engine)._conf, self._name(i))
+        if r is None:
+            return NULL
+        self.keep.append(r)
+        return _rule_ptr(r)
 
     cdef int _set_state(self, _Slot* sl, object st) except -1:
         """The policy state of a session from its ``BatchState``; what the batch accumulated
@@ -604,13 +618,14 @@ cdef class Batch:
                     sl.task_calls += 1  # its task's tool call (task_charges())
                     self._mark_charged(sl, it.slot)
                     mask = sl.session.observe_call(canon.canonicalize(
-                        it.name, it.name_len, it.data, it.data_len), it.name_hash, it.identity)
+                        it.name, it.name_len, it.data, it.data_len), it.name_hash, it.identity,
+                        it.rule)
                 else:
                     sl.results += 1
                     if it.failed or it.noop:
                         sl.streaks = True
                     mask = sl.session.observe_result(it.name_hash, it.failed, it.noop,
-                                                     it.exempt, it.data, it.data_len,
+                                                     it.rule, it.data, it.data_len,
                                                      it.has_payload, it.error, it.error_len,
                                                      it.keys, it.unknown)
                     if sl.has_context:

@@ -38,7 +38,11 @@ cdef class _EngineConfig:
 
     cdef Py_ssize_t ring              # the call ring's size, in calls
     cdef frozenset shell              # SPEC §11.2: these tools' identity is tool:program
-    cdef frozenset exempt
+    cdef object rules                 # issue 39: the ToolRules (None: no tool has a rule)
+    cdef bint call_rules              # some rule changes how calls are judged
+    cdef bint exact_rules             # every rule names its tool exactly (no glob)
+    cdef dict rule_cache              # tool name -> its _Rule, or None for no rule
+    cdef bint rules_filled            # without globs: the cache holds every rule
     cdef frozenset known              # SPEC §12.4: the host's tools (None: it lists none)
     cdef _AnswerKeys keys             # [results] ignore_json_keys for every tool (None: none)...
     cdef dict keys_by_tool            # ...and per tool (None: no tool has its own)
@@ -63,7 +67,14 @@ cdef _EngineConfig _engine_config(object settings, object config):
     c.settings = settings
     c.config = config
     c.ring = max(settings.density_window, settings.cycle_max_period * settings.cycle_cycles)
-    c.exempt = frozenset(settings.exempt_tools)
+    c.rules = settings.tool_rules
+    c.call_rules = c.rules is not None and c.rules.for_calls
+    c.exact_rules = c.rules is None or c.rules.exact_only
+    c.rule_cache = {}
+    if c.rules is not None and c.exact_rules:
+        for tool in c.rules.named:  # every rule there is: a miss is then no rule
+            _tool_rule(c, tool)
+    c.rules_filled = True
     c.shell = frozenset(settings.shell_tools)
     c.known = frozenset(settings.known_tools) or None
     c.keys = _answer_keys(settings.ignore_json_keys)
@@ -73,3 +84,53 @@ cdef _EngineConfig _engine_config(object settings, object config):
     c.no_op_threshold = settings.no_op_threshold
     _last_config = c
     return c
+
+
+cdef class _Rule:
+    """One tool's per-tool rule as the C++ core reads it (a ToolRule struct), made once per
+    tool name and configuration (_EngineConfig.rule_cache)."""
+    cdef ToolRule c
+
+
+#: The result readers that need a payload's answer besides the repeat run: a rule turning
+#: both off lets a result's payload go unread.
+cdef uint32_t _PAYLOAD_READERS = SIGNAL_BITS["no-new-state"] | SIGNAL_BITS["recycled-calls"]
+#: How many tool names one configuration's cache holds (names come from the agent).
+cdef Py_ssize_t _RULE_CACHE_LIMIT = 4096
+
+
+cdef object _NO_RULE_YET = object()
+
+
+cdef object _tool_rule(_EngineConfig conf, object name):
+    """The _Rule of tool ``name`` (a str) under ``conf``'s rules, or None: the one resolver
+    (ToolRules.lookup, whose precedence both engines share) asked once per name."""
+    cdef object r = conf.rule_cache.get(name, _NO_RULE_YET)
+    cdef object rule
+    cdef _Rule made
+    if r is not _NO_RULE_YET:
+        return r
+    if conf.exact_rules and conf.rules_filled:
+        return None  # without globs, the cache holds every rule (_engine_config)
+    rule = conf.rules.lookup(name)
+    if rule is None:
+        r = None
+    else:
+        made = _Rule.__new__(_Rule)
+        made.c.off = rule.off
+        made.c.repeat_threshold = rule.repeat_threshold
+        made.c.name_threshold = rule.name_threshold
+        made.c.repeated_failure_threshold = rule.repeated_failure_threshold
+        r = made
+    # without globs, a name without an exact rule has none: not remembered (the cache then
+    # holds the configured names only)
+    if (r is not None or not conf.exact_rules) and (
+            len(conf.rule_cache) < _RULE_CACHE_LIMIT or conf.exact_rules):
+        conf.rule_cache[name] = r
+    return r
+
+
+cdef inline const ToolRule* _rule_ptr(object r) noexcept:
+    if r is None:
+        return NULL
+    return &(<_Rule>r).c

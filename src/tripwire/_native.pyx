@@ -22,7 +22,7 @@ from libcpp.vector cimport vector
 
 from tripwire._native_core cimport (
     AnswerKeys, answer_digest as c_answer_digest, error_signature_key, scan_answer as c_scan_answer,
-    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, kSignalBits,
+    CanonicalCall, Canonicalizer, Hash128, Session, SessionStats, Settings, ToolRule, kSignalBits,
     kSignalCount, clean_path_string, is_path_key as c_is_path_key,
     shell_program as c_shell_program, thread_canonicalizer, tokens_for_bytes,
     utf8_length_ucs1, utf8_length_ucs2, utf8_length_ucs4, xxh3_128 as c_xxh3_128,
@@ -319,8 +319,11 @@ cdef class Engine:
         # str caches its hash, so the name keys are free (but a shell tool's identity)
         cdef uint64_t name_hash = <uint64_t>hash(name)
         cdef uint64_t identity = self._identity(name, a.data, a.size, name_hash)
+        # issue 39: a tool's own thresholds, looked up only when some rule judges calls
+        cdef object rule = _tool_rule(self._conf, name) if self._conf.call_rules else None
         cdef uint32_t mask = s.observe_call(
-            _canon.canonicalize(n.data, n.size, a.data, a.size), name_hash, identity)
+            _canon.canonicalize(n.data, n.size, a.data, a.size), name_hash, identity,
+            _rule_ptr(rule))
         # last: its branches on the text ring (cold when the session is) would, mispredicted,
         # throw away the canonicalization and the session's fetches done past them (measured:
         # noted first, the cold call took 0.2 µs longer)
@@ -439,7 +442,9 @@ cdef class Engine:
                         object unknown_tool=False):
         """observe_result, callable from C (as _call)."""
         cdef Session* s = self._session()
-        cdef bint failed, noop, exempt, unknown
+        cdef bint failed, noop, unknown
+        cdef object rule
+        cdef const ToolRule* rp
         cdef uint32_t mask
         cdef _View p
         cdef object keep
@@ -461,25 +466,28 @@ cdef class Engine:
         # one compare on the common result: no flag, no known_tools
         unknown = (unknown_tool is not False or conf.known is not None) and \
             self._unknown(name, unknown_tool)
-        exempt = name in conf.exempt
+        # issue 39: the tool's rule (exempt_tools is one), a dict lookup by the name's hash
+        rule = _tool_rule(conf, name) if conf.rules is not None else None
+        rp = _rule_ptr(rule)
         keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
-            mask = s.observe_result(h, True, False, exempt, NULL, 0, False, p.data, p.size,
+            mask = s.observe_result(h, True, False, rp, NULL, 0, False, p.data, p.size,
                                     keys, unknown)
-        elif payload is None or (exempt and not s.repeat.awaits(h)):
-            mask = s.observe_result(h, False, noop, exempt, NULL, 0, False, NULL, 0, keys,
+        elif payload is None or (rp != NULL and (rp.off & _PAYLOAD_READERS) == _PAYLOAD_READERS
+                                 and not s.repeat.awaits(h)):
+            mask = s.observe_result(h, False, noop, rp, NULL, 0, False, NULL, 0, keys,
                                     unknown)
         elif type(payload) is not str and type(payload) is not bytes and PyObject_CheckBuffer(payload):
             PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)  # read in place
             try:
-                mask = s.observe_result(h, False, noop, exempt, buf.buf, buf.len, True, NULL, 0,
+                mask = s.observe_result(h, False, noop, rp, buf.buf, buf.len, True, NULL, 0,
                                         keys, unknown)
             finally:
                 PyBuffer_Release(&buf)
         else:
             keep = _view(payload, &p, True)
-            mask = s.observe_result(h, False, noop, exempt, p.data, p.size, True, NULL, 0, keys,
+            mask = s.observe_result(h, False, noop, rp, p.data, p.size, True, NULL, 0, keys,
                                     unknown)
         if mask:
             return self._fired(mask, name, error)

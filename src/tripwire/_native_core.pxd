@@ -105,6 +105,13 @@ cdef extern from "session.h" namespace "tw" nogil:
     const SignalBitName kSignalBits[]
     const size_t kSignalCount
 
+    # issue 39: a tool's per-tool rule (tripwire.signals.tool_rules.ToolRule)
+    cdef struct ToolRule:
+        uint32_t off
+        uint32_t repeat_threshold
+        uint32_t name_threshold
+        uint32_t repeated_failure_threshold
+
     cdef struct Settings:
         uint32_t enabled
         uint32_t repeat_threshold
@@ -138,11 +145,12 @@ cdef extern from "session.h" namespace "tw" nogil:
         @staticmethod
         void destroy(Session* session)
         uint32_t observe_call(const CanonicalCall& c, uint64_t name_hash,
-                              uint64_t identity) except +
+                              uint64_t identity, const ToolRule* rule) except +
         void prefetch_call_path() noexcept
         const void* next_key() noexcept
         const void* next_join() noexcept
-        uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op, cbool exempt,
+        uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op,
+                                const ToolRule* rule,
                                 const void* payload, size_t payload_len, cbool has_payload,
                                 const char* error, size_t error_len, const AnswerKeys* keys,
                                 cbool unknown)

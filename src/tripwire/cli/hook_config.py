@@ -25,6 +25,7 @@ def hook_config(mode: str | None, config: str | None) -> Any:
     # session; the context guard needs the conversation, which the harness compacts itself.
     watchdog = WatchdogConfig(signals={**signals,
                                        "tools-without-text": {"enabled": False}},
-                              results=ResultsConfig.from_mapping(file.get("results", {})))
+                              results=ResultsConfig.from_mapping(file.get("results", {})),
+                              tools=file.get("tools", {}))
     return GuardrailsConfig(mode=mode, unattended=True, watchdog=watchdog,
                             context=ContextConfig(enabled=False), file=file)

@@ -118,7 +118,8 @@ def sweep(paths: Sequence[str], signal: str, values: Sequence[int], config: Watc
         for value in values:
             knobs = {k: dict(v) for k, v in config.signals.items()}
             knobs.setdefault(signal, {})[knob] = value
-            swept = WatchdogConfig(signals=knobs, only=config.only, results=config.results)
+            swept = WatchdogConfig(signals=knobs, only=config.only, results=config.results,
+                                   tools=config.tools)
             measured.append(files.measure(swept, implementation=implementation,
                                           progress=progress))
     for value, results in zip(values, measured, strict=True):

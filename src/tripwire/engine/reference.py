@@ -226,7 +226,10 @@ class Engine:
         self.events += 1
         on = self.settings.enabled
         call = canonicalize(name, args)
-        joined, fired = self._repeat.observe(call, name)
+        rules = self.settings.tool_rules  # issue 39: the tool's own thresholds, if any
+        rule = rules.lookup(name) if rules is not None and rules.for_calls else None
+        joined, fired = self._repeat.observe(
+            call, name, None if rule is None else rule.repeat_threshold)
         mask = REPEAT if fired else 0
         self._keys.append(call.key)
         self._joins.append(joined)
@@ -238,7 +241,12 @@ class Engine:
         if on & DENSITY and self._density.observe(self._keys, self._joins):
             mask |= DENSITY
         identity = tool_identity(name, args, self.settings.shell_tools)
-        if self._name.observe(identity, self._repeat.run) and on & NAME:
+        if rule is None:
+            named = self._name.observe(identity, self._repeat.run)
+        else:  # the name run stands down for a run the tool's repeat threshold reports
+            named = self._name.observe(identity, self._repeat.run, rule.name_threshold,
+                                       rule.repeat_threshold if on & REPEAT else 0)
+        if named and on & NAME:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE
@@ -268,7 +276,12 @@ class Engine:
             mask |= UNKNOWN_TOOL
         unknowns = unknown and failed and bool(on & UNKNOWN_TOOL)
         repeat = self._repeat
-        exempt = name in self.settings.exempt_tools
+        # issue 39: the signals the tool's rule turns off (exempt_tools: three of them)
+        rules = self.settings.tool_rules
+        rule = rules.lookup(name) if rules is not None else None
+        off = 0 if rule is None else rule.off
+        stale_off = bool(off & NO_NEW_STATE)
+        failure_off = bool(off & REPEATED_FAILURE)
         classes = self.settings.answer_volatile
         keys = self._answer_keys
         if self._answer_keys_by_tool:
@@ -276,19 +289,19 @@ class Engine:
         # recycled-calls (SPEC §12.4): the call this result answers, the oldest pending call
         # of its tool (taken off for an exempt tool too, whose results neither count nor break)
         call_key = self._recycled.take(hash(name)) if on & RECYCLED else None
-        recycles = call_key is not None and not exempt
+        recycles = call_key is not None and not off & RECYCLED
         # one answer for its readers: the repeat run (SPEC §10.24), the seen-set (both take no
         # payload and the empty answer, None here, as nothing to compare: SPEC §12.1) and
         # recycled-calls
         answer = None
         for_run = repeat.awaits(name)
-        if not failed and ((not no_op and (for_run or not exempt)) or recycles):
+        if not failed and ((not no_op and (for_run or not stale_off)) or recycles):
             answer = payload_answer(payload, classes, keys)
         if for_run:
             repeat.observe_result(failed, bool(no_op), answer)  # SPEC §10.24
         # the error signature: repeated-failure, the streak's stand-down, recycled-calls
         signature = 0
-        if failed and ((on & REPEATED_FAILURE and not exempt) or recycles):
+        if failed and ((on & REPEATED_FAILURE and not failure_off) or recycles):
             signature = xxh3_64(error_signature(error_bytes(error), classes, keys))
         if recycles:
             assert call_key is not None
@@ -304,10 +317,12 @@ class Engine:
         pair = None  # a failure repeated-failure counts: its pair key, read by the streak
         if unknowns:
             pair = UNKNOWN_PAIR  # the streak stands down for unknown-tool (SPEC §12.3's rule)
-        elif on & REPEATED_FAILURE and not exempt:  # SPEC §7.3
+        elif on & REPEATED_FAILURE and not failure_off:  # SPEC §7.3
             if failed:
                 pair = pair_key(hash(name), signature)
-                if self._repeated_failure.fail(name, signature):
+                if self._repeated_failure.fail(
+                        name, signature,
+                        None if rule is None else rule.repeated_failure_threshold):
                     mask |= REPEATED_FAILURE
             elif not no_op:
                 self._repeated_failure.succeed()  # a productive success may have changed it
@@ -327,7 +342,7 @@ class Engine:
             else:
                 self._no_ops.reset()
                 self._no_op_names = []
-            if not no_op and not exempt:
+            if not no_op and not stale_off:
                 if answer is None:
                     self._stale.reset()  # no payload, or the empty answer: no stall shown
                 elif self._digests.seen_before(answer):

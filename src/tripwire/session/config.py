@@ -34,6 +34,10 @@ A config file is one table whose sections configure each part of tripwire:
     [results.tools.http_get]
     ignore_json_keys = ["etag"]
 
+    [tools."mcp__gdb__*"]            # issue 39: per-tool rules, a threshold or "off" per signal
+    repeated-tool-call = "off"
+    repeated-tool-name = 40
+
 Unknown sections, signals or knobs are errors that name the file: a typo that silently
 changed nothing would leave an operator believing in a threshold that is not in force.
 """
@@ -64,8 +68,9 @@ __all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS",
            "ResolvedConfig", "resolve_session"]
 
 #: Top-level sections a config file may hold.
+# [notify]: the servers' (web.notify), not a session's; [tools]: per-tool rules (issue 39)
 SECTIONS = ("signals", "watchdog", "cost", "session", "context", "models", "safety",
-            "budget", "results", "notify")  # [notify]: the servers' (web.notify), not a session's
+            "budget", "results", "notify", "tools")
 
 
 #: Bytes a config file may hold: far more than any configuration (a hook reads its config on
@@ -247,6 +252,9 @@ class GuardrailsConfig:
     #: the host's tools: a call of any other name is unknown-tool's (SPEC §12.4); the same as
     #: [signals.unknown-tool] known_tools, which this one overrides
     known_tools: Iterable[str] | None = None
+    #: per-tool rules (issue 39): tool name or glob -> {signal id: threshold or "off"}; the
+    #: same as the file's [tools.<name>] tables, which this one replaces whole
+    tools: Mapping[str, Mapping[str, Any]] | None = None
     file: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -283,6 +291,8 @@ class GuardrailsConfig:
             known = self.known_tools
             watchdog = watchdog.with_knobs(  # a str is refused by the knob, as a name list
                 "unknown-tool", known_tools=known if isinstance(known, str) else tuple(known))
+        if self.tools is not None:
+            watchdog = watchdog.with_tools(self.tools)
         if self.context is not None and not isinstance(self.context, ContextConfig):
             raise ConfigError("GuardrailsConfig(context=...) must be a ContextConfig, "
                               f"not {type(self.context).__name__}")
@@ -407,7 +417,8 @@ def watchdog_config(file: Mapping[str, Any]) -> WatchdogConfig:
     """The built-in signals' knobs (``[signals.<id>]``) and ``[results]`` of a parsed config
     file, as a ``WatchdogConfig``."""
     return WatchdogConfig.from_mapping({"signals": builtin_signals(file),
-                                        "results": file.get("results", {})})
+                                        "results": file.get("results", {}),
+                                        "tools": file.get("tools", {})})
 
 
 def builtin_signals(file: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -48,6 +48,7 @@ from ._spec import (
 )
 from .alternating_tool_cycle import MAX_HISTORY
 from .settings import EngineSettings
+from .tool_rules import ToolRule, ToolRules, check_rules
 
 __all__ = [
     "ResultsConfig",
@@ -117,11 +118,15 @@ class WatchdogConfig:
     ``only`` restricts the run to a set of signal ids (every other one disabled).
     ``results`` says how results are compared (``[results]``: the volatile classes and the
     JSON keys an answer ignores, SPEC §12.1).
+    ``tools`` maps a tool name or glob pattern to per-signal thresholds or ``"off"`` for
+    that tool's calls (``[tools.<name>]``, ``signals/tool_rules.py``), e.g.
+    ``{"mcp__gdb__*": {"repeated-tool-call": "off", "repeated-tool-name": 40}}``.
     """
 
     signals: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     only: frozenset[str] | None = None
     results: ResultsConfig = field(default_factory=ResultsConfig)
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         checked: dict[str, dict[str, Any]] = {}
@@ -136,6 +141,7 @@ class WatchdogConfig:
             for signal_id in only:
                 _spec(signal_id)
             object.__setattr__(self, "only", only)
+        object.__setattr__(self, "tools", check_rules(self.tools, BY_ID))
         if not isinstance(self.results, ResultsConfig):
             raise ConfigError("WatchdogConfig(results=...) must be a ResultsConfig, "
                               f"not {type(self.results).__name__}")
@@ -143,23 +149,32 @@ class WatchdogConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> WatchdogConfig:
         """Build from a config file's tables: ``{"signals": {<id>: {<knob>: value}},
-        "results": {...}}`` (``[results]``: ``ResultsConfig.from_mapping``)."""
-        unknown = set(mapping) - {"signals", "results"}
+        "results": {...}, "tools": {<name or glob>: {<id>: threshold or "off"}}}``
+        (``[results]``: ``ResultsConfig.from_mapping``)."""
+        unknown = set(mapping) - {"signals", "results", "tools"}
         if unknown:
             raise ConfigError(f"unknown watchdog setting(s): {', '.join(sorted(unknown))}")
         signals = mapping.get("signals", {})
         if not isinstance(signals, Mapping):
             raise ConfigError("'signals' must be a table keyed by signal id")
-        return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})))
+        return cls(signals=signals, results=ResultsConfig.from_mapping(mapping.get("results", {})),
+                   tools=mapping.get("tools", {}))
 
     def with_knobs(self, signal_id: str, **knobs: Any) -> WatchdogConfig:
         """The same config with these knobs of one signal set (checked as any knob is)."""
         signals = {k: dict(v) for k, v in self.signals.items()}
         signals.setdefault(signal_id, {}).update(knobs)
-        return WatchdogConfig(signals=signals, only=self.only, results=self.results)
+        return WatchdogConfig(signals=signals, only=self.only, results=self.results,
+                              tools=self.tools)
+
+    def with_tools(self, tools: Mapping[str, Mapping[str, Any]]) -> WatchdogConfig:
+        """The same config with these per-tool rules (all of them: they replace its own)."""
+        return WatchdogConfig(signals=self.signals, only=self.only, results=self.results,
+                              tools=tools)
 
     def restricted_to(self, ids: frozenset[str] | set[str]) -> WatchdogConfig:
-        return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results)
+        return WatchdogConfig(signals=self.signals, only=frozenset(ids), results=self.results,
+                              tools=self.tools)
 
     def value(self, signal_id: str, knob: str) -> Any:
         spec = BY_ID[signal_id]
@@ -189,9 +204,19 @@ class WatchdogConfig:
                 if self.is_enabled(spec.id):
                     enabled |= spec.bit
             resolved.update(self.results.settings())
+            resolved["tool_rules"] = self._tool_rules(resolved)
             cached = EngineSettings(enabled=enabled, **resolved)
             object.__setattr__(self, "_engine_settings", cached)
         return cached
+
+    def _tool_rules(self, resolved: Mapping[str, Any]) -> ToolRules | None:
+        exempt = resolved["exempt_tools"]
+        if not self.tools and not exempt:
+            return None
+        defaults = ToolRule(off=0, repeat_threshold=resolved["repeat_threshold"],
+                            name_threshold=resolved["name_threshold"],
+                            repeated_failure_threshold=resolved["repeated_failure_threshold"])
+        return ToolRules(self.tools, exempt, defaults, {s.id: s.bit for s in SIGNALS})
 
 
 def _spec(signal_id: str) -> SignalSpec:

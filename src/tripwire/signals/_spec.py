@@ -111,6 +111,10 @@ class SignalSpec:
     resolve: Resolve = field(compare=False, repr=False)
     #: the model's own words answer it: a queued note is withdrawn once the agent speaks
     withdrawn_by_words: bool = False
+    #: what a per-tool rule (``[tools.<name>]``, ``signals/tool_rules.py``) may set for calls
+    #: of one tool: ``PER_TOOL_THRESHOLD`` (a threshold or "off"), ``PER_TOOL_OFF`` ("off"
+    #: only: the signal has no per-call threshold), or ``""`` (no per-tool rule)
+    per_tool: str = ""
     index: int = -1
 
     @property

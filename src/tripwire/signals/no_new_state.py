@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
 from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -58,7 +59,7 @@ SPEC = SignalSpec(
         Knob("exempt_tools", ("wait_and_verify",), "tools whose results never count",
              maximum=None, kind=tuple, why="polling by the tool made for it is not a stall"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.alert import CRITICAL, SESSION
 from ..identity.shell import tool_identity
 from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -122,7 +123,7 @@ SPEC = SignalSpec(
              why="four laps of the 14-call cycles seen in real runs; 64 entries of 8 bytes are "
                  "512 native bytes per session"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 

@@ -51,6 +51,7 @@ from ..base.inputs import json_text
 from ..identity.answer import ALL_CLASSES, signature
 from ..identity.canonical import xxh3_64
 from ._spec import Knob, SignalSpec, error_text, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -131,7 +132,7 @@ SPEC = SignalSpec(
              why="warn by default: an unchanged error is strong evidence of a stuck agent but "
                  "a retry can be legitimate (a flaky service); promote where it cannot"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_THRESHOLD,
 )
 
 
@@ -148,8 +149,11 @@ class RepeatedFailureDetector:
         self.counts.clear()
         self.last = 0
 
-    def fail(self, name: str, signature: int) -> bool:
-        """One failed result; True when its pair reaches the threshold for the first time."""
+    def fail(self, name: str, signature: int, threshold: int | None = None) -> bool:
+        """One failed result; True when its pair reaches the threshold (``threshold``: its
+        tool's own, a per-tool rule) for the first time."""
+        if threshold is None:
+            threshold = self.threshold
         key = (name, signature)
         entry = self.counts.get(key)
         if entry is None:
@@ -160,7 +164,7 @@ class RepeatedFailureDetector:
             self.counts.move_to_end(key)
         entry[0] += 1
         self.last = entry[0]
-        if entry[0] >= self.threshold and not entry[1]:
+        if entry[0] >= threshold and not entry[1]:
             entry[1] = 1
             return True
         return False

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.alert import CRITICAL, SESSION
 from ..identity.canonical import CanonicalCall, paths_suffix_match
 from ._spec import Knob, SignalSpec, quote_args, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -92,7 +93,7 @@ SPEC = SignalSpec(
               "longer than a plain repeat before its unchanged answer counts as stuck; "
               "OpenClaw's no-progress poll rule warns at 10 identical results (and blocks at "
               "20), and a rollout sitting at '5 of 6 replicas' for a few polls is healthy")),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_THRESHOLD,
 )
 
 
@@ -139,8 +140,10 @@ class RepeatDetector:
             and all(paths_suffix_match(p, q) for p, q in zip(call.paths, self.longest, strict=True))
         )
 
-    def observe(self, call: CanonicalCall, name: str) -> tuple[bool, bool]:
-        """Returns (joined the current run, fired)."""
+    def observe(self, call: CanonicalCall, name: str,
+                threshold: int | None = None) -> tuple[bool, bool]:
+        """Returns (joined the current run, fired). ``threshold``: the call's tool's own
+        (a per-tool rule, ``tool_rules.OFF`` when off), else the signal's."""
         joined = self.continues(call)
         if joined:
             self.run += 1
@@ -156,7 +159,9 @@ class RepeatDetector:
             self.name = name
             self.poll = Poll.AWAITING
             self.plateau = 0
-        if (self.enabled and self.run >= self.threshold and not self.tripped
+        if threshold is None:
+            threshold = self.threshold
+        if (self.enabled and self.run >= threshold and not self.tripped
                 and self.poll != Poll.CHANGING):
             self.tripped = True
             return joined, True

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.alert import WARN
 from ..identity.shell import SHELL_TOOLS, tool_identity
 from ._spec import Knob, SignalSpec, threshold, tool_label
+from .tool_rules import PER_TOOL_THRESHOLD
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -44,7 +45,7 @@ SPEC = SignalSpec(
      Knob("shell_tools", SHELL_TOOLS, "shell tools: their identity is tool:program, the "
           "first word of the command (SPEC §11.2)", maximum=None, kind=tuple,
           why="bash running pytest, then grep, is two tools, not one name repeated")),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_THRESHOLD,
 )
 
 
@@ -68,12 +69,19 @@ class NameRunDetector:
         else:
             self.reset()
 
-    def observe(self, name: str, repeat_run: int) -> bool:
+    def observe(self, name: str, repeat_run: int, threshold: int | None = None,
+                stand_down_run: int | None = None) -> bool:
+        """``threshold``, ``stand_down_run``: the call's tool's own (a per-tool rule), else
+        the detector's."""
+        if threshold is None:
+            threshold = self.threshold
+        if stand_down_run is None:
+            stand_down_run = self.stand_down_run
         if self.run and name == self.name:
             self.run += 1
         else:
             self.name, self.run, self.reported = name, 1, False
-        if self.run >= self.threshold and not self.reported:
+        if self.run >= threshold and not self.reported:
             self.reported = True  # a stood-down run counts as reported
-            return not (self.stand_down_run and repeat_run >= self.stand_down_run)
+            return not (stand_down_run and repeat_run >= stand_down_run)
         return False

@@ -4,7 +4,10 @@ checked by tests/test_parity.py)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .tool_rules import ToolRules
 
 
 class EngineSettings(NamedTuple):
@@ -41,3 +44,5 @@ class EngineSettings(NamedTuple):
     # included), as (tool, keys) pairs sorted by tool
     ignore_json_keys: tuple[str, ...] = ()
     ignore_json_keys_by_tool: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # issue 39: [tools.<name>] and exempt_tools, resolved (None: no tool has a rule)
+    tool_rules: ToolRules | None = None
