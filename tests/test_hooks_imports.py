@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HEAVY = (
     "argparse",
@@ -87,3 +90,29 @@ def test_a_plain_hook_event_imports_no_heavy_module(tmp_path: Path, implementati
         loaded = sorted(m for m in modules for heavy in heavies
                         if m == heavy or m.startswith(heavy + "."))
         assert loaded == [], f"a plain {payload['hook_event_name']} event imported {loaded}"
+
+
+CORPUS_TRANSCRIPT = (Path(__file__).resolve().parents[2] / "shared" / "corpus" /
+                     "claude-code-samples" / "samples" / "claude-code-projects" /
+                     "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+
+
+def test_a_call_inside_a_response_still_written_reads_no_usage(tmp_path: Path,
+                                                               implementation: str) -> None:
+    """A real Claude Code transcript: the first event charges the responses it finds (the
+    transcript reader and the event model are imported for that); the next call's event
+    re-reads only the response still open at the end (its usage may not be final yet), so it
+    parses no usage and imports neither."""
+    if not CORPUS_TRANSCRIPT.is_file():
+        pytest.skip(f"{CORPUS_TRANSCRIPT} is absent (the shared corpus is not checked out)")
+    transcript = tmp_path / "transcript.jsonl"
+    shutil.copyfile(CORPUS_TRANSCRIPT, transcript)
+    call = {"session_id": "s1", "transcript_path": str(transcript), "cwd": "/w",
+            "hook_event_name": "PreToolUse", "tool_name": "Read",
+            "tool_input": {"file_path": "/w/a.py"}, "tool_use_id": "t1"}
+    first = imported_by_an_event(tmp_path, implementation, call)
+    assert {"tripwire.interchange.adapters.anthropic", "tripwire.interchange.events"} <= first
+    second = imported_by_an_event(tmp_path, implementation,
+                                  {**call, "tool_input": {"file_path": "/w/b.py"},
+                                   "tool_use_id": "t2"})
+    assert sorted(m for m in second if m.startswith("tripwire.interchange")) == []
