@@ -48,10 +48,11 @@ __all__ = ["SOCKET_ENV", "Request", "serve", "call"]
 
 SOCKET_ENV = "TRIPWIRE_HOOK_SOCKET"
 _LIMIT = 64 << 20  # bytes one request or answer may take
-#: Seconds a client has from its connection to the end of its request: a client sends what it
-#: has read already (milliseconds), so one that sends nothing, trickles or never stops is
-#: dropped unanswered at this deadline (its client, if any, runs the event itself).
-READ_SECONDS = 2.0
+#: Seconds a client has from its connection to the end of its request: a client sends the stdin
+#: its harness wrote at once (milliseconds; the rest is room for a loaded machine), so one that
+#: sends nothing, trickles or never stops is dropped unanswered at this deadline (its client,
+#: if any, runs the event itself), holding no other client meanwhile.
+READ_SECONDS = 5.0
 #: Seconds from its connection a request may wait for the events before it (they run one at a
 #: time), and its answer may take to be sent; past them it is dropped unanswered.
 QUEUE_SECONDS = 8.0
