@@ -7,7 +7,8 @@ server (``tripwire hook serve``) with the Python command as its client, with the
 client (``tripwire-hook``, no Python start), and as installed (``tripwire-hook`` with no
 server running yet: the first event starts the client's automatic server). Measured against
 the floor it cannot beat (``python -c pass``: the interpreter's own start) and the import of
-the modules the hook needs, so the report says where the time goes (``python -X importtime`` breaks the import down further).
+the modules the hook needs, so the report says where the time goes (``python -X importtime``
+breaks the import down further).
 
     python -m pytest benchmarks/test_bench_hook.py --benchmark-columns=median,min,max
 
