@@ -5,9 +5,10 @@ the session from the store, replaying its window and answering.
 Target: median < 100 ms per invocation, measured as the command alone, through the resident
 server (``tripwire hook serve``) with the Python command as its client, with the native
 client (``tripwire-hook``, no Python start), and as installed (``tripwire-hook`` with no
-server running yet: the first event starts the client's automatic server). Measured against the floor it cannot beat (``python -c
-pass``: the interpreter's own start) and the import of the modules the hook needs, so the
-report says where the time goes (``python -X importtime`` breaks the import down further).
+server running yet: the first event starts the client's automatic server). Measured against
+the floor it cannot beat (``python -c pass``: the interpreter's own start) and the import of
+the modules the hook needs, so the report says where the time goes (``python -X importtime``
+breaks the import down further).
 
     python -m pytest benchmarks/test_bench_hook.py --benchmark-columns=median,min,max
 
@@ -145,21 +146,50 @@ def test_import_of_the_hook_path(benchmark) -> None:
                        rounds=30, warmup_rounds=2)
 
 
+#: A real Claude Code session's transcript (the shared corpus), read by the hook as a harness's
+#: payload names it: the first event reads it whole, each later one only what was appended.
+CORPUS_TRANSCRIPT = (Path(__file__).resolve().parents[2] / "shared" / "corpus" /
+                     "claude-code-samples" / "samples" / "claude-code-projects" /
+                     "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+
+
+def real_payload(n: int, transcript: str | None) -> str:
+    """A PreToolUse as Claude Code sends it (every field of its hook payload), for the long
+    session's calls (reads of seven files in turn: nothing trips)."""
+    return json.dumps({
+        "session_id": "bench", "transcript_path": transcript, "cwd": "/home/u/app",
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Read",
+        "tool_input": {"file_path": f"/home/u/app/src/m{n % 7}.py"},
+        "tool_use_id": f"toolu_01{n:022d}"})
+
+
 @pytest.mark.benchmark(group="hook_start")
 def test_python_command_start_against_the_floor_and_the_native_client(
-        benchmark, server: dict[str, str]) -> None:
+        benchmark, server: dict[str, str], tmp_path: Path) -> None:
     """Issue 36, the hook command's own start: where no native client is installed every
     event is a Python start of ``tripwire hook``. Measured in one run, interleaved (so a
-    shared machine's load falls on all three alike): the interpreter's bare start, one event
-    through the Python command (no server: ``TRIPWIRE_HOOK_SOCKET`` unset), one event through
-    the native client and its resident server; the ratios and the number of modules the
-    event imports (``python -X importtime``) go into ``extra_info``."""
+    shared machine's load falls on all three alike): the interpreter's bare start
+    (``python -c pass``), one real PreToolUse (Claude Code's payload, a real transcript from
+    the shared corpus when it is there) through the Python command (no server:
+    ``TRIPWIRE_HOOK_SOCKET`` unset), and the same through the native client and its resident
+    server; the medians, their ratios and the number of modules the event imports
+    (``python -X importtime``) go into ``extra_info``."""
+    import shutil
     import statistics
 
+    transcript = None
+    if CORPUS_TRANSCRIPT.is_file():  # the agent's file: the hook reads a copy it owns
+        transcript = str(tmp_path / "transcript.jsonl")
+        shutil.copyfile(CORPUS_TRANSCRIPT, transcript)
     alone = {k: v for k, v in server.items() if k != "TRIPWIRE_HOOK_SOCKET"}
     native = os.access(CLIENT, os.X_OK)
     times: dict[str, list[float]] = {"floor": [], "python_command": [], "native_client": []}
     n = iter(range(10**6))
+
+    def event(env: dict[str, str], command: list[str]) -> None:
+        done = subprocess.run(command, input=real_payload(next(n), transcript),
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0 and done.stdout == "", done.stderr
 
     def timed(key: str, action) -> None:
         started = time.perf_counter()
@@ -168,21 +198,24 @@ def test_python_command_start_against_the_floor_and_the_native_client(
 
     def round_() -> None:
         timed("floor", lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
-        timed("python_command", lambda: run(alone, next(n)))
+        timed("python_command", lambda: event(alone, HOOK))
         if native:
-            timed("native_client", lambda: run(server, next(n), [str(CLIENT), "claude-code"]))
+            timed("native_client", lambda: event(server, [str(CLIENT), "claude-code"]))
 
     benchmark.pedantic(round_, rounds=20, warmup_rounds=2)
     median = {k: statistics.median(v) * 1000 for k, v in times.items() if v}
     info = benchmark.extra_info
+    info["transcript"] = "corpus" if transcript else "none (../shared absent)"
     for key, value in median.items():
         info[f"{key}_median_ms"] = round(value, 1)
     info["python_command_over_floor"] = round(median["python_command"] / median["floor"], 2)
     if native:
         info["python_command_over_native_client"] = round(
             median["python_command"] / median["native_client"], 2)
-    traced = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]], input=payload(0),
-                            capture_output=True, text=True, env=alone)
+        info["native_client_over_floor"] = round(median["native_client"] / median["floor"], 2)
+    traced = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]],
+                            input=real_payload(0, transcript), capture_output=True, text=True,
+                            env=alone)
     info["modules_imported"] = sum(1 for line in traced.stderr.splitlines()
                                    if line.startswith("import time:") and "self" not in line)
     print(json.dumps(info))

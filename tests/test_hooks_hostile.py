@@ -324,14 +324,13 @@ def test_an_over_size_payload_meets_the_recorded_halt(make_hook: Callable[..., H
 
 def test_a_read_that_blocks_is_denied_at_the_deadline(tmp_path: Path,
                                                       implementation: str) -> None:
-    """A FIFO in place of the store's anchor file blocks its open (the durability layer's
-    read, not one the hook bounds itself): the command's deadline (its ``--wait`` + 3 s)
-    answers for the stuck event: under enforce a denial, below it no decision. The native
-    client's server takes the anchor from its own environment, not the client's: this is
-    the Python command's timer."""
-    os.mkfifo(tmp_path / "anchor")
+    """A FIFO in place of the hooks' lock file blocks its open (a lock file is opened, never
+    read: ``tests/test_anchor_bounded.py`` has the anchor file, which is read bounded): the
+    command's deadline (its ``--wait`` + 3 s) answers for the stuck event: under enforce a
+    denial, below it no decision. This is the Python command's timer."""
+    os.mkfifo(tmp_path / "hooks.sqlite3.lock")
     hook = Hook("claude-code", tmp_path / "hooks.sqlite3", implementation)
-    hook.env.update(TRIPWIRE_HOOK_SERVER="off", TRIPWIRE_STORE_ANCHOR=str(tmp_path / "anchor"))
+    hook.env.update(TRIPWIRE_HOOK_SERVER="off")
     problem = "no decision within 3.5 s"
     done = hook.raw(json.dumps(call(1, None)), "--wait", "0.5")
     assert done.returncode == 0

@@ -31,7 +31,6 @@ of a task one session runs alone (``calls.py``).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +128,7 @@ class Task(TaskOutcomes, TaskResume, TaskDurable, RareFields):
         elif budget is not None and not isinstance(budget, Budget):
             raise ConfigError(f"budget must be a Budget or a mapping, not "
                               f"{type(budget).__name__}")
-        self.task_id = task_id or uuid.uuid4().hex
+        self.task_id = task_id or _anonymous_id()
         self._rare: TaskRare | None = None
         self.objective = objective
         self.acceptance = acceptance
@@ -428,3 +427,11 @@ class Task(TaskOutcomes, TaskResume, TaskDurable, RareFields):
         if self.noted is _NOT_NOTED:
             self.noted = dict(_NOT_NOTED)
         self.noted[counter] = level
+
+
+def _anonymous_id() -> str:
+    """A task's id when its host names none (a session's own task is named after it, so a
+    hook event never imports ``uuid``)."""
+    import uuid
+
+    return uuid.uuid4().hex

@@ -10,7 +10,7 @@ __all__ = ["hook_config"]
 
 def hook_config(mode: str | None, config: str | None) -> Any:
     """The hook's configuration: the command's options over the config file."""
-    from ..context.guard import ContextConfig
+    from ..context.config import ContextConfig
     from ..session.guardrails import GuardrailsConfig
     from ..signals import ResultsConfig, WatchdogConfig
 

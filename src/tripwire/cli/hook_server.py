@@ -6,8 +6,11 @@
 With ``TRIPWIRE_HOOK_SOCKET`` set, ``tripwire hook <harness>`` sends its options and stdin to the
 server over that Unix socket and prints the server's answer; without a server listening (or on
 any error talking to it) it runs the event itself, as it does without the variable. The server
-answers one request at a time with exactly what the command would have printed: each request
-reads the session from the store afresh (other processes write it too). The store key and the
+reads each connection in a thread of its own under deadlines (the whole request within
+``READ_SECONDS``, at most ``_LIMIT`` bytes: a client that sends nothing, trickles or never
+stops is dropped, and holds no other client meanwhile), and runs the events one at a time,
+answering exactly what the command would have printed: each request reads the session from the
+store afresh (other processes write it too). The store key and the
 engine come from the server's environment; the socket is the user's alone (mode 0600).
 
 One frame serves both clients, this module's ``call`` and the native ``tripwire-hook``
@@ -44,9 +47,11 @@ from __future__ import annotations
 
 import io
 import os
+import queue
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -57,6 +62,18 @@ SOCKET_ENV = "TRIPWIRE_HOOK_SOCKET"
 #: The authority's socket, in the environment of a thin client (``tripwire hook --authority``)
 AUTHORITY_ENV = "TRIPWIRE_AUTHORITY"
 _LIMIT = 64 << 20  # bytes one request or answer may take
+#: Seconds a client has from its connection to the end of its request: a client sends the stdin
+#: its harness wrote at once (milliseconds; the rest is room for a loaded machine), so one that
+#: sends nothing, trickles or never stops is dropped unanswered at this deadline (its client,
+#: if any, runs the event itself), holding no other client meanwhile.
+READ_SECONDS = 5.0
+#: Seconds from its connection a request may wait for the events before it (they run one at a
+#: time), and its answer may take to be sent; past them it is dropped unanswered.
+QUEUE_SECONDS = 8.0
+SEND_SECONDS = 2.0
+#: Connections in hand at once (each read in its own thread, so a stalled one holds no other):
+#: one more is closed unanswered, and so is each request's memory bounded (``_LIMIT``).
+MAX_CLIENTS = 8
 _MAGIC = b"TWH1"
 _U32 = struct.Struct("<I")
 #: the client's variables a request carries, in the frame's order
@@ -233,15 +250,13 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None,
                 gemini_cli,
             )
 
-            server.settimeout(idle_timeout)
-            while True:
-                try:
-                    conn, _ = server.accept()
-                except TimeoutError:
+            clients = _Clients(run, allow)
+            threading.Thread(target=clients.accept, args=(server,), daemon=True,
+                             name="tripwire-hook-accept").start()
+            while True:  # the events run in this thread (the store's connections are its own)
+                if not clients.answer_next(idle_timeout):
                     os.unlink(path)
                     return 0
-                with conn:
-                    _answer(conn, run, allow)
     finally:
         os.close(lock)
 
@@ -268,30 +283,92 @@ def _take_lock(path: str, patience: float = 1.0) -> int | None:
     return fd
 
 
-def _answer(conn: socket.socket, run: Callable[..., int],
-            allow: frozenset[int] | None = None) -> None:
-    conn.settimeout(10.0)
-    pid, uid = _peer(conn)
-    if allow is not None:
-        if uid is None or (uid not in allow and uid != os.getuid()):
-            sys.stderr.write(f"tripwire hook serve: refused a connection from uid {uid} (pid "
-                             f"{pid}): not an --allow-user\n")
-            sys.stderr.flush()
-            import contextlib
+class _Clients:
+    """The connections in hand: each read in a thread of its own under its deadlines (so a
+    client that stalls holds neither the server nor the other clients), their events run one
+    at a time in the server's thread (each reads the store afresh; the store's connections
+    belong to that thread; the command's stderr is redirected per event)."""
 
-            with contextlib.suppress(OSError, ValueError):  # read, so it sees a close, not a
-                _read(conn)                                  # reset
-            return  # unanswered: that client fails closed under enforce
-    elif uid is not None and uid != os.getuid():
-        return  # another user's client: it runs the event itself
-    try:
-        request = decode_request(_read(conn))
-        out, err = io.StringIO(), io.StringIO()
-        code = run(request, out, err, pid) if allow is None else run(request, out, err, pid,
-                                                                     uid)
-        conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
-    except (OSError, ValueError):
-        pass  # that client falls back to running the event itself
+    def __init__(self, run: Callable[..., int], allow: frozenset[int] | None = None):
+        self.run = run
+        self.allow = allow  # the authority's other users (None: a same-user server)
+        self._ready: queue.Queue[tuple[socket.socket, Request, int | None, int | None,
+                                       float]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._count = 0  # connections accepted and not yet answered or dropped
+
+    def accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return  # the server's socket is closed: it is exiting
+            with self._lock:
+                full = self._count >= MAX_CLIENTS
+                if not full:
+                    self._count += 1
+            if full:
+                conn.close()  # too many in hand: this client runs the event itself
+                continue
+            threading.Thread(target=self._read, args=(conn, time.monotonic()), daemon=True,
+                             name="tripwire-hook-client").start()
+
+    def _read(self, conn: socket.socket, accepted: float) -> None:
+        """A connection's request, read by ``READ_SECONDS`` after ``accepted`` and queued;
+        dropped unanswered otherwise (a user the server does not answer, a late or malformed
+        request)."""
+        try:
+            pid, uid = _peer(conn)
+            if self._answers(uid, pid):
+                request = decode_request(_read(conn, accepted + READ_SECONDS))
+                self._ready.put((conn, request, pid, uid, accepted))
+                return
+            if self.allow is not None:  # read, so the refused client sees a close, not a reset
+                _read(conn, accepted + READ_SECONDS)
+        except (OSError, ValueError, MemoryError):
+            pass
+        self._done(conn)
+
+    def _answers(self, uid: int | None, pid: int | None) -> bool:
+        """Whether a peer's request is run here: a same-user server answers its own user
+        (another user's client runs the event itself); the authority answers its own user and
+        each ``--allow-user``, and says on stderr whom it refused (that client fails closed
+        under enforce)."""
+        if self.allow is None:
+            return uid is None or uid == os.getuid()
+        if uid is not None and (uid in self.allow or uid == os.getuid()):
+            return True
+        sys.stderr.write(f"tripwire hook serve: refused a connection from uid {uid} (pid "
+                         f"{pid}): not an --allow-user\n")
+        sys.stderr.flush()
+        return False
+
+    def answer_next(self, idle_timeout: float | None) -> bool:
+        """Run the next request read and send its answer (within ``SEND_SECONDS``; one that
+        waited past ``QUEUE_SECONDS`` since its connection is dropped unanswered). False: none
+        came within ``idle_timeout`` seconds and no connection is in hand."""
+        try:
+            conn, request, pid, uid, accepted = self._ready.get(timeout=idle_timeout)
+        except queue.Empty:
+            with self._lock:
+                return self._count > 0  # idle means no connection in hand either
+        try:
+            if time.monotonic() <= accepted + QUEUE_SECONDS:
+                out, err = io.StringIO(), io.StringIO()
+                code = (self.run(request, out, err, pid) if self.allow is None
+                        else self.run(request, out, err, pid, uid))
+                conn.settimeout(SEND_SECONDS)  # sendall's whole duration (a client not reading)
+                conn.sendall(encode_answer(code, out.getvalue(), err.getvalue()))
+        except (OSError, ValueError):
+            pass  # that client falls back to running the event itself
+        finally:
+            self._done(conn)
+        return True
+
+    def _done(self, conn: socket.socket) -> None:
+        conn.close()
+        with self._lock:
+            self._count -= 1
 
 
 def _peer(conn: socket.socket) -> tuple[int | None, int | None]:
@@ -308,11 +385,22 @@ def _peer(conn: socket.socket) -> tuple[int | None, int | None]:
     return pid or None, uid
 
 
-def _read(s: socket.socket) -> bytes:
-    chunks, size = [], 0
-    while chunk := s.recv(65536):
+def _read(s: socket.socket, deadline: float | None = None) -> bytes:
+    """What ``s`` sends until it shuts its side, at most ``_LIMIT`` bytes (ValueError past it)
+    and, given a ``deadline`` (``time.monotonic()``), by then (``TimeoutError`` after it: a
+    deadline for the whole, not for each chunk, so a trickle cannot extend it)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            s.settimeout(left)
+        chunk = s.recv(65536)
+        if not chunk:
+            return b"".join(chunks)
         chunks.append(chunk)
         size += len(chunk)
         if size > _LIMIT:
             raise ValueError("request too large")
-    return b"".join(chunks)

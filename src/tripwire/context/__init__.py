@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 from ..base.lazy import exports
 
 if TYPE_CHECKING:  # what the names are, for type checkers and readers
-    from .guard import (
+    from .config import (
         CHECKPOINT_MODES as CHECKPOINT_MODES,
+    )
+    from .config import (
+        ContextConfig as ContextConfig,
     )
     from .guard import (
         TERMINAL_FINISH_REASONS as TERMINAL_FINISH_REASONS,
     )
     from .guard import (
         Compaction as Compaction,
-    )
-    from .guard import (
-        ContextConfig as ContextConfig,
     )
     from .guard import (
         ContextGuard as ContextGuard,
@@ -95,7 +95,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers
     )
 
 __getattr__, __dir__, __all__ = exports(__name__, {
-    "ContextConfig": ".guard",
+    "ContextConfig": ".config",
     "ContextGuard": ".guard",
     "Utilization": ".guard",
     "SummaryResult": ".guard",
@@ -104,7 +104,7 @@ __getattr__, __dir__, __all__ = exports(__name__, {
     "TERMINAL_FINISH_REASONS": ".guard",
     "HANDOVER_SECTIONS": ".prompts",
     "CHECKPOINT_SECTIONS": ".prompts",
-    "CHECKPOINT_MODES": ".guard",
+    "CHECKPOINT_MODES": ".config",
     "handover_prompt": ".prompts",
     "checkpoint_prompt": ".prompts",
     "missing_sections": ".prompts",

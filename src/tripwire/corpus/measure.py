@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from ..base.decision import Decision
 from ..base.log import LOGGER
-from ..context.guard import ContextConfig
+from ..context.config import ContextConfig
 from ..errors import ConfigError
 from ..fleet.fleet import Fleet, batch_row
 from ..interchange.adapters import Transcript, detected

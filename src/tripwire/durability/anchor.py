@@ -30,6 +30,7 @@ from typing import Any
 import blake3
 import msgpack
 
+from ..base.files import NotRead, read_whole
 from ..base.log import LOGGER
 from ..base.money import NANO
 from ..errors import StoreError
@@ -53,6 +54,9 @@ __all__ = ["AnchorEntry", "AnchorFile", "hold_lock", "ANCHOR_ENV"]
 ANCHOR_ENV = "TRIPWIRE_STORE_ANCHOR"
 
 _ANCHOR_V2 = b"anchor v2"
+#: Bytes an anchor file may hold (an entry per session with rows to prove: some hundred bytes
+#: each); a file over it is not one this store wrote.
+MAX_ANCHOR = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,17 +140,19 @@ class AnchorFile:
         """The anchor as sealed; a problem string; None: no anchor (yet). Parsed once per
         version of the file (its inode, size and time)."""
         try:
-            with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                version = (st.st_ino, st.st_size, st.st_mtime_ns)
-                cached = self._cache
-                if cached is not None and cached[0] == version:
-                    return cached[1]
-                blob = f.read()
+            st = os.stat(self.path)
         except FileNotFoundError:
             return None  # not anchored yet: the first append writes it
         except OSError as exc:
             return f"the anchor file {self.path} cannot be read ({exc})"
+        version = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = self._cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:  # bounded: a FIFO, a device or a sparse giant in its place is a problem, not a hang
+            blob = read_whole(self.path, MAX_ANCHOR)
+        except NotRead as exc:
+            return f"the anchor file {self.path} cannot be read ({exc.reason})"
         anchor = self._parse(blob)
         if anchor is None:
             return f"the anchor file {self.path} was forged or edited"

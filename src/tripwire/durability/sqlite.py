@@ -19,7 +19,6 @@ import json
 import os
 import sqlite3
 import time
-import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -105,6 +104,8 @@ class SQLiteStore(ChainedStore):
             raise StoreError(f"{self.path}: no such store")
         try:
             if self.read_only:
+                import urllib.parse  # a read-only open's URI alone (not a hook event's)
+
                 uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
                 db = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
                                      check_same_thread=False)

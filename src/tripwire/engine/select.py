@@ -90,12 +90,15 @@ def resolve(implementation: str | None) -> str:
     return default() if implementation is None else implementation
 
 
-def concrete(implementation: str | None, python: type[T], native: Callable[[], type[T]]) -> type[T]:
-    """The concrete class of an implementation: ``python``, or the native class ``native()``
-    names once the core is known to load (a clear ConfigError or ImportError when it is not
-    "native" or not built). Watchdog and Guardrails pick their classes through this."""
+def concrete(implementation: str | None, python: Callable[[], type[T]],
+             native: Callable[[], type[T]]) -> type[T]:
+    """The concrete class of an implementation: the reference class ``python()`` names (made
+    or imported then: a native process never loads the reference engine), or the native class
+    ``native()`` names once the core is known to load (a clear ConfigError or ImportError when
+    it is not "native" or not built). Watchdog and Guardrails pick their classes through
+    this."""
     name = resolve(implementation)
     if name == "python":
-        return python
+        return python()
     load(name)
     return native()

@@ -12,20 +12,25 @@ the API they share so type checkers see it.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidEvent
 from ..signals import SIGNALS, Alert, WatchdogConfig
-from . import reference as _reference
 from . import select as _engine
 
-__all__ = [  # noqa: F822 (IMPLEMENTATION: module __getattr__)
+if TYPE_CHECKING:
+    from . import reference as _reference
+
+__all__ = [  # noqa: F822 (IMPLEMENTATION, PythonWatchdog: module __getattr__)
     "Watchdog", "NativeWatchdog", "PythonWatchdog", "IMPLEMENTATION", "watchdog_class"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "IMPLEMENTATION":  # the default implementation, chosen on first use
         return _engine.default()
+    if name == "PythonWatchdog":
+        return _python_watchdog()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -95,10 +100,31 @@ class Watchdog(_EngineAPI):
         return tuple(alerts)
 
 
-class PythonWatchdog(Watchdog, _reference.Engine):
-    """A ``Watchdog`` on the pure-Python reference engine."""
+if TYPE_CHECKING:
+    class PythonWatchdog(Watchdog, _reference.Engine):
+        """A ``Watchdog`` on the pure-Python reference engine."""
 
-    __slots__ = ()
+        __slots__ = ()
+
+_PYTHON_LOCK = threading.Lock()
+
+
+def _python_watchdog() -> type[Watchdog]:
+    """``PythonWatchdog``, made at its first use (the module's ``__getattr__``): a process on
+    the native engine (a hook event) never imports the reference engine."""
+    with _PYTHON_LOCK:
+        made: type[Watchdog] | None = globals().get("PythonWatchdog")
+        if made is None:
+            from .reference import Engine
+
+            class PythonWatchdog(Watchdog, Engine):
+                """A ``Watchdog`` on the pure-Python reference engine."""
+
+                __slots__ = ()
+
+            PythonWatchdog.__qualname__ = "PythonWatchdog"  # pickled by its module's name
+            globals()["PythonWatchdog"] = made = PythonWatchdog
+        return made
 
 
 try:
@@ -123,4 +149,4 @@ def retracted_count(calls: Any) -> int:
 
 def watchdog_class(implementation: str | None = None) -> type[Watchdog]:
     """The concrete ``Watchdog`` class of an implementation ("native" or "python")."""
-    return _engine.concrete(implementation, PythonWatchdog, lambda: NativeWatchdog)
+    return _engine.concrete(implementation, _python_watchdog, lambda: NativeWatchdog)

@@ -72,4 +72,4 @@ def session_table_class(implementation: str) -> type[SessionTable]:
 
         return NativeSessionTable  # type: ignore[return-value]  # the same API (parity test)
 
-    return _engine.concrete(implementation, SessionTable, native)
+    return _engine.concrete(implementation, lambda: SessionTable, native)

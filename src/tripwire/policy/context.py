@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base.decision import CUT_TURN, Decision
-from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
-from ..context.stats import ContextStats, UsageByModel, usage_stats
 from ..durability.rows import ContextRow, RowSink
 from ..engine.batch import ContextState
 from . import lines
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the guard is imported by the session that makes one (its guard enabled)
+    from ..context.guard import Compaction, ContextGuard, SummaryResult, Utilization
+    from ..context.stats import ContextStats, UsageByModel
     from ..durability.fold import Folded
     from .reporting import OperatorChannel
 
@@ -122,18 +122,24 @@ class ContextPolicy:
         """Automatic (its failures are durable rows) or manual (a failure is the caller's
         alone: ``Compaction.reason``, no row)."""
         if self.guard is None:
+            from ..context.guard import Compaction
+
             return Compaction("skipped", reason=DISABLED, manual=manual)
         return self._records(self.guard.compact(messages, focus, self.summarize,
                                                 manual=manual))
 
     def checkpoint(self, messages: Any, note: str | None, *, manual: bool = False) -> Compaction:
         if self.guard is None:
+            from ..context.guard import Compaction
+
             return Compaction("skipped", reason=DISABLED, operation="checkpoint", manual=manual)
         return self._records(self.guard.checkpoint(messages, note, self.summarize,
                                                    manual=manual))
 
     def stats(self, usage: UsageByModel) -> ContextStats:
         """The ``/context`` view (the per-model usage alone while the guard is disabled)."""
+        from ..context.stats import usage_stats
+
         return usage_stats(usage) if self.guard is None else self.guard.stats(usage)
 
     def utilization(self) -> Utilization | None:

@@ -51,8 +51,7 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.log import ONCE
 from ..base.modes import Mode, detect_unattended, resolve_mode
@@ -60,9 +59,12 @@ from ..base.money import parse_dollars
 from ..base.validate import check_hook, check_session_id
 from ..budgets.caps import Budget
 from ..budgets.classes import SMALL_TIER_MODES, TaskSettings, check_small_tier_parent, resolve_task
-from ..context.guard import ContextConfig
+from ..context.config import ContextConfig
 from ..errors import ConfigError
 from ..signals import WatchdogConfig
+
+if TYPE_CHECKING:  # read_config_file imports it: most runs read no config file
+    from pathlib import Path
 
 __all__ = ["read_config_file", "builtin_signals", "watchdog_config", "SECTIONS", "GuardrailsConfig",
            "ResolvedConfig", "resolve_session"]
@@ -83,6 +85,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     parses. Raises ConfigError naming the file on a missing file, bad syntax or unknown section.
     Read as a file an agent may have replaced (``base.files``): a regular file (a link to one
     is followed) of at most ``MAX_CONFIG`` bytes, never a FIFO or a device."""
+    from pathlib import Path
+
     from ..base.files import NotRead, read_whole
 
     path = Path(path)
@@ -154,7 +158,7 @@ def file_keys() -> dict[str, frozenset[str]]:
     signal catalogue's: each signal's ``enabled`` and knobs, and ``custom``): what
     ``examples/tripwire.toml`` must name, all of it."""
     from ..budgets.caps import COUNTERS
-    from ..context.guard import FILE_KEYS
+    from ..context.config import FILE_KEYS
     from ..context.tiers import MODELS_KEYS
 
     return {"watchdog": frozenset(_WATCHDOG_FILE_KEYS), "cost": frozenset(_COST_FILE_KEYS),

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..context.guard import Compaction, Utilization
-from ..context.stats import ContextStats
 from .fields import SessionFields
+
+if TYPE_CHECKING:  # a session with the guard off (a hook's) never imports it
+    from ..context.guard import Compaction, Utilization
+    from ..context.stats import ContextStats
 
 __all__ = ["ContextMethods"]
 

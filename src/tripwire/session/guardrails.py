@@ -38,7 +38,6 @@ from ..base.inputs import remember_call_id
 from ..base.modes import Mode
 from ..base.money import usage_cost_nano
 from ..budgets.task import Task
-from ..context.guard import ContextGuard, SummaryResult
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
 from ..engine.batch import BatchChange, BatchState, CostState, TaskState
@@ -59,6 +58,10 @@ from .core import SessionLock
 from .durability import Durability
 from .operator import OperatorMethods
 from .task_methods import TaskMethods
+
+if TYPE_CHECKING:
+    from ..context.config import ContextConfig
+    from ..context.guard import ContextGuard, SummaryResult
 
 __all__ = ["Guardrails", "NativeGuardrails", "PythonGuardrails", "GuardrailsConfig",
            "ResolvedConfig", "Status", "ResetOutcome", "SessionLock", "guardrails_class"]
@@ -85,6 +88,14 @@ def session_watchdog(resolved: ResolvedConfig, implementation: str | None) -> Wa
     from ..engine.watchdog import Watchdog
 
     return Watchdog(resolved.watchdog, implementation=implementation)
+
+
+def _context_guard(config: ContextConfig, engine: Any) -> ContextGuard:
+    """A session's context guard, on the engine's token estimator; imported here, so a session
+    with the guard off (a hook's: the harness compacts its own context) never loads it."""
+    from ..context.guard import ContextGuard
+
+    return ContextGuard(config, engine.TokenEstimator, engine.utf8_length)
 
 
 def session_task(task: Task | None, resolved: ResolvedConfig, session_id: str,
@@ -158,7 +169,7 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
         self._ids = None      # call id -> tool name, for results by id (made at the first)
         self.last_used = 0.0
         engine = _engine.load(_engine.resolve(implementation))
-        self._context = (ContextGuard(resolved.context, engine.TokenEstimator, engine.utf8_length)
+        self._context = (_context_guard(resolved.context, engine)
                          if resolved.context.enabled else None)
         self._context_policy = ContextPolicy(self._context, durable, summarize,
                                              enforce=resolved.mode == Mode.ENFORCE)
@@ -497,7 +508,7 @@ if GuardrailsCore is not None:
 
 def guardrails_class(implementation: str | None = None) -> type[Guardrails]:
     """The concrete ``Guardrails`` class of an implementation ("native" or "python")."""
-    return _engine.concrete(implementation, PythonGuardrails, lambda: NativeGuardrails)
+    return _engine.concrete(implementation, lambda: PythonGuardrails, lambda: NativeGuardrails)
 
 
 class SessionBatch:

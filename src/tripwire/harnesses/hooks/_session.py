@@ -44,7 +44,6 @@ it (``store_unreadable``), so its calls are denied.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -175,6 +174,8 @@ def payload_digest(payload: Any, settings: EngineSettings, tool: str | None,
     answer = engine.answer_digest(data, settings.answer_volatile, keys)
     if answer is None:
         return None
+    import base64  # a result's: a call's event never needs it
+
     return "answer:" + base64.b32encode(answer).decode("ascii").rstrip("=").lower()
 
 

@@ -167,7 +167,7 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
     usages: list[dict[str, Any]] = []
     open_id: str | None = None  # the response whose lines may not all be written yet
     open_at = offset            # where its first line starts
-    open_usage: Any = None
+    open_lines: list[dict[str, Any]] = []  # its messages, their usage read once it is closed
     position = offset
     end = data.rfind(b"\n") + 1  # complete lines only
     for line in data[:end].splitlines(keepends=True):
@@ -185,16 +185,27 @@ def _claude_code(data: bytes, offset: int) -> tuple[list[dict[str, Any]], int]:
         message: dict[str, Any] = found if isinstance(found, dict) else {}
         ident = message.get("id")
         if kind == "assistant" and isinstance(ident, str) and ident == open_id:
-            open_usage = _usage_of(message) or open_usage  # the last line of the id wins
+            open_lines.append(message)
             continue
-        if open_usage is not None:
-            usages.append(_keywords(open_usage))
-        open_id = open_usage = None
+        usage = _final_usage(open_lines)
+        if usage is not None:
+            usages.append(_keywords(usage))
+        open_id, open_lines = None, []
         if kind == "assistant" and isinstance(ident, str):
-            open_id, open_at, open_usage = ident, start, _usage_of(message)
+            open_id, open_at, open_lines = ident, start, [message]
     if open_id is None:
         return usages, offset + end
     return usages, open_at
+
+
+def _final_usage(lines: list[dict[str, Any]]) -> Any:
+    """A closed response's usage: the last of its lines' that reads (None: none does). Read
+    only once the response is closed, so an event while it is still being written (its tool
+    calls') parses no usage, and imports nothing to do so."""
+    usage = None
+    for message in lines:
+        usage = _usage_of(message) or usage
+    return usage
 
 
 def _usage_of(message: dict[str, Any]) -> Any:
