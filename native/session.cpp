@@ -63,7 +63,9 @@ Session::Session(const Settings& s, void* storage)
       density_window(s.density_window),
       text(s.repeated_text_threshold),
       empty(s.empty_responses_threshold),
-      storm(s.compaction_per_turn, s.compaction_in_a_row) {}
+      storm(s.compaction_per_turn, s.compaction_in_a_row),
+      warn_signals(s.warn_signals),
+      persistent(s.persistent_warnings_threshold) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity) {
@@ -77,6 +79,7 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     if (name.observe(identity, repeat.run) && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
     if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
+    if (mask & warn_signals) mask = warned(mask);
     if (stats) stats->after_call(*this);
     return mask;
 }
@@ -85,8 +88,9 @@ uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bo
                                  const void* payload, size_t payload_len, bool has_payload,
                                  const char* error, size_t error_len, const AnswerKeys* keys,
                                  bool unknown) {
-    const uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
-                                      has_payload, error, error_len, keys, unknown);
+    uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
+                                has_payload, error, error_len, keys, unknown);
+    if (mask & warn_signals) mask = warned(mask);
     if (stats) stats->after_result(*this);
     return mask;
 }
@@ -160,6 +164,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op, bool 
         if (stale.extend() && (on & kNoNewState)) mask |= kNoNewState;
     } else {
         stale.reset();  // new information breaks the run
+        persistent.progress();  // and is progress (persistent-warnings)
     }
     return mask;
 }
@@ -185,7 +190,14 @@ uint32_t Session::observe_compaction() noexcept {
 }
 
 uint32_t Session::after_event(uint32_t mask) noexcept {
+    if (mask & warn_signals) mask = warned(mask);
     if (stats) stats->after_event(*this);
+    return mask;
+}
+
+uint32_t Session::warned(uint32_t mask) noexcept {
+    if (persistent.observe(mask & warn_signals) && (enabled & kPersistentWarnings))
+        mask |= kPersistentWarnings;
     return mask;
 }
 
@@ -220,6 +232,7 @@ void Session::reset() noexcept {
     text.reset();
     empty.reset();
     storm.reset();
+    persistent.reset();
     if (stats) stats->after_reset();
 }
 

@@ -62,3 +62,7 @@ class EngineView(Protocol):
     def compaction_storm(self) -> tuple[int, int]:
         """(compactions in this turn, since a turn last ended in agent text)."""
         ...
+    @property
+    def persistent_warnings(self) -> tuple[int, int]:
+        """(warn alerts since the last new answer, the bits of the signals they were)."""
+        ...
