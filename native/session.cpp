@@ -88,9 +88,15 @@ uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op, bo
                                  const void* payload, size_t payload_len, bool has_payload,
                                  const char* error, size_t error_len, const AnswerKeys* keys,
                                  bool unknown) {
+    const uint32_t stale_before = stale.run;
     uint32_t mask = result_mask(name_hash, failed, no_op, exempt, payload, payload_len,
                                 has_payload, error, error_len, keys, unknown);
-    if (mask & warn_signals) mask = warned(mask);
+    // no-new-state's run going on for another threshold is its warning persisting (counted
+    // by persistent-warnings, not alerted again)
+    const uint32_t persisted = stale.run > stale_before && stale.run > stale.threshold &&
+                               stale.run % stale.threshold == 0 && (enabled & kNoNewState)
+                                   ? static_cast<uint32_t>(kNoNewState) : 0u;
+    if ((mask | persisted) & warn_signals) mask = warned(mask, persisted);
     if (stats) stats->after_result(*this);
     return mask;
 }
@@ -195,8 +201,8 @@ uint32_t Session::after_event(uint32_t mask) noexcept {
     return mask;
 }
 
-uint32_t Session::warned(uint32_t mask) noexcept {
-    if (persistent.observe(mask & warn_signals) && (enabled & kPersistentWarnings))
+uint32_t Session::warned(uint32_t mask, uint32_t persisted) noexcept {
+    if (persistent.observe((mask | persisted) & warn_signals) && (enabled & kPersistentWarnings))
         mask |= kPersistentWarnings;
     return mask;
 }

@@ -187,8 +187,9 @@ private:
                          const char* error, size_t error_len, const AnswerKeys* keys,
                          bool unknown);
     uint32_t after_event(uint32_t mask) noexcept;
-    // an event that raised warn alerts: persistent-warnings counts them
-    uint32_t warned(uint32_t mask) noexcept;
+    // an event that raised warn alerts (or, persisted, continued a warned run by another
+    // threshold): persistent-warnings counts them
+    uint32_t warned(uint32_t mask, uint32_t persisted = 0) noexcept;
 };
 
 }  // namespace tw

@@ -268,7 +268,7 @@ class Engine:
         on = self.settings.enabled
         failed = error_failed(error)
         no_op = no_op_flag(no_op, failed)
-        mask = 0
+        mask = persisted = 0
         # unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
         unknown = is_unknown(name, bool(unknown_tool), self.settings.known_tools)
         if self._unknown.observe(unknown) and on & UNKNOWN_TOOL:
@@ -338,13 +338,19 @@ class Engine:
                 if answer is None:
                     self._stale.reset()  # no payload, or the empty answer: no stall shown
                 elif self._digests.seen_before(answer):
-                    if self._stale.extend() and on & NO_NEW_STATE:
+                    stale = self._stale
+                    if stale.extend() and on & NO_NEW_STATE:
                         mask |= NO_NEW_STATE
+                    elif stale.run % stale.threshold == 0 and stale.run > stale.threshold \
+                            and on & NO_NEW_STATE:
+                        # its run going on for another threshold is its warning persisting
+                        # (counted by persistent-warnings, not alerted again)
+                        persisted = NO_NEW_STATE
                 else:
                     self._stale.reset()  # new information breaks the run
                     self._persistent.progress()  # and is progress (persistent-warnings)
-        if mask & self.settings.warn_signals:
-            mask = self._warned(mask)
+        if (mask | persisted) & self.settings.warn_signals:
+            mask = self._warned(mask, persisted)
         if self._stats is not None:
             self._stats.after_result(self)
         if mask:
@@ -388,9 +394,10 @@ class Engine:
             self._stats.after_event(self)
         return self._fired(mask, "", None) if mask else ()
 
-    def _warned(self, mask: int) -> int:
-        """An event that raised warn alerts: persistent-warnings counts them."""
-        if self._persistent.observe(mask & self.settings.warn_signals) \
+    def _warned(self, mask: int, persisted: int = 0) -> int:
+        """An event that raised warn alerts (or, ``persisted``, continued a warned run by
+        another threshold): persistent-warnings counts them."""
+        if self._persistent.observe((mask | persisted) & self.settings.warn_signals) \
                 and self.settings.enabled & PERSISTENT_WARNINGS:
             mask |= PERSISTENT_WARNINGS
         return mask
