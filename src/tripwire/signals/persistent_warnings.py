@@ -12,6 +12,10 @@ Decisions, from the recorded sessions (``docs/watchdog.md``, "persistent-warning
 - *A warning*: an alert of a signal that alerts as ``warn`` under the session's config (a
   ``repeated-failure`` or ``unknown-tool`` promoted to critical already cuts the turn, and is
   not counted); the built-in signals only (a host-defined signal runs after the engines).
+- *A warning that persists*: ``no-new-state``'s run of already-seen answers going on to
+  twice its threshold (and every further multiple) counts as its warning again, not alerted
+  again (a navigate to another URL each time, every page the same 404: one run, one alert,
+  and without this no second strike ever).
 - *Progress*: a successful result whose answer the turn had not seen yet (the one answer the
   engines compute, the same one ``no-new-state``'s seen-set reads; a no-op, a failure, an
   exempt tool's result, an empty payload and an answer already seen are not progress). Text
