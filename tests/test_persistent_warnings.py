@@ -10,14 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from conftest import need_shared
 
 from tripwire import Guardrails, GuardrailsConfig, Watchdog, WatchdogConfig
 from tripwire.cli.main import main
 from tripwire.fleet.fleet import Fleet
 from tripwire.interchange.events import parse_event
 from tripwire.signals import BY_ID
-
-from conftest import need_shared
 
 PERSIST = "persistent-warnings"
 
@@ -136,7 +135,7 @@ def test_a_promoted_warning_is_not_counted_and_disabled_is_silent(implementation
     # the critical failures are not counted; the one warning (no-new-state: the sixth edit
     # since the first answering what the first did, event 49) is
     criticals = [(7 + 8 * n, "repeated-failure", "critical") for n in range(8)]
-    assert got == criticals[:6] + [(49, "no-new-state", "warn")] + criticals[6:]
+    assert got == [*criticals[:6], (49, "no-new-state", "warn"), *criticals[6:]]
     assert wd.persistent_warnings == (1, BY_ID["no-new-state"].bit)
     off = WatchdogConfig(signals={PERSIST: {"enabled": False}})
     wd = Watchdog(off, implementation=implementation)
@@ -159,7 +158,7 @@ def test_turns_do_not_clear_it_a_reset_does(implementation: str) -> None:
     assert got == ["repeated-failure"] * 4
     wd = Watchdog(WatchdogConfig(), implementation=implementation)
     got = []
-    for n in range(4):
+    for _ in range(4):
         wd.count_event()
         wd.turn_boundary()  # repeated-text re-arms at each turn; nothing new in any of them
         for _ in range(3):
