@@ -250,7 +250,7 @@ class Engine:
             mask |= SILENCE
         if on & RECYCLED:  # its result will say which call it answers
             self._recycled.push_call(hash(name), call.key)
-        if mask & self.settings.warn_signals:
+        if mask:
             mask = self._warned(mask)
         if self._stats is not None:
             self._stats.after_call(self)
@@ -349,7 +349,7 @@ class Engine:
                 else:
                     self._stale.reset()  # new information breaks the run
                     self._persistent.progress()  # and is progress (persistent-warnings)
-        if (mask | persisted) & self.settings.warn_signals:
+        if mask or persisted:
             mask = self._warned(mask, persisted)
         if self._stats is not None:
             self._stats.after_result(self)
@@ -388,7 +388,7 @@ class Engine:
                                  & COMPACTION_STORM else 0)
 
     def _after_event(self, mask: int) -> tuple[Alert, ...]:
-        if mask & self.settings.warn_signals:
+        if mask:
             mask = self._warned(mask)
         if self._stats is not None:
             self._stats.after_event(self)
