@@ -54,7 +54,7 @@ from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from ..signals.empty_responses import EmptyResponsesDetector
 from ..signals.no_new_state import DigestMemory
-from ..signals.persistent_warnings import PersistentWarningsDetector
+from ..signals.persistent_warnings import PersistentWarningsDetector, persists
 from ..signals.recycled_calls import FAILURE as FAILURE_ANSWER
 from ..signals.recycled_calls import NO_OP as NO_OP_ANSWER
 from ..signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
@@ -338,14 +338,10 @@ class Engine:
                 if answer is None:
                     self._stale.reset()  # no payload, or the empty answer: no stall shown
                 elif self._digests.seen_before(answer):
-                    stale = self._stale
-                    if stale.extend() and on & NO_NEW_STATE:
+                    if self._stale.extend() and on & NO_NEW_STATE:
                         mask |= NO_NEW_STATE
-                    elif stale.run % stale.threshold == 0 and stale.run > stale.threshold \
-                            and on & NO_NEW_STATE:
-                        # its run going on for another threshold is its warning persisting
-                        # (counted by persistent-warnings, not alerted again)
-                        persisted = NO_NEW_STATE
+                    elif on & NO_NEW_STATE and persists(self._stale):
+                        persisted = NO_NEW_STATE  # counted by persistent-warnings, not alerted
                 else:
                     self._stale.reset()  # new information breaks the run
                     self._persistent.progress()  # and is progress (persistent-warnings)
@@ -395,8 +391,7 @@ class Engine:
         return self._fired(mask, "", None) if mask else ()
 
     def _warned(self, mask: int, persisted: int = 0) -> int:
-        """An event that raised warn alerts (or, ``persisted``, continued a warned run by
-        another threshold): persistent-warnings counts them."""
+        """persistent-warnings counts an event's warn alerts (and the ``persisted`` runs)."""
         if self._persistent.observe((mask | persisted) & self.settings.warn_signals) \
                 and self.settings.enabled & PERSISTENT_WARNINGS:
             mask |= PERSISTENT_WARNINGS

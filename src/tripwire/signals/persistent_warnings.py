@@ -33,24 +33,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
-from ._spec import SignalSpec, threshold, threshold_setting
+from ._spec import SignalSpec, StreakDetector, threshold, threshold_setting
 
 if TYPE_CHECKING:
     from .view import EngineView
 
-__all__ = ["SPEC", "PersistentWarningsDetector", "warned_signals"]
-
-
-def warned_signals(mask: int) -> list[str]:
-    """The ids of the signals whose bits are set in ``mask``, in catalogue order."""
-    from . import SIGNALS  # the catalogue imports this module
-
-    return [s.id for s in SIGNALS if mask & s.bit]
+__all__ = ["SPEC", "PersistentWarningsDetector", "persists"]
 
 
 def texts(wd: EngineView, name: str, detail: Any) -> tuple[str, str, int]:
     n, mask = wd.persistent_warnings
-    which = ", ".join(warned_signals(mask)) or "warn signals"
+    which = ", ".join(wd.signal_ids(mask)) or "warn signals"
     reason = (
         f"{n} warnings ({which}) with no new tool result between them: the agent keeps "
         "falling back into the patterns it was warned about, so the warnings are not being "
@@ -77,6 +70,13 @@ SPEC = SignalSpec(
                "fourth warning on nothing new means the first three were not acted on"),),
     texts, resolve,
 )
+
+
+def persists(streak: StreakDetector) -> bool:
+    """A warned streak (no-new-state's) just went on to another multiple of its threshold: its
+    warning persisting, counted again without a second alert (native: ``Session::
+    observe_result``)."""
+    return streak.run > streak.threshold and streak.run % streak.threshold == 0
 
 
 class PersistentWarningsDetector:

@@ -20,6 +20,10 @@ class EngineView(Protocol):
     @property
     def settings(self) -> EngineSettings: ...
 
+    def signal_ids(self, mask: int) -> list[str]:
+        """The ids of the signals whose bits are set in ``mask``, in catalogue order."""
+        ...
+
     def recent_call(self, age: int) -> tuple[str, Any]:
         """The (name, args) of the call ``age`` calls ago (0 = the latest)."""
         ...
