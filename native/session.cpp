@@ -63,7 +63,9 @@ Session::Session(const Settings& s, void* storage)
       density_window(s.density_window),
       text(s.repeated_text_threshold),
       empty(s.empty_responses_threshold),
-      storm(s.compaction_per_turn, s.compaction_in_a_row) {}
+      storm(s.compaction_per_turn, s.compaction_in_a_row),
+      warn_signals(s.warn_signals),
+      persistent(s.persistent_warnings_threshold) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity, const ToolRule* rule) {
@@ -85,6 +87,7 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     if (named && (on & kName)) mask |= kName;
     if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
     if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
+    if (mask) mask = warned(mask);  // (a mask of 0, the common case, loads nothing more)
     if (stats) stats->after_call(*this);
     return mask;
 }
@@ -95,8 +98,15 @@ uint32_t Session::observe_result(uint64_t name_hash, bool failed, bool no_op,
                                  const char* error, size_t error_len, const AnswerKeys* keys,
                                  bool unknown) {
     attempt_calls = 0;  // a result: the response that made its call is over
-    const uint32_t mask = result_mask(name_hash, failed, no_op, rule, payload, payload_len,
-                                      has_payload, error, error_len, keys, unknown);
+    const uint32_t stale_before = stale.run;
+    uint32_t mask = result_mask(name_hash, failed, no_op, rule, payload, payload_len,
+                                has_payload, error, error_len, keys, unknown);
+    // no-new-state's run going on for another threshold is its warning persisting (counted
+    // by persistent-warnings, not alerted again)
+    const uint32_t persisted = stale.run > stale_before && stale.run > stale.threshold &&
+                               stale.run % stale.threshold == 0 && (enabled & kNoNewState)
+                                   ? static_cast<uint32_t>(kNoNewState) : 0u;
+    if (mask | persisted) mask = warned(mask, persisted);
     if (stats) stats->after_result(*this);
     return mask;
 }
@@ -181,6 +191,7 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op,
         stale.reset();  // new information breaks the run
         cycle.new_answer();  // and is a cycle's progress
         storm.new_answer();  // and work between compactions
+        persistent.progress();  // and is progress (persistent-warnings)
     }
     return mask;
 }
@@ -207,7 +218,16 @@ uint32_t Session::observe_compaction() noexcept {
 }
 
 uint32_t Session::after_event(uint32_t mask) noexcept {
+    if (mask) mask = warned(mask);
     if (stats) stats->after_event(*this);
+    return mask;
+}
+
+uint32_t Session::warned(uint32_t mask, uint32_t persisted) noexcept {
+    // warn_signals and the detector sit past the call path's lines: read only when a signal
+    // fired (persistent.observe ignores an event with no warn signal in it)
+    if (persistent.observe((mask | persisted) & warn_signals) && (enabled & kPersistentWarnings))
+        mask |= kPersistentWarnings;
     return mask;
 }
 
@@ -244,6 +264,7 @@ void Session::reset() noexcept {
     empty.reset();
     storm.reset();
     attempt_calls = 0;
+    persistent.reset();
     if (stats) stats->after_reset();
 }
 

@@ -32,6 +32,7 @@ enum SignalBit : uint32_t {
     kRepeatedText = 1u << 11,
     kEmptyResponses = 1u << 12,
     kCompactionStorm = 1u << 13,
+    kPersistentWarnings = 1u << 14,
 };
 
 struct SignalBitName {
@@ -46,6 +47,7 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"repeated-failure", kRepeatedFailure}, {"recycled-calls", kRecycled},
     {"unknown-tool", kUnknownTool},      {"repeated-text", kRepeatedText},
     {"empty-responses", kEmptyResponses}, {"compaction-storm", kCompactionStorm},
+    {"persistent-warnings", kPersistentWarnings},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -76,6 +78,8 @@ struct Settings {
     uint32_t empty_responses_threshold;
     uint32_t compaction_per_turn;
     uint32_t compaction_in_a_row;
+    uint32_t persistent_warnings_threshold;  // issue 39
+    uint32_t warn_signals;  // the bits alerting as warn under the config
 };
 
 // A per-tool rule (issue 39; tripwire.signals.tool_rules.ToolRule, resolved there: the one
@@ -188,6 +192,8 @@ public:
     RepeatedTextDetector text;
     EmptyResponsesDetector empty;
     CompactionStormDetector storm;
+    const uint32_t warn_signals;  // persistent-warnings counts these bits' alerts
+    PersistentWarningsDetector persistent;
 
 private:
     // storage: block_bytes(s) bytes (64-aligned) for the rings, or null
@@ -202,6 +208,9 @@ private:
                          const char* error, size_t error_len, const AnswerKeys* keys,
                          bool unknown);
     uint32_t after_event(uint32_t mask) noexcept;
+    // an event that raised warn alerts (or, persisted, continued a warned run by another
+    // threshold): persistent-warnings counts them
+    uint32_t warned(uint32_t mask, uint32_t persisted = 0) noexcept;
 };
 
 }  // namespace tw

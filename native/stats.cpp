@@ -39,6 +39,7 @@ void SessionStats::after_call(const Session& s) noexcept {
     raise_to(peak[2], count);
     raise_to(peak[3], s.name.run);
     raise_to(peak[7], s.silence.run);
+    raise_to(peak[14], s.persistent.run);
 }
 
 void SessionStats::after_result(const Session& s) noexcept {
@@ -49,12 +50,14 @@ void SessionStats::after_result(const Session& s) noexcept {
     raise_to(peak[8], s.repeated_failure.last);
     raise_to(peak[9], s.recycled.run);
     raise_to(peak[10], s.unknown_tool.run);
+    raise_to(peak[14], s.persistent.run);
 }
 
 void SessionStats::after_event(const Session& s) noexcept {
     raise_to(peak[11], s.text.run);
     raise_to(peak[12], s.empty.run);
     raise_to(peak[13], s.storm.run);  // a turn's count is never above it
+    raise_to(peak[14], s.persistent.run);  // warn alerts follow every kind of event
 }
 
 void SessionStats::after_reset() noexcept {

@@ -41,7 +41,8 @@ def test_reference_bits_come_from_the_catalogue() -> None:
     bits = [_reference.REPEAT, _reference.CYCLE, _reference.DENSITY, _reference.NAME,
             _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE,
             _reference.REPEATED_FAILURE, _reference.RECYCLED, _reference.UNKNOWN_TOOL,
-            _reference.REPEATED_TEXT, _reference.EMPTY_RESPONSES, _reference.COMPACTION_STORM]
+            _reference.REPEATED_TEXT, _reference.EMPTY_RESPONSES, _reference.COMPACTION_STORM,
+            _reference.PERSISTENT_WARNINGS]
     assert bits == [s.bit for s in SIGNALS]
 
 
@@ -59,7 +60,8 @@ def test_settings_fields_agree() -> None:
     native_fields = tuple(f for f in fields if f not in PYTHON_ONLY_SETTINGS)
     assert native_fields == native.SETTINGS_FIELDS
     assert 4 * len(native_fields) == native.SETTINGS_BYTES  # all 32-bit: no undeclared field
-    # every field but the enabled mask and [results]' is resolved by exactly one signal module
+    # every field but the two masks of the whole catalogue (the signals enabled, and those
+    # alerting as warn) and [results]' is resolved by exactly one signal module
     default = signals.WatchdogConfig()
     owners: dict[str, str] = {}
     resolved: dict[str, object] = {}
@@ -69,8 +71,9 @@ def test_settings_fields_agree() -> None:
             assert name not in owners, f"{name} resolved by {owners[name]} and {spec.id}"
             owners[name] = spec.id
         resolved.update(out)
-    # tool_rules: the config's [tools] (signals/tool_rules.py), not one signal's
-    assert set(owners) == set(fields) - {"enabled", "tool_rules"} - RESULTS_SETTINGS
+    # tool_rules: the config's [tools] (signals/tool_rules.py), not one signal's;
+    # warn_signals: what alerts as warn under the config (persistent-warnings counts those)
+    assert set(owners) == set(fields) - {"enabled", "tool_rules", "warn_signals"} - RESULTS_SETTINGS
     assert set(signals.ResultsConfig().settings()) == RESULTS_SETTINGS
 
 

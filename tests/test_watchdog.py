@@ -12,7 +12,7 @@ import pytest
 
 from tripwire import SIGNAL_IDS, Alert, ConfigError, InvalidEvent, Watchdog, WatchdogConfig
 from tripwire.engine import select as _engine
-from tripwire.signals import truncate_utf8
+from tripwire.signals import SIGNALS, truncate_utf8
 
 OPERATOR_WORDS = (
     "/guardrail",
@@ -221,7 +221,10 @@ def test_default_config_is_spec_section_1() -> None:
     assert (s.unknown_tool_threshold, s.repeated_text_threshold, s.empty_responses_threshold,
             s.compaction_per_turn, s.compaction_in_a_row) == (3, 3, 3, 3, 5)
     assert s.known_tools == frozenset()
-    assert s.enabled == 0x3FFF
+    assert s.persistent_warnings_threshold == 4  # issue 39's, on too
+    # what it counts: the signals alerting as warn (by default, every warn signal)
+    assert s.warn_signals == sum(spec.bit for spec in SIGNALS if spec.severity == "warn")
+    assert s.enabled == 0x7FFF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:

@@ -28,6 +28,8 @@ cdef Settings _settings(object s) except *:
     c.empty_responses_threshold = s.empty_responses_threshold
     c.compaction_per_turn = s.compaction_per_turn
     c.compaction_in_a_row = s.compaction_in_a_row
+    c.persistent_warnings_threshold = s.persistent_warnings_threshold
+    c.warn_signals = s.warn_signals
     return c
 
 

@@ -660,6 +660,12 @@ cdef class Engine:
         cdef Session* s = self._session()
         return s.storm.turn, s.storm.run
 
+    @property
+    def persistent_warnings(self):
+        """(warn alerts since the last new answer, the bits of the signals they were)."""
+        cdef Session* s = self._session()
+        return s.persistent.run, s.persistent.signals
+
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 
     def enable_stats(self):

@@ -90,12 +90,15 @@ cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass CompactionStormDetector:
         uint32_t turn
         uint32_t run
+    cdef cppclass PersistentWarningsDetector:
+        uint32_t run
+        uint32_t signals
     uint64_t text_key(const char* text, size_t len) except +
 
 
 cdef extern from "stats.h" namespace "tw" nogil:
     cdef cppclass SessionStats:
-        uint32_t peak[14]
+        uint32_t peak[15]
 
 
 cdef extern from "session.h" namespace "tw" nogil:
@@ -137,6 +140,8 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t empty_responses_threshold
         uint32_t compaction_per_turn
         uint32_t compaction_in_a_row
+        uint32_t persistent_warnings_threshold
+        uint32_t warn_signals
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -180,3 +185,4 @@ cdef extern from "session.h" namespace "tw" nogil:
         RepeatedTextDetector text
         EmptyResponsesDetector empty
         CompactionStormDetector storm
+        PersistentWarningsDetector persistent

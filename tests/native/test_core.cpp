@@ -533,7 +533,33 @@ void test_anchor_signals() {
     CHECK(s.observe_response() == 0 && s.attempt_calls == 0);
 }
 
+// persistent-warnings: warn alerts with no new answer between them; a new answer re-arms it
+void test_persistent_warnings() {
+    tw::Settings st = defaults();
+    st.enabled = tw::kRepeatedText | tw::kNoNewState | tw::kPersistentWarnings;
+    st.warn_signals = tw::kRepeatedText | tw::kNoNewState;
+    st.persistent_warnings_threshold = 2;
+    tw::Session s(st);
+    const std::string words = "Let me try again.";
+    const uint64_t k = tw::text_key(words.data(), words.size());
+    uint32_t mask = 0;
+    for (int turn = 0; turn < 2; ++turn) {  // repeated-text re-arms at each turn
+        for (int i = 0; i < 3; ++i) mask = s.observe_text(true, k);
+        s.turn_boundary();
+    }
+    CHECK(mask == (tw::kRepeatedText | tw::kPersistentWarnings));
+    CHECK(s.persistent.run == 2 && s.persistent.signals == tw::kRepeatedText);
+    const std::string page = "fresh output";  // a new answer: progress
+    CHECK(s.observe_result(7, false, false, false, page.data(), page.size(), true) == 0);
+    CHECK(s.persistent.run == 0 && !s.persistent.tripped);
+    for (int i = 0; i < 3; ++i) mask = s.observe_text(true, k);
+    CHECK(mask == tw::kRepeatedText);  // one warning since: below the threshold again
+    s.reset();
+    CHECK(s.persistent.run == 0 && s.persistent.signals == 0);
+}
+
 int main() {
+    test_persistent_warnings();
     test_hash();
     test_anchor_signals();
     test_answer_scanner();

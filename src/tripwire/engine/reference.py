@@ -8,7 +8,7 @@ side is the one that reads like SPEC.md, so read it first.
 Where each part lives:
 
 1. canonical call keys (SPEC §2): ``_canonical.py``, re-exported here;
-2. the fourteen detectors (SPEC §1, §7.3, §12.4): each in its signal's module
+2. the fifteen detectors (SPEC §1, §7.3, §12.4, issue 39): each in its signal's module
    (``signals/<signal>.py``);
 3. ``Engine`` (here): one session's detectors, fanning observations out and returning a
    bitmask of fired signals (bit i = ``signals.SIGNALS[i]``);
@@ -54,6 +54,7 @@ from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from ..signals.empty_responses import EmptyResponsesDetector
 from ..signals.no_new_state import DigestMemory
+from ..signals.persistent_warnings import PersistentWarningsDetector, persists
 from ..signals.recycled_calls import FAILURE as FAILURE_ANSWER
 from ..signals.recycled_calls import NO_OP as NO_OP_ANSWER
 from ..signals.recycled_calls import SUCCESS as SUCCESS_ANSWER
@@ -103,6 +104,7 @@ UNKNOWN_TOOL = BY_ID["unknown-tool"].bit
 REPEATED_TEXT = BY_ID["repeated-text"].bit
 EMPTY_RESPONSES = BY_ID["empty-responses"].bit
 COMPACTION_STORM = BY_ID["compaction-storm"].bit
+PERSISTENT_WARNINGS = BY_ID["persistent-warnings"].bit
 
 
 class SessionStats:
@@ -132,6 +134,7 @@ class SessionStats:
         peak[2] = max(peak[2], window.count(window[-1]))
         peak[3] = max(peak[3], engine._name.run)
         peak[7] = max(peak[7], engine._silence.run)
+        self.after_warnings(engine)
 
     def after_result(self, engine: Engine) -> None:
         peak = self.peak
@@ -142,6 +145,7 @@ class SessionStats:
         peak[8] = max(peak[8], engine._repeated_failure.last)
         peak[9] = max(peak[9], engine._recycled.run)
         peak[10] = max(peak[10], engine._unknown.run)
+        self.after_warnings(engine)
 
     def after_event(self, engine: Engine) -> None:
         """After a text, a model response or a compaction."""
@@ -149,6 +153,11 @@ class SessionStats:
         peak[11] = max(peak[11], engine._text.run)
         peak[12] = max(peak[12], engine._empty.run)
         peak[13] = max(peak[13], engine._storm.run)  # a turn's count is never above it
+        self.after_warnings(engine)
+
+    def after_warnings(self, engine: Engine) -> None:
+        """After any event's warn alerts were counted (they follow calls and results too)."""
+        self.peak[14] = max(self.peak[14], engine._persistent.run)
 
     def after_reset(self) -> None:
         self._matches.clear()  # the history was cleared
@@ -205,6 +214,7 @@ class Engine:
         self._empty = EmptyResponsesDetector(settings.empty_responses_threshold)
         self._storm = CompactionStormDetector(settings.compaction_per_turn,
                                               settings.compaction_in_a_row)
+        self._persistent = PersistentWarningsDetector(settings.persistent_warnings_threshold)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
@@ -252,6 +262,8 @@ class Engine:
             mask |= SILENCE
         if on & RECYCLED:  # its result will say which call it answers
             self._recycled.push_call(hash(name), call.key)
+        if mask:
+            mask = self._warned(mask)
         if self._stats is not None:
             self._stats.after_call(self)
         if mask:
@@ -269,7 +281,7 @@ class Engine:
         on = self.settings.enabled
         failed = error_failed(error)
         no_op = no_op_flag(no_op, failed)
-        mask = 0
+        mask = persisted = 0
         # unknown-tool (SPEC §12.4); a failure it counts is its own (one behaviour, one alert)
         unknown = is_unknown(name, bool(unknown_tool), self.settings.known_tools)
         if self._unknown.observe(unknown) and on & UNKNOWN_TOOL:
@@ -348,10 +360,15 @@ class Engine:
                 elif self._digests.seen_before(answer):
                     if self._stale.extend() and on & NO_NEW_STATE:
                         mask |= NO_NEW_STATE
+                    elif on & NO_NEW_STATE and persists(self._stale):
+                        persisted = NO_NEW_STATE  # counted by persistent-warnings, not alerted
                 else:
                     self._stale.reset()  # new information breaks the run
                     self._cycle.new_answer()  # and is a cycle's progress
                     self._storm.new_answer()  # and work between compactions
+                    self._persistent.progress()  # and is progress (persistent-warnings)
+        if mask or persisted:
+            mask = self._warned(mask, persisted)
         if self._stats is not None:
             self._stats.after_result(self)
         if mask:
@@ -390,9 +407,18 @@ class Engine:
                                  & COMPACTION_STORM else 0)
 
     def _after_event(self, mask: int) -> tuple[Alert, ...]:
+        if mask:
+            mask = self._warned(mask)
         if self._stats is not None:
             self._stats.after_event(self)
         return self._fired(mask, "", None) if mask else ()
+
+    def _warned(self, mask: int, persisted: int = 0) -> int:
+        """persistent-warnings counts an event's warn alerts (and the ``persisted`` runs)."""
+        if self._persistent.observe((mask | persisted) & self.settings.warn_signals) \
+                and self.settings.enabled & PERSISTENT_WARNINGS:
+            mask |= PERSISTENT_WARNINGS
+        return mask
 
     def end_turn(self) -> tuple[Alert, ...]:
         self.events += 1
@@ -423,6 +449,7 @@ class Engine:
             self._repeat, self._cycle, self._density, self._name, self._silence,
             self._failures, self._no_ops, self._stale, self._repeated_failure,
             self._recycled, self._unknown, self._text, self._empty, self._storm,
+            self._persistent,
         ):
             detector.reset()
         self._digests.clear()
@@ -561,6 +588,11 @@ class Engine:
     def compaction_storm(self) -> tuple[int, int]:
         """(compactions in this turn, since a turn last ended in agent text)."""
         return self._storm.turn, self._storm.run
+
+    @property
+    def persistent_warnings(self) -> tuple[int, int]:
+        """(warn alerts since the last new answer, the bits of the signals they were)."""
+        return self._persistent.run, self._persistent.signals
 
 
 # --------------------------------------------------------------------------------------------

@@ -87,6 +87,10 @@ class Watchdog(_EngineAPI):
         """
         self._retract_calls(retracted_count(calls))
 
+    def signal_ids(self, mask: int) -> list[str]:
+        """The ids of the signals whose bits are set in ``mask``, in catalogue order."""
+        return [spec.id for spec in SIGNALS if mask & spec.bit]
+
     def _fired(self, mask: int, name: str, detail: Any) -> tuple[Alert, ...]:
         event = self.events - 1
         alerts = []

@@ -1,6 +1,6 @@
-"""The signal catalogue: the fourteen watchdog signals (SPEC §1's eight, §7.3's
-repeated-failure and §12.4's five: recycled-calls, unknown-tool, repeated-text,
-empty-responses, compaction-storm), one module each.
+"""The signal catalogue: the fifteen watchdog signals (SPEC §1's eight, §7.3's
+repeated-failure, §12.4's five: recycled-calls, unknown-tool, repeated-text,
+empty-responses, compaction-storm, and issue 39's persistent-warnings), one module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -27,6 +27,7 @@ from . import (
     empty_responses,
     no_new_state,
     no_op_streak,
+    persistent_warnings,
     recycled_calls,
     repeated_failure,
     repeated_text,
@@ -85,6 +86,7 @@ CATALOGUE = (
     repeated_text,
     empty_responses,
     compaction_storm,
+    persistent_warnings,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))
@@ -205,6 +207,9 @@ class WatchdogConfig:
                     enabled |= spec.bit
             resolved.update(self.results.settings())
             resolved["tool_rules"] = self._tool_rules(resolved)
+            # persistent-warnings counts what alerts as warn under this config
+            resolved["warn_signals"] = sum(spec.bit for spec in SIGNALS
+                                           if spec.graded(self)[0] == WARN)
             cached = EngineSettings(enabled=enabled, **resolved)
             object.__setattr__(self, "_engine_settings", cached)
         return cached

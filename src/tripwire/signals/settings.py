@@ -37,6 +37,8 @@ class EngineSettings(NamedTuple):
     empty_responses_threshold: int
     compaction_per_turn: int
     compaction_in_a_row: int
+    persistent_warnings_threshold: int
+    warn_signals: int  # bitmask: the signals alerting as warn under the config (issue 39)
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
     known_tools: frozenset[str] = frozenset()  # SPEC §12.4: empty = the host lists none

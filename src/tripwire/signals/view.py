@@ -20,6 +20,10 @@ class EngineView(Protocol):
     @property
     def settings(self) -> EngineSettings: ...
 
+    def signal_ids(self, mask: int) -> list[str]:
+        """The ids of the signals whose bits are set in ``mask``, in catalogue order."""
+        ...
+
     def recent_call(self, age: int) -> tuple[str, Any]:
         """The (name, args) of the call ``age`` calls ago (0 = the latest)."""
         ...
@@ -61,4 +65,8 @@ class EngineView(Protocol):
     @property
     def compaction_storm(self) -> tuple[int, int]:
         """(compactions in this turn, since a turn last ended in agent text)."""
+        ...
+    @property
+    def persistent_warnings(self) -> tuple[int, int]:
+        """(warn alerts since the last new answer, the bits of the signals they were)."""
         ...
