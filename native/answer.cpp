@@ -82,6 +82,19 @@ bool unit_in(const char* u, size_t len, bool compound) noexcept {
 }
 
 // The first byte of every unit spelling (n u m s h, and µ's or μ's lead byte).
+// Whether `needle` occurs in data[0, length).
+bool contains(const char* data, size_t length, const char* needle, size_t n) noexcept {
+    for (const char* p = data; length >= n;) {
+        const void* hit = std::memchr(p, needle[0], length - n + 1);
+        if (hit == nullptr) return false;
+        const char* h = static_cast<const char*>(hit);
+        if (std::memcmp(h, needle, n) == 0) return true;
+        length -= static_cast<size_t>(h + 1 - p);
+        p = h + 1;
+    }
+    return false;
+}
+
 inline bool unit_start(uint8_t c) noexcept {
     return c == 'n' || c == 'u' || c == 'm' || c == 's' || c == 'h' || c == 0xC2 || c == 0xCE;
 }
@@ -94,6 +107,7 @@ public:
           signature_(signature), out_(out) {}
 
     bool run();
+    bool run_argument();  // argument mode (scan_argument)
 
 private:
     const uint8_t* s_;
@@ -111,6 +125,8 @@ private:
     size_t at_digits(size_t i);
     bool temp_component(size_t i, size_t& p, size_t& q) const noexcept;
     bool json_member_value(size_t i, size_t& v, size_t& e) const noexcept;
+    bool sleep_duration(size_t i, size_t& k, size_t& d) const noexcept;
+    bool temp_random(size_t p, size_t q, size_t& r, size_t& t) const noexcept;
 
     // -- output --------------------------------------------------------------------------
     void flush(size_t upto) {
@@ -647,6 +663,99 @@ uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
     const uint64_t key = xxh3_64(out.data(), out.size());
     trim(out);
     return key;
+}
+
+// -- argument mode (tripwire/identity/answer.py scan_argument) --------------------------------
+
+namespace {
+
+inline bool query_name(uint8_t c) noexcept {
+    return alnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || c == '%' || c == '[' ||
+           c == ']';
+}
+inline bool query_end(uint8_t c) noexcept {
+    return is(c, kSpace) || c == '&' || c == '#' || c == '"' || c == '\'' || c == '`' ||
+           c == '<' || c == '>' || c == ';' || c == '|' || c == '(' || c == ')' || c == '\\';
+}
+inline bool word_byte(uint8_t c) noexcept { return alnum(c) || c == '_'; }
+
+}  // namespace
+
+bool Scanner::sleep_duration(size_t i, size_t& k, size_t& d) const noexcept {
+    if (i > 0 && (word_byte(s_[i - 1]) || s_[i - 1] == '.' || s_[i - 1] == '-')) return false;
+    k = i + 5;
+    while (k < n_ && (s_[k] == ' ' || s_[k] == '\t')) ++k;
+    if (k == i + 5 || k >= n_ || !digit(s_[k])) return false;
+    d = digits_end(k);
+    if (d + 1 < n_ && s_[d] == '.' && digit(s_[d + 1])) d = digits_end(d + 1);
+    if (d < n_ && (s_[d] == 's' || s_[d] == 'm' || s_[d] == 'h' || s_[d] == 'd')) ++d;
+    return !(d < n_ && (word_byte(s_[d]) || s_[d] == '.'));
+}
+
+bool Scanner::temp_random(size_t p, size_t q, size_t& r, size_t& t) const noexcept {
+    if (q - p < 3 || std::memcmp(s_ + p, "tmp", 3) != 0) return false;
+    r = p + 3;
+    if (r < q && s_[r] == '.') ++r;
+    if (r < q && s_[r] == '_') return false;  // tmp_ then a word: a name someone chose
+    bool has_digit = false;
+    t = r;
+    while (t < q && word_byte(s_[t])) has_digit |= digit(s_[t++]);
+    return has_digit && t - r >= kTempRandomMin && t - r <= kTempRandomMax;
+}
+
+bool Scanner::run_argument() {
+    std::string value;  // a query value's own scan (query values are rare: no scratch kept)
+    size_t i = 0;
+    while (i < n_) {
+        const uint8_t c = s_[i];
+        if (c == '?' || c == '&') {
+            size_t j = i + 1;
+            while (j < n_ && query_name(s_[j])) ++j;
+            if (j == i + 1 || j >= n_ || s_[j] != '=') {
+                ++i;
+                continue;
+            }
+            const size_t v = j + 1;
+            size_t e = v;
+            while (e < n_ && !query_end(s_[e])) ++e;
+            if (e > v && scan_answer(reinterpret_cast<const char*>(s_) + v, e - v,
+                                     kQueryClasses, nullptr, false, value))
+                replace(v, e, value.data(), value.size());
+            i = e;
+        } else if (c == 's' && starts_with(i, "sleep")) {
+            size_t k, d;
+            if (sleep_duration(i, k, d)) {
+                replace(k, d, &kPlaceholder, 1);
+                i = d;
+            } else {
+                i += 5;
+            }
+        } else if (c == '/' || c == '\\') {
+            size_t p, q, r, t;
+            if (!temp_component(i, p, q)) {
+                ++i;
+                continue;
+            }
+            if (temp_random(p, q, r, t)) replace(r, t, &kPlaceholder, 1);
+            i = q;
+        } else {
+            ++i;
+        }
+    }
+    if (!changed_) return false;
+    flush(n_);
+    return true;
+}
+
+bool argument_candidate(const char* data, size_t length) noexcept {
+    return length != 0 && (std::memchr(data, '=', length) != nullptr ||
+                           contains(data, length, "sleep", 5) || contains(data, length, "tmp", 3));
+}
+
+bool scan_argument(const char* data, size_t length, std::string& out) {
+    if (!argument_candidate(data, length)) return false;
+    Scanner scanner(reinterpret_cast<const uint8_t*>(data), length, 0, nullptr, false, out);
+    return scanner.run_argument();
 }
 
 }  // namespace tw

@@ -50,6 +50,17 @@ bool is_empty_answer(const void* data, size_t length) noexcept;
 bool answer_digest(const void* data, size_t length, uint32_t classes, const AnswerKeys* keys,
                    Hash128& digest);
 
+// Argument mode (tripwire/identity/answer.py scan_argument, whose docstring states the rules):
+// a call's argument value with the parts that change when the same call is re-run (a URL query
+// value's timestamps and hex ids, the duration of `sleep N`, a generated temporary name's random
+// run) replaced by the placeholder. Returns false when there are none (`out` untouched).
+inline constexpr uint32_t kQueryClasses = kTimestamps | kHexIds;
+inline constexpr size_t kTempRandomMin = 6, kTempRandomMax = 12;
+bool scan_argument(const char* data, size_t length, std::string& out);
+// Whether the value holds '=', "sleep" or "tmp": without one, scan_argument finds nothing (and
+// path cleaning cannot make one, as it only drops and joins '/'-separated elements).
+bool argument_candidate(const char* data, size_t length) noexcept;
+
 // repeated-failure's error signature, hashed (XXH3-64 of the signature-mode scan).
 uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
                              const AnswerKeys* keys);

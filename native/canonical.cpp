@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "answer.h"
 #include "hash.h"
 
 namespace tw {
@@ -459,6 +460,16 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
     }
     ws();
     if (p != end) return false;
+    // A string with a volatile part is written by the general parser (escaping the
+    // placeholder); a path string is scanned after cleaning there, so any candidate goes.
+    for (size_t k = 0; k < n; ++k) {
+        if (m[k].type != 's') continue;
+        if (path_key(std::string_view(m[k].key, m[k].key_len))) {
+            if (argument_candidate(m[k].value, m[k].value_len)) return false;
+        } else if (scan_argument(m[k].value, m[k].value_len, scanned_)) {
+            return false;
+        }
+    }
     // Sort by key (stable insertion sort), keeping the last of duplicate keys (SPEC §10.9).
     uint8_t order[kMax];
     size_t bound = 2;
@@ -648,11 +659,18 @@ void Canonicalizer::emit_string(std::string_view s, bool plain) {
     out_.put('"');
 }
 
+void Canonicalizer::emit_value(std::string_view s, bool plain) {
+    if (scan_argument(s.data(), s.size(), scanned_))
+        emit_string(scanned_, false);  // the placeholder is escaped
+    else
+        emit_string(s, plain);
+}
+
 void Canonicalizer::emit_cleaned(std::string_view s, bool plain) {
-    if (!needs_cleaning(s.data(), s.size())) { emit_string(s, plain); return; }
+    if (!needs_cleaning(s.data(), s.size())) { emit_value(s, plain); return; }
     cleaned_.clear();
     clean_path(s.data(), s.size(), cleaned_);
-    emit_string(cleaned_.view(0, cleaned_.size()), plain);
+    emit_value(cleaned_.view(0, cleaned_.size()), plain);
 }
 
 bool Canonicalizer::parse_value(int depth, Context ctx) {
@@ -665,7 +683,7 @@ bool Canonicalizer::parse_value(int depth, Context ctx) {
             std::string_view v;
             bool plain, in_input;
             if (!read_string(strings_, v, plain, in_input)) return false;
-            if (ctx == kPlain) emit_string(v, plain);
+            if (ctx == kPlain) emit_value(v, plain);
             else emit_cleaned(v, plain);  // SPEC §10.9: strings under path-shaped keys
             return true;
         }
@@ -911,6 +929,7 @@ const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_l
         // a huge input last time: give the memory back
         for (Buffer* b : {&out_, &rest_, &keys_, &strings_, &cleaned_, &moved_}) b->shrink(0);
     }
+    if (scanned_.capacity() > kKeepScratch) std::string().swap(scanned_);
     out_.put(name, name_len);
     out_.put('\0');
     const size_t prefix = out_.size();

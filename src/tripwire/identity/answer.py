@@ -73,7 +73,7 @@ from ..errors import ConfigError
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",
     "LINE_COUNTERS", "TEMP_PATHS", "scan", "is_empty", "answer_digest", "payload_answer",
-    "signature",
+    "signature", "scan_argument", "QUERY_CLASSES",
     "ResultsConfig",
 ]
 
@@ -579,6 +579,125 @@ def signature(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = (
     scanned = scan(data, classes, keys, signature=True)
     assert scanned is not None
     return scanned
+
+
+# -- argument mode: the volatile parts of a call's argument values -----------------------------
+
+#: where a URL query parameter's name may continue (``?_=``, ``&since=``, ``&ids[]=``)
+_QUERY_NAME = _ALNUM | frozenset(b"_.-~%[]")
+#: where a URL query parameter's value ends
+_QUERY_END = _SPACE | frozenset(b"&#\"'`<>;|()\\")
+#: the classes that a query value's span may be (epochs, date-times, UUIDs, hex ids)
+QUERY_CLASSES = TIMESTAMPS | HEX
+#: bytes before ``sleep`` that make it part of another word (``time.sleep``, ``nosleep``)
+_SLEEP_GLUED = _ALNUM | frozenset(b"_.-")
+#: bytes that continue a ``sleep`` duration: a number followed by one is no duration
+_SLEEP_CONTINUES = _ALNUM | frozenset(b"_.")
+#: a generated temporary name is ``tmp`` or ``tmp.`` and a random run this long, with a digit
+#: (Python's ``mkstemp``/``mkdtemp``: 8 of ``[a-z0-9_]``; ``mktemp``: 10 of ``[A-Za-z0-9]``)
+TEMP_RANDOM_MIN = 6
+TEMP_RANDOM_MAX = 12
+_WORD = _ALNUM | frozenset(b"_")
+
+
+def _sleep_duration(s: bytes, i: int) -> tuple[int, int] | None:
+    """At ``sleep``: the span of its duration (``sleep 7``, ``sleep 0.5``, ``sleep 2m``)."""
+    n = len(s)
+    if i > 0 and s[i - 1] in _SLEEP_GLUED:
+        return None
+    k = i + 5
+    while k < n and s[k] in b" \t":
+        k += 1
+    if k == i + 5 or k >= n or s[k] not in _DIGIT:
+        return None
+    d = _digits_end(s, k)
+    if d + 1 < n and s[d] == 0x2E and s[d + 1] in _DIGIT:
+        d = _digits_end(s, d + 1)
+    if d < n and s[d] in b"smhd":
+        d += 1
+    if d < n and s[d] in _SLEEP_CONTINUES:
+        return None
+    return k, d
+
+
+def _temp_random(s: bytes, p: int, q: int) -> tuple[int, int] | None:
+    """In the temporary component s[p:q]: the random run of a generated name, or None."""
+    if not s.startswith(b"tmp", p):
+        return None
+    r = p + 3
+    if r < q and s[r] == 0x2E:
+        r += 1
+    if r < q and s[r] == 0x5F:
+        return None  # tmp_ then a word: a name someone chose (tmp_output1)
+    t = r
+    while t < q and s[t] in _WORD:
+        t += 1
+    if not TEMP_RANDOM_MIN <= t - r <= TEMP_RANDOM_MAX or not any(c in _DIGIT for c in s[r:t]):
+        return None
+    return r, t
+
+
+def scan_argument(data: bytes) -> bytes | None:
+    """A call's argument value with the parts that change when the same call is re-run
+    replaced by the placeholder, or None when it has none (the value is its own scan):
+
+    - a URL query parameter's value (``?_=1733480000123``, ``&since=2026-12-04T10:22:31Z``,
+      ``&request_id=<uuid>``): its spans of the ``timestamps`` and ``hex`` classes (the value
+      scanned on its own, from the ``=`` to the next ``&``, ``#``, whitespace, quote or shell
+      operator);
+    - the duration of ``sleep N`` (digits, an optional fraction and one of ``s m h d``; ``sleep``
+      not glued to a word before it: ``time.sleep(5)`` stays);
+    - a generated temporary name: in a ``temp_paths`` component, ``tmp`` or ``tmp.`` then a
+      run of 6 to 12 letters, digits and ``_`` holding a digit and not starting with ``_``
+      (``/tmp/tmpa8f3kq2z``); the run is replaced, a named scratch file (``/tmp/debug_log.txt``,
+      ``/tmp/tmp_output1.py``) stays.
+
+    Nothing else: the other classes would merge progress (``sed -n 10,20p``, ``sed -i
+    '223s/a/b/'`` is a "duration", a commit hash, a task's UUID, a test's time literal)."""
+    s = bytes(data)
+    if b"=" not in s and b"sleep" not in s and b"tmp" not in s:
+        return None
+    n = len(s)
+    out = _Out(s, False)
+    i = 0
+    while i < n:
+        c = s[i]
+        if c == 0x3F or c == 0x26:  # '?' or '&'
+            j = i + 1
+            while j < n and s[j] in _QUERY_NAME:
+                j += 1
+            if j == i + 1 or j >= n or s[j] != 0x3D:
+                i += 1
+                continue
+            v = e = j + 1
+            while e < n and s[e] not in _QUERY_END:
+                e += 1
+            scanned = scan(s[v:e], QUERY_CLASSES) if e > v else None
+            if scanned is not None:
+                out.replace(v, e, scanned)
+            i = e
+        elif c == 0x73 and s.startswith(b"sleep", i):  # 's'
+            span = _sleep_duration(s, i)
+            if span is None:
+                i += 5
+            else:
+                out.replace(*span)
+                i = span[1]
+        elif c == 0x2F or c == 0x5C:  # '/' or '\'
+            component = _temp_component(s, i)
+            if component is None:
+                i += 1
+                continue
+            run = _temp_random(s, *component)
+            if run is not None:
+                out.replace(*run)
+            i = component[1]
+        else:
+            i += 1
+    if not out.changed:
+        return None
+    out.flush(n)
+    return bytes(out.buf)
 
 
 # -- configuration: [results] ----------------------------------------------------------------

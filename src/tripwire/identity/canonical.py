@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from ..base.inputs import args_bytes, payload_bytes
+from .answer import scan_argument
 
 #: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
 PATH_WORDS = frozenset(
@@ -163,6 +164,15 @@ def _quote(s: str) -> str:
 REST_PLACEHOLDER = "\x01"
 
 
+def _volatile(value: str) -> str:
+    """A string value with its volatile parts replaced (``answer.scan_argument``): the same
+    call re-run with a new cache-buster, ``sleep`` or temporary name has the same key."""
+    if "=" not in value and "sleep" not in value and "tmp" not in value:
+        return value  # the scan's own first test, without encoding the string
+    scanned = scan_argument(value.encode("utf-8"))
+    return value if scanned is None else scanned.decode("utf-8")
+
+
 def _canonical(value: Any, depth: int) -> str:
     if isinstance(value, dict):
         if depth > MAX_DEPTH:
@@ -178,7 +188,7 @@ def _canonical(value: Any, depth: int) -> str:
     if isinstance(value, _Number):
         return str(value)
     if isinstance(value, str):
-        return _quote(value)
+        return _quote(_volatile(value))
     if value is True:
         return "true"
     if value is False:
@@ -190,12 +200,12 @@ def _member_value(key: str, value: Any, depth: int) -> str:
     """A member's canonical value; strings under path-shaped keys are cleaned (SPEC §10.9)."""
     if is_path_key(key):
         if type(value) is str:
-            return _quote(clean_path(value))
+            return _quote(_volatile(clean_path(value)))
         if isinstance(value, list):
             if depth + 1 > MAX_DEPTH:
                 raise _Invalid
             items = [
-                _quote(clean_path(v)) if type(v) is str else _canonical(v, depth + 2)
+                _quote(_volatile(clean_path(v))) if type(v) is str else _canonical(v, depth + 2)
                 for v in value
             ]
             return "[" + ",".join(items) + "]"
@@ -292,7 +302,7 @@ def canonicalize(name: str, args: Any) -> CanonicalCall:
             for k in sorted(parsed):
                 v = parsed[k]
                 if type(v) is str and is_path_key(k):
-                    paths.append(clean_path(v))
+                    paths.append(_volatile(clean_path(v)))
                     rest_members.append(_quote(k) + ":" + REST_PLACEHOLDER)
                 else:
                     rest_members.append(_quote(k) + ":" + _member_value(k, v, 1))
