@@ -10,6 +10,7 @@ the change must keep: no healthy session gains a critical alert."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -166,7 +167,7 @@ def test_a_cache_busted_ping_pong_is_a_cycle(implementation: str) -> None:
 # -- every call of the shared recordings, both engines ---------------------------------------
 
 
-def _recorded_calls() -> list[tuple[str, str, Any]]:
+def _recorded_calls() -> list[tuple[str, str, Any, str]]:
     from tripwire.interchange.adapters import read, transcripts
     from tripwire.interchange.events import Call
 
@@ -179,34 +180,59 @@ def _recorded_calls() -> list[tuple[str, str, Any]]:
         for transcript in transcripts([str(root)]):
             for item in read(transcript):
                 if type(item.event) is Call:
-                    calls.append((transcript.name, item.event.name, item.event.args))
+                    calls.append((transcript.name, item.event.name, item.event.args,
+                                  str(transcript.path)))
     return calls
 
 
 @pytest.fixture(scope="module")
-def recorded_calls() -> list[tuple[str, str, Any]]:
+def recorded_calls() -> list[tuple[str, str, Any, str]]:
     return _recorded_calls()
 
 
 def test_both_engines_key_every_recorded_call_the_same(recorded_calls) -> None:
     native, reference = _engine.load("native"), _engine.load("python")
     assert len(recorded_calls) == 11767
-    differ = [(session, name) for session, name, args in recorded_calls
+    differ = [(session, name) for session, name, args, _ in recorded_calls
               if native.canonical_key(name, args) != reference.canonical_key(name, args)
               or native.canonical_form(args) != reference.canonical_form(args)]
     assert differ == []
 
 
-def test_the_recorded_calls_that_have_a_volatile_part(recorded_calls) -> None:
-    """What the scan changes in the recordings: the two `sleep 50` polls of Harbor's terminal
-    agent, and nothing else (no sed address, commit hash, task UUID or scratch file)."""
+def _with_a_volatile_part(recorded_calls) -> list[tuple[str, str, str, str]]:
+    """(session, tool, canonical form, file) of each recorded call the scan changed."""
     from tripwire.base.inputs import args_bytes
     reference = _engine.load("python")
     changed = []
-    for session, name, args in recorded_calls:
+    for session, name, args, path in recorded_calls:
         form = reference.canonical_form(args)
         if form is not None and b"\\u001a" in form and b"\\u001a" not in args_bytes(args):
-            changed.append((session, name, form.decode()))
-    assert changed == [
+            changed.append((session, name, form.decode(), path))
+    return changed
+
+
+def test_the_recorded_calls_that_have_a_volatile_part(recorded_calls) -> None:
+    """What the scan changes in the recordings: the two `sleep 50` polls of Harbor's terminal
+    agent, and nothing else (no sed address, commit hash, task UUID or scratch file)."""
+    assert [c[:3] for c in _with_a_volatile_part(recorded_calls)] == [
         ("atif/samples/harbor-golden-terminus_2/hello-world-timeout.trajectory.json",
          "bash_command", '{"duration":5e1,"keystrokes":"sleep \\u001a\\u000a"}')] * 2
+
+
+def test_no_healthy_session_gains_a_critical_alert(recorded_calls) -> None:
+    """A session none of whose calls has a volatile part has exactly the keys it had before the
+    scan existed (every string is written as it was), so its alerts are unchanged; each session
+    that has one is measured here: no critical alert, and no healthy one among them."""
+    from tripwire.corpus import measure_paths
+    from tripwire.corpus.analysis import critical_trips
+    from tripwire.corpus.labels import read_labels
+
+    files = sorted({c[3] for c in _with_a_volatile_part(recorded_calls)})
+    assert [Path(f).name for f in files] == ["hello-world-timeout.trajectory.json"]
+    results = measure_paths(files)
+    assert [(r.session, critical_trips(r)) for r in results if critical_trips(r)] == []
+    labels = [read_labels(SHARED / "corpus" / "mini-swe-agent-swebench" / "outcomes.json"),
+              read_labels(SHARED / "corpus" / "tau-bench-airline" / "gpt-4o-airline.json")]
+    healthy = {r.session for r in results for lab in labels
+               if (label := lab.of(r.session)) is not None and label.healthy}
+    assert healthy == set()  # the one touched session is a format sample, unlabelled
