@@ -82,19 +82,6 @@ bool unit_in(const char* u, size_t len, bool compound) noexcept {
 }
 
 // The first byte of every unit spelling (n u m s h, and µ's or μ's lead byte).
-// Whether `needle` occurs in data[0, length).
-bool contains(const char* data, size_t length, const char* needle, size_t n) noexcept {
-    for (const char* p = data; length >= n;) {
-        const void* hit = std::memchr(p, needle[0], length - n + 1);
-        if (hit == nullptr) return false;
-        const char* h = static_cast<const char*>(hit);
-        if (std::memcmp(h, needle, n) == 0) return true;
-        length -= static_cast<size_t>(h + 1 - p);
-        p = h + 1;
-    }
-    return false;
-}
-
 inline bool unit_start(uint8_t c) noexcept {
     return c == 'n' || c == 'u' || c == 'm' || c == 's' || c == 'h' || c == 0xC2 || c == 0xCE;
 }
@@ -126,7 +113,12 @@ private:
     bool temp_component(size_t i, size_t& p, size_t& q) const noexcept;
     bool json_member_value(size_t i, size_t& v, size_t& e) const noexcept;
     bool sleep_duration(size_t i, size_t& k, size_t& d) const noexcept;
-    bool temp_random(size_t p, size_t q, size_t& r, size_t& t) const noexcept;
+    bool query_value(size_t eq, size_t& v, size_t& e, std::string& value) const;
+    bool ends_with(size_t k, const char* p, size_t len) const noexcept;
+    bool token_start(size_t k) const noexcept;
+    bool temp_prefix_ends(size_t t) const noexcept;
+    bool temp_name(size_t t, size_t& r, size_t& e) const noexcept;
+    size_t argument_anchor(size_t a) const noexcept;  // the next '=' or 'p' at or after a
 
     // -- output --------------------------------------------------------------------------
     void flush(size_t upto) {
@@ -692,64 +684,102 @@ bool Scanner::sleep_duration(size_t i, size_t& k, size_t& d) const noexcept {
     return !(d < n_ && (word_byte(s_[d]) || s_[d] == '.'));
 }
 
-bool Scanner::temp_random(size_t p, size_t q, size_t& r, size_t& t) const noexcept {
-    if (q - p < 3 || std::memcmp(s_ + p, "tmp", 3) != 0) return false;
-    r = p + 3;
-    if (r < q && s_[r] == '.') ++r;
-    if (r < q && s_[r] == '_') return false;  // tmp_ then a word: a name someone chose
+bool Scanner::query_value(size_t eq, size_t& v, size_t& e, std::string& value) const {
+    size_t b = eq;
+    while (b > 0 && query_name(s_[b - 1])) --b;
+    if (b == eq || b == 0 || (s_[b - 1] != '?' && s_[b - 1] != '&')) return false;
+    v = e = eq + 1;
+    while (e < n_ && !query_end(s_[e])) ++e;
+    return e > v && scan_answer(reinterpret_cast<const char*>(s_) + v, e - v, kQueryClasses,
+                                nullptr, false, value);
+}
+
+bool Scanner::ends_with(size_t k, const char* p, size_t len) const noexcept {
+    return k >= len && std::memcmp(s_ + k - len, p, len) == 0;
+}
+
+bool Scanner::token_start(size_t k) const noexcept {
+    return k == 0 || !is(s_[k - 1], kName) || escape_letter(k);
+}
+
+bool Scanner::temp_prefix_ends(size_t t) const noexcept {
+    static const char* const kPrefixes[] = {"/tmp/", "/var/tmp/", "/private/tmp/",
+                                            "/private/var/tmp/"};
+    for (const char* p : kPrefixes) {
+        const size_t len = std::strlen(p);
+        if (ends_with(t, p, len) && token_start(t - len)) return true;
+    }
+    if (ends_with(t, "/T/", 3)) {  // /var/folders/X/Y/T/
+        size_t k = t - 3;
+        for (int i = 0; i < 2; ++i) {  // Y, then X: non-empty components, each after a '/'
+            size_t c = k;
+            while (c > 0 && !is(s_[c - 1], kComponentEnd)) --c;
+            if (c == k || c == 0 || s_[c - 1] != '/') return false;
+            k = c - 1;
+        }
+        ++k;  // just past the '/' before X
+        return (ends_with(k, "/var/folders/", 13) && token_start(k - 13)) ||
+               (ends_with(k, "/private/var/folders/", 21) && token_start(k - 21));
+    }
+    size_t b = t;
+    while (b > 0 && s_[b - 1] == '\\') --b;  // ...\Temp\ (also doubled, as in JSON text)
+    return b < t && b >= 5 && s_[b - 5] == '\\' &&
+           (std::memcmp(s_ + b - 4, "Temp", 4) == 0 || std::memcmp(s_ + b - 4, "TEMP", 4) == 0 ||
+            std::memcmp(s_ + b - 4, "temp", 4) == 0);
+}
+
+bool Scanner::temp_name(size_t t, size_t& r, size_t& e) const noexcept {
+    if (!temp_prefix_ends(t)) return false;
+    r = t + 3;
+    if (r < n_ && s_[r] == '.') ++r;
+    if (r < n_ && s_[r] == '_') return false;  // tmp_ then a word: a name someone chose
     bool has_digit = false;
-    t = r;
-    while (t < q && word_byte(s_[t])) has_digit |= digit(s_[t++]);
-    return has_digit && t - r >= kTempRandomMin && t - r <= kTempRandomMax;
+    e = r;
+    while (e < n_ && word_byte(s_[e])) has_digit |= digit(s_[e++]);
+    return has_digit && e - r >= kTempRandomMin && e - r <= kTempRandomMax;
+}
+
+size_t Scanner::argument_anchor(size_t a) const noexcept {
+#if defined(__SSE2__)
+    const __m128i eq = _mm_set1_epi8('='), p = _mm_set1_epi8('p');
+    for (; a + 16 <= n_; a += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s_ + a));
+        const int bits = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, eq), _mm_cmpeq_epi8(v, p)));
+        if (bits) return a + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+    }
+#endif
+    while (a < n_ && s_[a] != '=' && s_[a] != 'p') ++a;
+    return a;
 }
 
 bool Scanner::run_argument() {
     std::string value;  // a query value's own scan (query values are rare: no scratch kept)
-    size_t i = 0;
-    while (i < n_) {
-        const uint8_t c = s_[i];
-        if (c == '?' || c == '&') {
-            size_t j = i + 1;
-            while (j < n_ && query_name(s_[j])) ++j;
-            if (j == i + 1 || j >= n_ || s_[j] != '=') {
-                ++i;
-                continue;
+    size_t done = 0;    // the end of the last replacement
+    for (size_t a = argument_anchor(0); a < n_; a = argument_anchor(a + 1)) {
+        size_t start, end;
+        if (s_[a] == '=') {
+            if (query_value(a, start, end, value) && start >= done) {
+                replace(start, end, value.data(), value.size());
+                done = end;
             }
-            const size_t v = j + 1;
-            size_t e = v;
-            while (e < n_ && !query_end(s_[e])) ++e;
-            if (e > v && scan_answer(reinterpret_cast<const char*>(s_) + v, e - v,
-                                     kQueryClasses, nullptr, false, value))
-                replace(v, e, value.data(), value.size());
-            i = e;
-        } else if (c == 's' && starts_with(i, "sleep")) {
-            size_t k, d;
-            if (sleep_duration(i, k, d)) {
-                replace(k, d, &kPlaceholder, 1);
-                i = d;
-            } else {
-                i += 5;
-            }
-        } else if (c == '/' || c == '\\') {
-            size_t p, q, r, t;
-            if (!temp_component(i, p, q)) {
-                ++i;
-                continue;
-            }
-            if (temp_random(p, q, r, t)) replace(r, t, &kPlaceholder, 1);
-            i = q;
+            continue;
+        }
+        bool found;
+        if (a >= 4 && std::memcmp(s_ + a - 4, "slee", 4) == 0) {
+            found = sleep_duration(a - 4, start, end);
+        } else if (a >= 2 && s_[a - 2] == 't' && s_[a - 1] == 'm') {
+            found = temp_name(a - 2, start, end);
         } else {
-            ++i;
+            continue;
+        }
+        if (found && start >= done) {
+            replace(start, end, &kPlaceholder, 1);
+            done = end;
         }
     }
     if (!changed_) return false;
     flush(n_);
     return true;
-}
-
-bool argument_candidate(const char* data, size_t length) noexcept {
-    return length != 0 && (std::memchr(data, '=', length) != nullptr ||
-                           contains(data, length, "sleep", 5) || contains(data, length, "tmp", 3));
 }
 
 bool scan_argument(const char* data, size_t length, std::string& out) {

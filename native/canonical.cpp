@@ -385,6 +385,7 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
         const char* value;
         uint32_t value_len;
         char type;  // 's' string, 'n' integer, 'l' literal
+        bool path;  // a string under a path-shaped key
     };
     constexpr size_t kMax = 16;
     Flat m[kMax];
@@ -463,12 +464,11 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
     // A string with a volatile part is written by the general parser (escaping the
     // placeholder); a path string is scanned after cleaning there, so any candidate goes.
     for (size_t k = 0; k < n; ++k) {
-        if (m[k].type != 's') continue;
-        if (path_key(std::string_view(m[k].key, m[k].key_len))) {
-            if (argument_candidate(m[k].value, m[k].value_len)) return false;
-        } else if (scan_argument(m[k].value, m[k].value_len, scanned_)) {
-            return false;
-        }
+        Flat& f = m[k];
+        if (f.type != 's') continue;
+        f.path = path_key(std::string_view(f.key, f.key_len));
+        if (!argument_candidate(f.value, f.value_len)) continue;
+        if (f.path || scan_argument(f.value, f.value_len, scanned_)) return false;
     }
     // Sort by key (stable insertion sort), keeping the last of duplicate keys (SPEC §10.9).
     uint8_t order[kMax];
@@ -502,7 +502,7 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
         if (f.type == 's') {
             const size_t value_start = static_cast<size_t>(w - base);
             *w++ = '"';
-            const bool path = path_key(std::string_view(f.key, f.key_len));
+            const bool path = f.path;
             if (path && needs_cleaning(f.value, f.value_len)) {
                 cleaned_.clear();
                 clean_path(f.value, f.value_len, cleaned_);

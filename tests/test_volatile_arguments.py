@@ -135,6 +135,30 @@ def test_scan_argument_spans() -> None:
         f"/tmp/tmp{P}.py /tmp/tmp.{P} /tmp/tmpfile /tmp/tmpabcdefgh"
     assert spans("C:\\Users\\me\\AppData\\Local\\Temp\\tmpk3j4h5g6\\x") == \
         f"C:\\Users\\me\\AppData\\Local\\Temp\\tmp{P}\\x"
+    # spans of two kinds side by side; a temp name inside a query value; token starts
+    assert spans("/tmp/tmpa8f3kq2z?_=1733480000123") == f"/tmp/tmp{P}?_={P}"
+    assert spans("u?f=/tmp/tmpa8f3kq2z&t=1733480000") == f"u?f=/tmp/tmp{P}&t={P}"
+    assert spans("/private/tmp/tmpa8f3kq2z x/private/tmp/tmpa8f3kq2z") == \
+        f"/private/tmp/tmp{P} x/private/tmp/tmpa8f3kq2z"
+    assert spans("/var/folders/ab/cd/T/tmp1x2y3z4w /var/folders/ab/T/tmp1x2y3z4w") == \
+        f"/var/folders/ab/cd/T/tmp{P} /var/folders/ab/T/tmp1x2y3z4w"
+    # a parameter needs a name after its '?' or '&'; its value runs to the next '&' or space
+    assert spans("?a=b=1733480000123 &=1733480000123 x=1733480000123") == \
+        f"?a=b={P} &=1733480000123 x=1733480000123"
+
+
+def test_both_engines_scan_fragments_alike() -> None:
+    """Strings of volatile fragments, glued at random (the fuzzer does more, for longer)."""
+    import random
+    native, reference = _engine.load("native"), _engine.load("python")
+    pieces = ["tmp", "tmpa8f3kq2z", "tmp.Xa81bC9dQz", "tmp_x1y2z3", "/", "\\", "Temp", "T",
+              "var", "folders", "private", " ", "sleep", " 7", ".5", "s", "x", "?", "&", "=",
+              "_", "1733480000123", "2026-12-04T10:22:31Z", UUID, "9f86d081884c7d65", "\n"]
+    rng = random.Random(39)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        args = json.dumps({"command": text, "path": text, "list": [text]})
+        assert native.canonical_form(args) == reference.canonical_form(args), text
 
 
 # -- the detectors see one call --------------------------------------------------------------

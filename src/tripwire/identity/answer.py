@@ -620,21 +620,70 @@ def _sleep_duration(s: bytes, i: int) -> tuple[int, int] | None:
     return k, d
 
 
-def _temp_random(s: bytes, p: int, q: int) -> tuple[int, int] | None:
-    """In the temporary component s[p:q]: the random run of a generated name, or None."""
-    if not s.startswith(b"tmp", p):
+def _query_value(s: bytes, eq: int) -> tuple[int, int, bytes] | None:
+    """At '=': when it ends a URL query parameter's name (``?name=`` or ``&name=``), the
+    value's span and its scan, if the scan replaced something."""
+    b = eq
+    while b > 0 and s[b - 1] in _QUERY_NAME:
+        b -= 1
+    if b == eq or b == 0 or s[b - 1] not in b"?&":
         return None
-    r = p + 3
-    if r < q and s[r] == 0x2E:
+    v = e = eq + 1
+    n = len(s)
+    while e < n and s[e] not in _QUERY_END:
+        e += 1
+    scanned = scan(s[v:e], QUERY_CLASSES) if e > v else None
+    return None if scanned is None else (v, e, scanned)
+
+
+def _token_start(s: bytes, k: int) -> bool:
+    """A temporary prefix at k starts a token (``/home/u/tmp/x`` is no temporary path)."""
+    return k == 0 or s[k - 1] not in _NAME or _escape_letter(s, k)
+
+
+def _temp_prefix_ends(s: bytes, t: int) -> bool:
+    """A ``temp_paths`` prefix ends at t: t starts the first component under it."""
+    for prefix in _TEMP_PREFIXES:
+        if s.endswith(prefix, 0, t) and _token_start(s, t - len(prefix)):
+            return True
+    if s.endswith(b"/T/", 0, t):  # /var/folders/X/Y/T/
+        k = t - 3
+        for _ in range(2):  # Y, then X: non-empty components, each after a '/'
+            c = k
+            while c > 0 and s[c - 1] not in _COMPONENT_END:
+                c -= 1
+            if c == k or c == 0 or s[c - 1] != 0x2F:
+                return False
+            k = c - 1
+        k += 1  # just past the '/' before X
+        return any(s.endswith(f, 0, k) and _token_start(s, k - len(f)) for f in _FOLDERS)
+    b = t
+    while b > 0 and s[b - 1] == 0x5C:  # ...\Temp\ (also doubled, as in JSON text)
+        b -= 1
+    return b < t and b >= 5 and s[b - 5] == 0x5C and s[b - 4:b] in (b"Temp", b"TEMP", b"temp")
+
+
+def _temp_name(s: bytes, t: int) -> tuple[int, int] | None:
+    """At ``tmp``: the random run of a generated name that starts a temporary component."""
+    if not _temp_prefix_ends(s, t):
+        return None
+    n = len(s)
+    r = t + 3
+    if r < n and s[r] == 0x2E:
         r += 1
-    if r < q and s[r] == 0x5F:
+    if r < n and s[r] == 0x5F:
         return None  # tmp_ then a word: a name someone chose (tmp_output1)
-    t = r
-    while t < q and s[t] in _WORD:
-        t += 1
-    if not TEMP_RANDOM_MIN <= t - r <= TEMP_RANDOM_MAX or not any(c in _DIGIT for c in s[r:t]):
+    e = r
+    while e < n and s[e] in _WORD:
+        e += 1
+    if not TEMP_RANDOM_MIN <= e - r <= TEMP_RANDOM_MAX or not any(c in _DIGIT for c in s[r:e]):
         return None
-    return r, t
+    return r, e
+
+
+#: the bytes the argument scan stops at: '=' (a query value) and 'p' (the end of ``sleep`` and
+#: of ``tmp``)
+_ARGUMENT_ANCHOR = re.compile(rb"[=p]")
 
 
 def scan_argument(data: bytes) -> bytes | None:
@@ -643,60 +692,46 @@ def scan_argument(data: bytes) -> bytes | None:
 
     - a URL query parameter's value (``?_=1733480000123``, ``&since=2026-12-04T10:22:31Z``,
       ``&request_id=<uuid>``): its spans of the ``timestamps`` and ``hex`` classes (the value
-      scanned on its own, from the ``=`` to the next ``&``, ``#``, whitespace, quote or shell
-      operator);
+      scanned on its own, from the ``=`` after ``?name`` or ``&name`` to the next ``&``, ``#``,
+      whitespace, quote or shell operator);
     - the duration of ``sleep N`` (digits, an optional fraction and one of ``s m h d``; ``sleep``
       not glued to a word before it: ``time.sleep(5)`` stays);
-    - a generated temporary name: in a ``temp_paths`` component, ``tmp`` or ``tmp.`` then a
-      run of 6 to 12 letters, digits and ``_`` holding a digit and not starting with ``_``
-      (``/tmp/tmpa8f3kq2z``); the run is replaced, a named scratch file (``/tmp/debug_log.txt``,
-      ``/tmp/tmp_output1.py``) stays.
+    - a generated temporary name: the first component under a ``temp_paths`` prefix, ``tmp``
+      or ``tmp.`` then a run of 6 to 12 letters, digits and ``_`` holding a digit and not
+      starting with ``_`` (``/tmp/tmpa8f3kq2z``); the run is replaced, a named scratch file
+      (``/tmp/debug_log.txt``, ``/tmp/tmp_output1.py``) stays.
+
+    The scan stops at each ``=`` and ``p`` (the last byte of ``sleep`` and ``tmp``), left to
+    right; a span is replaced unless it starts before the end of the last one replaced.
 
     Nothing else: the other classes would merge progress (``sed -n 10,20p``, ``sed -i
     '223s/a/b/'`` is a "duration", a commit hash, a task's UUID, a test's time literal)."""
     s = bytes(data)
     if b"=" not in s and b"sleep" not in s and b"tmp" not in s:
         return None
-    n = len(s)
     out = _Out(s, False)
-    i = 0
-    while i < n:
-        c = s[i]
-        if c == 0x3F or c == 0x26:  # '?' or '&'
-            j = i + 1
-            while j < n and s[j] in _QUERY_NAME:
-                j += 1
-            if j == i + 1 or j >= n or s[j] != 0x3D:
-                i += 1
-                continue
-            v = e = j + 1
-            while e < n and s[e] not in _QUERY_END:
-                e += 1
-            scanned = scan(s[v:e], QUERY_CLASSES) if e > v else None
-            if scanned is not None:
-                out.replace(v, e, scanned)
-            i = e
-        elif c == 0x73 and s.startswith(b"sleep", i):  # 's'
-            span = _sleep_duration(s, i)
-            if span is None:
-                i += 5
-            else:
-                out.replace(*span)
-                i = span[1]
-        elif c == 0x2F or c == 0x5C:  # '/' or '\'
-            component = _temp_component(s, i)
-            if component is None:
-                i += 1
-                continue
-            run = _temp_random(s, *component)
-            if run is not None:
-                out.replace(*run)
-            i = component[1]
+    done = 0  # the end of the last replacement
+    for m in _ARGUMENT_ANCHOR.finditer(s):
+        a = m.start()
+        span: tuple[int, int] | None
+        if s[a] == 0x3D:
+            query = _query_value(s, a)
+            if query is not None and query[0] >= done:
+                out.replace(*query)
+                done = query[1]
+            continue
+        if a >= 4 and s[a - 4:a] == b"slee":
+            span = _sleep_duration(s, a - 4)
+        elif a >= 2 and s[a - 2:a] == b"tm":
+            span = _temp_name(s, a - 2)
         else:
-            i += 1
+            continue
+        if span is not None and span[0] >= done:
+            out.replace(*span)
+            done = span[1]
     if not out.changed:
         return None
-    out.flush(n)
+    out.flush(len(s))
     return bytes(out.buf)
 
 
