@@ -1,7 +1,9 @@
 """Canonical call keys in plain Python (SPEC §2): the reference of ``native/canonical.*``.
 
-Path-shaped keys, lexical path cleaning, canonical JSON, the 64-bit XXH3 key, and the
-run-consistent suffix relation of the repeat detector. ``_reference`` re-exports every name, so
+Path-shaped keys, lexical path cleaning, the volatile parts of string values (a URL query's
+timestamp or request id, a ``sleep`` duration, a generated temporary name: ``answer.
+scan_argument``), canonical JSON, the 64-bit XXH3 key, and the run-consistent suffix relation of
+the repeat detector. ``_reference`` re-exports every name, so
 both engines export the same API.
 """
 
