@@ -583,20 +583,13 @@ def signature(data: bytes, classes: int = ALL_CLASSES, keys: Iterable[bytes] = (
 
 # -- argument mode: the volatile parts of a call's argument values -----------------------------
 
-#: where a URL query parameter's name may continue (``?_=``, ``&since=``, ``&ids[]=``)
-_QUERY_NAME = _ALNUM | frozenset(b"_.-~%[]")
-#: where a URL query parameter's value ends
-_QUERY_END = _SPACE | frozenset(b"&#\"'`<>;|()\\")
-#: the classes that a query value's span may be (epochs, date-times, UUIDs, hex ids)
-QUERY_CLASSES = TIMESTAMPS | HEX
-#: bytes before ``sleep`` that make it part of another word (``time.sleep``, ``nosleep``)
-_SLEEP_GLUED = _ALNUM | frozenset(b"_.-")
-#: bytes that continue a ``sleep`` duration: a number followed by one is no duration
-_SLEEP_CONTINUES = _ALNUM | frozenset(b"_.")
-#: a generated temporary name is ``tmp`` or ``tmp.`` and a random run this long, with a digit
-#: (Python's ``mkstemp``/``mkdtemp``: 8 of ``[a-z0-9_]``; ``mktemp``: 10 of ``[A-Za-z0-9]``)
-TEMP_RANDOM_MIN = 6
-TEMP_RANDOM_MAX = 12
+_QUERY_NAME = _ALNUM | frozenset(b"_.-~%[]")  # a query parameter's name: ?_=, &ids[]=
+_QUERY_END = _SPACE | frozenset(b"&#\"'`<>;|()\\")  # where its value ends
+QUERY_CLASSES = TIMESTAMPS | HEX  # what a query value's spans may be
+_SLEEP_GLUED = _ALNUM | frozenset(b"_.-")  # before ``sleep``: another word (time.sleep)
+_SLEEP_CONTINUES = _ALNUM | frozenset(b"_.")  # after its number: no duration
+#: a generated name's random run (mkstemp, mkdtemp: 8 of [a-z0-9_]; mktemp: 10 of [A-Za-z0-9])
+TEMP_RANDOM_MIN, TEMP_RANDOM_MAX = 6, 12
 _WORD = _ALNUM | frozenset(b"_")
 
 
@@ -621,16 +614,14 @@ def _sleep_duration(s: bytes, i: int) -> tuple[int, int] | None:
 
 
 def _query_value(s: bytes, eq: int) -> tuple[int, int, bytes] | None:
-    """At '=': when it ends a URL query parameter's name (``?name=`` or ``&name=``), the
-    value's span and its scan, if the scan replaced something."""
+    """At '=' after ``?name`` or ``&name``: the value's span and scan, if it replaced a span."""
     b = eq
     while b > 0 and s[b - 1] in _QUERY_NAME:
         b -= 1
     if b == eq or b == 0 or s[b - 1] not in b"?&":
         return None
     v = e = eq + 1
-    n = len(s)
-    while e < n and s[e] not in _QUERY_END:
+    while e < len(s) and s[e] not in _QUERY_END:
         e += 1
     scanned = scan(s[v:e], QUERY_CLASSES) if e > v else None
     return None if scanned is None else (v, e, scanned)
@@ -681,9 +672,7 @@ def _temp_name(s: bytes, t: int) -> tuple[int, int] | None:
     return r, e
 
 
-#: the bytes the argument scan stops at: '=' (a query value) and 'p' (the end of ``sleep`` and
-#: of ``tmp``)
-_ARGUMENT_ANCHOR = re.compile(rb"[=p]")
+_ARGUMENT_ANCHOR = re.compile(rb"[=p]")  # a query value's '=', the last byte of sleep and tmp
 
 
 def scan_argument(data: bytes) -> bytes | None:
@@ -701,11 +690,9 @@ def scan_argument(data: bytes) -> bytes | None:
       starting with ``_`` (``/tmp/tmpa8f3kq2z``); the run is replaced, a named scratch file
       (``/tmp/debug_log.txt``, ``/tmp/tmp_output1.py``) stays.
 
-    The scan stops at each ``=`` and ``p`` (the last byte of ``sleep`` and ``tmp``), left to
-    right; a span is replaced unless it starts before the end of the last one replaced.
-
-    Nothing else: the other classes would merge progress (``sed -n 10,20p``, ``sed -i
-    '223s/a/b/'`` is a "duration", a commit hash, a task's UUID, a test's time literal)."""
+    The scan stops at each ``=`` and ``p`` (the last byte of ``sleep``, ``tmp``), left to right;
+    a span is replaced unless it starts before the end of the last one replaced. Nothing else:
+    the other classes merge progress (``sed -i '223s/a/b/'``, a commit, a task's UUID)."""
     s = bytes(data)
     if b"=" not in s and b"sleep" not in s and b"tmp" not in s:
         return None
