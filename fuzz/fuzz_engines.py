@@ -5,7 +5,8 @@
 Three targets, each run in turn until the time is up:
 
 - **canonicalizer**: random JSON objects (path-shaped and very long keys, camelCase, acronyms and
-  digits, path values with ``.``/``..``/``//``, lone and paired surrogate escapes, numbers in many
+  digits, path values with ``.``/``..``/``//``, volatile parts of arguments (temporary names,
+  ``sleep N``, URL query values), lone and paired surrogate escapes, numbers in many
   spellings, nesting up to well past the depth limit), then mutated bytes of them; the native and
   the reference canonical form and key must be equal, for str and bytes input;
 - **batch decoder**: random ``Fleet.observe_many`` rows (every kind, wrong types, missing or
@@ -64,9 +65,18 @@ def rand_key(rng: random.Random) -> str:
     return key
 
 
+#: pieces the volatile-argument scan reads (arguments.scan_argument), whole and cut short
+VOLATILE = ["tmp", "tmpa8f3kq2z", "tmp.Xa81bC9dQz", "tmp_x1y2z3", "var", "folders", "T", "Temp",
+            "sleep 7", "sleep 0.5s&&", "xsleep 3", "sleep\t2m;", "?_=1733480000123",
+            "&ts=2026-12-04T10:22:31Z", "?id=0ccf1a04-1b4c-43b6-8aa5-79e41db43a68#",
+            "?a=&b==", "&n=9f86d081884c7d65", "?=1", "?ts=173348000012"]
+
+
 def rand_path(rng: random.Random) -> str:
-    parts = [rng.choice(["a", "src", "..", ".", "", "main.go", "x y", "~", "\\\\", "é"])
-             for _ in range(rng.randint(0, 6))]
+    pieces = ["a", "src", "..", ".", "", "main.go", "x y", "~", "\\\\", "é"]
+    if rng.random() < 0.3:
+        pieces += VOLATILE
+    parts = [rng.choice(pieces) for _ in range(rng.randint(0, 6))]
     path = "/".join(parts)
     if rng.random() < 0.3:
         path = "/" + path

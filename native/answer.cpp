@@ -94,6 +94,7 @@ public:
           signature_(signature), out_(out) {}
 
     bool run();
+    bool run_argument();  // argument mode (scan_argument)
 
 private:
     const uint8_t* s_;
@@ -111,6 +112,13 @@ private:
     size_t at_digits(size_t i);
     bool temp_component(size_t i, size_t& p, size_t& q) const noexcept;
     bool json_member_value(size_t i, size_t& v, size_t& e) const noexcept;
+    bool sleep_duration(size_t i, size_t& k, size_t& d) const noexcept;
+    bool query_value(size_t eq, size_t& v, size_t& e, std::string& value) const;
+    bool ends_with(size_t k, const char* p, size_t len) const noexcept;
+    bool token_start(size_t k) const noexcept;
+    bool temp_prefix_ends(size_t t) const noexcept;
+    bool temp_name(size_t t, size_t& r, size_t& e) const noexcept;
+    size_t argument_anchor(size_t a) const noexcept;  // the next '=' or 'p' at or after a
 
     // -- output --------------------------------------------------------------------------
     void flush(size_t upto) {
@@ -758,6 +766,137 @@ uint64_t error_signature_key(const char* data, size_t length, uint32_t classes,
     const uint64_t key = xxh3_64(out.data(), out.size());
     trim(out);
     return key;
+}
+
+// -- argument mode (tripwire/identity/answer.py scan_argument) --------------------------------
+
+namespace {
+
+inline bool query_name(uint8_t c) noexcept {
+    return alnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || c == '%' || c == '[' ||
+           c == ']';
+}
+inline bool query_end(uint8_t c) noexcept {
+    return is(c, kSpace) || c == '&' || c == '#' || c == '"' || c == '\'' || c == '`' ||
+           c == '<' || c == '>' || c == ';' || c == '|' || c == '(' || c == ')' || c == '\\';
+}
+inline bool word_byte(uint8_t c) noexcept { return alnum(c) || c == '_'; }
+
+}  // namespace
+
+bool Scanner::sleep_duration(size_t i, size_t& k, size_t& d) const noexcept {
+    if (i > 0 && (word_byte(s_[i - 1]) || s_[i - 1] == '.' || s_[i - 1] == '-')) return false;
+    k = i + 5;
+    while (k < n_ && (s_[k] == ' ' || s_[k] == '\t')) ++k;
+    if (k == i + 5 || k >= n_ || !digit(s_[k])) return false;
+    d = digits_end(k);
+    if (d + 1 < n_ && s_[d] == '.' && digit(s_[d + 1])) d = digits_end(d + 1);
+    if (d < n_ && (s_[d] == 's' || s_[d] == 'm' || s_[d] == 'h' || s_[d] == 'd')) ++d;
+    return !(d < n_ && (word_byte(s_[d]) || s_[d] == '.'));
+}
+
+bool Scanner::query_value(size_t eq, size_t& v, size_t& e, std::string& value) const {
+    size_t b = eq;
+    while (b > 0 && query_name(s_[b - 1])) --b;
+    if (b == eq || b == 0 || (s_[b - 1] != '?' && s_[b - 1] != '&')) return false;
+    v = e = eq + 1;
+    while (e < n_ && !query_end(s_[e])) ++e;
+    return e > v && scan_answer(reinterpret_cast<const char*>(s_) + v, e - v, kQueryClasses,
+                                nullptr, false, value);
+}
+
+bool Scanner::ends_with(size_t k, const char* p, size_t len) const noexcept {
+    return k >= len && std::memcmp(s_ + k - len, p, len) == 0;
+}
+
+bool Scanner::token_start(size_t k) const noexcept {
+    return k == 0 || !is(s_[k - 1], kName) || escape_letter(k);
+}
+
+bool Scanner::temp_prefix_ends(size_t t) const noexcept {
+    static const char* const kPrefixes[] = {"/tmp/", "/var/tmp/", "/private/tmp/",
+                                            "/private/var/tmp/"};
+    for (const char* p : kPrefixes) {
+        const size_t len = std::strlen(p);
+        if (ends_with(t, p, len) && token_start(t - len)) return true;
+    }
+    if (ends_with(t, "/T/", 3)) {  // /var/folders/X/Y/T/
+        size_t k = t - 3;
+        for (int i = 0; i < 2; ++i) {  // Y, then X: non-empty components, each after a '/'
+            size_t c = k;
+            while (c > 0 && !is(s_[c - 1], kComponentEnd)) --c;
+            if (c == k || c == 0 || s_[c - 1] != '/') return false;
+            k = c - 1;
+        }
+        ++k;  // just past the '/' before X
+        return (ends_with(k, "/var/folders/", 13) && token_start(k - 13)) ||
+               (ends_with(k, "/private/var/folders/", 21) && token_start(k - 21));
+    }
+    size_t b = t;
+    while (b > 0 && s_[b - 1] == '\\') --b;  // ...\Temp\ (also doubled, as in JSON text)
+    return b < t && b >= 5 && s_[b - 5] == '\\' &&
+           (std::memcmp(s_ + b - 4, "Temp", 4) == 0 || std::memcmp(s_ + b - 4, "TEMP", 4) == 0 ||
+            std::memcmp(s_ + b - 4, "temp", 4) == 0);
+}
+
+bool Scanner::temp_name(size_t t, size_t& r, size_t& e) const noexcept {
+    if (!temp_prefix_ends(t)) return false;
+    r = t + 3;
+    if (r < n_ && s_[r] == '.') ++r;
+    if (r < n_ && s_[r] == '_') return false;  // tmp_ then a word: a name someone chose
+    bool has_digit = false;
+    e = r;
+    while (e < n_ && word_byte(s_[e])) has_digit |= digit(s_[e++]);
+    return has_digit && e - r >= kTempRandomMin && e - r <= kTempRandomMax;
+}
+
+size_t Scanner::argument_anchor(size_t a) const noexcept {
+#if defined(__SSE2__)
+    const __m128i eq = _mm_set1_epi8('='), p = _mm_set1_epi8('p');
+    for (; a + 16 <= n_; a += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s_ + a));
+        const int bits = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, eq), _mm_cmpeq_epi8(v, p)));
+        if (bits) return a + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+    }
+#endif
+    while (a < n_ && s_[a] != '=' && s_[a] != 'p') ++a;
+    return a;
+}
+
+bool Scanner::run_argument() {
+    std::string value;  // a query value's own scan (query values are rare: no scratch kept)
+    size_t done = 0;    // the end of the last replacement
+    for (size_t a = argument_anchor(0); a < n_; a = argument_anchor(a + 1)) {
+        size_t start, end;
+        if (s_[a] == '=') {
+            if (query_value(a, start, end, value) && start >= done) {
+                replace(start, end, value.data(), value.size());
+                done = end;
+            }
+            continue;
+        }
+        bool found;
+        if (a >= 4 && std::memcmp(s_ + a - 4, "slee", 4) == 0) {
+            found = sleep_duration(a - 4, start, end);
+        } else if (a >= 2 && s_[a - 2] == 't' && s_[a - 1] == 'm') {
+            found = temp_name(a - 2, start, end);
+        } else {
+            continue;
+        }
+        if (found && start >= done) {
+            replace(start, end, &kPlaceholder, 1);
+            done = end;
+        }
+    }
+    if (!changed_) return false;
+    flush(n_);
+    return true;
+}
+
+bool scan_argument(const char* data, size_t length, std::string& out) {
+    if (!argument_candidate(data, length)) return false;
+    Scanner scanner(reinterpret_cast<const uint8_t*>(data), length, 0, nullptr, false, out);
+    return scanner.run_argument();
 }
 
 }  // namespace tw

@@ -8,6 +8,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "answer.h"
 #include "hash.h"
 
 namespace tw {
@@ -384,6 +385,7 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
         const char* value;
         uint32_t value_len;
         char type;  // 's' string, 'n' integer, 'l' literal
+        bool path;  // a string under a path-shaped key
     };
     constexpr size_t kMax = 16;
     Flat m[kMax];
@@ -459,6 +461,15 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
     }
     ws();
     if (p != end) return false;
+    // A string with a volatile part is written by the general parser (escaping the
+    // placeholder); a path string is scanned after cleaning there, so any candidate goes.
+    for (size_t k = 0; k < n; ++k) {
+        Flat& f = m[k];
+        if (f.type != 's') continue;
+        f.path = path_key(std::string_view(f.key, f.key_len));
+        if (!argument_candidate(f.value, f.value_len)) continue;
+        if (f.path || scan_argument(f.value, f.value_len, scanned_)) return false;
+    }
     // Sort by key (stable insertion sort), keeping the last of duplicate keys (SPEC §10.9).
     uint8_t order[kMax];
     size_t bound = 2;
@@ -491,7 +502,7 @@ bool Canonicalizer::flat_object(const char* in, size_t len) {
         if (f.type == 's') {
             const size_t value_start = static_cast<size_t>(w - base);
             *w++ = '"';
-            const bool path = path_key(std::string_view(f.key, f.key_len));
+            const bool path = f.path;
             if (path && needs_cleaning(f.value, f.value_len)) {
                 cleaned_.clear();
                 clean_path(f.value, f.value_len, cleaned_);
@@ -648,11 +659,18 @@ void Canonicalizer::emit_string(std::string_view s, bool plain) {
     out_.put('"');
 }
 
+void Canonicalizer::emit_value(std::string_view s, bool plain) {
+    if (scan_argument(s.data(), s.size(), scanned_))
+        emit_string(scanned_, false);  // the placeholder is escaped
+    else
+        emit_string(s, plain);
+}
+
 void Canonicalizer::emit_cleaned(std::string_view s, bool plain) {
-    if (!needs_cleaning(s.data(), s.size())) { emit_string(s, plain); return; }
+    if (!needs_cleaning(s.data(), s.size())) { emit_value(s, plain); return; }
     cleaned_.clear();
     clean_path(s.data(), s.size(), cleaned_);
-    emit_string(cleaned_.view(0, cleaned_.size()), plain);
+    emit_value(cleaned_.view(0, cleaned_.size()), plain);
 }
 
 bool Canonicalizer::parse_value(int depth, Context ctx) {
@@ -665,7 +683,7 @@ bool Canonicalizer::parse_value(int depth, Context ctx) {
             std::string_view v;
             bool plain, in_input;
             if (!read_string(strings_, v, plain, in_input)) return false;
-            if (ctx == kPlain) emit_string(v, plain);
+            if (ctx == kPlain) emit_value(v, plain);
             else emit_cleaned(v, plain);  // SPEC §10.9: strings under path-shaped keys
             return true;
         }
@@ -911,6 +929,7 @@ const CanonicalCall& Canonicalizer::canonicalize(const char* name, size_t name_l
         // a huge input last time: give the memory back
         for (Buffer* b : {&out_, &rest_, &keys_, &strings_, &cleaned_, &moved_}) b->shrink(0);
     }
+    if (scanned_.capacity() > kKeepScratch) std::string().swap(scanned_);
     out_.put(name, name_len);
     out_.put('\0');
     const size_t prefix = out_.size();

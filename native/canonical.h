@@ -1,5 +1,5 @@
-// Canonical call keys (SPEC §2): parse the args once, clean path-shaped values, re-serialize
-// canonically, hash. Mirrors tripwire/_reference.py byte for byte.
+// Canonical call keys (SPEC §2): parse the args once, clean path-shaped values, replace the
+// volatile parts of string values (answer.h scan_argument), re-serialize canonically, hash. Mirrors tripwire/_reference.py byte for byte.
 #pragma once
 
 #include <cstddef>
@@ -141,6 +141,8 @@ private:
     // live in the input (plain: no escapes) or in `decoded`.
     bool read_string(Buffer& decoded, std::string_view& s, bool& plain, bool& in_input);
     void emit_string(std::string_view s, bool plain);
+    // A string value: its volatile parts replaced (answer.h scan_argument), then written.
+    void emit_value(std::string_view s, bool plain);
     void emit_cleaned(std::string_view s, bool plain);
     void skip_ws() noexcept;
     bool path_key(std::string_view key) noexcept;  // is_path_key, memoized for short keys
@@ -156,6 +158,7 @@ private:
     Buffer strings_;   // a decoded string value that had escapes
     Buffer cleaned_;   // a cleaned path
     Buffer moved_;     // an object's members while they are reordered
+    std::string scanned_;  // a string value with its volatile parts replaced
     std::vector<Member> members_;  // the open objects' members, innermost last
     std::vector<std::pair<uint32_t, uint32_t>> path_spans_;  // top-level path values in out_
     CanonicalCall call_;

@@ -91,8 +91,7 @@ from ..errors import ConfigError
 __all__ = [
     "PLACEHOLDER", "CLASSES", "ALL_CLASSES", "DURATIONS", "TIMESTAMPS", "HEX", "PIDS",
     "LINE_COUNTERS", "TEMP_PATHS", "DURATION_KEYS", "ID_COUNTERS", "scan", "is_empty",
-    "answer_digest", "payload_answer",
-    "signature",
+    "answer_digest", "payload_answer", "signature",
     "ResultsConfig",
 ]
 

@@ -1,7 +1,9 @@
 """Canonical call keys in plain Python (SPEC §2): the reference of ``native/canonical.*``.
 
-Path-shaped keys, lexical path cleaning, canonical JSON, the 64-bit XXH3 key, and the
-run-consistent suffix relation of the repeat detector. ``_reference`` re-exports every name, so
+Path-shaped keys, lexical path cleaning, the volatile parts of string values (a URL query's
+timestamp or request id, a ``sleep`` duration, a generated temporary name: ``answer.
+scan_argument``), canonical JSON, the 64-bit XXH3 key, and the run-consistent suffix relation of
+the repeat detector. ``_reference`` re-exports every name, so
 both engines export the same API.
 """
 
@@ -15,6 +17,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from ..base.inputs import args_bytes, payload_bytes
+from .arguments import scan_argument
 
 #: SPEC §2.1: a key is path-shaped iff its last word, or its last two words joined, is one of these.
 PATH_WORDS = frozenset(
@@ -163,6 +166,15 @@ def _quote(s: str) -> str:
 REST_PLACEHOLDER = "\x01"
 
 
+def _volatile(value: str) -> str:
+    """A string value with its volatile parts replaced (``arguments.scan_argument``): the same
+    call re-run with a new cache-buster, ``sleep`` or temporary name has the same key."""
+    if "=" not in value and "sleep" not in value and "tmp" not in value:
+        return value  # the scan's own first test, without encoding the string
+    scanned = scan_argument(value.encode("utf-8"))
+    return value if scanned is None else scanned.decode("utf-8")
+
+
 def _canonical(value: Any, depth: int) -> str:
     if isinstance(value, dict):
         if depth > MAX_DEPTH:
@@ -178,7 +190,7 @@ def _canonical(value: Any, depth: int) -> str:
     if isinstance(value, _Number):
         return str(value)
     if isinstance(value, str):
-        return _quote(value)
+        return _quote(_volatile(value))
     if value is True:
         return "true"
     if value is False:
@@ -190,12 +202,12 @@ def _member_value(key: str, value: Any, depth: int) -> str:
     """A member's canonical value; strings under path-shaped keys are cleaned (SPEC §10.9)."""
     if is_path_key(key):
         if type(value) is str:
-            return _quote(clean_path(value))
+            return _quote(_volatile(clean_path(value)))
         if isinstance(value, list):
             if depth + 1 > MAX_DEPTH:
                 raise _Invalid
             items = [
-                _quote(clean_path(v)) if type(v) is str else _canonical(v, depth + 2)
+                _quote(_volatile(clean_path(v))) if type(v) is str else _canonical(v, depth + 2)
                 for v in value
             ]
             return "[" + ",".join(items) + "]"
@@ -292,7 +304,7 @@ def canonicalize(name: str, args: Any) -> CanonicalCall:
             for k in sorted(parsed):
                 v = parsed[k]
                 if type(v) is str and is_path_key(k):
-                    paths.append(clean_path(v))
+                    paths.append(_volatile(clean_path(v)))
                     rest_members.append(_quote(k) + ":" + REST_PLACEHOLDER)
                 else:
                     rest_members.append(_quote(k) + ":" + _member_value(k, v, 1))
