@@ -165,8 +165,10 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None)
                 _session,
                 claude_code,
                 codex,
+                copilot,
                 cursor,
                 gemini_cli,
+                kiro,
             )
 
             server.settimeout(idle_timeout)

@@ -20,6 +20,13 @@ Every hook invocation is a new process, so the session lives in the store:
   session: ``on_call`` gives its decision, ``take_feedback()`` the queue
   (``feedback_at_once``: queued as alerts fire, delivered with the next answer the harness
   shows the model), ``blocked`` the cut or halt a later event gets.
+- **Compactions** (a harness's PreCompact/PostCompact, or its session start after one) are
+  counted once each (``_State.compaction``: which report of the last one came) for
+  ``compaction-storm``; a Stop's answer (a first attempt to finish, not one a stop hook refused)
+  is the agent's text that ends the turn, so a storm re-arms as it does in any host.
+- **A sub-agent** (``parent``: the session it is a sub-agent of) runs its own session under a
+  child of the parent session's task: its calls, steps and spend are charged to both, so the
+  parent's caps bound its sub-agents.
 - **The stop-hook cap** is the session's task's ``stop_rejections`` counter (SPEC §7.1): a
   Stop that says a stop hook refused the previous attempt (``stop_hook_active``) charges one
   rejection through ``Guardrails.on_stop_attempt``; the count is the task's budget rows in the
@@ -110,6 +117,7 @@ class _State:
     interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
     stops: int = 0               # Cursor: the last loop_count seen (refusals charged)
     calls: int = 0               # the session's task's tool calls (see ``_carry_calls``)
+    compaction: str = ""         # the last compaction's report so far: pre, post or "" (none)
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -190,7 +198,7 @@ class HookSession:
 
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
                  implementation: str | None = None, *, close: bool = True,
-                 wait: float = WAIT):
+                 wait: float = WAIT, parent: str | None = None):
         from ...durability.anchor import hold_lock
         from ...durability.rows import ResetRow
         from ...durability.sqlite import SQLiteStore, sqlite_error
@@ -242,9 +250,10 @@ class HookSession:
                 history = None  # the guardrails' restore reads it again and says what it means
             # a full session: its turn in progress kept in the store (every event is a new
             # process), its feedback told with the next answer the harness shows the model
+            task = None if parent is None else _child_task(self.store, config, parent, session)
             self.guardrails = Guardrails(config, session_id=session, store=self.store,
                                          history=history, implementation=implementation,
-                                         durable_turns=True, feedback_at_once=True)
+                                         durable_turns=True, feedback_at_once=True, task=task)
             # how its watchdog compares results (the payload is observed as its answer)
             self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
             self._engine = _engine.load(_engine.resolve(implementation))
@@ -352,6 +361,10 @@ class HookSession:
             elif kind == "r":
                 watchdog.observe_result(event[1], error=event[2], no_op=event[3],
                                         payload=event[4])
+            elif kind == "k":
+                watchdog.observe_compaction()
+            elif kind == "x":
+                watchdog.observe_text(event[1])
             else:
                 watchdog.turn_boundary()
 
@@ -402,7 +415,7 @@ class HookSession:
         handler = getattr(self, "_on_" + event.kind, None)
         verdict = handler(event) if handler is not None else Verdict()
         task = g.task
-        if event.kind in ("stop", "prompt", "session_start") and \
+        if event.kind in ("stop", "prompt", "session_start", "end") and \
                 task.tool_calls > self._sealed_calls and task.task_id == self.session:
             task.seal()  # a turn's end: its tool calls in the store (``_carry_calls``)
         return verdict
@@ -462,13 +475,73 @@ class HookSession:
         return Verdict(context=self._feedback())
 
     def _on_session_start(self, event: HookEvent) -> Verdict:
+        if event.source == "compact":  # the session goes on, compacted: no turn boundary
+            return self._on_compaction(event)
         self._new_turn()
         return Verdict(context=None if self.guardrails.halted else self._feedback())
+
+    def _on_compaction(self, event: HookEvent) -> Verdict:
+        """One compaction, counted at the first of its reports: PreCompact, PostCompact, the
+        session start that follows it (``phase`` None)."""
+        g = self.guardrails
+        seen = self.state.compaction
+        self.state.compaction = event.phase or ""
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        if (event.phase == "post" and seen == "pre") or (event.phase is None and seen):
+            return Verdict()  # the compaction an earlier report of it counted
+        decision = observe(g, "compaction", mechanical=False, automatic=not event.manual)
+        self._record(["k"])
+        verdict = self._verdict(decision)
+        return verdict if verdict.halt is not None else Verdict()
+
+    def _on_batch(self, event: HookEvent) -> Verdict:
+        """A parallel batch's results at once: what no PreToolUse or PostToolUse reported is
+        observed here (each call, then each result, by their ids); the batch's verdict is the
+        session's cut or halt, else its feedback."""
+        g = self.guardrails
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason), told=self._halt_text())
+        if g.blocked is not None:
+            return Verdict()
+        for item in event.batch:
+            if g.blocked is not None:
+                break
+            if not self._seen("c", item.call_id):
+                args = compact_args(item.args)
+                observe(g, "call", item.name, args, item.call_id)
+                self._record(["c", item.name, args])
+            if g.blocked is None and not self._seen("r", item.call_id):
+                no_op = _no_op(item.payload)
+                digest = payload_digest(item.payload, self._settings, item.name, self._engine)
+                observe(g, "result", item.name, digest, None, no_op, item.call_id)
+                self._record(["r", item.name, None, no_op, digest])
+        verdict = Verdict() if g.blocked is None else self._verdict(g.blocked)
+        if verdict.halt is None:
+            verdict.context = self._feedback(now=True)
+        return verdict
+
+    def _on_end(self, event: HookEvent) -> Verdict:
+        """The session ends: its turn in progress is closed, so its rows are written now."""
+        self._new_turn()
+        return Verdict()
+
+    def _on_permission(self, event: HookEvent) -> Verdict:
+        """A permission request: a halted session's is denied (the harness may stop the agent
+        with it); any other is the harness's own."""
+        g = self.guardrails
+        if g.halted:
+            return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
+        return Verdict()
 
     def _on_stop(self, event: HookEvent) -> Verdict:
         g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
+        if event.answer and not event.stop_hook_active and event.stop_count is None:
+            # a first attempt to finish: the agent's words end its turn (a storm re-arms)
+            observe(g, "text", event.answer)
+            self._record(["x", event.answer[:LONG_VALUE]])
         refusals = self._refusals(event)
         if not refusals:
             return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
@@ -542,6 +615,18 @@ class HookSession:
         if blocked is not None and blocked.action == HALT_SESSION:
             return told(blocked)
         return HALTED
+
+
+def _child_task(store: Any, config: GuardrailsConfig, parent: str, session: str) -> Any:
+    """A sub-agent's task: a child of its parent session's implicit task (whose rows are the
+    parent session's own, in the store), so every charge reaches the parent's caps too."""
+    from ...budgets.task import Task
+    from ...durability.log import SessionLog
+
+    log = SessionLog(store, parent, lambda text: f"[task {parent}] {text}")
+    root = Task(budget=config.resolve().budget, task_id=parent, _log=log,
+                _history=store.history(parent))
+    return root.child(task_id=session)
 
 
 #: The model's reason for a call of a halted session whose halting decision the hook never saw.
