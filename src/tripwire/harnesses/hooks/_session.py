@@ -365,6 +365,8 @@ class HookSession:
                 watchdog.observe_compaction()
             elif kind == "x":
                 watchdog.observe_text(event[1])
+            elif kind == "e":
+                watchdog.end_turn()
             else:
                 watchdog.turn_boundary()
 
@@ -581,9 +583,9 @@ class HookSession:
         g = self.guardrails
         if g.in_turn or (g.blocked is not None and not g.halted):
             observe(g, "turn_end")
-        if g.watchdog is not None:
-            g.watchdog.turn_boundary()
-        self._record(["t"])
+        elif g.watchdog is not None:  # a turn of no call (none opened it in this process)
+            g.watchdog.end_turn()
+        self._record(["e"])  # the detectors' end of a turn: one in agent text re-arms a storm
 
     def _verdict(self, decision: Outcome) -> Verdict:
         """A cut or halt as the harness shows it: the reason for the model (``cut``), and a
