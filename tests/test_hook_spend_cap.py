@@ -100,4 +100,4 @@ def test_the_spend_cap_denies_the_call_after_the_ceiling(tmp_path: Path,
     # and every later call of the session
     assert all(a is not None and a["hookSpecificOutput"]["permissionDecision"] == "deny"
                for a in answers[over + 1:])
-    assert over == 2  # this recording: its third call, after $0.108 of responses
+    assert over == 4  # this recording: its 5th call (a Task), after $0.1082 of 4 responses
