@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_hooks import SESSION, Hook, block, common, post, pre, repeat_guidance
 
 STORM = ("The context was compacted 3 times in this turn and 3 times since a turn last ended "

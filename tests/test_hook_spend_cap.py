@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from conftest import need_shared
-
 from test_hooks import Hook
 
 pytest.importorskip("genai_prices", reason="pricing the transcript's usage needs the prices "
@@ -64,7 +63,7 @@ def test_the_spend_cap_denies_the_call_after_the_ceiling(tmp_path: Path,
     answers: list[dict | None] = []
     prompted = False
     with live.open("w") as transcript:
-        for text, line in zip(raw, lines):
+        for text, line in zip(raw, lines, strict=True):
             transcript.write(text)
             transcript.flush()
             if line.get("isSidechain"):

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_hooks import INSTALLED, Hook, block, repeat_guidance
 
 SESSION = "8c2d4e6f-1a3b-4c5d-9e7f-0a1b2c3d4e5f"

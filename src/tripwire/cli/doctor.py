@@ -219,8 +219,9 @@ def _answer(harness: str, adapter: Any, done: subprocess.CompletedProcess[str]
         answer = json.loads(text) if text else None
     except ValueError:
         return None, f"its output is not what {harness} reads: {text[:200]!r}"
+    always_an_object = bool(getattr(adapter, "EMPTY", ""))  # Gemini CLI, Cursor: {} at least
     if (answer is not None and not isinstance(answer, dict)) or (
-            getattr(adapter, "EMPTY", "") and answer is None):
+            always_an_object and answer is None):
         return None, f"its output is not what {harness} reads: {text[:200]!r}"
     return answer, None
 
