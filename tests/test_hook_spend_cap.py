@@ -10,6 +10,8 @@ before it reaches the cap, and every call after it."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +102,14 @@ def test_the_spend_cap_denies_the_call_after_the_ceiling(tmp_path: Path,
     assert all(a is not None and a["hookSpecificOutput"]["permissionDecision"] == "deny"
                for a in answers[over + 1:])
     assert over == 4  # this recording: its 5th call (a Task), after $0.1082 of 4 responses
+    # the next prompt is refused with the raise that resumes the session; after it, it goes on
+    refused = run("UserPromptSubmit", prompt="go on")
+    assert refused is not None and refused["decision"] == "block"
+    assert f"--task {session} --raise usd=+N" in refused["reason"]
+    raised = subprocess.run([sys.executable, "-m", "tripwire", "reset", str(hook.store),
+                             "--task", session, "--raise", "usd=+1"], capture_output=True,
+                            text=True, env=hook.env, timeout=60)
+    assert raised.returncode == 0, raised.stderr
+    assert run("UserPromptSubmit", prompt="go on") is None
+    assert run("PreToolUse", tool_name="Bash", tool_input={"command": "ls"},
+               tool_use_id="toolu_after_raise") is None
