@@ -56,7 +56,7 @@ def test_every_installed_hook_decides(home: Path) -> None:
     assert all(r["decides"] and r["problem"] is None for r in hooks)
     assert [r["denies_call"] for r in hooks] == [5] * 4  # the 5th identical call
     trust = [r for r in records if r["kind"] == "codex_trust"]
-    assert len(trust) == 5 and {r["status"] for r in trust} == {"trusted"}
+    assert len(trust) == 7 and {r["status"] for r in trust} == {"trusted"}
     assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}
 
 
