@@ -242,7 +242,7 @@ class HookSession:
             self.store: Any
             self._db: sqlite3.Connection | None
             self.store, self._db = opened
-            self.state = _State.load(self._read_state(session))
+            self.state = _State.load(_read_window(self._db, store_path, session, wait))
             LOGGER.addFilter(self._once)  # before the guardrails announce their configuration
             try:
                 history: Any = self.store.history(session)
@@ -298,25 +298,6 @@ class HookSession:
 
     def __enter__(self) -> HookSession:
         return self
-
-    def _read_state(self, session: str) -> bytes | None:
-        """The session's window as stored; None when there is none, or when the file cannot
-        be read (then the store's own restore says what that means: unreadable halts)."""
-        from ...durability.sqlite import sqlite_error
-        from ...errors import StoreUnreadable
-
-        if self._db is None:
-            return None
-        try:  # bounded: the table is the agent's to write in the same-user setup
-            row = self._db.execute("SELECT CASE WHEN length(state) <= ? THEN state END FROM "
-                                   "hook_sessions WHERE session = ?",
-                                   (MAX_STATE, session)).fetchone()
-        except sqlite3.Error as exc:
-            error = sqlite_error(self.store_path, exc, "read the hooks' window", self.wait)
-            if isinstance(error, StoreUnreadable):
-                return None
-            raise error from None
-        return row[0] if row and isinstance(row[0], bytes) else None
 
     def _left(self) -> float:
         """Seconds left of this invocation's wait (at least a little, to try once)."""
@@ -544,7 +525,7 @@ class HookSession:
             # a first attempt to finish: the agent's words end its turn (a storm re-arms)
             observe(g, "text", event.answer)
             self._record(["x", event.answer[:LONG_VALUE]])
-        refusals = self._refusals(event)
+        refusals = _refusals(self.state, event)
         if not refusals:
             return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
         # this attempt comes after a stop hook refused the previous one (whether or not tools
@@ -564,15 +545,6 @@ class HookSession:
             f"tripwire: budget guardrail: {decision.reason}, so the agent stops here: this "
             "cap overrides the stop hooks. Its last answer was not accepted by the stop hook "
             "and is unverified. The session refuses new turns."))
-
-    def _refusals(self, event: HookEvent) -> int:
-        """The stop hooks' refusals this stop attempt reports: one with ``stop_hook_active``;
-        Cursor's ``loop_count`` counts them for the conversation, so its increase since the
-        last stop (a lower count: the count started over)."""
-        if event.stop_count is None:
-            return 1 if event.stop_hook_active else 0
-        seen, self.state.stops = self.state.stops, event.stop_count
-        return event.stop_count - seen if event.stop_count >= seen else event.stop_count
 
     # -- the harness's view of the session's decisions -----------------------------------------
 
@@ -617,6 +589,36 @@ class HookSession:
         if blocked is not None and blocked.action == HALT_SESSION:
             return told(blocked)
         return HALTED
+
+
+def _read_window(db: sqlite3.Connection | None, store_path: str, session: str,
+                 wait: float) -> bytes | None:
+    """The session's window as stored; None when there is none, or when the file cannot be
+    read (then the store's own restore says what that means: unreadable halts)."""
+    from ...durability.sqlite import sqlite_error
+    from ...errors import StoreUnreadable
+
+    if db is None:
+        return None
+    try:  # bounded: the table is the agent's to write in the same-user setup
+        row = db.execute("SELECT CASE WHEN length(state) <= ? THEN state END FROM "
+                         "hook_sessions WHERE session = ?", (MAX_STATE, session)).fetchone()
+    except sqlite3.Error as exc:
+        error = sqlite_error(store_path, exc, "read the hooks' window", wait)
+        if isinstance(error, StoreUnreadable):
+            return None
+        raise error from None
+    return row[0] if row and isinstance(row[0], bytes) else None
+
+
+def _refusals(state: _State, event: HookEvent) -> int:
+    """The stop hooks' refusals a stop attempt reports: one with ``stop_hook_active``;
+    Cursor's ``loop_count`` counts them for the conversation, so its increase since the last
+    stop (a lower count: the count started over; ``state.stops`` keeps the last)."""
+    if event.stop_count is None:
+        return 1 if event.stop_hook_active else 0
+    seen, state.stops = state.stops, event.stop_count
+    return event.stop_count - seen if event.stop_count >= seen else event.stop_count
 
 
 def _child_task(store: Any, config: GuardrailsConfig, parent: str, session: str) -> Any:
