@@ -5,7 +5,8 @@ Every hook invocation is a new process, so the session lives in the store:
 - **Halts, trips, resets and spend** are the durable store's rows (``durability/``), written by
   ``Guardrails`` as in any other host and folded back by ``Guardrails(store=..., history=...)``.
 - **The detectors' run state** is rebuilt by replaying a bounded window: the session's last
-  ``WINDOW`` observed calls, results and turn boundaries, kept in a ``hook_sessions`` table of
+  ``WINDOW`` observed calls, results, compactions, turn-ending answers and turn ends, kept in
+  a ``hook_sessions`` table of
   the same SQLite file (one msgpack row per session). Replay feeds the watchdog directly
   (alerts discarded: they were acted on when they happened), then the live event goes through
   ``Guardrails``. Every detector decides from a bounded history (windows of 12, runs whose alert
