@@ -14,10 +14,9 @@ class HookEvent:
     """One hook payload, harness-neutral. ``kind``: call, result, batch (a parallel batch's
     results at once: ``batch``, each a call's event with its result), prompt, session_start
     (``source``: the harness's startup/resume/clear/compact), compaction (``phase``: pre or
-    post; ``manual``: the user's ``/compact``), stop, end (the session ends), permission (a
-    permission request: only a halt answers it), other. ``turn`` is the harness's id of the
-    current prompt/turn when it sends one; ``parent``: a sub-agent's parent session, whose
-    task its own is a child of."""
+    post; ``manual``: the user's ``/compact``), stop, end (the session ends), other.
+    ``turn`` is the harness's id of the current prompt/turn when it sends one; ``parent``: a
+    sub-agent's parent session, whose task its own is a child of."""
 
     kind: str
     session: str

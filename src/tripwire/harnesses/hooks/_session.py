@@ -510,14 +510,6 @@ class HookSession:
         self._new_turn()
         return Verdict()
 
-    def _on_permission(self, event: HookEvent) -> Verdict:
-        """A permission request: a halted session's is denied (the harness may stop the agent
-        with it); any other is the harness's own."""
-        g = self.guardrails
-        if g.halted:
-            return Verdict(deny=self._halt_text(), halt=self._for_user(g.refusal().reason))
-        return Verdict()
-
     def _on_stop(self, event: HookEvent) -> Verdict:
         g = self.guardrails
         if g.halted:
