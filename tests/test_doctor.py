@@ -59,7 +59,7 @@ def test_every_installed_hook_decides(home: Path) -> None:
     assert {r["setup"] for r in hooks} == {"same-user"}
     assert all("authority" not in r for r in hooks)
     trust = [r for r in records if r["kind"] == "codex_trust"]
-    assert len(trust) == 5 and {r["status"] for r in trust} == {"trusted"}
+    assert len(trust) == 7 and {r["status"] for r in trust} == {"trusted"}
     assert records[-1] == {"kind": "doctor", "hooks": 4, "problems": 0}
 
 

@@ -145,14 +145,19 @@ def test_codex_install_trusts_the_handlers_it_writes(home: Path) -> None:
     done = tripwire("hook", "codex", "--install", "--store", "/abs/s.db", "--write",
                     str(settings), env=bare)
     assert done.returncode == 0, done.stderr
-    assert "5 Codex hooks trusted" in done.stdout
+    assert "7 Codex hooks trusted" in done.stdout
     text = config.read_text()
     assert text.startswith('# my settings\nmodel = "gpt-5-codex"\n')
     import tomllib
 
     state = tomllib.loads(text)["hooks"]["state"]
     path = os.path.realpath(settings)
-    assert state == {
+    # the compaction events' handlers are trusted too (their hashes are computed as for the
+    # others; the five below were checked against codex-cli 0.147.0 itself)
+    compaction = {f"{path}:pre_compact:0:0", f"{path}:post_compact:0:0"}
+    assert compaction <= set(state)
+    assert all(state[k]["trusted_hash"].startswith("sha256:") for k in compaction)
+    assert {k: v for k, v in state.items() if k not in compaction} == {
         f"{path}:pre_tool_use:0:0": {"trusted_hash": "sha256:ab154768abcc777226ab3dd737eb11bc"
                                                      "38a0b97ce7a9e06766ac9ba41336180e"},
         f"{path}:post_tool_use:0:0": {"trusted_hash": "sha256:82da793cebb2f86f1d27fe9696c921a"
@@ -186,7 +191,7 @@ def test_codex_install_into_another_codex_home_trusts_it_there(home: Path,
         done = tripwire("hook", "codex", "--install", "--store", "/abs/s.db", "--write",
                         str(other / "hooks.json"), env={**env, "HOME": str(home)})
         assert done.returncode == 0, done.stderr
-        assert f"5 Codex hooks trusted in {os.path.realpath(other)}/config.toml" in done.stdout
+        assert f"7 Codex hooks trusted in {os.path.realpath(other)}/config.toml" in done.stdout
         assert f"Codex runs these hooks with CODEX_HOME={os.path.realpath(other)}" in \
             done.stderr
         assert not (mine / "config.toml").exists()
@@ -194,7 +199,8 @@ def test_codex_install_into_another_codex_home_trusts_it_there(home: Path,
 
         state = tomllib.loads((other / "config.toml").read_text())["hooks"]["state"]
         assert sorted(state) == sorted(f"{os.path.realpath(other)}/hooks.json:{e}:0:0" for e in (
-            "pre_tool_use", "post_tool_use", "user_prompt_submit", "session_start", "stop"))
+            "pre_tool_use", "post_tool_use", "user_prompt_submit", "session_start", "stop",
+            "pre_compact", "post_compact"))
     # following CODEX_HOME when it names that folder: no note, the same file
     done = tripwire("hook", "codex", "--install", "--write", str(other / "hooks.json"),
                     env={"CODEX_HOME": str(other), "HOME": str(home)})

@@ -312,6 +312,11 @@ def test_install_prints_and_merges_the_settings_block(tmp_path: Path) -> None:
         "SessionStart": [{"hooks": handler}],
         "Stop": [{"hooks": handler}],
         "SubagentStop": [{"hooks": handler}],
+        "PostToolBatch": [{"hooks": handler}],
+        "PreCompact": [{"hooks": handler}],
+        "PostCompact": [{"hooks": handler}],
+        "SubagentStart": [{"hooks": handler}],
+        "SessionEnd": [{"hooks": handler}],
     }}
     run = [sys.executable, "-m", "tripwire", "hook", "claude-code", "--install"]
     done = subprocess.run(run, capture_output=True, text=True)

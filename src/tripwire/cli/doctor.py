@@ -65,6 +65,12 @@ def default_files(cwd: str | None = None) -> list[str]:
     for name in (".claude/settings.json", ".claude/settings.local.json", ".codex/hooks.json",
                  ".gemini/settings.json", ".cursor/hooks.json"):
         candidates.append(os.path.join(cwd, name))
+    import glob  # GitHub Copilot CLI's hooks files, Kiro's agent configurations
+
+    for pattern in (os.path.join(cwd, ".github", "hooks", "*.json"),
+                    os.path.join(home, ".kiro", "agents", "*.json"),
+                    os.path.join(cwd, ".kiro", "agents", "*.json")):
+        candidates.extend(sorted(glob.glob(pattern)))
     seen, found = set(), []
     for path in candidates:
         real = os.path.realpath(path)
@@ -92,13 +98,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     *_settings.tripwire_handlers(settings, None, True)]
         commands: dict[str, list[Any]] = {}
         for entry in handlers:
-            commands.setdefault(entry[4]["command"], []).append(entry)
+            commands.setdefault(_settings.command_of(entry[4]), []).append(entry)
         for command, entries in commands.items():
             hooks += 1
             line = _check(path, command, entries)
             problems += line["problem"] is not None
             _print(line, out)
-        codex = [e for e in handlers if _settings.hook_harness(e[4]["command"]) == "codex"]
+        codex = [e for e in handlers
+                 if _settings.hook_harness(_settings.command_of(e[4])) == "codex"]
         for line in _codex_trust(path, codex):
             problems += line["problem"] is not None
             _print(line, out)
@@ -126,42 +133,12 @@ _ENV = {**{k: v for k, v in os.environ.items() if k != "TRIPWIRE_HOOK_SOCKET"},
 PROBE = 12
 
 
-def _synthetic(harness: str, session: str, cwd: str, n: int) -> dict[str, Any]:
-    """The ``n``th of identical tool calls of a new session, as the harness sends it."""
-    call = {"tool_name": "Bash", "tool_input": {"command": "true"},
-            "tool_use_id": f"doctor_{n}"}
-    if harness == "gemini-cli":
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        return {"session_id": session, "transcript_path": "", "cwd": cwd,
-                "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
-                "tool_input": {"command": "true"}, "timestamp": f"{stamp}.{n:03d}Z"}
-    if harness == "cursor":
-        return {"conversation_id": session, "generation_id": "doctor",
-                "hook_event_name": "preToolUse", "cursor_version": "tripwire-doctor",
-                "workspace_roots": [cwd], "cwd": cwd, **call, "tool_name": "Shell"}
-    payload = {"session_id": session, "transcript_path": None, "cwd": cwd,
-               "hook_event_name": "PreToolUse", "permission_mode": "default", **call}
-    if harness == "codex":
-        payload.update(turn_id="doctor", model="doctor")
-    return payload
+def _adapter(harness: str) -> Any:
+    """The harness's adapter (``harnesses/hooks/``): its probe payload (``probe``), what a
+    denial of it looks like (``denied``), its handler's timeout (``timeout_seconds``)."""
+    from .hook import _harness
 
-
-def _denied(harness: str, answer: Any) -> bool:
-    if not isinstance(answer, dict):
-        return False
-    if harness == "gemini-cli":
-        return answer.get("decision") == "deny"
-    if harness == "cursor":
-        return answer.get("permission") == "deny"
-    specific = answer.get("hookSpecificOutput")
-    return isinstance(specific, dict) and specific.get("permissionDecision") == "deny"
-
-
-def _timeout(harness: str, handler: dict[str, Any]) -> float:
-    value = handler.get("timeout")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 60.0 if harness == "gemini-cli" else 600.0
-    return value / 1000 if harness == "gemini-cli" else float(value)
+    return _harness(harness)
 
 
 def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
@@ -173,23 +150,26 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
     line: dict[str, Any] = {"kind": "hook", "file": path, "harness": harness,
                             "events": sorted({e[0] for e in entries}), "command": command,
                             "decides": False, "problem": None}
-    known = ("claude-code", "codex", "gemini-cli", "cursor")
-    if harness not in known:
-        line["problem"] = f"tripwire hook has no harness {harness!r} (known: {', '.join(known)})"
+    from .hook import HARNESSES
+
+    if harness not in HARNESSES:
+        line["problem"] = (f"tripwire hook has no harness {harness!r} (known: "
+                           f"{', '.join(HARNESSES)})")
         return line
-    timeout = min(_timeout(harness, entries[0][4]), 60.0)
+    adapter = _adapter(harness)
+    timeout = min(adapter.timeout_seconds(entries[0][4]), 60.0)
     session = f"tripwire-doctor-{uuid.uuid4().hex[:12]}"
     line["session"] = session
     # Codex runs hooks through a login shell ($SHELL -lc), the others through a shell
-    shell = [os.environ.get("SHELL") or "/bin/sh", "-lc"] if harness == "codex" else \
-        ["/bin/sh", "-c"]
+    shell = [os.environ.get("SHELL") or "/bin/sh", "-lc"] \
+        if getattr(adapter, "LOGIN_SHELL", False) else ["/bin/sh", "-c"]
     slowest = 0.0
     with tempfile.TemporaryDirectory(prefix="tripwire-doctor-") as cwd:
         scratch = os.path.join(cwd, ".probe")  # the probe's store (``cli.hook.probe_store``)
         os.mkdir(scratch)
         env = {**_ENV, "TRIPWIRE_DOCTOR": scratch}
         for n in range(1, PROBE + 1):
-            payload = json.dumps(_synthetic(harness, session, cwd, n))
+            payload = json.dumps(adapter.probe(session, cwd, n))
             started = time.monotonic()
             try:
                 done = subprocess.run([*shell, command], input=payload, capture_output=True,
@@ -199,10 +179,10 @@ def _check(path: str, command: str, entries: list[Any]) -> dict[str, Any]:
                                    "harness would go on without it")
                 return line
             slowest = max(slowest, time.monotonic() - started)
-            answer, line["problem"] = _answer(harness, done)
+            answer, line["problem"] = _answer(harness, adapter, done)
             if line["problem"] is not None:
                 return line
-            if _denied(harness, answer):
+            if adapter.denied(answer, done.returncode):
                 line["denies_call"] = n
                 break
     line["decides"] = True
@@ -255,14 +235,17 @@ def setup(command: str) -> dict[str, Any]:
     return found
 
 
-def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, str | None]:
-    """The hook's answer, or what is wrong with it."""
+def _answer(harness: str, adapter: Any, done: subprocess.CompletedProcess[str]
+            ) -> tuple[Any, str | None]:
+    """The hook's answer, or what is wrong with it (a harness that reads a denial as an exit
+    status, ``DENY_EXIT``: that status with its reason on stderr is an answer)."""
     failed = [x for x in done.stderr.splitlines() if x.startswith(f"tripwire hook {harness}")
               or x.startswith("tripwire hook:")]
     if done.returncode == 127:
         return None, ("the command is not found from the harness's shell: put tripwire on "
                       "that PATH, or install with its absolute path")
-    if done.returncode != 0:
+    deny_exit = getattr(adapter, "DENY_EXIT", None)
+    if done.returncode != 0 and done.returncode != deny_exit:
         return None, (f"exit status {done.returncode} (the harness reads 2 as a denial): "
                       f"{_tail(done.stderr)}")
     # a new session's call denied for the store (it cannot record it, or its halt is the
@@ -282,8 +265,9 @@ def _answer(harness: str, done: subprocess.CompletedProcess[str]) -> tuple[Any, 
         answer = json.loads(text) if text else None
     except ValueError:
         return None, f"its output is not what {harness} reads: {text[:200]!r}"
+    always_an_object = bool(getattr(adapter, "EMPTY", ""))  # Gemini CLI, Cursor: {} at least
     if (answer is not None and not isinstance(answer, dict)) or (
-            harness in ("gemini-cli", "cursor") and answer is None):
+            always_an_object and answer is None):
         return None, f"its output is not what {harness} reads: {text[:200]!r}"
     return answer, None
 

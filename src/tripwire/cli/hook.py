@@ -1,10 +1,11 @@
-"""The hook command: ``tripwire hook claude-code|codex|gemini-cli|cursor`` (SPEC §11.4-§11.5).
+"""The hook command: ``tripwire hook claude-code|codex|gemini-cli|cursor|copilot|kiro``
+(SPEC §11.4-§11.5).
 
 The harness runs the hook command on each event: one JSON object on stdin; the decision is
-JSON on stdout with exit code 0 (no output, or ``{}`` for Gemini CLI and Cursor: no decision).
-One module per harness says how its payloads read and its output is written
-(``harnesses/hooks/claude_code.py``, ``codex.py``, ``gemini_cli.py``, ``cursor.py``);
-``_session.py`` keeps the session across invocations in the store, shared by all four.
+JSON on stdout with exit code 0 (no output, or ``{}`` for Gemini CLI and Cursor: no decision;
+Kiro reads a denial as exit 2 with its reason on stderr). One module per harness says how its
+payloads read and its answer is written (``harnesses/hooks/<harness>.py``, ``ADAPTERS``);
+``_session.py`` keeps the session across invocations in the store, shared by all of them.
 
 ``--install`` / ``--uninstall`` edit the harness's settings file (``hook_install.py``): every
 option checked first, exit 2 on a bad one. On the event path a usage error is exit 0 and no
@@ -51,7 +52,12 @@ if TYPE_CHECKING:  # argparse is imported for --install and usage errors, not fo
 
 __all__ = ["main", "HARNESSES"]
 
-HARNESSES = ("claude-code", "codex", "gemini-cli", "cursor")
+#: each harness's adapter module (``harnesses/hooks/``): how its payloads read, its answers
+#: are written (``render``; ``reply`` where an answer is more than stdout JSON), its
+#: settings block, its doctor's probe
+ADAPTERS = {"claude-code": "claude_code", "codex": "codex", "gemini-cli": "gemini_cli",
+            "cursor": "cursor", "copilot": "copilot", "kiro": "kiro"}
+HARNESSES = tuple(ADAPTERS)
 #: The sessions of ``tripwire doctor``'s probes: kept in a scratch store (``probe_store``).
 PROBE_PREFIX = "tripwire-doctor-"
 #: The doctor's scratch directory for its probes' store (set in the hook's environment).
@@ -66,21 +72,23 @@ def _config(args: argparse.Namespace) -> Any:
 
 
 def _harness(name: str) -> Any:
-    if name == "codex":
-        from ..harnesses.hooks import codex
+    import importlib
 
-        return codex
-    if name == "gemini-cli":
-        from ..harnesses.hooks import gemini_cli
+    return importlib.import_module(f"..harnesses.hooks.{ADAPTERS[name]}", __package__)
 
-        return gemini_cli
-    if name == "cursor":
-        from ..harnesses.hooks import cursor
 
-        return cursor
-    from ..harnesses.hooks import claude_code
-
-    return claude_code
+def reply(harness: Any, out: dict[str, Any] | None) -> tuple[str, str, int]:
+    """``(stdout, stderr, exit status)`` of an answer: the adapter's own ``reply`` where it has
+    one (Kiro: a denial is exit 2 and its reason on stderr), else the object as JSON, or the
+    harness's "no decision" (``EMPTY``: ``{}`` for those that read an object every time)."""
+    own = getattr(harness, "reply", None)
+    if own is not None:
+        answer: tuple[str, str, int] = own(out)
+        return answer
+    if out is None:
+        empty = getattr(harness, "EMPTY", "")
+        return (empty + "\n" if empty else ""), "", 0
+    return json.dumps(out, ensure_ascii=False) + "\n", "", 0
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -220,13 +228,14 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
     authority = args.authority or os.environ.get(AUTHORITY_ENV, "").strip()
     if authority:
         return _thin(args, authority, text, stdout, stderr)
-    empty = "{}\n" if args.harness in ("gemini-cli", "cursor") else ""  # "no decision"
     served = _served(args, text)
     if served is not None:
         stdout.write(served["stdout"])
         stderr.write(served["stderr"])
         code: int = served["code"]
         return code
+    harness = _harness(args.harness)
+    empty = reply(harness, None)[0]  # "no decision"
     args.origin, args.interrupt, args.owner = origin or os.getpid(), None, owner
     args.probes = probes or _doctor_dir()
     from .hook_closed import Deadline
@@ -238,21 +247,35 @@ def main(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = N
         deadline.configure(_deadline_seconds(args), args.harness, empty)
         if timer:
             deadline.start()
-        out = _run(_harness(args.harness), args, text, close, stderr, deadline)
+        # a harness that gives a denial's stderr to the model (Kiro) must not hand it the
+        # operator's lines: they are kept aside, and written only with another answer
+        aside = io.StringIO() if getattr(harness, "DENY_EXIT", None) else None
+        if aside is None:
+            out = _run(harness, args, text, close, stderr, deadline)
+        else:
+            import contextlib
+
+            with contextlib.redirect_stderr(aside):
+                out = _run(harness, args, text, close, aside, deadline)
     except Exception as exc:
         # fail open below enforce (SPEC §11.4): one line, no decision; under enforce a call
         # that could not be decided is denied (issue 36: an agent could cause the error)
-        answer, line = deadline.answer(_one_line(exc))
+        answer, line, code = deadline.answer(_one_line(exc))
         if deadline.settle():
             stderr.write(line)
             stdout.write(answer)
+            return code
         return 0
     if not deadline.settle():
         return 0  # the deadline answered for it (a resident server's request, too late)
-    stdout.write(json.dumps(out, ensure_ascii=False) + "\n" if out is not None else empty)
+    answer, said, code = reply(harness, out)
+    if aside is not None and code != harness.DENY_EXIT:
+        said = aside.getvalue() + said
+    stdout.write(answer)
+    stderr.write(said)
     if args.interrupt is not None:
         _interrupt(args.interrupt, stdout, stderr)
-    return 0
+    return code
 
 
 AUTHORITY_ENV = "TRIPWIRE_AUTHORITY"  # hook_server's, not imported for it on the event path
@@ -295,8 +318,7 @@ def _authority_down(args: argparse.Namespace, reason: str, text: str, stdout: Te
     from .hook_closed import Deadline
 
     harness = _harness(args.harness)
-    deadline = Deadline(harness=args.harness,
-                        empty="{}\n" if args.harness in ("gemini-cli", "cursor") else "")
+    deadline = Deadline(harness=args.harness, empty=reply(harness, None)[0])
     try:
         payload, _ = _payload(text)
         name, event = harness.parse(payload)
@@ -306,10 +328,10 @@ def _authority_down(args: argparse.Namespace, reason: str, text: str, stdout: Te
         stdout.write(deadline.empty)
         return 0
     _arm(deadline, harness, event, name, (args.mode or "enforce").strip().lower() == "enforce")
-    answer, line = deadline.answer(reason)
+    answer, line, code = deadline.answer(reason)
     stderr.write(line)
     stdout.write(answer)
-    return 0
+    return code
 
 
 def authority_request(own: argparse.Namespace, request: Any, stdout: TextIO, stderr: TextIO,
@@ -605,9 +627,8 @@ def _arm(deadline: Any, harness: Any, event: Any, name: str, enforce: bool) -> N
     from ..harnesses.hooks._model import Verdict
     from .hook_closed import undecided
 
-    def deny(reason: str) -> str:
-        out = harness.render(event, name, Verdict(deny=undecided(reason)))
-        return json.dumps(out, ensure_ascii=False) + "\n"
+    def deny(reason: str) -> tuple[str, str, int]:
+        return reply(harness, harness.render(event, name, Verdict(deny=undecided(reason))))
 
     deadline.arm(deny)
 
@@ -647,7 +668,7 @@ def _apply(harness: Any, args: argparse.Namespace, store: str, event: Any, confi
         store = probe_store(store, args.probes)
     os.makedirs(os.path.dirname(os.path.abspath(store)), exist_ok=True)
     with HookSession(store, event.session, config, close=close,
-                     wait=args.wait or WAIT) as session:
+                     wait=args.wait or WAIT, parent=event.parent) as session:
         try:
             usage, session.state.transcript = transcript_usage(
                 harness.HARNESS, event.transcript_path, session.state.transcript,

@@ -57,22 +57,25 @@ class Deadline:
         self.seconds = seconds
         self.harness = harness
         self.empty = empty
-        self.deny: Callable[[str], str] | None = None
+        self.deny: Callable[[str], tuple[str, str, int]] | None = None
         self._lock = threading.Lock()
         self._state = "running"
 
     def configure(self, seconds: float, harness: str, empty: str) -> None:
         self.seconds, self.harness, self.empty = seconds, harness, empty
 
-    def arm(self, deny: Callable[[str], str] | None) -> None:
+    def arm(self, deny: Callable[[str], tuple[str, str, int]] | None) -> None:
         self.deny = deny
 
-    def answer(self, reason: str) -> tuple[str, str]:
-        """The fallback answer for ``reason``: a denial (under enforce, a call), else none."""
+    def answer(self, reason: str) -> tuple[str, str, int]:
+        """The fallback answer for ``reason``, ``(stdout, stderr, exit status)``: a denial
+        (under enforce, a call: the harness's reply, its stderr before the operator's line),
+        else none."""
         prefix = f"tripwire hook {self.harness}: {reason}"
         if self.deny is not None:
-            return self.deny(reason), f"{prefix}; {DENIED}\n"
-        return self.empty, f"{prefix}; no decision\n"
+            out, said, code = self.deny(reason)
+            return out, f"{said}{prefix}; {DENIED}\n", code
+        return self.empty, f"{prefix}; no decision\n", 0
 
     def settle(self) -> bool:
         with self._lock:
@@ -81,7 +84,7 @@ class Deadline:
             self._state = "settled"
             return True
 
-    def fire(self) -> tuple[str, str] | None:
+    def fire(self) -> tuple[str, str, int] | None:
         with self._lock:
             if self._state == "settled":
                 return None
@@ -95,13 +98,13 @@ class Deadline:
             answer = self.fire()
             if answer is None:
                 return
-            out, err = answer
+            out, err, code = answer
             for fd, text in ((1, out), (2, err)):
                 try:
                     os.write(fd, text.encode("utf-8", "replace"))
                 except OSError:
                     pass
-            os._exit(0)
+            os._exit(code)
 
         timer = threading.Timer(self.seconds, expire)
         timer.daemon = True

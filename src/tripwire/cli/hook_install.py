@@ -119,6 +119,9 @@ def install(harness: Any, args: argparse.Namespace, stdout: TextIO, stderr: Text
     problem = _problem(args)
     if problem is None and args.write:
         problem = _target(args, args.write)
+    must_exist = getattr(harness, "MUST_EXIST", None)  # Kiro: an agent's own file
+    if problem is None and args.write and must_exist and not os.path.isfile(args.write):
+        problem = f"{args.write}: no such file; --write takes {must_exist}"
     if problem is not None:
         return _fail(args, f"--install: {problem}; nothing written", stderr)
     block = harness.install_block(hook_command(args))

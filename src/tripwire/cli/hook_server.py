@@ -246,8 +246,10 @@ def serve(path: str, run: Callable[..., int], idle_timeout: float | None = None,
                 _session,
                 claude_code,
                 codex,
+                copilot,
                 cursor,
                 gemini_cli,
+                kiro,
             )
 
             clients = _Clients(run, allow)

@@ -25,10 +25,11 @@ def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
     specific: dict[str, Any] = {}
     if event.kind == "call" and verdict.deny is not None:
         specific = {"permissionDecision": "deny", "permissionDecisionReason": verdict.deny}
-    elif event.kind == "result":
+    elif event.kind in ("result", "batch"):
         context = verdict.context
         if verdict.cut is not None:
-            if hook_event_name == "PostToolUse":
+            # PostToolBatch's block stops the loop before the next model request
+            if hook_event_name in ("PostToolUse", "PostToolBatch"):
                 out.update(decision="block", reason=verdict.cut)
             else:  # PostToolUseFailure has no decision: the cut goes in the context
                 context = verdict.cut if context is None else f"{verdict.cut}\n\n{context}"
@@ -45,7 +46,7 @@ def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
         out.update({"continue": False, "stopReason": verdict.halt})
         if system_message:
             out["systemMessage"] = verdict.halt
-        if told_on_result and event.kind == "result" and "reason" not in out and \
+        if told_on_result and event.kind in ("result", "batch") and "reason" not in out and \
                 verdict.told is not None:
             out["reason"] = verdict.told
     if specific:

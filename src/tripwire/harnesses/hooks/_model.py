@@ -3,7 +3,7 @@ command reads and checks them before it knows whether a resident server answers)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["HookEvent", "Verdict"]
@@ -11,8 +11,12 @@ __all__ = ["HookEvent", "Verdict"]
 
 @dataclass
 class HookEvent:
-    """One hook payload, harness-neutral. ``kind``: call, result, prompt, session_start,
-    stop, other. ``turn`` is the harness's id of the current prompt/turn when it sends one."""
+    """One hook payload, harness-neutral. ``kind``: call, result, batch (a parallel batch's
+    results at once: ``batch``, each a call's event with its result), prompt, session_start
+    (``source``: the harness's startup/resume/clear/compact), compaction (``phase``: pre or
+    post; ``manual``: the user's ``/compact``), stop, end (the session ends), other.
+    ``turn`` is the harness's id of the current prompt/turn when it sends one; ``parent``: a
+    sub-agent's parent session, whose task its own is a child of."""
 
     kind: str
     session: str
@@ -26,6 +30,11 @@ class HookEvent:
     answer: str | None = None    # a stop attempt's answer (the agent's last message)
     stop_count: int | None = None  # Cursor: the stop hooks' follow-ups so far (loop_count)
     transcript_path: str | None = None
+    source: str | None = None
+    phase: str | None = None
+    manual: bool = False
+    parent: str | None = None
+    batch: list[HookEvent] = field(default_factory=list)
 
 
 @dataclass

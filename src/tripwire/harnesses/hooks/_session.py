@@ -5,7 +5,8 @@ Every hook invocation is a new process, so the session lives in the store:
 - **Halts, trips, resets and spend** are the durable store's rows (``durability/``), written by
   ``Guardrails`` as in any other host and folded back by ``Guardrails(store=..., history=...)``.
 - **The detectors' run state** is rebuilt by replaying a bounded window: the session's last
-  ``WINDOW`` observed calls, results and turn boundaries, kept in a ``hook_sessions`` table of
+  ``WINDOW`` observed calls, results, compactions, turn-ending answers and turn ends, kept in
+  a ``hook_sessions`` table of
   the same SQLite file (one msgpack row per session). Replay feeds the watchdog directly
   (alerts discarded: they were acted on when they happened), then the live event goes through
   ``Guardrails``. Every detector decides from a bounded history (windows of 12, runs whose alert
@@ -20,6 +21,13 @@ Every hook invocation is a new process, so the session lives in the store:
   session: ``on_call`` gives its decision, ``take_feedback()`` the queue
   (``feedback_at_once``: queued as alerts fire, delivered with the next answer the harness
   shows the model), ``blocked`` the cut or halt a later event gets.
+- **Compactions** (a harness's PreCompact/PostCompact, or its session start after one) are
+  counted once each (``_State.compaction``: which report of the last one came) for
+  ``compaction-storm``; a Stop's answer (a first attempt to finish, not one a stop hook refused)
+  is the agent's text that ends the turn, so a storm re-arms as it does in any host.
+- **A sub-agent** (``parent``: the session it is a sub-agent of) runs its own session under a
+  child of the parent session's task: its calls, steps and spend are charged to both, so the
+  parent's caps bound its sub-agents.
 - **The stop-hook cap** is the session's task's ``stop_rejections`` counter (SPEC §7.1): a
   Stop that says a stop hook refused the previous attempt (``stop_hook_active``) charges one
   rejection through ``Guardrails.on_stop_attempt``; the count is the task's budget rows in the
@@ -109,6 +117,7 @@ class _State:
     interrupted: list[int] = field(default_factory=list)  # harness processes interrupted
     stops: int = 0               # Cursor: the last loop_count seen (refusals charged)
     calls: int = 0               # the session's task's tool calls (see ``_carry_calls``)
+    compaction: str = ""         # the last compaction's report so far: pre, post or "" (none)
 
     @classmethod
     def load(cls, body: bytes | None) -> _State:
@@ -191,7 +200,7 @@ class HookSession:
 
     def __init__(self, store_path: str, session: str, config: GuardrailsConfig,
                  implementation: str | None = None, *, close: bool = True,
-                 wait: float = WAIT):
+                 wait: float = WAIT, parent: str | None = None):
         from ...durability.anchor import hold_lock
         from ...durability.rows import ResetRow
         from ...durability.sqlite import SQLiteStore, sqlite_error
@@ -235,7 +244,7 @@ class HookSession:
             self.store: Any
             self._db: sqlite3.Connection | None
             self.store, self._db = opened
-            self.state = _State.load(self._read_state(session))
+            self.state = _State.load(_read_window(self._db, store_path, session, wait))
             LOGGER.addFilter(self._once)  # before the guardrails announce their configuration
             try:
                 history: Any = self.store.history(session)
@@ -243,9 +252,10 @@ class HookSession:
                 history = None  # the guardrails' restore reads it again and says what it means
             # a full session: its turn in progress kept in the store (every event is a new
             # process), its feedback told with the next answer the harness shows the model
+            task = None if parent is None else _child_task(self.store, config, parent, session)
             self.guardrails = Guardrails(config, session_id=session, store=self.store,
                                          history=history, implementation=implementation,
-                                         durable_turns=True, feedback_at_once=True)
+                                         durable_turns=True, feedback_at_once=True, task=task)
             # how its watchdog compares results (the payload is observed as its answer)
             self._settings = (config.watchdog or WatchdogConfig()).engine_settings()
             self._engine = _engine.load(_engine.resolve(implementation))
@@ -291,25 +301,6 @@ class HookSession:
     def __enter__(self) -> HookSession:
         return self
 
-    def _read_state(self, session: str) -> bytes | None:
-        """The session's window as stored; None when there is none, or when the file cannot
-        be read (then the store's own restore says what that means: unreadable halts)."""
-        from ...durability.sqlite import sqlite_error
-        from ...errors import StoreUnreadable
-
-        if self._db is None:
-            return None
-        try:  # bounded: the table is the agent's to write in the same-user setup
-            row = self._db.execute("SELECT CASE WHEN length(state) <= ? THEN state END FROM "
-                                   "hook_sessions WHERE session = ?",
-                                   (MAX_STATE, session)).fetchone()
-        except sqlite3.Error as exc:
-            error = sqlite_error(self.store_path, exc, "read the hooks' window", self.wait)
-            if isinstance(error, StoreUnreadable):
-                return None
-            raise error from None
-        return row[0] if row and isinstance(row[0], bytes) else None
-
     def _left(self) -> float:
         """Seconds left of this invocation's wait (at least a little, to try once)."""
         return max(0.05, self._deadline - time.monotonic())
@@ -353,6 +344,12 @@ class HookSession:
             elif kind == "r":
                 watchdog.observe_result(event[1], error=event[2], no_op=event[3],
                                         payload=event[4])
+            elif kind == "k":
+                watchdog.observe_compaction()
+            elif kind == "x":
+                watchdog.observe_text(event[1])
+            elif kind == "e":
+                watchdog.end_turn()
             else:
                 watchdog.turn_boundary()
 
@@ -403,7 +400,7 @@ class HookSession:
         handler = getattr(self, "_on_" + event.kind, None)
         verdict = handler(event) if handler is not None else Verdict()
         task = g.task
-        if event.kind in ("stop", "prompt", "session_start") and \
+        if event.kind in ("stop", "prompt", "session_start", "end") and \
                 task.tool_calls > self._sealed_calls and task.task_id == self.session:
             task.seal()  # a turn's end: its tool calls in the store (``_carry_calls``)
         return verdict
@@ -463,14 +460,66 @@ class HookSession:
         return Verdict(context=self._feedback())
 
     def _on_session_start(self, event: HookEvent) -> Verdict:
+        if event.source == "compact":  # the session goes on, compacted: no turn boundary
+            return self._on_compaction(event)
         self._new_turn()
         return Verdict(context=None if self.guardrails.halted else self._feedback())
+
+    def _on_compaction(self, event: HookEvent) -> Verdict:
+        """One compaction, counted at the first of its reports: PreCompact, PostCompact, the
+        session start that follows it (``phase`` None)."""
+        g = self.guardrails
+        seen = self.state.compaction
+        self.state.compaction = event.phase or ""
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason))
+        if (event.phase == "post" and seen == "pre") or (event.phase is None and seen):
+            return Verdict()  # the compaction an earlier report of it counted
+        decision = observe(g, "compaction", mechanical=False, automatic=not event.manual)
+        self._record(["k"])
+        verdict = self._verdict(decision)
+        return verdict if verdict.halt is not None else Verdict()
+
+    def _on_batch(self, event: HookEvent) -> Verdict:
+        """A parallel batch's results at once: what no PreToolUse or PostToolUse reported is
+        observed here (each call, then each result, by their ids); the batch's verdict is the
+        session's cut or halt, else its feedback."""
+        g = self.guardrails
+        if g.halted:
+            return Verdict(halt=self._for_user(g.refusal().reason), told=self._halt_text())
+        if g.blocked is not None:
+            return Verdict()
+        for item in event.batch:
+            if g.blocked is not None:
+                break
+            if not self._seen("c", item.call_id):
+                args = compact_args(item.args)
+                observe(g, "call", item.name, args, item.call_id)
+                self._record(["c", item.name, args])
+            if g.blocked is None and not self._seen("r", item.call_id):
+                no_op = _no_op(item.payload)
+                digest = payload_digest(item.payload, self._settings, item.name, self._engine)
+                observe(g, "result", item.name, digest, None, no_op, item.call_id)
+                self._record(["r", item.name, None, no_op, digest])
+        verdict = Verdict() if g.blocked is None else self._verdict(g.blocked)
+        if verdict.halt is None:
+            verdict.context = self._feedback(now=True)
+        return verdict
+
+    def _on_end(self, event: HookEvent) -> Verdict:
+        """The session ends: its turn in progress is closed, so its rows are written now."""
+        self._new_turn()
+        return Verdict()
 
     def _on_stop(self, event: HookEvent) -> Verdict:
         g = self.guardrails
         if g.halted:
             return Verdict(halt=self._for_user(g.refusal().reason))
-        refusals = self._refusals(event)
+        if event.answer and not event.stop_hook_active and event.stop_count is None:
+            # a first attempt to finish: the agent's words end its turn (a storm re-arms)
+            observe(g, "text", event.answer)
+            self._record(["x", event.answer[:LONG_VALUE]])
+        refusals = _refusals(self.state, event)
         if not refusals:
             return Verdict()  # a first attempt: whether a stop hook refuses it shows next time
         # this attempt comes after a stop hook refused the previous one (whether or not tools
@@ -491,15 +540,6 @@ class HookSession:
             "cap overrides the stop hooks. Its last answer was not accepted by the stop hook "
             "and is unverified. The session refuses new turns."))
 
-    def _refusals(self, event: HookEvent) -> int:
-        """The stop hooks' refusals this stop attempt reports: one with ``stop_hook_active``;
-        Cursor's ``loop_count`` counts them for the conversation, so its increase since the
-        last stop (a lower count: the count started over)."""
-        if event.stop_count is None:
-            return 1 if event.stop_hook_active else 0
-        seen, self.state.stops = self.state.stops, event.stop_count
-        return event.stop_count - seen if event.stop_count >= seen else event.stop_count
-
     # -- the harness's view of the session's decisions -----------------------------------------
 
     def _new_turn(self) -> None:
@@ -509,9 +549,9 @@ class HookSession:
         g = self.guardrails
         if g.in_turn or (g.blocked is not None and not g.halted):
             observe(g, "turn_end")
-        if g.watchdog is not None:
-            g.watchdog.turn_boundary()
-        self._record(["t"])
+        elif g.watchdog is not None:  # a turn of no call (none opened it in this process)
+            g.watchdog.end_turn()
+        self._record(["e"])  # the detectors' end of a turn: one in agent text re-arms a storm
 
     def _verdict(self, decision: Outcome) -> Verdict:
         """A cut or halt as the harness shows it: the reason for the model (``cut``), and a
@@ -543,6 +583,48 @@ class HookSession:
         if blocked is not None and blocked.action == HALT_SESSION:
             return told(blocked)
         return HALTED
+
+
+def _read_window(db: sqlite3.Connection | None, store_path: str, session: str,
+                 wait: float) -> bytes | None:
+    """The session's window as stored; None when there is none, or when the file cannot be
+    read (then the store's own restore says what that means: unreadable halts)."""
+    from ...durability.sqlite import sqlite_error
+    from ...errors import StoreUnreadable
+
+    if db is None:
+        return None
+    try:  # bounded: the table is the agent's to write in the same-user setup
+        row = db.execute("SELECT CASE WHEN length(state) <= ? THEN state END FROM "
+                         "hook_sessions WHERE session = ?", (MAX_STATE, session)).fetchone()
+    except sqlite3.Error as exc:
+        error = sqlite_error(store_path, exc, "read the hooks' window", wait)
+        if isinstance(error, StoreUnreadable):
+            return None
+        raise error from None
+    return row[0] if row and isinstance(row[0], bytes) else None
+
+
+def _refusals(state: _State, event: HookEvent) -> int:
+    """The stop hooks' refusals a stop attempt reports: one with ``stop_hook_active``;
+    Cursor's ``loop_count`` counts them for the conversation, so its increase since the last
+    stop (a lower count: the count started over; ``state.stops`` keeps the last)."""
+    if event.stop_count is None:
+        return 1 if event.stop_hook_active else 0
+    seen, state.stops = state.stops, event.stop_count
+    return event.stop_count - seen if event.stop_count >= seen else event.stop_count
+
+
+def _child_task(store: Any, config: GuardrailsConfig, parent: str, session: str) -> Any:
+    """A sub-agent's task: a child of its parent session's implicit task (whose rows are the
+    parent session's own, in the store), so every charge reaches the parent's caps too."""
+    from ...budgets.task import Task
+    from ...durability.log import SessionLog
+
+    log = SessionLog(store, parent, lambda text: f"[task {parent}] {text}")
+    root = Task(budget=config.resolve().budget, task_id=parent, _log=log,
+                _history=store.history(parent))
+    return root.child(task_id=session)
 
 
 #: The model's reason for a call of a halted session whose halting decision the hook never saw.

@@ -7,7 +7,9 @@ they were (one entry per harness and event, never a second one beside an earlier
 uninstalling removes them; everything else in the file is kept as it was.
 
 Two shapes: Claude Code, Codex and Gemini CLI group handlers (``hooks.<Event>[] = {matcher?,
-hooks: [handler]}``); Cursor lists handlers directly (``hooks.<event>[] = handler``), ``flat``.
+hooks: [handler]}``); Cursor, GitHub Copilot CLI and Kiro list handlers directly
+(``hooks.<event>[] = handler``), ``flat``. A handler's command is its ``command`` (Copilot's:
+``bash``, ``command_of``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import shlex
 from typing import Any
 
 __all__ = ["is_tripwire", "hook_harness", "read_settings", "remove", "merge", "write_json",
-           "tripwire_handlers"]
+           "tripwire_handlers", "command_of"]
+
+
+def command_of(handler: dict[str, Any]) -> Any:
+    """A handler's command: ``command``, or GitHub Copilot CLI's ``bash``."""
+    command = handler.get("command")
+    return command if command is not None else handler.get("bash")
 
 
 def is_tripwire(command: Any, harness: str | None = None) -> bool:
@@ -88,7 +96,7 @@ def tripwire_handlers(settings: dict[str, Any], harness: str | None, flat: bool
             if not isinstance(handlers, list):
                 continue
             for h, handler in enumerate(handlers):
-                if isinstance(handler, dict) and is_tripwire(handler.get("command"), harness):
+                if isinstance(handler, dict) and is_tripwire(command_of(handler), harness):
                     found.append((event, g, h, entry, handler))
     return found
 
@@ -108,14 +116,14 @@ def remove(settings: dict[str, Any], harness: str, flat: bool) -> dict[str, int]
                 kept.append(entry)
                 continue
             if flat:
-                if is_tripwire(entry.get("command"), harness):
+                if is_tripwire(command_of(entry), harness):
                     places.setdefault(event, len(kept))
                     continue
             else:
                 handlers = entry.get("hooks")
                 if isinstance(handlers, list):
                     rest = [h for h in handlers if not (
-                        isinstance(h, dict) and is_tripwire(h.get("command"), harness))]
+                        isinstance(h, dict) and is_tripwire(command_of(h), harness))]
                     if len(rest) != len(handlers):
                         places.setdefault(event, len(kept))
                         if not rest:
@@ -141,7 +149,7 @@ def merge(settings: dict[str, Any], block: dict[str, Any], harness: str, flat: b
         index = min(places.get(event, len(present)), len(present))
         present[index:index] = entries
         at[event] = index
-    for key, value in block.items():  # Cursor's "version"
+    for key, value in block.items():  # Cursor's and Copilot's "version"
         if key != "hooks":
             settings.setdefault(key, value)
     return at

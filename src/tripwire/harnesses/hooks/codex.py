@@ -5,6 +5,13 @@ knows (anything else makes it ignore the whole output), so a PreToolUse denial n
 ``continue``/``stopReason`` (Codex rejects them there): a halt denies each call and stops the
 agent at the next PostToolUse or Stop. Codex sends no PostToolUseFailure (failures are not
 visible to its hooks), and names the turn (``turn_id``) on every turn-scoped event.
+
+Compaction (``codex-rs/hooks/src/events/compact.rs``): PreCompact and PostCompact carry
+``trigger`` (``manual``/``auto``) and honour only the universal keys, so a
+``compaction-storm`` halt there is ``continue: false`` with its ``stopReason``; one compaction
+is counted once, whichever of PreCompact, PostCompact and SessionStart ``source: compact``
+report it. SessionStart's ``source`` (``session_start.rs``: startup, resume, clear, compact):
+the first three are a turn boundary, ``compact`` is the compaction's.
 """
 
 from __future__ import annotations
@@ -25,9 +32,13 @@ HALT_ON_PRE_TOOL_USE = False
 INTERRUPTS = True
 #: handlers grouped under matchers (Cursor lists them flat)
 FLAT = False
+#: Codex runs hooks through a login shell (``$SHELL -lc``)
+LOGIN_SHELL = True
+denied = claude_code.denied
+timeout_seconds = claude_code.timeout_seconds
 
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse")
-_OTHER_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop")
+_OTHER_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop", "PreCompact", "PostCompact")
 
 
 def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
@@ -35,6 +46,11 @@ def parse(payload: dict[str, Any]) -> tuple[str, HookEvent]:
     turn = payload.get("turn_id")
     event.turn = str(turn) if isinstance(turn, (str, int)) and turn != "" else None
     return name, event
+
+
+def probe(session: str, cwd: str, n: int) -> dict[str, Any]:
+    """``tripwire doctor``'s ``n``th identical tool call of a new session, as Codex sends it."""
+    return {**claude_code.probe(session, cwd, n), "turn_id": "doctor", "model": "doctor"}
 
 
 def install_block(command: str = "tripwire hook codex") -> dict[str, Any]:

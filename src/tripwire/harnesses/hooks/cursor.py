@@ -118,6 +118,25 @@ def install_block(command: str = "tripwire hook cursor") -> dict[str, Any]:
     return {"version": 1, "hooks": hooks}
 
 
+def probe(session: str, cwd: str, n: int) -> dict[str, Any]:
+    """``tripwire doctor``'s ``n``th identical tool call of a new session, as Cursor sends it."""
+    return {"conversation_id": session, "generation_id": "doctor",
+            "hook_event_name": "preToolUse", "cursor_version": "tripwire-doctor",
+            "workspace_roots": [cwd], "cwd": cwd, "tool_name": "Shell",
+            "tool_input": {"command": "true"}, "tool_use_id": f"doctor_{n}"}
+
+
+def denied(answer: Any, code: int) -> bool:
+    return isinstance(answer, dict) and answer.get("permission") == "deny"
+
+
+def timeout_seconds(handler: dict[str, Any]) -> float:
+    value = handler.get("timeout")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return 600.0
+    return float(value)
+
+
 def _json(value: Any) -> Any:
     """A field Cursor sends as a JSON string (MCP arguments and results, tool output)."""
     if isinstance(value, str):

@@ -106,5 +106,27 @@ def install_block(command: str = "tripwire hook gemini-cli") -> dict[str, Any]:
     return {"hooks": hooks}
 
 
+def probe(session: str, cwd: str, n: int) -> dict[str, Any]:
+    """``tripwire doctor``'s ``n``th identical tool call of a new session, as Gemini CLI sends
+    it."""
+    import time
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    return {"session_id": session, "transcript_path": "", "cwd": cwd,
+            "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+            "tool_input": {"command": "true"}, "timestamp": f"{stamp}.{n:03d}Z"}
+
+
+def denied(answer: Any, code: int) -> bool:
+    return isinstance(answer, dict) and answer.get("decision") == "deny"
+
+
+def timeout_seconds(handler: dict[str, Any]) -> float:
+    value = handler.get("timeout")  # milliseconds
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return 60.0
+    return value / 1000
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
