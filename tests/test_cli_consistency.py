@@ -37,10 +37,12 @@ def test_an_unknown_hook_harness_is_one_line() -> None:
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr.splitlines() == [
         "tripwire hook: argument harness: invalid choice: 'bogus' (choose from 'claude-code', "
-        "'codex', 'gemini-cli', 'cursor') (see tripwire hook --help); no decision"]
+        "'codex', 'gemini-cli', 'cursor', 'copilot', 'kiro') (see tripwire hook --help); "
+        "no decision"]
     one_line(tripwire("hook", "bogus", "--install"),
              "tripwire hook: argument harness: invalid choice: 'bogus' (choose from "
-             "'claude-code', 'codex', 'gemini-cli', 'cursor') (see tripwire hook --help)")
+             "'claude-code', 'codex', 'gemini-cli', 'cursor', 'copilot', 'kiro') (see tripwire "
+             "hook --help)")
     one_line(tripwire("hook", "serve"),
              "tripwire hook serve: the following arguments are required: --socket (see "
              "tripwire hook serve --help)")

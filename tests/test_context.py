@@ -149,8 +149,8 @@ def test_compaction_becomes_pending_the_moment_the_threshold_is_crossed(implemen
     g = guardrails(implementation, events)
     g.start_turn()
     g.on_usage(model="claude-opus-4-5", input_tokens=169_000)
-    for _ in range(333):  # 333 x 3 bytes = 333 tokens: 169,333
-        assert g.on_result("read", payload="abc").proceed
+    for i in range(333):  # 333 x 3 bytes = 333 tokens: 169,333 (each a new answer: identical
+        assert g.on_result("read", payload=f"{i:03}").proceed  # ones are persistent-warnings)
     assert not g.status().compaction_pending
     assert g.on_result("read", payload="x" * 2001).proceed  # +667 tokens: 170,000
     assert g.status().compaction_pending

@@ -257,7 +257,8 @@ def test_the_config_entry_point_and_replay_signals(implementation, tmp_path,
     code, records, _ = replay("--signals", "repeated-tool-call")
     assert [r["signal"] for r in records if r["kind"] == "alert"] == ["repeated-tool-call"]
     code, records, err = replay("--signals", "ls-thrice")
-    assert code == 2 and err.endswith(", empty-responses, compaction-storm, ls-twice)\n")
+    assert code == 2 and err.endswith(", empty-responses, compaction-storm, persistent-warnings, "
+                                           "ls-twice)\n")
     config.write_text('[signals]\ncustom = ["my_signals:nothing"]\n')
     code, _, err = replay()
     assert (code, err) == (2, "tripwire: custom signal 'my_signals:nothing': my_signals has no "

@@ -90,9 +90,11 @@ def step(k: int) -> int:
     (7, [(step(13), "no-new-state"), (step(15), "recycled-calls")]),
     # the 14-step lap has an empty answer (`git diff`, its 12th step): no payload to
     # no-new-state, which restarts its run after it (and so warns again), a repeat like any
-    # other answer to recycled-calls
+    # other answer to recycled-calls; that fourth warning with no new answer between is
+    # persistent-warnings (issue 39)
     (14, [(step(20), "no-new-state"), (step(22), "recycled-calls"),
-          (step(32), "no-new-state"), (step(46), "no-new-state")]),
+          (step(32), "no-new-state"), (step(46), "no-new-state"),
+          (step(46), "persistent-warnings")]),
 ])
 def test_long_cycles_with_identical_answers_trip_once(
         implementation: str, period: int, expected: list) -> None:

@@ -91,7 +91,8 @@ def test_cycle_texts_name_the_programs(implementation: str) -> None:
     calls = [("bash", {"command": "cat a"}), ("bash", {"command": "grep x a"})] * 3
     assert _name_alerts(Watchdog(implementation=implementation), calls) == [
         (5, "alternating-tool-cycle", "The same 2-call sequence (bash:cat \u2192 bash:grep) ran "
-         "3 times in a row with identical arguments each lap: a loop the consecutive-repeat "
+         "3 times in a row with identical arguments each lap and no new result after the first: "
+         "a loop the consecutive-repeat "
          "detector cannot see.")]
 
 

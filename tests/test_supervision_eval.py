@@ -25,8 +25,9 @@ EXPECTED = [
     ("loop", "with+check", 4, 0, 0, 3, 4, 9.25, 0.0279, 1.0, 86.25, {"answered": 4}),
     ("alternate", "without", 2, 0, 0, 0, 0, 31.25, 0.0375, 0.0, 278.25,
      {"answered": 2, "exhausted(steps)": 2}),
-    ("alternate", "with", 4, 0, 0, 4, 7, 16.0, 0.0486, 1.75, 151.5, {"answered": 4}),
-    ("alternate", "with+check", 4, 0, 0, 4, 7, 16.0, 0.0486, 1.75, 151.5, {"answered": 4}),
+    # alternate: persistent-warnings (issue 39) stops the warned-but-unchanged retries sooner
+    ("alternate", "with", 4, 0, 0, 4, 7, 14.5, 0.0468, 1.75, 138.0, {"answered": 4}),
+    ("alternate", "with+check", 4, 0, 0, 4, 7, 14.5, 0.0468, 1.75, 138.0, {"answered": 4}),
     ("poll", "without", 4, 0, 0, 0, 0, 14.5, 0.0174, 0.0, 127.5, {"answered": 4}),
     ("poll", "with", 4, 0, 0, 0, 0, 15.5, 0.0354, 1.0, 142.5, {"answered": 4}),
     ("poll", "with+check", 4, 0, 0, 0, 0, 15.5, 0.0354, 1.0, 142.5, {"answered": 4}),

@@ -73,6 +73,7 @@ from ..signals.tool_failure_streak import FailureStreakDetector
 from ..signals.tools_without_text import SilenceDetector
 from ..signals.unknown_tool import UNKNOWN_PAIR, UnknownToolDetector, is_unknown
 from .batch import BATCH_FIELDS, BatchChange, BatchSlot, BatchState, StopReason
+from .readings import EngineReadings
 from .tokens import BYTES_PER_TOKEN, TokenEstimator, estimate_tokens, utf8_length  # noqa: F401
 
 IMPLEMENTATION = "python"
@@ -163,7 +164,7 @@ class SessionStats:
         self._matches.clear()  # the history was cleared
 
 
-class Engine:
+class Engine(EngineReadings):
     """One session's detector state. Observations return ``()`` or ``self._fired(...)``.
 
     ``_fired(mask, name, args_or_error)`` is supplied by the subclass that builds alert texts
@@ -173,10 +174,6 @@ class Engine:
     implementation = IMPLEMENTATION
     _keys: deque[int]
     _joins: deque[bool]
-    _calls: deque[tuple[str, Any]]
-    _failure_names: list[str]
-    _attempt_calls: int
-    _no_op_names: list[str]
 
     def __init__(self, settings: EngineSettings):
         self._engine_init(settings)
@@ -251,19 +248,16 @@ class Engine:
         if on & DENSITY and self._density.observe(self._keys, self._joins):
             mask |= DENSITY
         identity = tool_identity(name, args, self.settings.shell_tools)
-        if rule is None:
-            named = self._name.observe(identity, self._repeat.run)
-        else:  # the name run stands down for a run the tool's repeat threshold reports
-            named = self._name.observe(identity, self._repeat.run, rule.name_threshold,
-                                       rule.repeat_threshold if on & REPEAT else 0)
+        named = self._name.observe(identity, self._repeat.run) if rule is None else \
+            self._name.observe(identity, self._repeat.run, rule.name_threshold,  # stands down
+                               rule.repeat_threshold if on & REPEAT else 0)  # at the tool's
         if named and on & NAME:
             mask |= NAME
         if self._silence.observe_call() and on & SILENCE:
             mask |= SILENCE
         if on & RECYCLED:  # its result will say which call it answers
             self._recycled.push_call(hash(name), call.key)
-        if mask:
-            mask = self._warned(mask)
+        mask = self._warned(mask) if mask else 0
         if self._stats is not None:
             self._stats.after_call(self)
         if mask:
@@ -367,8 +361,7 @@ class Engine:
                     self._cycle.new_answer()  # and is a cycle's progress
                     self._storm.new_answer()  # and work between compactions
                     self._persistent.progress()  # and is progress (persistent-warnings)
-        if mask or persisted:
-            mask = self._warned(mask, persisted)
+        mask = self._warned(mask, persisted) if mask or persisted else 0
         if self._stats is not None:
             self._stats.after_result(self)
         if mask:
@@ -407,8 +400,7 @@ class Engine:
                                  & COMPACTION_STORM else 0)
 
     def _after_event(self, mask: int) -> tuple[Alert, ...]:
-        if mask:
-            mask = self._warned(mask)
+        mask = self._warned(mask) if mask else 0
         if self._stats is not None:
             self._stats.after_event(self)
         return self._fired(mask, "", None) if mask else ()
@@ -497,102 +489,6 @@ class Engine:
     def _fired(self, mask: int, name: str, detail: Any,
                ) -> tuple[Alert, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    # -- what alert texts need ---------------------------------------------------------------
-
-    def recent_call(self, age: int) -> tuple[str, Any]:
-        """The (name, args) of the call `age` calls ago (0 = the latest)."""
-        return self._calls[-1 - age]
-
-    @property
-    def calls_held(self) -> int:
-        """How many recent calls ``recent_call`` can return (the call ring's size)."""
-        return len(self._calls)
-
-    @property
-    def repeat_run(self) -> int:
-        return self._repeat.run
-
-    @property
-    def repeat_poll(self) -> int:
-        """What the current run's results have shown (``signals.repeated_tool_call.Poll``)."""
-        return int(self._repeat.poll)
-
-    @property
-    def attempt_calls(self) -> int:
-        """Calls since the last result, model response or turn boundary: the calls of the
-        model response in flight, which a transport retry replaces (``on_retry``)."""
-        return self._attempt_calls
-
-    @property
-    def cycle_period(self) -> int:
-        return self._cycle.period
-
-    @property
-    def dominant(self) -> tuple[int, int, int]:
-        """(count, window length, age of the dominant key's earliest window entry)."""
-        d = self._density
-        return d.count, d.length, d.first_age
-
-    @property
-    def name_run(self) -> int:
-        return self._name.run
-
-    @property
-    def silent_calls(self) -> int:
-        return self._silence.run
-
-    @property
-    def failure_streak(self) -> int:
-        return self._failures.run
-
-    @property
-    def failure_names(self) -> list[str]:
-        return list(self._failure_names)
-
-    @property
-    def no_op_run(self) -> int:
-        return self._no_ops.run
-
-    @property
-    def no_op_names(self) -> list[str]:
-        return list(self._no_op_names)
-
-    @property
-    def stale_results(self) -> int:
-        return self._stale.run
-
-    @property
-    def same_error_failures(self) -> int:
-        """Failures of the last failed result's (tool, error signature) since a success."""
-        return self._repeated_failure.last
-
-    @property
-    def recycled_run(self) -> int:
-        """Results in a row each answering a repeated call with its earlier answer."""
-        return self._recycled.run
-
-    @property
-    def unknown_tool_run(self) -> int:
-        return self._unknown.run
-
-    @property
-    def repeated_text_run(self) -> int:
-        return self._text.run
-
-    @property
-    def empty_responses(self) -> int:
-        return self._empty.run
-
-    @property
-    def compaction_storm(self) -> tuple[int, int]:
-        """(compactions in this turn, since a turn last ended in agent text)."""
-        return self._storm.turn, self._storm.run
-
-    @property
-    def persistent_warnings(self) -> tuple[int, int]:
-        """(warn alerts since the last new answer, the bits of the signals they were)."""
-        return self._persistent.run, self._persistent.signals
 
 
 # --------------------------------------------------------------------------------------------

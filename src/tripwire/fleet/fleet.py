@@ -128,6 +128,11 @@ class Fleet:
         g.last_used = time.monotonic()  # touch(), without a method call: every call is here
         return g
 
+    def in_memory(self, session_id: str) -> Guardrails | None:
+        """The session's guardrails if it is in memory, else None: never restored from the
+        store nor touched (a listing of the fleet reads this)."""
+        return self._sessions.get(session_id)
+
     def existing(self, session_id: str) -> Guardrails | None:
         """The session's guardrails if the fleet knows it (in memory, or in the store: then
         restored), else None; an unknown session is not created."""

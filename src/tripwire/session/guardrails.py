@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.decision import CONTINUE, Decision, Turn, stronger
 from ..base.inputs import remember_call_id
 from ..base.modes import Mode
-from ..base.money import usage_cost_nano
+from ..base.money import NANO, usage_cost_nano
 from ..budgets.task import Task
 from ..durability.log import DECISION_WAIT, SessionLog
 from ..engine import select as _engine
@@ -259,6 +259,12 @@ class Guardrails(TaskMethods, ContextMethods, OperatorMethods):
     def in_turn(self) -> bool:
         """Whether a turn is open: started (or continued) and not ended yet."""
         return self._in_turn
+
+    @property
+    def spent_usd(self) -> float:
+        """The session's spend in dollars, as ``status().spent_usd``, without the rest of a
+        status (what a fleet-wide sort or a metrics scrape reads per session)."""
+        return float(self._cost.spent) / NANO
 
     @property
     def blocked(self) -> Decision | None:

@@ -31,7 +31,6 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from ..base.money import NANO
 from ..budgets.caps import CHECKIN
 from ..budgets.outcomes import EXHAUSTED
 from ..fleet.fleet import Fleet
@@ -63,7 +62,7 @@ def session_state(g: Any, alerts: int) -> str:
 def session_spent(g: Any) -> float:
     """The session's spend in dollars: the figure ``status().spent_usd`` reads, without the
     rest of a status (a fifth of its cost: what a fleet-wide sort or a scrape needs)."""
-    return float(g._cost.spent) / NANO
+    return float(g.spent_usd)
 
 
 def glance(fleet: Fleet, feed: EventFeed | None) -> list[tuple[str, Any, str, float]]:
@@ -71,7 +70,7 @@ def glance(fleet: Fleet, feed: EventFeed | None) -> list[tuple[str, Any, str, fl
     the state gauge need, read once per session. Listing never restores a session."""
     out = []
     for sid in list(fleet):
-        g = fleet._sessions.get(sid)  # in memory only (Fleet.existing would restore)
+        g = fleet.in_memory(sid)  # never restored (Fleet.existing would)
         if g is None:
             continue
         out.append((sid, g, session_state(g, 0 if feed is None else feed.alerts(sid)),
@@ -106,7 +105,7 @@ def session_row(session_id: str, g: Any, state: str, now: float,
 
 
 def _int(params: Any, key: str, default: int, low: int, high: int) -> int:
-    from .operator import HttpError
+    from .errors import HttpError
 
     raw = params.get(key)
     if raw is None or raw == "":
@@ -119,7 +118,7 @@ def _int(params: Any, key: str, default: int, low: int, high: int) -> int:
 def sessions_page(fleet: Fleet, params: Any, feed: EventFeed | None = None) -> dict[str, Any]:
     """One page of the fleet's sessions in memory, filtered and sorted on the server (so a
     fleet of thousands is one small answer), with the count of every state."""
-    from .operator import HttpError
+    from .errors import HttpError
 
     state = params.get("state") or None
     if state is not None and state not in STATES:

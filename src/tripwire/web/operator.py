@@ -28,6 +28,7 @@ from ..base.money import parse_dollars
 from ..base.validate import check_session_id
 from ..errors import InvalidEvent, InvalidReset, ResetRefused, TripwireError
 from ..fleet.fleet import Fleet
+from .errors import HttpError
 
 __all__ = ["HttpError", "Metrics", "Api", "operator_routes", "one_line", "MAX_BODY",
            "session_status", "session_reset"]
@@ -36,16 +37,6 @@ LOGGER = logging.getLogger("tripwire")
 
 MAX_BODY = 1 << 20  # bytes of one request body (serve's; the gateway sets its own)
 _RESET_KEYS = frozenset({"guardrail", "additional_budget_usd"})
-
-
-class HttpError(Exception):
-    """A refusal with its HTTP status and extra JSON fields."""
-
-    def __init__(self, reason: str, status: int = 400, **extra: Any) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.extra = extra
 
 
 def one_line(text: str) -> str:
