@@ -1,0 +1,120 @@
+"""Re-download the runaway set listed in sources.json (recordings that burned their budget).
+
+    python benchmarks/runaways/fetch.py OUT_DIR [--mirror-root DIR] [--census]
+
+For every source (a public repository pinned at a commit, a path pattern), the script gets the
+repository with git (a blobless clone of ``https://github.com/<owner>/<name>.git``, or an existing
+git directory ``<mirror-root>/<owner>+<name>/repo`` when ``--mirror-root`` is given), reads each
+matching file at that commit, and keeps the file only if its own recorded end says the budget ran
+out (``runaway_statuses`` in sources.json: SWE-agent's ``exit_cost``/``exit_context``,
+mini-swe-agent's ``LimitsExceeded``, OpenHands' ``max_iterations``). The kept files must be
+exactly the source's ``runaways`` list (path and blob id); any difference is an error (exit 1),
+so the set on disk is the set the figures were measured on. ``--census`` also prints, per
+source, how many matching files ended with each exit status.
+
+The recordings are third-party data: they go to OUT_DIR, never into this repository.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import fnmatch
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def exit_status(reader: str, data: bytes) -> str | None:
+    """The run's own recorded end: info.exit_status (SWE-agent, mini-swe-agent) or the
+    OpenHands controller's stop reason."""
+    try:
+        doc: Any = json.loads(data)
+    except ValueError:
+        return "unreadable"
+    if reader == "openhands":
+        text = json.dumps(doc)[-20000:]
+        return "max_iterations" if "maximum iteration" in text else None
+    info = doc.get("info") if isinstance(doc, dict) else None
+    status = info.get("exit_status") if isinstance(info, dict) else None
+    return status if isinstance(status, str) else None
+
+
+def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], input=data,
+                          capture_output=True, check=True).stdout
+
+
+def repository(repo: str, commit: str, mirror_root: Path | None, scratch: Path) -> Path:
+    if mirror_root is not None:
+        return mirror_root / repo.replace("/", "+") / "repo"
+    git_dir = scratch / repo.replace("/", "+")
+    if not git_dir.exists():
+        subprocess.run(["git", "clone", "--bare", "--filter=blob:none", "--quiet",
+                        f"https://github.com/{repo}.git", str(git_dir)], check=True)
+    # A pull request's head is not on a branch: fetch the pinned commit itself.
+    subprocess.run(["git", "--git-dir", str(git_dir), "fetch", "--quiet", "origin", commit],
+                   check=False)
+    return git_dir
+
+
+def files(git_dir: Path, commit: str, pattern: str) -> list[tuple[str, str]]:
+    """(path, blob id) of every file at ``commit`` matching ``pattern``."""
+    listing = git(git_dir, "ls-tree", "-r", commit).decode().splitlines()
+    out = []
+    for line in listing:
+        meta, path = line.split("\t", 1)
+        _mode, kind, blob = meta.split()
+        if kind == "blob" and fnmatch.fnmatch(path, pattern):
+            out.append((path, blob))
+    return sorted(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--mirror-root", type=Path)
+    parser.add_argument("--census", action="store_true")
+    args = parser.parse_args(argv)
+    manifest = json.loads((HERE / "sources.json").read_text())
+    wanted = manifest["runaway_statuses"]
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    mismatch = False
+    with tempfile.TemporaryDirectory() as scratch:
+        for source in manifest["sources"]:
+            repo, commit, reader = source["repo"], source["commit"], source["reader"]
+            git_dir = repository(repo, commit, args.mirror_root, Path(scratch))
+            census: collections.Counter[str] = collections.Counter()
+            kept = []
+            for path, blob in files(git_dir, commit, source["pattern"]):
+                try:
+                    data = git(git_dir, "cat-file", "blob", blob)
+                except subprocess.CalledProcessError:
+                    census["(blob not available)"] += 1
+                    continue
+                status = exit_status(reader, data)
+                census[str(status)] += 1
+                if status in wanted[reader]:
+                    kept.append({"path": path, "blob": blob, "exit_status": status})
+                    target = args.out_dir / repo.replace("/", "+") / commit[:12] / path
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+            expected = sorted((r["path"], r["blob"]) for r in source["runaways"])
+            if sorted((k["path"], k["blob"]) for k in kept) != expected:
+                mismatch = True
+                print(f"{repo}@{commit[:12]}: found {len(kept)} runaways, the manifest lists "
+                      f"{len(expected)}: {json.dumps(kept)}", file=sys.stderr)
+            print(f"{repo}@{commit[:12]} {source['pattern']}: {sum(census.values())} files, "
+                  f"{len(kept)} runaways")
+            if args.census:
+                for status, count in census.most_common():
+                    print(f"    {count:5d}  {status}")
+    return 1 if mismatch else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
