@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     report(f"runaways ({args.runaways})", runaways)
     healthy = [p for p in args.healthy if p.exists()]
     if not healthy:
-        print("\nhealthy: none of the healthy paths exists (../shared absent?)")
+        print("\nhealthy: no healthy path given, or none exists (../shared absent?)")
     else:
         report("healthy (" + ", ".join(str(p) for p in healthy) + ")",
                sessions(healthy, args.jobs, args.implementation))
