@@ -24,24 +24,77 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
 
-def exit_status(reader: str, data: bytes) -> str | None:
-    """The run's own recorded end: info.exit_status (SWE-agent, mini-swe-agent) or the
-    OpenHands controller's stop reason."""
+def exit_status(data: bytes) -> str | None:
+    """A SWE-agent or mini-swe-agent trajectory's own recorded end: ``info.exit_status``."""
     try:
         doc: Any = json.loads(data)
     except ValueError:
         return "unreadable"
-    if reader == "openhands":
-        text = json.dumps(doc)[-20000:]
-        return "max_iterations" if "maximum iteration" in text else None
     info = doc.get("info") if isinstance(doc, dict) else None
     status = info.get("exit_status") if isinstance(info, dict) else None
     return status if isinstance(status, str) else None
+
+
+def openhands_end(reason: Any) -> str:
+    """An OpenHands stop reason: its controller raises "Agent reached maximum iteration" when
+    the run used up ``max_iterations``."""
+    text = str(reason or "")
+    return "max_iterations" if "maximum iteration" in text else (text[:60] or "finished")
+
+
+def candidates(reader: str, git_dir: Path, commit: str,
+               pattern: str) -> Iterator[tuple[str, str, str, str, bytes]]:
+    """(key, blob or tree id, recorded end, output path, bytes to write) of every recording
+    the source's pattern selects. A file that is not in the snapshot has the end
+    ``(blob not available)`` and no bytes."""
+    listed = files(git_dir, commit, "*")
+    if reader == "openhands-v0-folder":
+        # A V0 session store, <session>/events/<n>.json: written as one trajectory.json (the
+        # events in order, an array), the V0 form the openhands reader reads whole.
+        folders: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+        for path, blob in listed:
+            head, _, name = path.rpartition("/events/")
+            if head and fnmatch.fnmatch(head, pattern) and name.removesuffix(".json").isdigit():
+                folders[head].append((int(name.removesuffix(".json")), blob))
+        for folder, events in sorted(folders.items()):
+            tree = git(git_dir, "rev-parse", f"{commit}:{folder}").decode().strip()
+            try:
+                docs = [json.loads(git(git_dir, "cat-file", "blob", blob))
+                        for _, blob in sorted(events)]
+            except subprocess.CalledProcessError:
+                yield folder, tree, "(blob not available)", "", b""
+                continue
+            extras = docs[-1].get("extras") if isinstance(docs[-1], dict) else None
+            end = openhands_end(extras.get("reason") if isinstance(extras, dict) else None)
+            yield folder, tree, end, f"{folder}/trajectory.json", json.dumps(docs).encode()
+        return
+    for path, blob in listed:
+        if not fnmatch.fnmatch(path, pattern):
+            continue
+        try:
+            data = git(git_dir, "cat-file", "blob", blob)
+        except subprocess.CalledProcessError:
+            yield path, blob, "(blob not available)", "", b""
+            continue
+        if reader != "openhands-records":
+            yield path, blob, str(exit_status(data)), path, data
+            continue
+        # Evaluation output.jsonl: one record per run; each runaway record is written alone.
+        for line in data.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and "history" in record:
+                instance = str(record.get("instance_id"))
+                yield (f"{path}#{instance}", blob, openhands_end(record.get("error")),
+                       f"{path.removesuffix('.jsonl')}.{instance}.jsonl", line + b"\n")
 
 
 def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
@@ -64,7 +117,7 @@ def repository(repo: str, commit: str, mirror_root: Path | None, scratch: Path) 
 
 def files(git_dir: Path, commit: str, pattern: str) -> list[tuple[str, str]]:
     """(path, blob id) of every file at ``commit`` matching ``pattern``."""
-    listing = git(git_dir, "ls-tree", "-r", commit).decode().splitlines()
+    listing = git(git_dir, "ls-tree", "-r", commit).decode(errors="replace").splitlines()
     out = []
     for line in listing:
         meta, path = line.split("\t", 1)
@@ -94,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             repo, commit, reader = source["repo"], source["commit"], source["reader"]
             try:
                 git_dir = repository(repo, commit, args.mirror_root, Path(scratch))
-                listed = files(git_dir, commit, source["pattern"])
+                found = list(candidates(reader, git_dir, commit, source["pattern"]))
             except subprocess.CalledProcessError as error:
                 print(f"{repo}@{commit[:12]}: git failed ({error.cmd[:4]}): not fetched",
                       file=sys.stderr)
@@ -102,17 +155,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             census: collections.Counter[str] = collections.Counter()
             kept = []
-            for path, blob in listed:
-                try:
-                    data = git(git_dir, "cat-file", "blob", blob)
-                except subprocess.CalledProcessError:
-                    census["(blob not available)"] += 1
-                    continue
-                status = exit_status(reader, data)
-                census[str(status)] += 1
-                if status in wanted[reader]:
-                    kept.append({"path": path, "blob": blob, "exit_status": status})
-                    target = args.out_dir / repo.replace("/", "+") / commit[:12] / path
+            for key, blob, end, out_path, data in found:
+                census[end] += 1
+                if end in wanted[reader]:
+                    kept.append({"path": key, "blob": blob, "exit_status": end})
+                    target = args.out_dir / repo.replace("/", "+") / commit[:12] / out_path
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
             # A runaway listed without its blob id (located, never downloaded) matches by path.
@@ -122,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 mismatch = True
                 print(f"{repo}@{commit[:12]}: found {len(kept)} runaways, the manifest lists "
                       f"{len(blobs)}: {json.dumps(kept)}", file=sys.stderr)
-            print(f"{repo}@{commit[:12]} {source['pattern']}: {sum(census.values())} files, "
+            print(f"{repo}@{commit[:12]} {source['pattern']}: {sum(census.values())} recordings, "
                   f"{len(kept)} runaways")
             if args.census:
                 for status, count in census.most_common():
