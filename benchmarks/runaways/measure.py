@@ -8,12 +8,12 @@ The healthy paths default to the submitted runs of the shared corpus: the mini-s
 SWE-bench runs and the SWE-agent demonstrations (every one of them ended by submitting).
 
 Both go through ``tripwire corpus stats --json`` with the default thresholds (warn mode, every
-event observed; a first trip is the alert as it would really be raised). Printed per signal, for
-each set: the sessions a signal trips, and for critical signals the median *fraction of the run*
-at the first trip ((0-based tripping event + 1) / events: 1 is the last event). Then, per set:
-sessions with any critical alert and the median fraction at the earliest one, sessions with
-warnings only, and what ``persistent-warnings`` adds: the sessions it trips that no other
-critical signal trips, and how early it trips them.
+event observed; a first trip is the alert as it would really be raised). Printed for each set,
+per signal: the sessions it trips and the median *fraction of the run* at its first trip
+((0-based tripping event + 1) / events: 1 is the last event). Then: the sessions with any
+critical alert and the median fraction at the earliest one, the sessions with warnings only
+(and how early the first warning came), and what ``persistent-warnings`` adds: the sessions it
+trips that no other critical signal trips, and how early.
 """
 from __future__ import annotations
 
@@ -69,10 +69,8 @@ def report(name: str, found: list[dict[str, Any]]) -> None:
     print(f"  {'signal':24} {'severity':8} {'trips':>6} {'median fraction at first trip':>30}")
     for spec in SIGNALS:
         tripped = [s for s in found if s["first_trip"][spec.id] is not None]
-        early = ([fraction(s, s["first_trip"][spec.id]) for s in tripped]
-                 if spec.severity == "critical" else [])
-        shown = median(early) if spec.severity == "critical" else ""
-        print(f"  {spec.id:24} {spec.severity:8} {len(tripped):6d} {shown:>30}")
+        early = [fraction(s, s["first_trip"][spec.id]) for s in tripped]
+        print(f"  {spec.id:24} {spec.severity:8} {len(tripped):6d} {median(early):>30}")
     warn = [s.id for s in SIGNALS if s.severity != "critical"]
     older = [s for s in CRITICAL if s != NEW_SIGNAL]
     critical = [s for s in found if first_critical(s, CRITICAL) is not None]
@@ -83,7 +81,9 @@ def report(name: str, found: list[dict[str, Any]]) -> None:
     at_first = [fraction(s, first_critical(s, CRITICAL) or 0) for s in critical]
     print(f"  any critical alert: {len(critical)} of {len(found)}"
           f" (median fraction at the first: {median(at_first)})")
-    print(f"  warnings only: {len(warned_only)}; no alert: "
+    at_warning = [fraction(s, first_critical(s, warn) or 0) for s in warned_only]
+    print(f"  warnings only: {len(warned_only)} (median fraction at the first warning: "
+          f"{median(at_warning)}); no alert: "
           f"{len(found) - len(critical) - len(warned_only)}")
     print(f"  {NEW_SIGNAL} alone (no other critical signal trips): {len(newly)}"
           f" (median fraction: {median([fraction(s, s['first_trip'][NEW_SIGNAL]) for s in newly])})")
