@@ -89,6 +89,9 @@ def report(name: str, found: list[dict[str, Any]]) -> None:
           f" (median fraction: {median([fraction(s, s['first_trip'][NEW_SIGNAL]) for s in newly])})")
     print(f"  without {NEW_SIGNAL}: {sum(first_critical(s, older) is not None for s in found)}"
           f" with a critical alert")
+    peaks = [s["stats"][NEW_SIGNAL] for s in found]
+    print(f"  {NEW_SIGNAL} statistic (warn alerts with no new answer between): median "
+          f"{statistics.median(peaks)}, max {max(peaks)}")
 
 
 def main(argv: list[str] | None = None) -> int:
