@@ -23,8 +23,8 @@ import json
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent

@@ -85,8 +85,9 @@ def report(name: str, found: list[dict[str, Any]]) -> None:
     print(f"  warnings only: {len(warned_only)} (median fraction at the first warning: "
           f"{median(at_warning)}); no alert: "
           f"{len(found) - len(critical) - len(warned_only)}")
+    alone = [fraction(s, s["first_trip"][NEW_SIGNAL]) for s in newly]
     print(f"  {NEW_SIGNAL} alone (no other critical signal trips): {len(newly)}"
-          f" (median fraction: {median([fraction(s, s['first_trip'][NEW_SIGNAL]) for s in newly])})")
+          f" (median fraction: {median(alone)})")
     print(f"  without {NEW_SIGNAL}: {sum(first_critical(s, older) is not None for s in found)}"
           f" with a critical alert")
     peaks = [s["stats"][NEW_SIGNAL] for s in found]
