@@ -3,11 +3,12 @@ design with stricter parsing). Exit code is always 0: every decision is JSON."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ._model import HookEvent, Verdict
 
-__all__ = ["render", "hooks_block"]
+__all__ = ["render", "hooks_block", "handler_seconds", "text_or_none", "json_or_text"]
 
 
 def render(event: HookEvent, hook_event_name: str, verdict: Verdict, *,
@@ -62,3 +63,30 @@ def hooks_block(command: str, tool_events: tuple[str, ...],
     hooks: dict[str, Any] = {e: [{"matcher": "*", "hooks": handler}] for e in tool_events}
     hooks.update({e: [{"hooks": handler}] for e in other_events})
     return {"hooks": hooks}
+
+
+def handler_seconds(handler: dict[str, Any], key: str, default: float,
+                    per_second: float = 1.0) -> float:
+    """A hook handler's timeout in seconds: its ``key`` (in units ``per_second`` to the
+    second: 1000 for milliseconds), or the harness's ``default`` when it is absent or no
+    positive number."""
+    value = handler.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        return default
+    return float(value) / per_second
+
+
+def text_or_none(value: Any) -> str | None:
+    """A payload's string field, or None when it is absent, empty or no string."""
+    return value if isinstance(value, str) and value else None
+
+
+def json_or_text(value: Any) -> Any:
+    """A field some harnesses send as a JSON string: its value, the string itself when it is
+    no JSON, and anything else as it came."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value

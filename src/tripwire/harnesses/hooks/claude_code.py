@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._contract import hooks_block
+from ._contract import handler_seconds, hooks_block
 from ._contract import render as _render
+from ._contract import text_or_none as _str
 from ._model import HookEvent, Verdict
 
 __all__ = ["HARNESS", "parse", "render", "install_block", "HALT_ON_PRE_TOOL_USE"]
@@ -139,14 +140,8 @@ def denied(answer: Any, code: int) -> bool:
 
 
 def timeout_seconds(handler: dict[str, Any]) -> float:
-    value = handler.get("timeout")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 600.0
-    return float(value)
+    return handler_seconds(handler, "timeout", 600.0)
 
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def render(event: HookEvent, name: str, verdict: Verdict) -> dict[str, Any] | None:

@@ -32,6 +32,9 @@ import hashlib
 import json
 from typing import Any
 
+from ._contract import handler_seconds
+from ._contract import json_or_text as _json
+from ._contract import text_or_none as _str
 from ._model import HookEvent, Verdict
 
 __all__ = ["HARNESS", "parse", "render", "reply", "install_block", "event_name", "probe",
@@ -132,21 +135,4 @@ def denied(answer: Any, code: int) -> bool:
 
 
 def timeout_seconds(handler: dict[str, Any]) -> float:
-    value = handler.get("timeoutSec")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 30.0
-    return float(value)
-
-
-def _json(value: Any) -> Any:
-    """``toolArgs``: a JSON string in Copilot's older payloads, the arguments in newer ones."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return handler_seconds(handler, "timeoutSec", 30.0)

@@ -24,9 +24,11 @@ No Cursor payload carries usage, so a Cursor session has no spend.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from ._contract import handler_seconds
+from ._contract import json_or_text as _json
+from ._contract import text_or_none as _str
 from ._model import HookEvent, Verdict
 
 __all__ = ["HARNESS", "parse", "render", "install_block", "is_cursor"]
@@ -131,21 +133,4 @@ def denied(answer: Any, code: int) -> bool:
 
 
 def timeout_seconds(handler: dict[str, Any]) -> float:
-    value = handler.get("timeout")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 600.0
-    return float(value)
-
-
-def _json(value: Any) -> Any:
-    """A field Cursor sends as a JSON string (MCP arguments and results, tool output)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return handler_seconds(handler, "timeout", 600.0)

@@ -29,6 +29,8 @@ import hashlib
 import json
 from typing import Any
 
+from ._contract import handler_seconds
+from ._contract import text_or_none as _str
 from ._model import HookEvent, Verdict
 
 __all__ = ["HARNESS", "parse", "render", "install_block", "EMPTY"]
@@ -122,11 +124,4 @@ def denied(answer: Any, code: int) -> bool:
 
 
 def timeout_seconds(handler: dict[str, Any]) -> float:
-    value = handler.get("timeout")  # milliseconds
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 60.0
-    return value / 1000
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return handler_seconds(handler, "timeout", 60.0, 1000)  # milliseconds

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._contract import handler_seconds
+from ._contract import text_or_none as _str
 from ._model import HookEvent, Verdict
 
 __all__ = ["HARNESS", "parse", "render", "reply", "install_block", "probe", "denied",
@@ -110,12 +112,4 @@ def denied(answer: Any, code: int) -> bool:
 
 
 def timeout_seconds(handler: dict[str, Any]) -> float:
-    value = handler.get("timeout_ms")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        return 30.0
-    return value / 1000
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
+    return handler_seconds(handler, "timeout_ms", 30.0, 1000)  # milliseconds
