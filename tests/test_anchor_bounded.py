@@ -8,11 +8,13 @@ never a hang or a ``MemoryError`` (``verify`` runs with 2 GiB of address space).
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +76,38 @@ def test_a_hostile_file_in_place_of_the_anchor_is_a_broken_verdict(
         assert g.halted and g.status().halted_by == ("watchdog",)
         assert problem in (g.status().watchdog_reason or "")
         assert "tampered" in (g.status().watchdog_reason or "")
+
+
+def _frozen_stat(path: str, frozen: os.stat_result, real: Any, p: Any, *a: Any,
+                 **k: Any) -> os.stat_result:
+    return frozen if str(p) == path else real(p, *a, **k)  # type: ignore[no-any-return]
+
+
+def test_anchor_writes_within_one_clock_tick_never_read_an_older_parse(
+        tmp_path: Path, implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The anchor is parsed once per version of its file (inode, size, mtime): a rewrite whose
+    inode number is reused, of the same size, within the filesystem clock's tick, has the
+    version of an older one. The writer caches what it wrote, so its next write never starts
+    from that older parse (which dropped the sessions in between: a rollback of the last one
+    then restored unhalted, seen once in CI). The tick is simulated: every stat of the anchor
+    answers the first version."""
+    import tripwire.durability.anchor as anchor_module
+
+    db, anchor = tmp_path / "store.sqlite3", tmp_path / "operator" / "tripwire.anchor"
+    anchor.parent.mkdir()
+    monkeypatch.setenv("TRIPWIRE_STORE_KEY", "a secret kept from the agent")
+    with SQLiteStore(db, anchor=str(anchor)) as store:
+        for n, sid in enumerate(("first", "second", "third")):
+            g = Guardrails(CONFIG, session_id=sid, implementation=implementation, store=store)
+            g.start_turn()
+            g.on_usage(cost_usd=1.0 + n)
+            g.end_turn()
+            if n == 0:
+                monkeypatch.setattr(anchor_module.os, "stat", functools.partial(
+                    _frozen_stat, str(anchor), os.stat(anchor), os.stat))
+    monkeypatch.undo()
+    monkeypatch.setenv("TRIPWIRE_STORE_KEY", "a secret kept from the agent")
+    with SQLiteStore(db) as reader:
+        read = anchor_module.AnchorFile(str(anchor), reader._key).read()
+    assert not isinstance(read, str) and read is not None
+    assert sorted(read.sessions) == ["first", "second", "third"]

@@ -225,6 +225,13 @@ class AnchorFile:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+            # what this process wrote is the anchor's latest version: cached now, so that a
+            # later file of the same inode number, size and (coarse) time is never read as
+            # an older one's parse, which let a write drop the entries in between
+            st = os.stat(self.path)
+            self._cache = ((st.st_ino, st.st_size, st.st_mtime_ns),
+                           _Anchor(epoch, rows, manifest_mac,
+                                   msgpack.unpackb(packed, raw=False)))  # as read
         except OSError as exc:
             with suppress(OSError):
                 os.unlink(tmp)
