@@ -1,20 +1,25 @@
 """Injected loops: does tripwire stop a loop spliced into a healthy recorded session, and how soon?
 
-    python benchmarks/injected_loops.py [--corpus DIR ...] [-j N] [--implementation native|python]
-                                        [--json FILE]
+    python benchmarks/injected_loops.py [--corpus DIR ...] [--labels FILE ...] [-j N]
+                                        [--implementation native|python] [--json FILE]
 
-Every session of the corpus directories (default: the submitted runs of the shared corpus, the
-mini-swe-agent SWE-bench runs and the SWE-agent demonstrations: every one of them ended by
-submitting) is read as ``tripwire corpus`` reads it (``tripwire.corpus.sessions``) and, for each
-loop kind, gets a synthetic loop spliced in at its midpoint (after the first result at or past
-the middle event, so no call is separated from its answer):
+Every healthy session of the corpus directories is read as ``tripwire corpus`` reads it
+(``tripwire.corpus.sessions``). By default: the submitted runs of the shared corpus (the
+mini-swe-agent SWE-bench runs and the SWE-agent demonstrations, every one of which ended by
+submitting) and the tau-bench airline tasks with reward 1. A session that a ``--labels`` file
+(``tripwire corpus`` label files) labels not healthy is left out; an unlabelled one is kept.
+
+For each loop kind, each session gets a synthetic loop spliced in at its midpoint (after the
+first result at or past the middle event, so no call is separated from its answer), of calls of
+the session's own shell tool (``bash`` where it has none: tau-bench's agents have no shell):
 
 - ``same-call``: the same shell call with the same result, 12 times;
 - ``ping-pong``: two calls alternating, each with its own unchanging result, 6 laps;
 - ``volatile-sleep``: ``sleep N && tail -n 50 app.log`` with N changing, same result, 12 times;
 - ``volatile-curl``: ``curl '...?_=<epoch ms>'`` with the timestamp changing, same result, 12 times;
-- ``seen-answers``: 20 different calls whose results are all answers the session already got
-  (warnings only: no call repeats).
+- ``seen-answers``: 20 different calls whose results are all answers the splice point's turn
+  already got, in turn (warnings only: no call repeats); a session whose turn has no successful
+  result before the splice point has no such loop.
 
 Each spliced session is replayed as ``tripwire corpus`` replays (``corpus_config``: warn mode,
 no cost ceilings, every event observed; one fleet's batch path, ``Fleet.observe_many``). Per kind
@@ -37,17 +42,30 @@ from typing import Any
 
 from tripwire.base.decision import Decision
 from tripwire.base.log import LOGGER
+from tripwire.corpus.labels import Labels, read_labels
 from tripwire.corpus.measure import corpus_config
 from tripwire.corpus.sessions import corpus_files, session_events
 from tripwire.fleet.fleet import Fleet, batch_row
 from tripwire.interchange.adapters import Transcript
-from tripwire.interchange.events import Call, Event, Result, Retry, StopAttempt, TaskEnd, TaskStart
+from tripwire.interchange.events import (
+    Call,
+    Event,
+    Result,
+    Retry,
+    StopAttempt,
+    TaskEnd,
+    TaskStart,
+    TurnStart,
+)
 from tripwire.session.guardrails import ResolvedConfig
 from tripwire.signals import SIGNAL_IDS, SIGNALS, WatchdogConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "corpus"
-DEFAULT_CORPUS = [SHARED / "mini-swe-agent-swebench", SHARED / "swe-agent-demos"]
+DEFAULT_CORPUS = [SHARED / "mini-swe-agent-swebench", SHARED / "swe-agent-demos",
+                  SHARED / "tau-bench-airline"]
+#: tau-bench's results file: reward 1 is healthy (the other default corpora all submitted)
+DEFAULT_LABELS = [SHARED / "tau-bench-airline" / "gpt-4o-airline.json"]
 SEVERITY = {s.id: s.severity for s in SIGNALS}
 ANY_CRITICAL = "any critical"
 #: the host's events: not batch rows (as in tripwire.corpus.measure)
@@ -156,9 +174,9 @@ def replay(events: Sequence[Event], resolved: ResolvedConfig,
     return alerts
 
 
-def measure_file(args: tuple[Transcript, str | None]) -> list[dict[str, Any]]:
+def measure_file(args: tuple[Transcript, Labels, str | None]) -> list[dict[str, Any]]:
     """Per session of one transcript and per kind: where the loop went, and its alerts."""
-    transcript, implementation = args
+    transcript, labels, implementation = args
     LOGGER.addFilter(lambda record: False)  # the per-alert operator lines
     logging.getLogger().setLevel(logging.ERROR)
     resolved = corpus_config(WatchdogConfig()).resolve()
@@ -167,11 +185,19 @@ def measure_file(args: tuple[Transcript, str | None]) -> list[dict[str, Any]]:
         sessions.setdefault(name, []).append(event)
     out = []
     for name, events in sessions.items():
+        label = labels.of(name)
+        if label is not None and not label.healthy:
+            continue
         at = injection_point(events)
         tool = shell_tool(events)
+        # the answers the turn of the splice point already got (what "already seen" means to
+        # no-new-state: a turn's own answers; tau-bench's sessions have a turn per user message)
+        turn = max((i for i in range(at) if isinstance(events[i], TurnStart)), default=0)
+        # most recent first: a turn remembers its last 64 distinct answers (no-new-state's memory)
         seen = list(dict.fromkeys(
-            e.payload for e in events[:at]
-            if isinstance(e, Result) and not e.error and isinstance(e.payload, str)))
+            e.payload for e in reversed(events[turn:at])
+            if isinstance(e, Result) and not e.error and isinstance(e.payload, str)
+            and e.payload.strip()))  # an empty result is no answer (it counts as no state)
         baseline = replay(events, resolved, implementation)
         before = sorted(a for a in baseline if a[0] < at)
         for kind, make in KINDS.items():
@@ -231,6 +257,9 @@ def table(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, nargs="*", default=DEFAULT_CORPUS)
+    parser.add_argument("--labels", type=Path, nargs="*", default=None, metavar="FILE",
+                        help="label files; sessions labelled not healthy are left out "
+                             "(default: tau-bench's results file, with the default corpus)")
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--implementation", choices=("native", "python"))
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the table here")
@@ -240,7 +269,10 @@ def main(argv: list[str] | None = None) -> int:
         print("skipped: no corpus directory exists ("
               + ", ".join(map(str, args.corpus)) + "; ../shared absent?)")
         return 0
-    work = [(t, args.implementation) for _, t in corpus_files(paths)]
+    label_files = args.labels if args.labels is not None else (
+        [p for p in DEFAULT_LABELS if p.exists()] if args.corpus == DEFAULT_CORPUS else [])
+    labels = Labels({k: v for f in label_files for k, v in read_labels(f).by_key.items()})
+    work = [(t, labels, args.implementation) for _, t in corpus_files(paths)]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             per_file = list(pool.map(measure_file, work))
