@@ -45,6 +45,7 @@ from tripwire.base.log import LOGGER
 from tripwire.corpus.labels import Labels, read_labels
 from tripwire.corpus.measure import corpus_config
 from tripwire.corpus.sessions import corpus_files, session_events
+from tripwire.errors import InvalidEvent
 from tripwire.fleet.fleet import Fleet, batch_row
 from tripwire.interchange.adapters import Transcript
 from tripwire.interchange.events import (
@@ -271,13 +272,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     label_files = args.labels if args.labels is not None else (
         [p for p in DEFAULT_LABELS if p.exists()] if args.corpus == DEFAULT_CORPUS else [])
-    labels = Labels({k: v for f in label_files for k, v in read_labels(f).by_key.items()})
-    work = [(t, labels, args.implementation) for _, t in corpus_files(paths)]
-    if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            per_file = list(pool.map(measure_file, work))
-    else:
-        per_file = [measure_file(w) for w in work]
+    try:
+        labels = Labels({k: v for f in label_files for k, v in read_labels(f).by_key.items()})
+        work = [(t, labels, args.implementation) for _, t in corpus_files(paths)]
+        if args.jobs > 1:
+            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+                per_file = list(pool.map(measure_file, work))
+        else:
+            per_file = [measure_file(w) for w in work]
+    except (InvalidEvent, OSError) as exc:  # a bad label or session file: one line
+        print(f"injected_loops: {exc}", file=sys.stderr)
+        return 2
     records = [r for file in per_file for r in file]
     changed = [r["session"] for r in records if r["before"] != r["baseline_before"]]
     if changed:
