@@ -119,15 +119,15 @@ void test_detectors_through_the_session() {
     CHECK(s.cycle.period == 2);
     s.reset();
     mask = 0;
-    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, true, false, false, nullptr, 0, false);
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, true, false, nullptr, nullptr, 0, false);
     CHECK(mask == tw::kFailure);
     mask = 0;
-    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, false, true, false, nullptr, 0, false);
+    for (int i = 0; i < 3; ++i) mask |= s.observe_result(0, false, true, nullptr, nullptr, 0, false);
     CHECK(mask == tw::kNoOp);
     mask = 0;
     const std::string payload(4096, 'p');
     for (int i = 0; i < 7; ++i)
-        mask |= s.observe_result(0, false, false, false, payload.data(), payload.size(), true);
+        mask |= s.observe_result(0, false, false, nullptr, payload.data(), payload.size(), true);
     CHECK(mask == tw::kNoNewState);
     s.turn_boundary();
     CHECK(s.stale.run == 0 && s.no_ops.run == 0);
@@ -150,11 +150,13 @@ void test_polling_with_changing_output() {
     tw::Session s(defaults());
     const std::string tool = "wait_and_verify";  // exempt from no-new-state, not from this
     const uint64_t h = tw::xxh3_64(tool.data(), tool.size());
+    // exempt_tools' rule (signals/tool_rules.py): the three result signals off for the tool
+    const tw::ToolRule exempt{tw::kNoNewState | tw::kRepeatedFailure | tw::kRecycled, 5, 15, 3};
     uint32_t mask = 0;
     for (int i = 0; i < 20; ++i) {
         mask |= call(s, c, tool, R"({"deploy": "api"})");
         const std::string out = std::to_string(i) + " of 20 updated replicas";
-        mask |= s.observe_result(h, false, false, true, out.data(), out.size(), true);
+        mask |= s.observe_result(h, false, false, &exempt, out.data(), out.size(), true);
         if (i % 5 == 4) s.observe_text(true);  // a word to the user now and then
     }
     CHECK(mask == 0);
@@ -164,7 +166,7 @@ void test_polling_with_changing_output() {
     for (int i = 0; i < 10; ++i) {
         CHECK(call(s, c, tool, R"({"deploy": "api"})") == 0);
         const std::string same = "20 of 20 updated replicas in " + std::to_string(i) + ".5s";
-        CHECK(s.observe_result(h, false, false, true, same.data(), same.size(), true) == 0);
+        CHECK(s.observe_result(h, false, false, &exempt, same.data(), same.size(), true) == 0);
         CHECK(s.repeat.poll == (i < 9 ? tw::kPollChanging : tw::kPollStoppedChanging));
     }
     CHECK(s.repeat.plateau == 10);
@@ -277,19 +279,19 @@ void test_repeated_failure_and_retraction() {
     const std::string e1 = "ModuleNotFoundError at 2026-12-03T14:11:20Z in /tmp/x1/a.py:12";
     const std::string e2 = "ModuleNotFoundError at 2026-12-04T09:00:01Z in /tmp/y22/a.py:7";
     uint32_t mask = 0;
-    mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e1.data(), e1.size());
-    mask |= s.observe_result(1, true, false, false, nullptr, 0, false, e2.data(), e2.size());
+    mask |= s.observe_result(1, true, false, nullptr, nullptr, 0, false, e1.data(), e1.size());
+    mask |= s.observe_result(1, true, false, nullptr, nullptr, 0, false, e2.data(), e2.size());
     CHECK((mask & tw::kRepeatedFailure) == 0);
-    mask = s.observe_result(1, true, false, false, nullptr, 0, false, e1.data(), e1.size());
+    mask = s.observe_result(1, true, false, nullptr, nullptr, 0, false, e1.data(), e1.size());
     CHECK(mask & tw::kRepeatedFailure);
     CHECK(s.repeated_failure.last == 3);
     // nine pairs: the memory stays at eight entries, a null error is no text
     for (int k = 0; k < 20; ++k) {
         const std::string e = "error " + std::string(1, static_cast<char>('a' + k));
-        s.observe_result(2, true, false, false, nullptr, 0, false, e.data(), e.size());
+        s.observe_result(2, true, false, nullptr, nullptr, 0, false, e.data(), e.size());
     }
     CHECK(s.repeated_failure.size == tw::RepeatedFailureDetector::kMemory);
-    s.observe_result(3, true, false, false, nullptr, 0, false, nullptr, 0);
+    s.observe_result(3, true, false, nullptr, nullptr, 0, false, nullptr, 0);
     std::string out;  // the signature: the answer scanner's signature mode (a NUL ends no path)
     tw::scan_answer("\0/tmp/x", 7, tw::kAllClasses, nullptr, true, out);
     CHECK(out == std::string("\0/tmp/#", 7));
@@ -320,9 +322,9 @@ void test_session_in_one_block() {
         const std::string args = "{\"path\": \"f" + std::to_string(i % 5) + ".py\"}";
         CHECK(call(*block, c, name, args) == call(own, c, name, args));
         const std::string payload = "out " + std::to_string(i % 6);
-        CHECK(block->observe_result(0, i % 11 == 0, i % 17 == 0, false, payload.data(),
+        CHECK(block->observe_result(0, i % 11 == 0, i % 17 == 0, nullptr, payload.data(),
                                     payload.size(), true) ==
-              own.observe_result(0, i % 11 == 0, i % 17 == 0, false, payload.data(),
+              own.observe_result(0, i % 11 == 0, i % 17 == 0, nullptr, payload.data(),
                                  payload.size(), true));
         if (i % 50 == 49) {
             block->turn_boundary();
@@ -441,7 +443,7 @@ void test_recycled_calls_and_the_failure_streak() {
         call(s, c, tool, R"({"a": 1})");
         const std::string out = "answer " + std::to_string(i % 6) + " in 0." +
                                 std::to_string(10 + i) + "s";
-        const uint32_t m = s.observe_result(h, false, false, false, out.data(), out.size(), true);
+        const uint32_t m = s.observe_result(h, false, false, nullptr, out.data(), out.size(), true);
         if ((m & tw::kRecycled) && fired_at < 0) fired_at = i;
         mask |= m;
         s.observe_text(true);
@@ -458,9 +460,9 @@ void test_recycled_calls_and_the_failure_streak() {
     const std::string e = "ModuleNotFoundError: No module named 'yaml' (pid 42)";
     mask = 0;
     for (int i = 0; i < 3; ++i)
-        mask = s.observe_result(7, true, false, false, nullptr, 0, false, e.data(), e.size());
+        mask = s.observe_result(7, true, false, nullptr, nullptr, 0, false, e.data(), e.size());
     CHECK(mask == tw::kRepeatedFailure && s.failures.run == 3 && s.failures.same == 3);
-    mask = s.observe_result(7, true, false, false, nullptr, 0, false, "other", 5);
+    mask = s.observe_result(7, true, false, nullptr, nullptr, 0, false, "other", 5);
     CHECK(mask == 0);  // the streak it stood down on counts as reported
 }
 
@@ -475,7 +477,7 @@ void test_anchor_signals() {
     uint32_t mask = 0;
     for (int i = 0; i < 3; ++i) {  // unknown-tool alone: the failure signals stand down
         call(s, c, "todo_write", "{}");
-        mask = s.observe_result(9, true, false, false, nullptr, 0, false, nope.data(),
+        mask = s.observe_result(9, true, false, nullptr, nullptr, 0, false, nope.data(),
                                 nope.size(), nullptr, true);
         CHECK(mask == (i == 2 ? tw::kUnknownTool : 0u));
     }
@@ -507,7 +509,7 @@ void test_anchor_signals() {
     // a new answer between compactions is work: the counts start again (issue 39)
     s.observe_compaction();
     s.observe_compaction();
-    CHECK(s.observe_result(3, false, false, false, "new", 3, true) == 0);
+    CHECK(s.observe_result(3, false, false, nullptr, "new", 3, true) == 0);
     CHECK(s.storm.run == 0 && s.storm.turn == 0);
     CHECK(s.observe_compaction() == 0 && s.observe_compaction() == 0);
     // a cycle whose laps bring new answers is progress; the same answers trip it
@@ -516,10 +518,10 @@ void test_anchor_signals() {
         uint32_t got = 0;
         for (int lap = 0; lap < 5; ++lap) {
             got |= call(s, c, "edit", R"({"path": "a.py"})");
-            got |= s.observe_result(1, false, false, false, "ok", 2, true);
+            got |= s.observe_result(1, false, false, nullptr, "ok", 2, true);
             got |= call(s, c, "test", R"({"k": 1})");
             const std::string out = std::to_string(same ? 1 : 9 - lap) + " failed";
-            got |= s.observe_result(2, false, false, false, out.data(), out.size(), true);
+            got |= s.observe_result(2, false, false, nullptr, out.data(), out.size(), true);
         }
         CHECK(((got & tw::kCycle) != 0) == (same == 1));
     }
@@ -550,7 +552,7 @@ void test_persistent_warnings() {
     CHECK(mask == (tw::kRepeatedText | tw::kPersistentWarnings));
     CHECK(s.persistent.run == 2 && s.persistent.signals == tw::kRepeatedText);
     const std::string page = "fresh output";  // a new answer: progress
-    CHECK(s.observe_result(7, false, false, false, page.data(), page.size(), true) == 0);
+    CHECK(s.observe_result(7, false, false, nullptr, page.data(), page.size(), true) == 0);
     CHECK(s.persistent.run == 0 && !s.persistent.tripped);
     for (int i = 0; i < 3; ++i) mask = s.observe_text(true, k);
     CHECK(mask == tw::kRepeatedText);  // one warning since: below the threshold again
