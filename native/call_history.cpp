@@ -18,7 +18,7 @@ void CallHistory::slide() noexcept {
     // the next push drops the oldest of a full ring: capacity - 1 entries are enough
     const uint32_t keep = size_ < capacity_ ? size_ : capacity_ - 1;
     std::memmove(keys_, keys_ + end_ - keep, keep * sizeof(uint64_t));
-    std::memmove(joins(), joins() + end_ - keep, keep);
+    std::memmove(flags(), flags() + end_ - keep, keep);
     end_ = keep;
 }
 

@@ -7,8 +7,17 @@
 
 namespace tw {
 
-// The last `capacity` calls' canonical keys, and whether each call joined the previous call's
-// repeat run (the stand-downs measure runs with the repeat detector's own relation).
+// A call's flags in the ring: whether it joined the previous call's repeat run (the
+// stand-downs measure runs with the repeat detector's own relation), and the ring-reading
+// signals its tool's per-tool rule turns off (issue 39: zero for a tool without one).
+enum CallFlag : uint8_t {
+    kJoined = 1,
+    kCycleOff = 2,    // alternating-tool-cycle: a cycle with this call in its block is not reported
+    kDensityOff = 4,  // dominant-tool-call: this call's key is never reported as dominant
+    kSilenceOff = 8,  // tools-without-text: this call is not counted in the streak
+};
+
+// The last `capacity` calls' canonical keys and their flags (CallFlag).
 class CallHistory {
 public:
     // The entries a ring of `capacity` calls holds in its buffer: the calls, and room for
@@ -18,7 +27,7 @@ public:
     static uint32_t span(uint32_t capacity) noexcept {
         return capacity + (capacity / 4 > 4 ? capacity / 4 : 4);
     }
-    // The bytes of a ring of `capacity` calls: the keys, then the join flags.
+    // The bytes of a ring of `capacity` calls: the keys, then the flags.
     static size_t storage_bytes(uint32_t capacity) noexcept {
         return static_cast<size_t>(span(capacity)) * (sizeof(uint64_t) + 1);
     }
@@ -27,7 +36,7 @@ public:
     explicit CallHistory(uint32_t capacity, void* storage = nullptr);
     CallHistory(const CallHistory&) = delete;
     CallHistory& operator=(const CallHistory&) = delete;
-    void push(uint64_t key, bool joined) noexcept {
+    void push(uint64_t key, uint8_t call_flags) noexcept {
         // A sliding buffer of span(capacity) entries: each call is written once, at the end;
         // when the end reaches the buffer's, the last entries move to its front. The last `n`
         // entries are then always contiguous: detectors index them directly, with no modulo
@@ -35,7 +44,7 @@ public:
         // mirrored ring wrote two).
         if (end_ == span_) slide();
         keys_[end_] = key;
-        joins()[end_] = joined ? 1 : 0;
+        flags()[end_] = call_flags;
         ++end_;
         if (size_ < capacity_) ++size_;
     }
@@ -49,16 +58,16 @@ public:
     uint32_t size() const noexcept { return size_; }
     // The last n <= size() keys, oldest first.
     const uint64_t* keys(uint32_t n) const noexcept { return keys_ + end_ - n; }
-    // Whether each of the last n calls joined its predecessor's repeat run, oldest first.
-    const uint8_t* joins(uint32_t n) const noexcept { return joins() + end_ - n; }
+    // The last n calls' flags (CallFlag), oldest first.
+    const uint8_t* flags(uint32_t n) const noexcept { return flags() + end_ - n; }
     size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
     const void* next_key() const noexcept { return keys_ + end_; }
-    const void* next_join() const noexcept { return joins() + end_; }
+    const void* next_flags() const noexcept { return flags() + end_; }
 
 private:
     void slide() noexcept;  // the entries the ring still holds to the buffer's front
-    // the join flags, right after the keys (computed: a pointer a session less)
-    uint8_t* joins() const noexcept { return reinterpret_cast<uint8_t*>(keys_ + span_); }
+    // the flags, right after the keys (computed: a pointer a session less)
+    uint8_t* flags() const noexcept { return reinterpret_cast<uint8_t*>(keys_ + span_); }
 
     std::unique_ptr<uint64_t[]> owned_;  // the storage when none was given
     uint64_t* keys_;

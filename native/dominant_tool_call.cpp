@@ -48,7 +48,11 @@ bool DensityDetector::observe(const CallHistory& h) noexcept {
     }
     below = best < threshold;
     if (below) { reported_size = reported_head = 0; return false; }  // SPEC §10.4: re-arm
-    if (deferred(w, h.joins(len), len, dominant)) return false;
+    const uint8_t* flags = h.flags(len);
+    if (deferred(w, flags, len, dominant)) return false;
+    // issue 39: the key of a tool whose rule turns the signal off is never reported (its
+    // calls still fill the window: the other keys' share is of every call)
+    if (flags[first] & kDensityOff) return false;
     if (is_reported(dominant)) return false;
     add_reported(dominant);
     count = best;
@@ -57,7 +61,7 @@ bool DensityDetector::observe(const CallHistory& h) noexcept {
     return true;
 }
 
-bool DensityDetector::deferred(const uint64_t* w, const uint8_t* joins, uint32_t len,
+bool DensityDetector::deferred(const uint64_t* w, const uint8_t* flags, uint32_t len,
                                uint64_t dominant) const noexcept {
     if (defer_run > 0) {
         // SPEC §10.2: the longest stretch the repeat detector counted as one run, containing
@@ -65,7 +69,7 @@ bool DensityDetector::deferred(const uint64_t* w, const uint8_t* joins, uint32_t
         uint32_t stretch = 0, best = 0;
         bool has = false;
         for (uint32_t i = 0; i < len; ++i) {
-            if (i == 0 || !joins[i]) { stretch = 0; has = false; }
+            if (i == 0 || !(flags[i] & kJoined)) { stretch = 0; has = false; }
             ++stretch;
             has = has || w[i] == dominant;
             if (has && stretch > best) best = stretch;

@@ -40,7 +40,7 @@ struct DensityDetector {
 private:
     bool is_reported(uint64_t key) const noexcept;
     void add_reported(uint64_t key) noexcept;
-    bool deferred(const uint64_t* w, const uint8_t* joins, uint32_t len, uint64_t dominant) const noexcept;
+    bool deferred(const uint64_t* w, const uint8_t* flags, uint32_t len, uint64_t dominant) const noexcept;
 };
 
 }  // namespace tw

@@ -76,7 +76,9 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
     const uint32_t repeat_at = rule ? rule->repeat_threshold : repeat.threshold;
     const bool joined = repeat.observe(c, name_hash, fired, repeat_at);
     uint32_t mask = fired ? static_cast<uint32_t>(kRepeat) : 0u;
-    history.push(c.key, joined);
+    const uint8_t flags = static_cast<uint8_t>(joined ? kJoined : 0) |
+                          (rule ? call_flags(rule->off) : static_cast<uint8_t>(0));
+    history.push(c.key, flags);
     cycle.called();
     ++attempt_calls;
     if ((on & kCycle) && cycle.observe(history)) mask |= kCycle;
@@ -85,7 +87,7 @@ uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                            (on & kRepeat) ? repeat_at : 0u)
                             : name.observe(identity, repeat.run);
     if (named && (on & kName)) mask |= kName;
-    if (silence.observe_call() && (on & kSilence)) mask |= kSilence;
+    if (silence.observe_call(!(flags & kSilenceOff)) && (on & kSilence)) mask |= kSilence;
     if (on & kRecycled) pending.push(name_hash, c.key);  // its result will say which call
     if (mask) mask = warned(mask);  // (a mask of 0, the common case, loads nothing more)
     if (stats) stats->after_call(*this);
@@ -171,17 +173,20 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op,
                                   (on & kCycle) ? cycle_max_period : 0))
             mask |= kRecycled;  // (a run stood down on stays tripped: counted as reported)
     }
+    // issue 39: a tool whose rule turns a streak off neither counts in it nor breaks it
     if (failed) {
         // a failure is neither a no-op nor progress: the other runs are untouched
-        if (failures.fail(pair, signed_failure || unknowns) && (on & kFailure)) mask |= kFailure;
+        if (!(off & kFailure) && failures.fail(pair, signed_failure || unknowns) &&
+            (on & kFailure))
+            mask |= kFailure;
         return mask;
     }
-    failures.reset();
+    if (!(off & kFailure)) failures.reset();
     if (no_op) {
-        if (no_ops.extend() && (on & kNoOp)) mask |= kNoOp;
+        if (!(off & kNoOp) && no_ops.extend() && (on & kNoOp)) mask |= kNoOp;
         return mask;
     }
-    no_ops.reset();
+    if (!(off & kNoOp)) no_ops.reset();
     if (stale_off) return mask;
     if (!answered) {
         stale.reset();  // no payload, or the empty answer: no evidence of a stall
@@ -270,6 +275,11 @@ void Session::reset() noexcept {
 
 void Session::retract_calls(uint32_t calls) noexcept {
     if (calls == 0) return;
+    // the streak's uncounted calls among those taken back (the ring holds the newest)
+    const uint32_t held = calls < history.size() ? calls : history.size();
+    const uint8_t* flags = history.flags(held);
+    uint32_t exempt = 0;
+    for (uint32_t i = 0; i < held; ++i) exempt += (flags[i] & kSilenceOff) != 0;
     history.pop(calls);
     // density's fast path holds that only the newest key's count rose since the last window;
     // with calls taken back, older ones are in the window again: count it whole next time
@@ -278,7 +288,7 @@ void Session::retract_calls(uint32_t calls) noexcept {
     cycle.retract(calls);
     attempt_calls = attempt_calls > calls ? attempt_calls - calls : 0;
     name.retract(calls);
-    silence.retract(calls);
+    silence.retract(calls, exempt);
     pending.retract(calls);
     if (stats) stats->after_reset();  // the history changed under its per-period counts
 }

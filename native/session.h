@@ -93,6 +93,12 @@ struct ToolRule {
 };
 // A threshold no run reaches: the signal is off for the tool (tool_rules.OFF).
 inline constexpr uint32_t kRuleOff = 0xFFFFFFFFu;
+// The call ring's flags for the ring-reading signals a rule turns off (its `off` bits).
+inline uint8_t call_flags(uint32_t off) noexcept {
+    return static_cast<uint8_t>(((off & kCycle) ? kCycleOff : 0) |
+                                ((off & kDensity) ? kDensityOff : 0) |
+                                ((off & kSilence) ? kSilenceOff : 0));
+}
 
 class Session {
 public:
@@ -114,7 +120,7 @@ public:
     // Where the next call writes its key and join flag in the call ring (a caller notes them
     // after a call, to fetch them early on the next one; addresses only).
     const void* next_key() const noexcept { return history.next_key(); }
-    const void* next_join() const noexcept { return history.next_join(); }
+    const void* next_flags() const noexcept { return history.next_flags(); }
     // Starts fetching the call-path detectors' state (the first lines of this object), so
     // that a caller holding the session's address overlaps those memory accesses with its
     // own work (canonicalizing the call) when the session is cold in cache (up to the pending

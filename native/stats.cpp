@@ -23,9 +23,9 @@ void SessionStats::after_call(const Session& s) noexcept {
         }
         if (matches_[p] < p) continue;  // not even two laps yet
         // SPEC §10.3: a block whose calls form one repeat run is not a cycle.
-        const uint8_t* joins = h.joins(p);
+        const uint8_t* flags = h.flags(p);
         bool one_run = true;
-        for (uint32_t k = 1; one_run && k < p; ++k) one_run = joins[k] != 0;
+        for (uint32_t k = 1; one_run && k < p; ++k) one_run = (flags[k] & kJoined) != 0;
         // laps count only while no result brought a new answer (the cycle rule)
         if (!one_run) raise_to(peak[1], 1 + std::min(matches_[p], s.cycle.quiet) / p);
     }
@@ -38,7 +38,7 @@ void SessionStats::after_call(const Session& s) noexcept {
     for (uint32_t i = 0; i < len; ++i) count += w[i] == newest;
     raise_to(peak[2], count);
     raise_to(peak[3], s.name.run);
-    raise_to(peak[7], s.silence.run);
+    raise_to(peak[7], s.silence.streak());
     raise_to(peak[14], s.persistent.run);
 }
 

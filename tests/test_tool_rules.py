@@ -37,8 +37,9 @@ def call(name: str, args: Any = "{}") -> dict[str, Any]:
     return {"kind": "call", "name": name, "args": args}
 
 
-def result(name: str, payload: Any = None, error: Any = None) -> dict[str, Any]:
-    return {"kind": "result", "name": name, "payload": payload, "error": error}
+def result(name: str, payload: Any = None, error: Any = None,
+           no_op: bool = False) -> dict[str, Any]:
+    return {"kind": "result", "name": name, "payload": payload, "error": error, "no_op": no_op}
 
 
 def fail(name: str, error: str = "ModuleNotFoundError: No module named 'numpy'") -> dict[str, Any]:
@@ -63,7 +64,8 @@ def batch_alerts_of(config: WatchdogConfig, events: list[dict[str, Any]],
         if e["kind"] == "call":
             rows.append(("s", "call", e["name"], e["args"]))
         else:
-            rows.append(("s", "result", e["name"], e.get("payload"), e.get("error")))
+            rows.append(("s", "result", e["name"], e.get("payload"), e.get("error"),
+                         e.get("no_op", False)))
     fleet = Fleet(GuardrailsConfig(mode="warn", unattended=False, watchdog=config),
                   implementation=implementation)
     return [(i, a.signal) for i, _, outcome in fleet.observe_many(rows)
@@ -144,6 +146,98 @@ def test_engines_decide_identically(what: str, tools: dict[str, Any],
         wd = Watchdog(config, implementation=implementation)
         runs.append([a for e in events for a in feed(wd, e)])
     assert runs[0] == runs[1]
+
+
+# The signals that watch patterns across tools: "off" for a tool takes its calls or results
+# out of the pattern. (what, signals config, rules, events, expected)
+def _reads(n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [call("read", json.dumps({"p": start + i})) for i in range(n)]
+
+
+GDB_STEPS = [call("mcp__gdb__step"), call("mcp__gdb__print", '{"expr": "i"}')] * 4
+POLLING = [e for i in range(6) for e in (call("poll"), call("poll"),
+                                         call("read", json.dumps({"p": i})))]
+FAILURES = [call("bash", '{"c": 1}'), fail("bash", "disk full"),
+            call("run_tests"), fail("run_tests", "AssertionError: expected two"),
+            call("bash", '{"c": 2}'), fail("bash", "permission denied"),
+            call("bash", '{"c": 3}'), fail("bash", "connection refused")]
+NO_OPS = [call("wait"), result("wait", no_op=True), call("read", '{"p": 1}'),
+          result("read", no_op=True), call("wait"), result("wait", no_op=True),
+          call("read", '{"p": 2}'), result("read", no_op=True),
+          call("read", '{"p": 3}'), result("read", no_op=True)]
+INTERLEAVED = [e for i in range(12) for e in (call("mcp__gdb__next"),
+                                              call("read", json.dumps({"p": i})))]
+CROSS_SCENARIOS: list[tuple[str, dict[str, Any], dict[str, Any], list[dict[str, Any]],
+                            list[tuple[int, str]]]] = [
+    ("no rule: the silent streak counts every call (the 12th)",
+     {}, {}, INTERLEAVED, [(11, "tools-without-text")]),
+    ("tools-without-text off for the gdb tools: only the reads count (the 12th read)",
+     {}, {"mcp__gdb__*": {"tools-without-text": "off"}}, INTERLEAVED,
+     [(23, "tools-without-text")]),
+    ("no rule: step/print, three laps, is a cycle at the 6th call",
+     QUIET, {}, GDB_STEPS + [call("read", '{"p": "a"}'), call("read", '{"p": "b"}')] * 3,
+     [(5, "alternating-tool-cycle"), (13, "alternating-tool-cycle")]),
+    ("alternating-tool-cycle off for one tool of the block: that cycle is quiet, another "
+     "tool's cycle still trips",
+     QUIET, {"mcp__gdb__print": {"alternating-tool-cycle": "off"}},
+     GDB_STEPS + [call("read", '{"p": "a"}'), call("read", '{"p": "b"}')] * 3,
+     [(13, "alternating-tool-cycle")]),
+    ("no rule: poll is 8 of the last 11 calls",
+     QUIET, {}, POLLING, [(10, "dominant-tool-call")]),
+    ("dominant-tool-call off for poll", QUIET, {"poll": {"dominant-tool-call": "off"}},
+     POLLING, []),
+    ("no rule: three different failures in a row", QUIET, {}, FAILURES,
+     [(5, "tool-failure-streak")]),
+    ("tool-failure-streak off for the test runner: its failure neither counts nor breaks the "
+     "streak (bash's third)",
+     QUIET, {"run_tests": {"tool-failure-streak": "off"}}, FAILURES,
+     [(7, "tool-failure-streak")]),
+    ("no rule: three no-ops in a row", QUIET, {}, NO_OPS, [(5, "no-op-streak")]),
+    ("no-op-streak off for wait: read's third no-op", QUIET, {"wait": {"no-op-streak": "off"}},
+     NO_OPS, [(9, "no-op-streak")]),
+]
+
+
+@pytest.mark.parametrize("what,signals,tools,events,expected", CROSS_SCENARIOS,
+                         ids=[s[0][:50] for s in CROSS_SCENARIOS])
+def test_cross_tool_scenario(implementation: str, what: str, signals: dict[str, Any],
+                             tools: dict[str, Any], events: list[dict[str, Any]],
+                             expected: list[tuple[int, str]]) -> None:
+    config = WatchdogConfig(signals=signals, tools=tools)
+    assert alerts_of(config, events, implementation) == expected, what
+    assert batch_alerts_of(config, events, implementation) == expected, what
+    runs = []
+    for impl in ("native", "python"):
+        wd = Watchdog(config, implementation=impl)
+        runs.append([a for e in events for a in feed(wd, e)])
+    assert runs[0] == runs[1]  # texts and counts too
+
+
+def test_a_silence_rule_retracts_exactly(implementation: str) -> None:
+    """A retry that takes back calls of a tool the streak does not count leaves the counted
+    ones: 5 reads, 5 gdb calls taken back, then 7 reads make the 12th counted call."""
+    config = WatchdogConfig(tools={"mcp__gdb__*": {"tools-without-text": "off"}})
+    wd = Watchdog(config, implementation=implementation)
+    fired = []
+    for i in range(5):
+        fired += wd.observe_call("read", json.dumps({"p": i}))
+    for i in range(5):
+        fired += wd.observe_call("mcp__gdb__next", json.dumps({"n": i}))
+    assert wd.silent_calls == 5
+    wd.retract_calls(5)
+    assert wd.silent_calls == 5
+    for i in range(7):
+        fired += [(i, a.signal, a.count) for a in wd.observe_call("read", json.dumps({"q": i}))]
+    assert fired == [(6, "tools-without-text", 12)]
+
+
+def test_streak_texts_name_only_the_counted_tools(implementation: str) -> None:
+    """The failure streak's text lists the tools it counted, not the ruled-off one."""
+    config = WatchdogConfig(signals=QUIET, tools={"run_tests": {"tool-failure-streak": "off"}})
+    wd = Watchdog(config, implementation=implementation)
+    alerts = [a for e in FAILURES for a in feed(wd, e)]
+    assert [a.signal for a in alerts] == ["tool-failure-streak"]
+    assert "run_tests" not in alerts[0].reason and "bash" in alerts[0].reason
 
 
 def decisions(tools: dict[str, Any] | None, calls: int,
@@ -230,13 +324,19 @@ def test_no_rules_no_lookup() -> None:
                           ).engine_settings().tool_rules is None
 
 
+RULES_TAKE = ("repeated-tool-call, alternating-tool-cycle, dominant-tool-call, "
+              "repeated-tool-name, tool-failure-streak, no-op-streak, no-new-state, "
+              "tools-without-text, repeated-failure, recycled-calls")
+
+
 @pytest.mark.parametrize("tools,message", [
     ({"x": {"repeated-tool-cal": 3}},
-     "tools.'x': unknown signal 'repeated-tool-cal' (per-tool rules take: repeated-tool-call, "
-     "repeated-tool-name, no-new-state, repeated-failure, recycled-calls)"),
+     "tools.'x': unknown signal 'repeated-tool-cal' (per-tool rules take: " + RULES_TAKE + ")"),
     ({"x": {"compaction-storm": "off"}},
      "tools.'x': compaction-storm takes no per-tool rule (per-tool rules take: "
-     "repeated-tool-call, repeated-tool-name, no-new-state, repeated-failure, recycled-calls)"),
+     + RULES_TAKE + ")"),
+    ({"x": {"dominant-tool-call": 9}},
+     "tools.'x': dominant-tool-call has no per-call threshold: only \"off\" applies to it"),
     ({"x": {"no-new-state": 3}},
      "tools.'x': no-new-state has no per-call threshold: only \"off\" applies to it"),
     ({"x": {"repeated-tool-call": 1}},
@@ -402,8 +502,7 @@ def test_a_claude_code_hook_reads_the_rules_of_its_config(tmp_path: Path,
 # --------------------------------------------------------------------------------------------
 
 TOOLS = ("read", "bash", "mcp__gdb__next", "mcp__gdb__step", "mcp__fs__read")
-RULED = ("repeated-tool-call", "repeated-tool-name", "repeated-failure", "no-new-state",
-         "recycled-calls")
+RULED = tuple(s.id for s in BY_ID.values() if s.per_tool)
 _rule_value = st.sampled_from(["off", 2, 3, 4, 7])
 _rules = st.dictionaries(
     st.sampled_from(("read", "bash", "mcp__gdb__*", "mcp__*", "mcp__gdb__next", "*")),
@@ -411,8 +510,9 @@ _rules = st.dictionaries(
 _event = st.one_of(
     st.tuples(st.just("call"), st.sampled_from(TOOLS), st.sampled_from(('{}', '{"p": 1}'))),
     st.tuples(st.just("result"), st.sampled_from(TOOLS), st.sampled_from(("x", "y", None)),
-              st.sampled_from((None, None, "boom"))),
+              st.sampled_from((None, None, "boom")), st.booleans()),
     st.tuples(st.just("text"), st.sampled_from(("on it", "still on it"))),
+    st.tuples(st.just("retract"), st.integers(1, 4)),
 )
 
 
@@ -441,9 +541,12 @@ def test_engines_agree_on_random_traffic_under_random_rules(
             if e[0] == "call":
                 alerts = wd.observe_call(e[1], e[2])
             elif e[0] == "result":
-                alerts = wd.observe_result(e[1], payload=e[2], error=e[3])
+                alerts = wd.observe_result(e[1], payload=e[2], error=e[3], no_op=e[4])
+            elif e[0] == "retract":
+                wd.retract_calls(e[1])
+                alerts = ()
             else:
                 alerts = wd.observe_text(e[1])
             seen += [(a.event, a.signal, a.count, a.reason) for a in alerts]
-        runs.append(seen)
+        runs.append((seen, wd.silent_calls, wd.failure_streak, wd.no_op_run))
     assert runs[0] == runs[1]

@@ -702,7 +702,8 @@ cdef class Batch:
             if sl.streaks and not sl.blocked:
                 row = <tuple>PyList_GET_ITEM(self.rows, i)
                 (<Engine>sl.engine)._note_result(self._name(i), it.failed, it.noop,
-                                                 row[4] if it.nfields > 2 else None)
+                                                 row[4] if it.nfields > 2 else None,
+                                                 it.rule.off if it.rule != NULL else 0)
         for i in range(last, start - 1, -1):
             it = &self.items[i]
             if it.kind != b'c':

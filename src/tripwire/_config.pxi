@@ -97,6 +97,9 @@ cdef class _Rule:
 #: The result readers that need a payload's answer besides the repeat run: a rule turning
 #: both off lets a result's payload go unread.
 cdef uint32_t _PAYLOAD_READERS = SIGNAL_BITS["no-new-state"] | SIGNAL_BITS["recycled-calls"]
+#: The streaks a rule may turn off, whose quoted names the binding keeps (Engine._note_result).
+cdef uint32_t _FAILURE_BIT = SIGNAL_BITS["tool-failure-streak"]
+cdef uint32_t _NO_OP_BIT = SIGNAL_BITS["no-op-streak"]
 #: How many tool names one configuration's cache holds (names come from the agent).
 cdef Py_ssize_t _RULE_CACHE_LIMIT = 4096
 

@@ -190,11 +190,11 @@ cdef extern from *:
 cdef struct _NextCall:
     # Where a session's next call will read and write past its engine object and native
     # session's first lines, noted at the end of a call (GuardrailsCore._next): the call
-    # ring's slot and join flag, the text ring's slot and the objects it releases. A call on
+    # ring's slot and flags, the text ring's slot and the objects it releases. A call on
     # a session cold in cache fetches them at once, instead of each after the line that
     # holds its address. Addresses only: never read through (they may be stale).
     const void* key
-    const void* join
+    const void* flags
     PyObject** texts
     PyObject* name
     PyObject* args
@@ -203,7 +203,7 @@ cdef struct _NextCall:
 cdef inline void _prefetch_next(const _NextCall* at) noexcept nogil:
     if at.texts != NULL:
         _prefetch(at.key)
-        _prefetch(at.join)
+        _prefetch(at.flags)
         _prefetch(at.texts)
         _prefetch(at.name)
         _prefetch(at.args)
@@ -354,7 +354,7 @@ cdef class Engine:
             out.texts = NULL
             return
         out.key = s.next_key()
-        out.join = s.next_join()
+        out.flags = s.next_flags()
         out.texts = texts
         if self._pos < self._cap:
             out.name = texts[0]
@@ -410,17 +410,23 @@ cdef class Engine:
         self.events += calls
         self._pos = <uint32_t>((self._pos + calls) % self._conf.ring)
 
-    cdef inline void _note_result(self, object name, bint failed, bint noop, object error):
-        """The Python side of an observed result: the names the streak texts quote."""
+    cdef inline void _note_result(self, object name, bint failed, bint noop, object error,
+                                  uint32_t off=0):
+        """The Python side of an observed result: the names the streak texts quote (``off``:
+        the tool's rule's off bits; a streak it turns off neither counts the result nor ends)."""
         self.events += 1
         if failed:
+            if off & _FAILURE_BIT:
+                return
             if self._failure_names is None:
                 self._failure_names = []
             if len(self._failure_names) < self._conf.failure_threshold:
                 self._failure_names.append(name)
             return
-        if self._failure_names is not None:
+        if self._failure_names is not None and not off & _FAILURE_BIT:
             self._failure_names = None
+        if off & _NO_OP_BIT:
+            return
         if noop:
             if self._no_op_names is None:
                 self._no_op_names = []
@@ -461,7 +467,6 @@ cdef class Engine:
             noop = not failed
         else:
             noop = no_op_flag(no_op, failed)  # raises: the claim must be a bool
-        self._note_result(name, failed, noop, error)
         cdef _EngineConfig conf = self._conf
         # one compare on the common result: no flag, no known_tools
         unknown = (unknown_tool is not False or conf.known is not None) and \
@@ -469,6 +474,7 @@ cdef class Engine:
         # issue 39: the tool's rule (exempt_tools is one), a dict lookup by the name's hash
         rule = _tool_rule(conf, name) if conf.rules is not None else None
         rp = _rule_ptr(rule)
+        self._note_result(name, failed, noop, error, rp.off if rp != NULL else 0)
         keys = self._keys_for(name)
         if failed:  # repeated-failure reads the error's text (SPEC §7.3)
             keep = _error_view(error, &p)
@@ -610,7 +616,7 @@ cdef class Engine:
 
     @property
     def silent_calls(self):
-        return self._session().silence.run
+        return self._session().silence.streak()
 
     @property
     def failure_streak(self):

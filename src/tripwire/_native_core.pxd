@@ -77,6 +77,7 @@ cdef extern from "detectors.h" namespace "tw" nogil:
         uint32_t run
     cdef cppclass SilenceDetector:
         uint32_t run
+        uint32_t streak() noexcept
     cdef cppclass StreakDetector:
         uint32_t run
     cdef cppclass RepeatedFailureDetector:
@@ -153,7 +154,7 @@ cdef extern from "session.h" namespace "tw" nogil:
                               uint64_t identity, const ToolRule* rule) except +
         void prefetch_call_path() noexcept
         const void* next_key() noexcept
-        const void* next_join() noexcept
+        const void* next_flags() noexcept
         uint32_t observe_result(uint64_t name_hash, cbool failed, cbool no_op,
                                 const ToolRule* rule,
                                 const void* payload, size_t payload_len, cbool has_payload,

@@ -351,7 +351,7 @@ void test_call_history_slides() {
         std::vector<uint64_t> all;
         uint32_t expected = 0;  // what it holds: up to capacity, less what was taken back
         for (uint64_t i = 1; i <= 200; ++i) {
-            h.push(i * 7, i % 3 == 0);
+            h.push(i * 7, i % 3 == 0 ? tw::kJoined : 0);
             all.push_back(i * 7);
             expected = std::min(expected + 1, capacity);
             if (i % 17 == 0) {  // take back some calls (at times more than the ring holds)
@@ -363,17 +363,17 @@ void test_call_history_slides() {
             }
             CHECK(h.size() == expected);
             const uint64_t* keys = h.keys(h.size());
-            const uint8_t* joins = h.joins(h.size());
+            const uint8_t* flags = h.flags(h.size());
             for (uint32_t k = 0; k < h.size(); ++k) {
                 const uint64_t key = all[all.size() - h.size() + k];
                 CHECK(keys[k] == key);
-                CHECK(joins[k] == ((key / 7) % 3 == 0 ? 1 : 0));
+                CHECK(flags[k] == ((key / 7) % 3 == 0 ? tw::kJoined : 0));
             }
         }
         h.clear();
         CHECK(h.size() == 0);
-        h.push(5, true);
-        CHECK(h.size() == 1 && h.keys(1)[0] == 5 && h.joins(1)[0] == 1);
+        h.push(5, tw::kJoined);
+        CHECK(h.size() == 1 && h.keys(1)[0] == 5 && h.flags(1)[0] == tw::kJoined);
     }
 }
 

@@ -89,7 +89,7 @@ class EngineReadings:
 
     @property
     def silent_calls(self) -> int:
-        return self._silence.run
+        return self._silence.streak
 
     @property
     def failure_streak(self) -> int:

@@ -48,7 +48,7 @@ from ..identity.canonical import (
 )
 from ..identity.shell import tool_identity
 from ..signals import BY_ID, Alert
-from ..signals._spec import StreakDetector
+from ..signals._spec import CYCLE_OFF, DENSITY_OFF, JOINED, SILENCE_OFF, StreakDetector
 from ..signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
@@ -108,6 +108,13 @@ COMPACTION_STORM = BY_ID["compaction-storm"].bit
 PERSISTENT_WARNINGS = BY_ID["persistent-warnings"].bit
 
 
+def call_flags(off: int) -> int:
+    """The call ring's flags for the ring-reading signals a rule turns off (its ``off``
+    bits; native: session.h call_flags)."""
+    return ((CYCLE_OFF if off & CYCLE else 0) | (DENSITY_OFF if off & DENSITY else 0)
+            | (SILENCE_OFF if off & SILENCE else 0))
+
+
 class SessionStats:
     """Statistics mode (``tripwire corpus stats``): per signal, in catalogue order, the largest
     value the session reached of the quantity its threshold is compared with, read from the
@@ -121,20 +128,20 @@ class SessionStats:
     def after_call(self, engine: Engine) -> None:
         peak = self.peak
         peak[0] = max(peak[0], engine._repeat.run)
-        keys, joins = engine._keys, engine._joins
+        keys, flags = engine._keys, engine._flags
         n = len(keys)
         for p in range(2, engine.settings.cycle_max_period + 1):
             matches = self._matches.get(p, 0) + 1 if n > p and keys[-1] == keys[-1 - p] else 0
             self._matches[p] = matches
             # SPEC §10.3: a block whose calls form one repeat run is not a cycle; laps count
             # only while no result brought a new answer (alternating_tool_cycle's rule)
-            if matches >= p and not all(joins[n - j] for j in range(1, p)):
+            if matches >= p and not all(flags[n - j] & JOINED for j in range(1, p)):
                 peak[1] = max(peak[1], 1 + min(matches, engine._cycle.quiet) // p)
         # only the newest key's count rose: the highest window count is reached at its newest
         window = list(keys)[-engine.settings.density_window:]
         peak[2] = max(peak[2], window.count(window[-1]))
         peak[3] = max(peak[3], engine._name.run)
-        peak[7] = max(peak[7], engine._silence.run)
+        peak[7] = max(peak[7], engine._silence.streak)
         self.after_warnings(engine)
 
     def after_result(self, engine: Engine) -> None:
@@ -173,7 +180,7 @@ class Engine(EngineReadings):
 
     implementation = IMPLEMENTATION
     _keys: deque[int]
-    _joins: deque[bool]
+    _flags: deque[int]  # the call ring's flags (JOINED, the rule-off bits)
 
     def __init__(self, settings: EngineSettings):
         self._engine_init(settings)
@@ -238,14 +245,15 @@ class Engine(EngineReadings):
         joined, fired = self._repeat.observe(
             call, name, None if rule is None else rule.repeat_threshold)
         mask = REPEAT if fired else 0
+        flags = (JOINED if joined else 0) | (0 if rule is None else call_flags(rule.off))
         self._keys.append(call.key)
-        self._joins.append(joined)
+        self._flags.append(flags)
         self._calls.append((name, args))
         self._cycle.called()
         self._attempt_calls += 1
-        if on & CYCLE and self._cycle.observe(self._keys, self._joins):
+        if on & CYCLE and self._cycle.observe(self._keys, self._flags):
             mask |= CYCLE
-        if on & DENSITY and self._density.observe(self._keys, self._joins):
+        if on & DENSITY and self._density.observe(self._keys, self._flags):
             mask |= DENSITY
         identity = tool_identity(name, args, self.settings.shell_tools)
         named = self._name.observe(identity, self._repeat.run) if rule is None else \
@@ -253,7 +261,7 @@ class Engine(EngineReadings):
                                rule.repeat_threshold if on & REPEAT else 0)  # at the tool's
         if named and on & NAME:
             mask |= NAME
-        if self._silence.observe_call() and on & SILENCE:
+        if self._silence.observe_call(not flags & SILENCE_OFF) and on & SILENCE:
             mask |= SILENCE
         if on & RECYCLED:  # its result will say which call it answers
             self._recycled.push_call(hash(name), call.key)
@@ -317,7 +325,7 @@ class Engine(EngineReadings):
                 low = 0 if answer is None else int.from_bytes(answer[8:], "big")
                 tag = answer_tag(NO_OP_ANSWER if no_op else SUCCESS_ANSWER, low)
             if self._recycled.observe(call_key, tag) and not stands_down(
-                    self._keys, self._joins, self._recycled.threshold, bool(on & REPEAT),
+                    self._keys, self._flags, self._recycled.threshold, bool(on & REPEAT),
                     self.settings.cycle_max_period if on & CYCLE else 0):
                 mask |= RECYCLED  # (a run stood down on stays tripped: counted as reported)
         pair = None  # a failure repeated-failure counts: its pair key, read by the streak
@@ -332,15 +340,20 @@ class Engine(EngineReadings):
                     mask |= REPEATED_FAILURE
             elif not no_op:
                 self._repeated_failure.succeed()  # a productive success may have changed it
+        # issue 39: a tool whose rule turns a streak off neither counts in it nor breaks it
         if failed:
-            if self._failures.fail(pair) and on & FAILURE:  # SPEC §12.3
-                mask |= FAILURE
-            if len(self._failure_names) < self.settings.failure_threshold:
-                self._failure_names.append(name)
+            if not off & FAILURE:
+                if self._failures.fail(pair) and on & FAILURE:  # SPEC §12.3
+                    mask |= FAILURE
+                if len(self._failure_names) < self.settings.failure_threshold:
+                    self._failure_names.append(name)
         else:
-            self._failures.reset()
-            self._failure_names = []
-            if no_op:
+            if not off & FAILURE:
+                self._failures.reset()
+                self._failure_names = []
+            if off & NO_OP:
+                pass
+            elif no_op:
                 if self._no_ops.extend() and on & NO_OP:
                     mask |= NO_OP
                 if len(self._no_op_names) < self.settings.no_op_threshold:
@@ -448,7 +461,7 @@ class Engine(EngineReadings):
         if self._stats is not None:
             self._stats.after_reset()
         self._keys = deque(maxlen=self._history)
-        self._joins = deque(maxlen=self._history)
+        self._flags = deque(maxlen=self._history)
         self._calls = deque(maxlen=self._history)
         self._failure_names = []
         self._no_op_names = []
@@ -463,14 +476,17 @@ class Engine(EngineReadings):
         off the call-pattern state (``Watchdog.retract_calls`` states what, and what not)."""
         if calls <= 0:
             return
-        for ring in (self._keys, self._joins, self._calls):
+        # the streak's uncounted calls among those taken back (the ring holds the newest)
+        held = min(calls, len(self._flags))
+        exempt = sum(1 for f in list(self._flags)[len(self._flags) - held:] if f & SILENCE_OFF)
+        for ring in (self._keys, self._flags, self._calls):
             for _ in range(min(calls, len(ring))):
                 ring.pop()
         self._repeat.retract(calls)
         self._cycle.retract(calls)
         self._attempt_calls = max(self._attempt_calls - calls, 0)
         self._name.retract(calls)
-        self._silence.retract(calls)
+        self._silence.retract(calls, exempt)
         self._recycled.retract(calls)
         if self._stats is not None:
             self._stats.after_reset()  # the history changed under its per-period counts

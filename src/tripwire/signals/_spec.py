@@ -224,6 +224,18 @@ def error_text(error: Any) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# The call ring's flags (native: native/call_history.h CallFlag): per call, whether it joined
+# the previous call's repeat run, and the ring-reading signals its tool's per-tool rule turns
+# off (issue 39; zero for a tool without a rule)
+# --------------------------------------------------------------------------------------------
+
+JOINED = 1
+CYCLE_OFF = 2  # alternating-tool-cycle: a cycle with this call in its block is not reported
+DENSITY_OFF = 4  # dominant-tool-call: this call's key is never reported as dominant
+SILENCE_OFF = 8  # tools-without-text: this call is not counted in the streak
+
+
+# --------------------------------------------------------------------------------------------
 # The detector three result signals share (native: native/streak.h)
 # --------------------------------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..base.alert import CRITICAL, SESSION
 from ..errors import ConfigError
 from ..identity.shell import tool_identity
-from ._spec import Knob, SignalSpec, tool_label
+from ._spec import CYCLE_OFF, JOINED, Knob, SignalSpec, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -68,7 +69,7 @@ SPEC = SignalSpec(
              why="two laps is ordinary read-grep exploration; three laps with identical "
                  "arguments cannot be progress"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 
@@ -111,7 +112,7 @@ class CycleDetector:
         if self.quiet != NEVER_NEW:
             self.quiet += 1
 
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
+    def observe(self, keys: deque[int], flags: deque[int]) -> bool:
         n = len(keys)
         for p in range(2, self.max_period + 1):
             span = p * self.cycles
@@ -121,7 +122,7 @@ class CycleDetector:
             if any(tail[i] != tail[i - p] for i in range(p, span)):
                 continue
             # SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
-            if all(joins[n - j] for j in range(1, p)):
+            if all(flags[n - j] & JOINED for j in range(1, p)):
                 continue
             if self.quiet < span - p:
                 return False  # a repeated lap brought a new answer: progress, not a loop
@@ -129,6 +130,10 @@ class CycleDetector:
             if fingerprint == self.fingerprint:
                 return False
             self.fingerprint = fingerprint
+            # issue 39: a block with a call of a tool whose rule turns the signal off is held
+            # as reported (quiet while it goes on; a new pattern re-arms)
+            if any(flags[n - j] & CYCLE_OFF for j in range(1, p + 1)):
+                return False
             self.period = p
             return True
         self.fingerprint = None  # any call that breaks the pattern re-arms

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
-from ._spec import Knob, SignalSpec, quote_args, tool_label
+from ._spec import DENSITY_OFF, JOINED, Knob, SignalSpec, quote_args, tool_label
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -64,7 +65,7 @@ SPEC = SignalSpec(
              "(default: the cycle max_period; < 2 disables)", minimum=0, maximum=16,
              why="a clean cycle is the cycle detector's to report"),
     ),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 #: How many density-reported keys are remembered; more than a handful cannot be at threshold at
@@ -88,11 +89,11 @@ class DensityDetector:
         self.length = 0
         self.first_age = 0  # calls between the dominant key's earliest window entry and now
 
-    def observe(self, keys: deque[int], joins: deque[bool]) -> bool:
+    def observe(self, keys: deque[int], flags: deque[int]) -> bool:
         n = len(keys)
         length = min(n, self.window)
         window = list(keys)[n - length :]
-        window_joins = list(joins)[n - length :]
+        window_flags = list(flags)[n - length :]
         # the dominant key: highest count, ties to the earliest first occurrence
         counts: dict[int, int] = {}
         first: dict[int, int] = {}
@@ -104,7 +105,11 @@ class DensityDetector:
         if count < self.threshold:
             self.reported.clear()  # SPEC §10.4: re-arm only when the count falls below
             return False
-        if self._deferred(window, window_joins, dominant):
+        if self._deferred(window, window_flags, dominant):
+            return False
+        # issue 39: the key of a tool whose rule turns the signal off is never reported (its
+        # calls still fill the window: the other keys' share is of every call)
+        if window_flags[first[dominant]] & DENSITY_OFF:
             return False
         if dominant in self.reported:
             return False
@@ -114,14 +119,14 @@ class DensityDetector:
         self.first_age = length - 1 - first[dominant]
         return True
 
-    def _deferred(self, window: list[int], joins: list[bool], dominant: int) -> bool:
+    def _deferred(self, window: list[int], flags: list[int], dominant: int) -> bool:
         if self.defer_run > 0:
             # SPEC §10.2: the longest stretch of window entries the repeat detector counted as
             # one run, containing the dominant key.
             best = stretch = 0
             has_dominant = False
             for i, k in enumerate(window):
-                if i == 0 or not joins[i]:
+                if i == 0 or not flags[i] & JOINED:
                     stretch, has_dominant = 0, False
                 stretch += 1
                 has_dominant = has_dominant or k == dominant

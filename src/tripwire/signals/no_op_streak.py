@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, TURN
 from ._spec import SignalSpec, threshold, threshold_setting, tool_list
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -37,5 +38,5 @@ SPEC = SignalSpec(
     "results in a row that report no_op: true",
     (threshold(3, "no-op results in a row",
                "a no-op is the tool's own confession and needs no margin"),),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )

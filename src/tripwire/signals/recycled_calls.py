@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
 from ..identity.shell import tool_identity
-from ._spec import Knob, SignalSpec, threshold, tool_label
+from ._spec import JOINED, Knob, SignalSpec, threshold, tool_label
 from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
@@ -65,15 +65,16 @@ def answer_tag(kind: int, value: int) -> int:
     return (value & _TAG & ~3) | kind
 
 
-def stands_down(keys: Sequence[int], joins: Sequence[bool], threshold: int,
+def stands_down(keys: Sequence[int], flags: Sequence[int], threshold: int,
                 repeat_on: bool, cycle_max_period: int) -> bool:
-    """The last ``threshold`` calls (of ``keys`` / ``joins``, the call ring, oldest first) are
+    """The last ``threshold`` calls (of ``keys`` / ``flags``, the call ring, oldest first) are
     one repeat run (when the repeat detector is on) or a clean 2..``cycle_max_period`` cycle
     whose block is not one run (the cycle detector's; ``cycle_max_period`` 0 when it is off)."""
     n = min(len(keys), threshold)
     if n < 2:
         return False
-    keys, joins = list(keys)[-n:], list(joins)[-n:]
+    keys = list(keys)[-n:]
+    joins = [f & JOINED for f in list(flags)[-n:]]
     if repeat_on and all(joins[1:]):
         return True
     for p in range(2, cycle_max_period + 1):

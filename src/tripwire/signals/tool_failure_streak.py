@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
 from ._spec import SignalSpec, StreakDetector, error_text, threshold, threshold_setting, tool_list
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -40,7 +41,7 @@ SPEC = SignalSpec(
     "results in a row that failed, no success between",
     (threshold(3, "failed results in a row",
                "three failures with no success means nothing has been verified"),),
-    texts, resolve,
+    texts, resolve, per_tool=PER_TOOL_OFF,
 )
 
 

@@ -8,8 +8,12 @@ threshold or ``"off"``.
 
 Which signals take a rule is each signal's own ``SPEC.per_tool``: a threshold or ``"off"``
 (repeated-tool-call, repeated-tool-name, repeated-failure: runs of one tool), ``"off"`` only
-(no-new-state, recycled-calls: a tool's results neither count nor break their runs). The
-others watch patterns across tools or events without a tool and take none.
+(no-new-state, recycled-calls, tool-failure-streak, no-op-streak: the tool's results neither
+count nor break their runs; tools-without-text: its calls are not counted in the streak;
+alternating-tool-cycle: a cycle with a call of the tool in its block is not reported;
+dominant-tool-call: the tool's calls are never reported as dominant). The signals of events
+without a tool (repeated-text, empty-responses, compaction-storm, persistent-warnings) and
+unknown-tool (a tool the host does not have has no rule) take none.
 
 Precedence, per signal: a rule naming the tool exactly wins over any glob; among globs, the one
 with more literal (non-wildcard) characters wins. Two globs with as many literal characters
@@ -44,6 +48,11 @@ PER_TOOL_OFF = "off"
 
 #: A threshold no run reaches (the native counters are 32-bit): the signal is off for the tool.
 OFF = 0xFFFFFFFF
+
+#: The signals a rule changes on the call path (the others read only results): with none of
+#: them in any rule, a call never looks its tool up.
+CALL_SIGNALS = ("repeated-tool-call", "repeated-tool-name", "alternating-tool-cycle",
+                "dominant-tool-call", "tools-without-text")
 
 #: The signals no-new-state's old ``exempt_tools`` turns off for each of its tools.
 EXEMPT_SIGNALS = ("no-new-state", "repeated-failure", "recycled-calls")
@@ -219,7 +228,9 @@ class ToolRules:
                              key=lambda pv: -_literal_count(pv[0]))
         self._exact_values = {p: v for p, v in merged.items() if not _is_glob(p)}
         self._cache: dict[str, ToolRule | None] = {}
-        call_bits = bits["repeated-tool-call"] | bits["repeated-tool-name"]
+        call_bits = 0
+        for signal_id in CALL_SIGNALS:
+            call_bits |= bits[signal_id]
         #: some rule changes how calls are judged (else the call path never looks a tool up)
         self.for_calls = any(
             bits[s] & call_bits for v in merged.values() for s in v)

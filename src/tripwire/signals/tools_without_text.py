@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import WARN
 from ._spec import SignalSpec, StreakDetector, threshold, threshold_setting
+from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
     from .view import EngineView
@@ -37,23 +38,44 @@ SPEC = SignalSpec(
     (threshold(12, "calls in a row without agent text",
                "the longest textless run in 64 recorded good sessions was 10"),),
     texts, resolve,
-    withdrawn_by_words=True,
+    withdrawn_by_words=True, per_tool=PER_TOOL_OFF,
 )
 
 
 class SilenceDetector(StreakDetector):
-    """N calls in a row with no agent text between them: a streak of calls that words end."""
+    """N calls in a row with no agent text between them: a streak of calls that words end.
+    ``run`` is every call since the last words (repeated-text, empty-responses and
+    compaction-storm read it); the streak leaves out the calls of tools whose per-tool rule
+    turns the signal off (issue 39), counted in ``exempt``."""
 
-    def observe_call(self) -> bool:
-        return self.extend()
+    def reset(self) -> None:
+        super().reset()
+        self.exempt = 0
+
+    @property
+    def streak(self) -> int:
+        return self.run - self.exempt
+
+    def observe_call(self, counted: bool = True) -> bool:
+        """One call; ``counted``: False for a tool whose rule turns the signal off."""
+        self.run += 1
+        if not counted:
+            self.exempt += 1
+            return False
+        if self.run - self.exempt >= self.threshold and not self.tripped:
+            self.tripped = True
+            return True
+        return False
 
     def observe_text(self, has_words: bool) -> None:
         if has_words:
             self.reset()
 
-    def retract(self, calls: int) -> None:
-        """The last `calls` calls are taken back: the run since the last words loses them."""
-        if self.run > calls:
-            self.run -= calls
-        else:
+    def retract(self, calls: int, exempt_calls: int = 0) -> None:
+        """The last `calls` calls are taken back (``exempt_calls`` of them uncounted): the run
+        since the last words loses them."""
+        if self.run <= calls:
             self.reset()
+            return
+        self.run -= calls
+        self.exempt = min(max(self.exempt - exempt_calls, 0), self.run)
