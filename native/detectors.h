@@ -6,6 +6,7 @@
 #include "call_history.h"
 #include "compaction_storm.h"
 #include "dominant_tool_call.h"
+#include "looping_text.h"
 #include "persistent_warnings.h"
 #include "empty_responses.h"
 #include "recycled_calls.h"

@@ -65,7 +65,8 @@ Session::Session(const Settings& s, void* storage)
       empty(s.empty_responses_threshold),
       storm(s.compaction_per_turn, s.compaction_in_a_row),
       warn_signals(s.warn_signals),
-      persistent(s.persistent_warnings_threshold) {}
+      persistent(s.persistent_warnings_threshold),
+      looping(s.looping_text_threshold, s.looping_text_max_period) {}
 
 uint32_t Session::observe_call(const CanonicalCall& c, uint64_t name_hash,
                                uint64_t identity, const ToolRule* rule) {
@@ -201,14 +202,18 @@ uint32_t Session::result_mask(uint64_t name_hash, bool failed, bool no_op,
     return mask;
 }
 
-uint32_t Session::observe_text(bool has_words, uint64_t key) noexcept {
+uint32_t Session::observe_text(bool has_words, uint64_t key, const char* words,
+                               size_t len) noexcept {
     // repeated-text reads the calls since the last words before they end that run
     const bool fired = has_words &&
         text.observe(key, silence.run, (enabled & kRepeat) ? repeat.run : 0u);
+    // looping-text (issue 39): each message on its own
+    const bool loops = has_words && words && looping.observe(words, len);
     silence.observe_text(has_words);
     empty.observe_text(has_words);
     storm.observe_text(has_words);
-    return after_event(fired && (enabled & kRepeatedText) ? kRepeatedText : 0u);
+    return after_event((fired && (enabled & kRepeatedText) ? kRepeatedText : 0u) |
+                       (loops && (enabled & kLoopingText) ? kLoopingText : 0u));
 }
 
 uint32_t Session::observe_response(bool produced) noexcept {
@@ -270,6 +275,7 @@ void Session::reset() noexcept {
     storm.reset();
     attempt_calls = 0;
     persistent.reset();
+    looping.reset();
     if (stats) stats->after_reset();
 }
 

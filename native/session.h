@@ -33,6 +33,7 @@ enum SignalBit : uint32_t {
     kEmptyResponses = 1u << 12,
     kCompactionStorm = 1u << 13,
     kPersistentWarnings = 1u << 14,
+    kLoopingText = 1u << 15,
 };
 
 struct SignalBitName {
@@ -47,7 +48,7 @@ inline constexpr SignalBitName kSignalBits[] = {
     {"repeated-failure", kRepeatedFailure}, {"recycled-calls", kRecycled},
     {"unknown-tool", kUnknownTool},      {"repeated-text", kRepeatedText},
     {"empty-responses", kEmptyResponses}, {"compaction-storm", kCompactionStorm},
-    {"persistent-warnings", kPersistentWarnings},
+    {"persistent-warnings", kPersistentWarnings}, {"looping-text", kLoopingText},
 };
 inline constexpr size_t kSignalCount = sizeof(kSignalBits) / sizeof(kSignalBits[0]);
 
@@ -80,6 +81,8 @@ struct Settings {
     uint32_t compaction_in_a_row;
     uint32_t persistent_warnings_threshold;  // issue 39
     uint32_t warn_signals;  // the bits alerting as warn under the config
+    uint32_t looping_text_threshold;  // issue 39: laps at a message's end
+    uint32_t looping_text_max_period;  // the longest lap, in bytes
 };
 
 // A per-tool rule (issue 39; tripwire.signals.tool_rules.ToolRule, resolved there: the one
@@ -146,8 +149,10 @@ public:
                             bool has_payload,
                             const char* error = nullptr, size_t error_len = 0,
                             const AnswerKeys* keys = nullptr, bool unknown = false);
-    // The agent's words; key: their text_key (read only when has_words).
-    uint32_t observe_text(bool has_words, uint64_t key = 0) noexcept;
+    // The agent's words; key: their text_key, text: their UTF-8 bytes (both read only when
+    // has_words; looping-text reads the bytes).
+    uint32_t observe_text(bool has_words, uint64_t key = 0, const char* text = nullptr,
+                          size_t len = 0) noexcept;
     uint32_t observe_response(bool produced = false) noexcept;    // one model response (a usage event)
     uint32_t observe_compaction() noexcept;  // the history was compacted
     void end_turn() noexcept;       // the turn ends (compaction-storm reads how); then the boundary
@@ -200,6 +205,7 @@ public:
     CompactionStormDetector storm;
     const uint32_t warn_signals;  // persistent-warnings counts these bits' alerts
     PersistentWarningsDetector persistent;
+    LoopingTextDetector looping;  // read once per message: past every hot line
 
 private:
     // storage: block_bytes(s) bytes (64-aligned) for the rings, or null

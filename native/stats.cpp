@@ -58,6 +58,7 @@ void SessionStats::after_event(const Session& s) noexcept {
     raise_to(peak[12], s.empty.run);
     raise_to(peak[13], s.storm.run);  // a turn's count is never above it
     raise_to(peak[14], s.persistent.run);  // warn alerts follow every kind of event
+    raise_to(peak[15], s.looping.last.laps);
 }
 
 void SessionStats::after_reset() noexcept {

@@ -15,7 +15,7 @@ namespace tw {
 class Session;
 
 struct SessionStats {
-    static constexpr uint32_t kSignals = 15;
+    static constexpr uint32_t kSignals = 16;
     // peak[i]: the i-th signal of the SPEC §1 table (bit i of the fired mask):
     // longest equivalent-args run, most complete laps of any 2..max_period block (0 when no
     // block repeated), highest count of one canonical call in any window, longest same-name
@@ -23,7 +23,8 @@ struct SessionStats {
     // most failures of one (tool, error signature) with no productive success between,
     // longest run of results answering a recycled call with its earlier answer, longest run
     // of unknown-tool results, of identical agent messages, of empty responses, most
-    // compactions since a turn ended in agent text, most warn alerts with no new answer between.
+    // compactions since a turn ended in agent text, most warn alerts with no new answer between,
+    // most laps a message ended in.
     uint32_t peak[kSignals] = {};
 
     void after_call(const Session& s) noexcept;

@@ -27,7 +27,7 @@ PAIRS = read_jsonl(CONFORMANCE / "canonical-pairs.jsonl")
 #: this data's shape).
 SPEC1_SIGNALS = frozenset(SIGNAL_IDS) - {
     "repeated-failure", "recycled-calls", "unknown-tool", "repeated-text", "empty-responses",
-    "compaction-storm", "persistent-warnings"}
+    "compaction-storm", "persistent-warnings", "looping-text"}
 
 
 def config_for(signals: Any) -> WatchdogConfig:

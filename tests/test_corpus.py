@@ -122,10 +122,10 @@ def test_stats_json_lines_exactly(implementation: str) -> None:
     assert session == {
         # a file given directly is named by the argument itself (as replay names it)
         "kind": "session", "session": str(SCENARIOS / "identical-failure.jsonl"), "events": 16,
-        "stats": dict(zip(SIGNAL_IDS, (6, 0, 6, 6, 6, 0, 0, 6, 6, 5, 0, 1, 0, 0, 1),
+        "stats": dict(zip(SIGNAL_IDS, (6, 0, 6, 6, 6, 0, 0, 6, 6, 5, 0, 1, 0, 0, 1, 1),
                           strict=True)),
         "first_trip": dict(zip(SIGNAL_IDS, (10, None, None, None, None, None, None, None, 7,
-                                             None, None, None, None, None, None),
+                                             None, None, None, None, None, None, None),
                                strict=True)),
     }
     assert summary["kind"] == "summary"

@@ -42,7 +42,7 @@ def test_reference_bits_come_from_the_catalogue() -> None:
             _reference.FAILURE, _reference.NO_OP, _reference.NO_NEW_STATE, _reference.SILENCE,
             _reference.REPEATED_FAILURE, _reference.RECYCLED, _reference.UNKNOWN_TOOL,
             _reference.REPEATED_TEXT, _reference.EMPTY_RESPONSES, _reference.COMPACTION_STORM,
-            _reference.PERSISTENT_WARNINGS]
+            _reference.PERSISTENT_WARNINGS, _reference.LOOPING_TEXT]
     assert bits == [s.bit for s in SIGNALS]
 
 

@@ -15,7 +15,7 @@ cdef struct _Item:
     Py_ssize_t nfields   # fields after (session, kind)
     const char* name     # tool name; for a usage, its model (NULL: none)
     Py_ssize_t name_len
-    const char* data     # call args, or result payload
+    const char* data     # call args, result payload, or a text's words
     Py_ssize_t data_len
     const char* error    # a failed result's error bytes (repeated-failure's signature)
     Py_ssize_t error_len
@@ -263,8 +263,8 @@ cdef class Batch:
                     self._read_result(it, row, size, i)
                 elif code == b't':
                     it.has_words = _has_words(row[2] if size > 2 else None)
-                    if it.has_words:  # repeated-text's key (SPEC §12.4)
-                        it.name_hash = _text_key(row[2])
+                    if it.has_words:
+                        self._read_text(it, row[2])
                 elif code == b'u':
                     self._read_usage(it, row, size)
         except InvalidEvent as e:
@@ -337,6 +337,17 @@ cdef class Batch:
         if size > 6:
             check_id(row[6])
         it.unknown = size > 7 and bool(row[7])
+        return 0
+
+    cdef int _read_text(self, _Item* it, object text) except -1:
+        """A text with words: its UTF-8 bytes (looping-text reads them, issue 39; the batch
+        keeps the object that holds them) and repeated-text's key (SPEC §12.4)."""
+        cdef _View v
+        cdef object obj = _view(text, &v, False)
+        if obj is not None:
+            self.keep.append(obj)
+        it.data, it.data_len = v.data, v.size
+        it.name_hash = text_key(v.data, v.size)
         return 0
 
     cdef int _read_usage(self, _Item* it, tuple row, Py_ssize_t size) except -1:
@@ -605,7 +616,8 @@ cdef class Batch:
                 self._touch(sl, it.slot)
                 if it.kind == b't':
                     sl.counted += 1
-                    mask = sl.session.observe_text(it.has_words, it.name_hash)
+                    mask = sl.session.observe_text(it.has_words, it.name_hash, it.data,
+                                                   <size_t>it.data_len)
                     if mask or (it.has_words and sl.words_matter):
                         stop, why = i, STOP_POLICY  # Guardrails withdraws the notes the
                         break                       # words answer

@@ -30,6 +30,8 @@ cdef Settings _settings(object s) except *:
     c.compaction_in_a_row = s.compaction_in_a_row
     c.persistent_warnings_threshold = s.persistent_warnings_threshold
     c.warn_signals = s.warn_signals
+    c.looping_text_threshold = s.looping_text_threshold
+    c.looping_text_max_period = s.looping_text_max_period
     return c
 
 

@@ -213,13 +213,6 @@ include "_answers.pxi"
 include "_config.pxi"
 
 
-cdef uint64_t _text_key(object text) except? 0:
-    """repeated_text.text_key of agent words (a str: text_has_words checked it)."""
-    cdef _View v
-    cdef object keep = _view(text, &v, False)
-    return text_key(v.data, v.size)
-
-
 cdef class Engine:
     """One session's detector state in the C++ core. See ``tripwire.engine.reference.Engine``."""
 
@@ -512,8 +505,13 @@ cdef class Engine:
         cdef Session* s = self._session()
         cdef bint words = text_has_words(text)
         self.events += 1
-        # repeated-text's key (SPEC §12.4)
-        return self._event(s.observe_text(words, _text_key(text) if words else 0))
+        cdef _View v
+        cdef object keep
+        if not words:
+            return self._event(s.observe_text(False, 0, NULL, 0))
+        # repeated-text's key (SPEC §12.4); looping-text reads the bytes (issue 39)
+        keep = _view(text, &v, False)
+        return self._event(s.observe_text(True, text_key(v.data, v.size), v.data, v.size))
 
     def observe_response(self, bint produced=False):
         """One model response (a usage event, or the host's ``on_response``); ``produced``: its
@@ -671,6 +669,12 @@ cdef class Engine:
         """(warn alerts since the last new answer, the bits of the signals they were)."""
         cdef Session* s = self._session()
         return s.persistent.run, s.persistent.signals
+
+    @property
+    def looping_text(self):
+        """(laps, period in bytes) of the last message's end."""
+        cdef Session* s = self._session()
+        return s.looping.last.laps, s.looping.last.period
 
     # -- statistics mode (tripwire corpus stats) ------------------------------------------
 

@@ -94,6 +94,13 @@ cdef extern from "detectors.h" namespace "tw" nogil:
     cdef cppclass PersistentWarningsDetector:
         uint32_t run
         uint32_t signals
+    cdef cppclass TextLaps:
+        uint32_t laps
+        uint32_t period
+    cdef cppclass LoopingTextDetector:
+        TextLaps last
+    TextLaps tail_laps(const char* text, size_t len, uint32_t max_period,
+                       uint32_t threshold) noexcept
     uint64_t text_key(const char* text, size_t len) except +
 
 
@@ -143,6 +150,8 @@ cdef extern from "session.h" namespace "tw" nogil:
         uint32_t compaction_in_a_row
         uint32_t persistent_warnings_threshold
         uint32_t warn_signals
+        uint32_t looping_text_threshold
+        uint32_t looping_text_max_period
 
     cdef cppclass Session:
         # one block: the session and its rings (Session::create / Session::destroy)
@@ -160,7 +169,7 @@ cdef extern from "session.h" namespace "tw" nogil:
                                 const void* payload, size_t payload_len, cbool has_payload,
                                 const char* error, size_t error_len, const AnswerKeys* keys,
                                 cbool unknown)
-        uint32_t observe_text(cbool has_words, uint64_t key)
+        uint32_t observe_text(cbool has_words, uint64_t key, const char* text, size_t len)
         uint32_t observe_response(bint produced)
         uint32_t observe_compaction()
         void end_turn()
@@ -187,3 +196,4 @@ cdef extern from "session.h" namespace "tw" nogil:
         EmptyResponsesDetector empty
         CompactionStormDetector storm
         PersistentWarningsDetector persistent
+        LoopingTextDetector looping

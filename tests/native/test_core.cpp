@@ -560,7 +560,33 @@ void test_persistent_warnings() {
     CHECK(s.persistent.run == 0 && s.persistent.signals == 0);
 }
 
+void test_looping_text() {
+    // issue 39: how a message ends (the twin of tripwire/signals/looping_text.py tail_laps)
+    std::string chant;
+    const std::string lap = "Wait, I am confused.\nIs it `msubsup` or `msup`?\n";
+    for (int i = 0; i < 9; ++i) chant += lap;
+    tw::TextLaps t = tw::tail_laps(chant.data(), chant.size(), 512, 8);
+    CHECK(t.laps == 9 && t.period == lap.size());  // counted to the chant's start
+    t = tw::tail_laps(chant.data(), chant.size(), 512, 100);
+    CHECK(t.laps == 9 && t.period == lap.size());  // under the threshold: the most laps
+    const std::string dashes(300, '-');
+    t = tw::tail_laps(dashes.data(), dashes.size(), 512, 8);
+    CHECK(t.laps == 1 && t.period == 0);  // no letters: not a chant
+    t = tw::tail_laps("short", 5, 512, 8);
+    CHECK(t.laps == 0 && t.period == 0);
+    tw::Settings st = defaults();
+    st.enabled |= tw::kLoopingText;
+    st.looping_text_threshold = 8;
+    st.looping_text_max_period = 512;
+    tw::Session s(st);
+    CHECK(s.observe_text(true, 1, chant.data(), chant.size()) == tw::kLoopingText);
+    CHECK(s.looping.last.laps == 9);
+    CHECK(s.observe_text(true, 2, "fine.", 5) == 0);  // each message on its own
+    CHECK(s.observe_text(true, 3) == 0);  // no bytes: not read
+}
+
 int main() {
+    test_looping_text();
     test_persistent_warnings();
     test_hash();
     test_anchor_signals();

@@ -93,7 +93,7 @@ def thresholds(config: WatchdogConfig) -> tuple[int, ...]:
             s.unknown_tool_threshold, s.repeated_text_threshold, s.empty_responses_threshold,
             # compaction-storm's statistic is its run (a turn's count is never above it); its
             # per-turn rule trips earlier, which the first-trip column shows
-            s.compaction_in_a_row, s.persistent_warnings_threshold)
+            s.compaction_in_a_row, s.persistent_warnings_threshold, s.looping_text_threshold)
 
 
 def corpus_config(watchdog: WatchdogConfig) -> GuardrailsConfig:

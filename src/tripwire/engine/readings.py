@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..signals.compaction_storm import CompactionStormDetector
     from ..signals.dominant_tool_call import DensityDetector
     from ..signals.empty_responses import EmptyResponsesDetector
+    from ..signals.looping_text import LoopingTextDetector
     from ..signals.persistent_warnings import PersistentWarningsDetector
     from ..signals.recycled_calls import RecycledCallsDetector
     from ..signals.repeated_failure import RepeatedFailureDetector
@@ -49,6 +50,7 @@ class EngineReadings:
     _empty: EmptyResponsesDetector
     _storm: CompactionStormDetector
     _persistent: PersistentWarningsDetector
+    _looping: LoopingTextDetector
 
     def recent_call(self, age: int) -> tuple[str, Any]:
         """The (name, args) of the call `age` calls ago (0 = the latest)."""
@@ -142,3 +144,8 @@ class EngineReadings:
     def persistent_warnings(self) -> tuple[int, int]:
         """(warn alerts since the last new answer, the bits of the signals they were)."""
         return self._persistent.run, self._persistent.signals
+
+    @property
+    def looping_text(self) -> tuple[int, int]:
+        """(laps, period in bytes) of the last message's end."""
+        return self._looping.last

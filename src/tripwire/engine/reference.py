@@ -54,6 +54,7 @@ from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
 from ..signals.empty_responses import EmptyResponsesDetector
 from ..signals.no_new_state import DigestMemory
+from ..signals.looping_text import LoopingTextDetector
 from ..signals.persistent_warnings import PersistentWarningsDetector, persists
 from ..signals.recycled_calls import FAILURE as FAILURE_ANSWER
 from ..signals.recycled_calls import NO_OP as NO_OP_ANSWER
@@ -106,6 +107,7 @@ REPEATED_TEXT = BY_ID["repeated-text"].bit
 EMPTY_RESPONSES = BY_ID["empty-responses"].bit
 COMPACTION_STORM = BY_ID["compaction-storm"].bit
 PERSISTENT_WARNINGS = BY_ID["persistent-warnings"].bit
+LOOPING_TEXT = BY_ID["looping-text"].bit
 
 
 def call_flags(off: int) -> int:
@@ -161,6 +163,7 @@ class SessionStats:
         peak[11] = max(peak[11], engine._text.run)
         peak[12] = max(peak[12], engine._empty.run)
         peak[13] = max(peak[13], engine._storm.run)  # a turn's count is never above it
+        peak[15] = max(peak[15], engine._looping.last[0])
         self.after_warnings(engine)
 
     def after_warnings(self, engine: Engine) -> None:
@@ -219,6 +222,8 @@ class Engine(EngineReadings):
         self._storm = CompactionStormDetector(settings.compaction_per_turn,
                                               settings.compaction_in_a_row)
         self._persistent = PersistentWarningsDetector(settings.persistent_warnings_threshold)
+        self._looping = LoopingTextDetector(settings.looping_text_threshold,
+                                            settings.looping_text_max_period)
         self._history = max(
             settings.density_window, settings.cycle_max_period * settings.cycle_cycles
         )
@@ -391,6 +396,9 @@ class Engine(EngineReadings):
                                         self._repeat.run if on & REPEAT else 0) \
                 and on & REPEATED_TEXT:
             mask = REPEATED_TEXT
+        # looping-text (issue 39): each message on its own
+        if words and self._looping.observe(text) and on & LOOPING_TEXT:
+            mask |= LOOPING_TEXT
         self._silence.observe_text(words)
         self._empty.observe_text(words)
         self._storm.observe_text(words)
@@ -454,7 +462,7 @@ class Engine(EngineReadings):
             self._repeat, self._cycle, self._density, self._name, self._silence,
             self._failures, self._no_ops, self._stale, self._repeated_failure,
             self._recycled, self._unknown, self._text, self._empty, self._storm,
-            self._persistent,
+            self._persistent, self._looping,
         ):
             detector.reset()
         self._digests.clear()

@@ -1,6 +1,7 @@
-"""The signal catalogue: the fifteen watchdog signals (SPEC §1's eight, §7.3's
+"""The signal catalogue: the sixteen watchdog signals (SPEC §1's eight, §7.3's
 repeated-failure, §12.4's five: recycled-calls, unknown-tool, repeated-text,
-empty-responses, compaction-storm, and issue 39's persistent-warnings), one module each.
+empty-responses, compaction-storm, and issue 39's persistent-warnings and looping-text), one
+module each.
 
 Each module holds its signal whole: ``SPEC`` (id, severity, scope, knobs with the why of each
 default, policy properties such as ``withdrawn_by_words``), ``texts`` (the ``reason`` for the
@@ -25,6 +26,7 @@ from . import (
     compaction_storm,
     dominant_tool_call,
     empty_responses,
+    looping_text,
     no_new_state,
     no_op_streak,
     persistent_warnings,
@@ -87,6 +89,7 @@ CATALOGUE = (
     empty_responses,
     compaction_storm,
     persistent_warnings,
+    looping_text,
 )
 
 SIGNALS: tuple[SignalSpec, ...] = tuple(m.SPEC.placed(i) for i, m in enumerate(CATALOGUE))

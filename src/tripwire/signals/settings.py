@@ -39,6 +39,8 @@ class EngineSettings(NamedTuple):
     compaction_in_a_row: int
     persistent_warnings_threshold: int
     warn_signals: int  # bitmask: the signals alerting as warn under the config (issue 39)
+    looping_text_threshold: int  # issue 39: laps at the end of one message
+    looping_text_max_period: int  # the longest lap, in bytes
     exempt_tools: frozenset[str]
     shell_tools: frozenset[str] = frozenset()  # SPEC §11.2: identity tool:program
     known_tools: frozenset[str] = frozenset()  # SPEC §12.4: empty = the host lists none

@@ -70,3 +70,7 @@ class EngineView(Protocol):
     def persistent_warnings(self) -> tuple[int, int]:
         """(warn alerts since the last new answer, the bits of the signals they were)."""
         ...
+    @property
+    def looping_text(self) -> tuple[int, int]:
+        """(laps, period in bytes) of the last message's end."""
+        ...
