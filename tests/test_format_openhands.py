@@ -34,18 +34,19 @@ OPENHANDS = {
         F: {"calls": 4, "results": 3, "texts": 5, "turns": 1, "usage": 4,
             "input_tokens": 14828, "output_tokens": 358}},
     "v0-openhands-repo/output.jsonl": {
-        # non-zero exit codes and a bad tool parameter are failures; the third instance hit
+        # non-zero exit codes, a bad tool parameter and the file editor's refusals ("ERROR:"
+        # and "No replacement was performed ...") are failures; the third instance hit
         # the iteration cap: its task is exhausted(steps). A think (one in 4595, one in 4588)
         # is no call: its thought is one more text (after its response's), its observation
         # a skipped line
         F + "#ponylang__ponyc-4595": {
-            "calls": 22, "results": 21, "failures": 5, "texts": 25, "turns": 1, "usage": 23,
+            "calls": 22, "results": 21, "failures": 6, "texts": 25, "turns": 1, "usage": 23,
             "input_tokens": 565158, "output_tokens": 2558},
         F + "#ponylang__ponyc-4593": {
-            "calls": 33, "results": 32, "failures": 2, "texts": 34, "turns": 1, "usage": 33,
+            "calls": 33, "results": 32, "failures": 13, "texts": 34, "turns": 1, "usage": 33,
             "input_tokens": 410169, "output_tokens": 5156},
         F + "#ponylang__ponyc-4588": {
-            "calls": 48, "results": 48, "failures": 12, "texts": 50, "turns": 1, "usage": 49,
+            "calls": 48, "results": 48, "failures": 24, "texts": 50, "turns": 1, "usage": 49,
             "input_tokens": 938015, "output_tokens": 5627, "outcome:exhausted:steps": 1},
         SKIPPED: {"lines": 13}},
     "v0-openhands-repo/resolver-mock_output/output.jsonl": {
@@ -487,3 +488,23 @@ def test_thinks_between_calls_keep_tools_without_text_quiet(tmp_path: Path,
     # call, the think made it 15 calls with no words)
     thinking = v0_store(tmp_path / "b", [*RUNS[:7], ("think", THOUGHT), *RUNS[7:]])
     assert _signals(thinking, implementation) == []
+
+
+def test_the_file_editor_s_refusal_is_a_failed_result(tmp_path: Path) -> None:
+    # the runtime answers an edit or read the editor refused with "ERROR:\n" and its message
+    # in the observation's content (the edit observation's own kind, not "error")
+    folder = v0_store(tmp_path, [("run", "ls")])
+    events = sorted((folder / "events").iterdir(), key=lambda p: int(p.stem))
+    observation = json.loads(events[6].read_text())
+    assert observation["observation"] == "run"
+    for kind, content, failed in [
+            ("edit", "ERROR:\nNo replacement was performed, old_str `x` did not appear "
+                     "verbatim in /workspace/a.py.", True),
+            ("read", "ERROR:\nInvalid `path` parameter: /workspace/b. The path does not "
+                     "exist.", True),
+            ("edit", "The file /workspace/a.py has been edited. ERROR:\n is in it", False),
+            ("run", "ERROR:\nsomething the command printed", False)]:
+        observation.update(observation=kind, content=content)
+        events[6].write_text(json.dumps(observation))
+        (result,) = [e for _, e in events_of(folder) if isinstance(e, Result)]
+        assert bool(result.error) is failed, (kind, content)

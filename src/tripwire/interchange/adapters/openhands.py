@@ -45,7 +45,9 @@ action of a tool kind (``run``, ``edit``, ``read`` ...) without it is the call o
 ``system``, ``recall``, ``change_agent_state`` and their observations carry no event (a
 ``think`` is words, above); an observation answers the action its ``cause`` names: ``error``
 is a failure ("is not registered": also ``unknown_tool``), ``run`` with a non-zero
-``exit_code`` too; ``condensation`` is a compaction. Usage: per event ``llm_metrics`` (running totals: each
+``exit_code`` too, and an ``edit`` or ``read`` whose content starts ``ERROR:`` and a new line
+(the runtime's answer when the file editor refused the command: "No replacement was
+performed", "Invalid `path` parameter"); ``condensation`` is a compaction. Usage: per event ``llm_metrics`` (running totals: each
 change is one usage), else each model response of ``tool_call_metadata`` once, else the
 record's ``metrics`` (``token_usages`` / ``costs``) at its end. An evaluation record is a
 session ``<file>#<instance_id>`` (a resolver record ``<file>#issue-<number>``); its ``error``
@@ -79,6 +81,11 @@ V1_KINDS = frozenset({
 #: V0 actions that run no tool
 _NOT_TOOLS = frozenset({"message", "system", "recall", "think", "change_agent_state", "null",
                         "finish", "reject", "condensation", "condensation_request"})
+#: V0 observations of the file editor, and how the runtime starts their content when the editor
+#: refused the command (``action_execution_server._execute_file_editor``: ``ERROR:\n`` and the
+#: editor's message, "No replacement was performed ...", "Invalid `path` parameter ...")
+_EDITOR = frozenset({"edit", "read"})
+_EDITOR_ERROR = "ERROR:\n"
 #: V0 observations that answer no tool call
 _NO_ANSWER = frozenset({"agent_state_changed", "null"})
 _EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F-]{8,})\.json$")
@@ -444,7 +451,8 @@ class _V0:
         meta = _dict(extras.get("metadata"))
         code = meta.get("exit_code", extras.get("exit_code", event.get("exit_code")))
         failed = kind == "error" or (isinstance(code, int) and not isinstance(code, bool)
-                                     and code != 0) or event.get("success") is False
+                                     and code != 0) or event.get("success") is False or (
+            kind in _EDITOR and text.startswith(_EDITOR_ERROR))
         yield Result(name=name, id=ident, error=(text or True) if failed else None,
                      payload=text, unknown_tool=kind == "error" and
                      _UNKNOWN_TOOL.search(text) is not None)
