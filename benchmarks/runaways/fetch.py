@@ -49,30 +49,39 @@ def openhands_end(reason: Any) -> str:
 
 
 def candidates(reader: str, git_dir: Path, commit: str,
-               pattern: str) -> Iterator[tuple[str, str, str, str, bytes]]:
-    """(key, blob or tree id, recorded end, output path, bytes to write) of every recording
-    the source's pattern selects. A file that is not in the snapshot has the end
-    ``(blob not available)`` and no bytes."""
+               pattern: str) -> Iterator[tuple[str, str, str, dict[str, bytes]]]:
+    """(key, blob or tree id, recorded end, {output path: bytes}) of every recording the
+    source's pattern selects. A file that is not in the snapshot has the end
+    ``(blob not available)`` and nothing to write."""
     listed = files(git_dir, commit, "*")
     if reader == "openhands-v0-folder":
-        # A V0 session store, <session>/events/<n>.json: written as one trajectory.json (the
-        # events in order, an array), the V0 form the openhands reader reads whole.
-        folders: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+        # A V0 session store, <session>/events/<n>.json: written as it is, its events/ and
+        # event_cache/ files (the folder the openhands reader reads as one session, from
+        # events/; the pages are copies it does not read). agent_state.pkl and TASKS.md are
+        # no part of the recording.
+        folders: dict[str, dict[str, str]] = collections.defaultdict(dict)
         for path, blob in listed:
             head, _, name = path.rpartition("/events/")
             if head and fnmatch.fnmatch(head, pattern) and name.removesuffix(".json").isdigit():
-                folders[head].append((int(name.removesuffix(".json")), blob))
-        for folder, events in sorted(folders.items()):
+                folders[head][path] = blob
+        for path, blob in listed:
+            head, _, _ = path.rpartition("/event_cache/")
+            if head in folders:
+                folders[head][path] = blob
+        for folder, blobs in sorted(folders.items()):
             tree = git(git_dir, "rev-parse", f"{commit}:{folder}").decode().strip()
             try:
-                docs = [json.loads(git(git_dir, "cat-file", "blob", blob))
-                        for _, blob in sorted(events)]
+                written = {path: git(git_dir, "cat-file", "blob", blob)
+                           for path, blob in sorted(blobs.items())}
             except subprocess.CalledProcessError:
-                yield folder, tree, "(blob not available)", "", b""
+                yield folder, tree, "(blob not available)", {}
                 continue
-            extras = docs[-1].get("extras") if isinstance(docs[-1], dict) else None
+            last = max((p for p in written if "/events/" in p),
+                       key=lambda p: int(p.rpartition("/")[2].removesuffix(".json")))
+            doc = json.loads(written[last])
+            extras = doc.get("extras") if isinstance(doc, dict) else None
             end = openhands_end(extras.get("reason") if isinstance(extras, dict) else None)
-            yield folder, tree, end, f"{folder}/trajectory.json", json.dumps(docs).encode()
+            yield folder, tree, end, written
         return
     for path, blob in listed:
         if not fnmatch.fnmatch(path, pattern):
@@ -80,10 +89,10 @@ def candidates(reader: str, git_dir: Path, commit: str,
         try:
             data = git(git_dir, "cat-file", "blob", blob)
         except subprocess.CalledProcessError:
-            yield path, blob, "(blob not available)", "", b""
+            yield path, blob, "(blob not available)", {}
             continue
         if reader != "openhands-records":
-            yield path, blob, str(exit_status(data)), path, data
+            yield path, blob, str(exit_status(data)), {path: data}
             continue
         # Evaluation output.jsonl: one record per run; each runaway record is written alone.
         for line in data.splitlines():
@@ -94,7 +103,7 @@ def candidates(reader: str, git_dir: Path, commit: str,
             if isinstance(record, dict) and "history" in record:
                 instance = str(record.get("instance_id"))
                 yield (f"{path}#{instance}", blob, openhands_end(record.get("error")),
-                       f"{path.removesuffix('.jsonl')}.{instance}.jsonl", line + b"\n")
+                       {f"{path.removesuffix('.jsonl')}.{instance}.jsonl": line + b"\n"})
 
 
 def git(git_dir: Path, *args: str, data: bytes | None = None) -> bytes:
@@ -155,13 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             census: collections.Counter[str] = collections.Counter()
             kept = []
-            for key, blob, end, out_path, data in found:
+            for key, blob, end, written in found:
                 census[end] += 1
                 if end in wanted[reader]:
                     kept.append({"path": key, "blob": blob, "exit_status": end})
-                    target = args.out_dir / repo.replace("/", "+") / commit[:12] / out_path
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
+                    for out_path, data in written.items():
+                        target = args.out_dir / repo.replace("/", "+") / commit[:12] / out_path
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(data)
             # A runaway listed without its blob id (located, never downloaded) matches by path.
             blobs = {r["path"]: r["blob"] for r in source["runaways"]}
             got = sorted((k["path"], k["blob"] if blobs.get(k["path"]) else None) for k in kept)

@@ -1,10 +1,30 @@
 """OpenHands: V1 conversations (the Software Agent SDK: one JSON event per file in
 ``<conversation>/events/event-<index>-<id>.json`` beside ``base_state.json``, or the events
-one per line) and V0 trajectories (``trajectory.json``, a JSON array of events) and evaluation
-output (``output.jsonl``: one task instance per line with its ``history``). Sources:
-``OpenHands/software-agent-sdk`` ``openhands-sdk/openhands/sdk/event/`` and
-``conversation/persistence_const.py``; ``OpenHands/OpenHands`` ``openhands/events/``; the
-samples in ``../shared/format-samples/openhands``.
+one per line), V0 session stores (``<session>/events/<n>.json``, one event per file), V0
+trajectories (``trajectory.json``, a JSON array of events) and evaluation output
+(``output.jsonl``: one task instance per line with its ``history``). Sources:
+``OpenHands/software-agent-sdk`` ``openhands-sdk/openhands/sdk/event/``,
+``conversation/persistence_const.py`` and ``openhands/tools/think/``; ``OpenHands/OpenHands``
+``openhands/events/`` (``stream.py``, ``event_store.py``), ``openhands/storage/locations.py``
+and ``openhands/agenthub/codeact_agent/``; the samples in
+``../shared/format-samples/openhands``.
+
+A V0 session store is one session, the folder: its ``events/<n>.json`` in the numeric order
+of ``<n>`` (the event's ``id``; ``10.json`` after ``9.json``; a missing number is skipped, as
+OpenHands' ``EventStore`` skips it). Its ``event_cache/<start>-<end>.json`` pages are never
+read: the stream writes each event's own file first and a page only once 25 events filled it,
+so a page is a copy of files that exist, and OpenHands itself counts a store's events from
+``events/`` alone (a store without it has none). The session is the folder (its name is the
+conversation id); ``agent_state.pkl`` and other files beside ``events/`` are not read.
+
+A ``think`` (V0 ``action: "think"``, CodeActAgent's ``think`` tool; V1 an ``ActionEvent`` of
+``tool_name`` ``think``) runs nothing: the tool "just logs the thought" and answers "Your
+thought has been logged." Its thought is the agent's words (a ``Text``: the tool call's
+``thought`` argument, else the action's), not a call, and its observation carries no event;
+the model response it came in is read as any other (its text and usage once). Read as a
+call, a think would be a tool that never fails and never answers anything new, between calls
+with no words: it would feed ``tools-without-text`` and the call detectors a fake tool, and
+hide the agent's words from the text detectors.
 
 V1 (events by ``kind``): a user ``MessageEvent`` starts a turn, an agent one is the agent's
 words; an ``ActionEvent`` is a call (``tool_name``, ``tool_call.arguments``, ``tool_call_id``;
@@ -22,10 +42,12 @@ V0 (events with ``action`` or ``observation``): a user ``message`` starts a turn
 ``message`` and the assistant text of a model response are the agent's words; an action with
 ``tool_call_metadata`` is the call ``function_name`` (arguments from the model response), an
 action of a tool kind (``run``, ``edit``, ``read`` ...) without it is the call of that kind;
-``system``, ``recall``, ``think``, ``change_agent_state`` and their observations carry no
-event; an observation answers the action its ``cause`` names: ``error`` is a failure ("is not
-registered": also ``unknown_tool``), ``run`` with a non-zero ``exit_code`` too;
-``condensation`` is a compaction. Usage: per event ``llm_metrics`` (running totals: each
+``system``, ``recall``, ``change_agent_state`` and their observations carry no event (a
+``think`` is words, above); an observation answers the action its ``cause`` names: ``error``
+is a failure ("is not registered": also ``unknown_tool``), ``run`` with a non-zero
+``exit_code`` too, and an ``edit`` or ``read`` whose content starts ``ERROR:`` and a new line
+(the runtime's answer when the file editor refused the command: "No replacement was
+performed", "Invalid `path` parameter"); ``condensation`` is a compaction. Usage: per event ``llm_metrics`` (running totals: each
 change is one usage), else each model response of ``tool_call_metadata`` once, else the
 record's ``metrics`` (``token_usages`` / ``costs``) at its end. An evaluation record is a
 session ``<file>#<instance_id>`` (a resolver record ``<file>#issue-<number>``); its ``error``
@@ -59,9 +81,17 @@ V1_KINDS = frozenset({
 #: V0 actions that run no tool
 _NOT_TOOLS = frozenset({"message", "system", "recall", "think", "change_agent_state", "null",
                         "finish", "reject", "condensation", "condensation_request"})
+#: V0 observations of the file editor, and how the runtime starts their content when the editor
+#: refused the command (``action_execution_server._execute_file_editor``: ``ERROR:\n`` and the
+#: editor's message, "No replacement was performed ...", "Invalid `path` parameter ...")
+_EDITOR = frozenset({"edit", "read"})
+_EDITOR_ERROR = "ERROR:\n"
 #: V0 observations that answer no tool call
 _NO_ANSWER = frozenset({"agent_state_changed", "null"})
 _EVENT_FILE = re.compile(r"^event-(\d{5,})-([0-9a-fA-F-]{8,})\.json$")
+_STORE_FILE = re.compile(r"^(\d+)\.json$")  # a V0 session store's events/<n>.json
+#: the tool that runs nothing: its thought is the agent's words
+THINK = "think"
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
 _UNKNOWN_TOOL = re.compile(
     r"Tool ['\"]?[^\s'\"]+['\"]? (?:is not registered|not found|does not exist)")
@@ -101,22 +131,29 @@ def sniff(value: Any) -> bool:
 
 
 def sniff_folder(directory: Path, names: frozenset[str]) -> bool:
-    """A V1 conversation folder: an ``events`` folder of event files, beside
-    ``base_state.json`` (whose content is a conversation state) or not."""
-    if EVENTS not in names:
-        return False
+    """A V1 conversation folder (an ``events`` folder of ``event-<index>-<id>.json`` files,
+    beside ``base_state.json`` or not) or a V0 session store (``events/<n>.json``)."""
+    return EVENTS in names and _folder_kind(directory) is not None
+
+
+def _folder_kind(directory: Path) -> str | None:
+    """``"v1"``, ``"v0"`` or None: what the first event file of ``directory/events`` holds
+    (V1: the lowest ``event-<index>`` file; V0: the lowest ``<n>.json``)."""
     events = directory / EVENTS
     try:
-        first = next((n for n in sorted(p.name for p in events.iterdir())
-                      if _EVENT_FILE.match(n)), None)
+        names = [p.name for p in events.iterdir()]
     except OSError:
-        return False
-    if first is None:
-        return False
+        return None
+    v1 = sorted(n for n in names if _EVENT_FILE.match(n))
+    v0 = sorted((int(m.group(1)), n) for n in names if (m := _STORE_FILE.match(n)))
+    kind, first, test = (("v1", v1[0], is_v1) if v1 else
+                         ("v0", v0[0][1], _is_v0_event) if v0 else (None, None, None))
+    if first is None or test is None:
+        return None
     try:
-        return is_v1(orjson.loads((events / first).read_bytes()))
+        return kind if test(orjson.loads((events / first).read_bytes())) else None
     except (OSError, orjson.JSONDecodeError):
-        return False
+        return None
 
 
 def _text(content: Any) -> str:
@@ -188,9 +225,16 @@ class _V1:
                 raise InvalidEvent("an ActionEvent needs a string 'tool_name'")
             call = event.get("tool_call")
             args = call.get("arguments") if isinstance(call, dict) else None
+            if name == THINK:  # runs nothing: the agent's words
+                action = _dict(event.get("action"))
+                given = _dict(_decoded(args))
+                thought = _text(given.get("thought", action.get("thought")))
+                if thought:
+                    yield Text(thought)
+                return
             yield Call(name, args if args is not None else event.get("action"),
                        _str(event.get("tool_call_id")))
-        elif kind == "ObservationEvent":
+        elif kind == "ObservationEvent" and event.get("tool_name") != THINK:
             observation = event.get("observation")
             observation = observation if isinstance(observation, dict) else {}
             text = block_text(observation.get("content"))
@@ -278,6 +322,22 @@ def _folder(directory: Path, name: str) -> Iterator[Item]:
     yield from _v1_lines(directory, session, lines(), events)
 
 
+def _store(directory: Path, name: str) -> Iterator[Item]:
+    """A V0 session store: ``events/<n>.json`` in the numeric order of ``<n>``, one session
+    (the folder); each event at its number, located at ``<folder>/events:<n>``. The
+    ``event_cache/`` pages (copies of full pages of 25) are not read."""
+    events = directory / EVENTS
+    found = sorted((int(m.group(1)), path) for path in events.iterdir()
+                   if (m := _STORE_FILE.match(path.name)))
+    history: list[Any] = []
+    for _number, path in found:
+        try:
+            history.append(orjson.loads(path.read_bytes()))
+        except orjson.JSONDecodeError as exc:
+            history.append(InvalidEvent(f"not JSON ({exc})", source=str(path)))
+    yield from _history(events, name, history, None, numbers=[n for n, _ in found])
+
+
 # -- V0 ------------------------------------------------------------------------------------------
 
 class _V0:
@@ -303,6 +363,11 @@ class _V0:
         metadata = event.get("tool_call_metadata")
         response = metadata.get("model_response") if isinstance(metadata, dict) else None
         yield from self.response(response, event)
+        if action == THINK:  # runs nothing: the agent's words
+            words = _thought(response, metadata, args, event)
+            if words:
+                yield Text(words)
+            return
         if action == "message":
             text = args.get("content", event.get("content", event.get("message")))
             if source is None:  # the earliest shape: the task first, then the agent's
@@ -386,7 +451,8 @@ class _V0:
         meta = _dict(extras.get("metadata"))
         code = meta.get("exit_code", extras.get("exit_code", event.get("exit_code")))
         failed = kind == "error" or (isinstance(code, int) and not isinstance(code, bool)
-                                     and code != 0) or event.get("success") is False
+                                     and code != 0) or event.get("success") is False or (
+            kind in _EDITOR and text.startswith(_EDITOR_ERROR))
         yield Result(name=name, id=ident, error=(text or True) if failed else None,
                      payload=text, unknown_tool=kind == "error" and
                      _UNKNOWN_TOOL.search(text) is not None)
@@ -424,12 +490,35 @@ def _cost(value: Any) -> float | None:
         and value >= 0 else None
 
 
-def _arguments(response: Any, ident: str | None, args: dict[str, Any]) -> Any:
-    """The arguments the model gave the call (its response's tool call of that id), else the
-    action's ``args``."""
+def _message(response: Any) -> dict[str, Any] | None:
+    """A model response's (first choice's) message."""
     choices = response.get("choices") if isinstance(response, dict) else None
     message = choices[0].get("message") if isinstance(choices, list) and choices and \
         isinstance(choices[0], dict) else None
+    return message if isinstance(message, dict) else None
+
+
+def _thought(response: Any, metadata: Any, args: dict[str, Any], event: dict[str, Any]) -> str:
+    """A V0 ``think``'s thought: the ``thought`` argument of its tool call, else the action's
+    (which CodeActAgent starts with the response's text, read already: not read twice)."""
+    ident = _str(metadata.get("tool_call_id")) if isinstance(metadata, dict) else None
+    given = _decoded(_arguments(response, ident, {}))
+    thought = given.get("thought") if isinstance(given, dict) else None
+    if isinstance(thought, str):
+        return _text(thought)
+    thought = args.get("thought", event.get("thought"))
+    if not isinstance(thought, str):
+        return ""
+    message = _message(response)
+    said = _text(message.get("content")) if message is not None else ""
+    thought = _text(thought)
+    return thought[len(said):].strip() if said and thought.startswith(said) else thought
+
+
+def _arguments(response: Any, ident: str | None, args: dict[str, Any]) -> Any:
+    """The arguments the model gave the call (its response's tool call of that id), else the
+    action's ``args``."""
+    message = _message(response)
     for call in (message.get("tool_calls") or ()) if isinstance(message, dict) else ():
         if isinstance(call, dict) and call.get("id") == ident:
             function = call.get("function")
@@ -447,8 +536,9 @@ def _responded(event: dict[str, Any]) -> bool:
 
 
 def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] | None,
-             number: int | None = None) -> Iterator[Item]:
-    """A V0 event list; ``number``: the line of its record (its events are at that line)."""
+             number: int | None = None, numbers: list[int] | None = None) -> Iterator[Item]:
+    """A V0 event list; ``number``: the line of its record (its events are at that line);
+    ``numbers``: each event's own number (a session store's file numbers)."""
     model = None
     if record is not None:
         metadata = record.get("metadata")
@@ -457,7 +547,11 @@ def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] |
     state = _V0(history, model)
     read: list[tuple[bool, int, list[Item]]] = []  # (a model response's action, at, items)
     for position, event in enumerate(history, start=1):
-        at = number if number is not None else position
+        at = numbers[position - 1] if numbers is not None else \
+            number if number is not None else position
+        if isinstance(event, InvalidEvent):
+            read.append((False, at, [Item(name, at, error=event)]))
+            continue
         if not _is_v0_event(event):
             read.append((False, at, [Item(name, at, error=InvalidEvent(
                 "an OpenHands event needs 'source' and an 'action' or 'observation'",
@@ -465,7 +559,8 @@ def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] |
             continue
         read.append((_responded(event), at, list(items_at(name, at, path,
                                                           partial(state.events, event)))))
-    end = number if number is not None else len(history)
+    end = (numbers[-1] if numbers else 0) if numbers is not None else \
+        number if number is not None else len(history)
     usages = list(state.record_usage(record.get("metrics"))) if record is not None else []
     # the record's per-call bill: one usage per model response, so when the counts agree each
     # goes before its response's action (as a usage event precedes its content); else at the
@@ -536,7 +631,7 @@ def _lines(path: Path, name: str) -> Iterator[Item]:
 
 def read(path: Path, name: str, document: Any = None) -> Iterator[Item]:
     if path.is_dir():
-        return _folder(path, name)
+        return _store(path, name) if _folder_kind(path) == "v0" else _folder(path, name)
     if document is None and one_value_per_line(path):
         return _lines(path, name)
     document = read_document(path, document)
