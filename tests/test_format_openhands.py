@@ -375,8 +375,9 @@ def test_a_v0_session_store_is_one_session_in_numeric_order(tmp_path: Path) -> N
     folder = v0_store(tmp_path / "sessions", RUNS)  # events 0..33: two cache pages
     assert sorted(p.name for p in (folder / "event_cache").iterdir()) == ["0-25.json"]
     assert detect(folder) == "openhands"
+    # its last agent_state_changed, the controller's stop at max_iterations: the outcome
     want = {"calls": 14, "results": 14, "turns": 1, "usage": 14, "input_tokens": 14000,
-            "output_tokens": 280, "cost_usd": 0.14}
+            "output_tokens": 280, "cost_usd": 0.14, "outcome:exhausted:steps": 1}
     # the walk: the folder is one transcript (its event_cache/ page no session of its own)
     (found,) = transcripts([str(tmp_path / "sessions")])
     assert (found.path, found.format, found.name) == (folder, "openhands", folder.name)
@@ -423,7 +424,7 @@ def test_a_think_is_the_agent_s_words_not_a_call(tmp_path: Path) -> None:
     events = [e for _, e in events_of(folder)]
     assert [type(e).__name__ for e in events] == [
         "TurnStart", "Usage", "Call", "Result", "Usage", "Text", "Usage", "Call", "Result",
-        "TurnEnd"]
+        "TaskEnd", "TurnEnd"]
     assert [e.text for e in events if isinstance(e, Text)] == [THOUGHT]
     assert [e.name for e in events if isinstance(e, Call)] == ["execute_bash"] * 2
     # its model call is billed as any other
@@ -508,3 +509,22 @@ def test_the_file_editor_s_refusal_is_a_failed_result(tmp_path: Path) -> None:
         events[6].write_text(json.dumps(observation))
         (result,) = [e for _, e in events_of(folder) if isinstance(e, Result)]
         assert bool(result.error) is failed, (kind, content)
+
+
+def test_the_controller_s_last_stop_is_the_task_s_outcome(tmp_path: Path) -> None:
+    """A trajectory or store without an evaluation record: its last agent_state_changed to
+    error is the outcome; an error the agent ran on from (a later state change to running)
+    is not."""
+    events = _store_events([("run", "ls")])
+    stopped = tmp_path / "stopped" / "trajectory.json"
+    stopped.parent.mkdir()
+    stopped.write_text(json.dumps(events))
+    outcomes = [e for _, e in events_of(stopped) if isinstance(e, TaskEnd)]
+    assert outcomes == [TaskEnd(unfinished=MAX_ITERATION, exhausted="steps")]
+    resumed = tmp_path / "resumed" / "trajectory.json"
+    resumed.parent.mkdir()
+    resumed.write_text(json.dumps(events + [
+        {"id": len(events), "timestamp": "2026-02-02T04:38:00.000000", "source": "environment",
+         "message": "", "observation": "agent_state_changed", "content": "",
+         "extras": {"agent_state": "running", "reason": ""}}]))
+    assert not [e for _, e in events_of(resumed) if isinstance(e, TaskEnd)]

@@ -52,7 +52,8 @@ change is one usage), else each model response of ``tool_call_metadata`` once, e
 record's ``metrics`` (``token_usages`` / ``costs``) at its end. An evaluation record is a
 session ``<file>#<instance_id>`` (a resolver record ``<file>#issue-<number>``); its ``error``
 is the task's outcome: "maximum iteration" is ``exhausted(steps)``, "budget" ``exhausted(usd)``,
-another error ``interrupted``.
+another error ``interrupted``; without a record (a trajectory, a session store) the reason of
+the last ``agent_state_changed`` to ``error`` is read the same way (the controller's stop).
 """
 
 from __future__ import annotations
@@ -350,6 +351,9 @@ class _V0:
         self.metered = any(isinstance(e, dict) and e.get("llm_metrics") for e in history)
         self.charged = False
         self.calls = 0  # calls of events without an id (the earliest shape)
+        # the reason of the last agent_state_changed to "error" (the controller's stop: "Agent
+        # reached maximum iteration ..."), None once the agent runs again
+        self.stopped: str | None = None
 
     def events(self, event: dict[str, Any]) -> Iterator[Event]:
         if "action" in event:
@@ -436,6 +440,11 @@ class _V0:
 
     def observation(self, event: dict[str, Any]) -> Iterator[Event]:
         kind = event.get("observation")
+        if kind == "agent_state_changed":
+            extras = _dict(event.get("extras"))
+            reason = extras.get("reason")
+            self.stopped = reason if extras.get("agent_state") == "error" and \
+                isinstance(reason, str) and reason else None
         if kind in _NO_ANSWER:
             return
         cause = event.get("cause")
@@ -572,22 +581,25 @@ def _history(path: Path, name: str, history: list[Any], record: dict[str, Any] |
             yield Item(name, at, usages[given])
             given += 1
         yield from items
-    if record is not None:
-        if not placed:
-            for usage in usages:
-                yield Item(name, end, usage)
-        outcome = _outcome(record.get("error"))
-        if outcome is not None:
-            if not state.turns.open:
-                for event in state.turns.start():
-                    yield Item(name, end, event)
-            yield Item(name, end, outcome)
+    if record is not None and not placed:
+        for usage in usages:
+            yield Item(name, end, usage)
+    # the task's outcome: an evaluation record's error, else (a trajectory, a session store)
+    # the controller's last stop, as the session's last agent_state_changed says
+    outcome = _outcome(record.get("error") if record is not None else None) or \
+        _outcome(state.stopped)
+    if outcome is not None:
+        if not state.turns.open:
+            for event in state.turns.start():
+                yield Item(name, end, event)
+        yield Item(name, end, outcome)
     for turn_end in state.turns.end():
         yield Item(name, end, turn_end)
 
 
 def _outcome(error: Any) -> TaskEnd | None:
-    """An evaluation record's ``error`` as the task's outcome."""
+    """An evaluation record's ``error`` (or the controller's stop reason) as the task's
+    outcome."""
     if not isinstance(error, str) or not error:
         return None
     lowered = error.lower()
