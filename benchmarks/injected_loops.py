@@ -19,13 +19,15 @@ the session's own shell tool (``bash`` where it has none: tau-bench's agents hav
 - ``volatile-curl``: ``curl '...?_=<epoch ms>'`` with the timestamp changing, same result, 12 times;
 - ``seen-answers``: 20 different calls whose results are all answers the splice point's turn
   already got, in turn (warnings only: no call repeats); a session whose turn has no successful
-  result before the splice point has no such loop.
+  result before the splice point has no such loop;
+- ``chant``: one agent message that ends in 40 copies of one 90-byte passage (a model looping
+  inside its own response, as two recorded Gemini runs did), then one shell call.
 
 Each spliced session is replayed as ``tripwire corpus`` replays (``corpus_config``: warn mode,
 no cost ceilings, every event observed; one fleet's batch path, ``Fleet.observe_many``). Per kind
 and per signal: the sessions with an alert of that signal inside the injected stretch, and the
-median number of injected calls from the loop's start to its first such alert; per kind, the same
-for any critical alert; and the alerts before the injection point, which must be exactly the
+median number of injected steps (a call with its result, or a message) from the loop's start to
+its first such alert ("calls" in the table); per kind, the same for any critical alert; and the alerts before the injection point, which must be exactly the
 unspliced session's (the script fails if they are not).
 """
 from __future__ import annotations
@@ -56,6 +58,7 @@ from tripwire.interchange.events import (
     StopAttempt,
     TaskEnd,
     TaskStart,
+    Text,
     TurnStart,
 )
 from tripwire.session.guardrails import ResolvedConfig
@@ -72,7 +75,9 @@ ANY_CRITICAL = "any critical"
 #: the host's events: not batch rows (as in tripwire.corpus.measure)
 HOST_EVENTS = (TaskStart, TaskEnd, StopAttempt)
 
-Loop = list[tuple[str, str]]  # (command, result payload) per injected call
+#: per injected step: (command, result payload), a call and its result; or (None, text), a
+#: message of the agent's
+Loop = list[tuple[str | None, str]]
 
 
 def shell(command: str) -> str:
@@ -115,9 +120,15 @@ def seen_answers(seen: list[Any]) -> Loop:
     return [(f"grep -rn 'def handler_{i}' src/", seen[i % len(seen)]) for i in range(20)]
 
 
+def chant(_seen: list[Any]) -> Loop:
+    lap = "Wait, the test still fails. Let me look at the config loader again, line by line.\n"
+    return [(None, "I see the problem now.\n" + lap * 40),
+            ("python -m pytest tests/test_config.py -x -q", answer("1 failed in 0.10s"))]
+
+
 KINDS: dict[str, Callable[[list[Any]], Loop]] = {
     "same-call": same_call, "ping-pong": ping_pong, "volatile-sleep": volatile_sleep,
-    "volatile-curl": volatile_curl, "seen-answers": seen_answers}
+    "volatile-curl": volatile_curl, "seen-answers": seen_answers, "chant": chant}
 
 
 def injection_point(events: Sequence[Event]) -> int:
@@ -138,12 +149,21 @@ def shell_tool(events: Sequence[Event]) -> str:
     return max(counts, key=lambda n: counts[n]) if counts else "bash"
 
 
-def splice(events: Sequence[Event], at: int, tool: str, loop: Loop) -> list[Event]:
+def splice(events: Sequence[Event], at: int, tool: str,
+           loop: Loop) -> tuple[list[Event], list[int]]:
+    """The session with the loop at ``at``, and per injected event the number of its step
+    (1-based: how many steps of the loop had begun at it)."""
     injected: list[Event] = []
+    steps: list[int] = []
     for k, (command, payload) in enumerate(loop):
         call_id = f"injected-{k}"
-        injected += [Call(tool, shell(command), call_id), Result(tool, call_id, payload=payload)]
-    return [*events[:at], *injected, *events[at:]]
+        if command is None:
+            injected.append(Text(payload))
+        else:
+            injected += [Call(tool, shell(command), call_id),
+                         Result(tool, call_id, payload=payload)]
+        steps += [k + 1] * (len(injected) - len(steps))
+    return [*events[:at], *injected, *events[at:]], steps
 
 
 def replay(events: Sequence[Event], resolved: ResolvedConfig,
@@ -205,12 +225,13 @@ def measure_file(args: tuple[Transcript, Labels, str | None]) -> list[dict[str, 
             loop = make(seen)
             if not loop:
                 continue
-            alerts = replay(splice(events, at, tool, loop), resolved, implementation)
-            end = at + 2 * len(loop)
-            first: dict[str, int] = {}  # signal -> injected calls up to its first alert
+            spliced, steps = splice(events, at, tool, loop)
+            alerts = replay(spliced, resolved, implementation)
+            end = at + len(steps)
+            first: dict[str, int] = {}  # signal -> injected steps up to its first alert
             for index, signal in sorted(alerts):
                 if at <= index < end and signal not in first:
-                    first[signal] = (index - at) // 2 + 1
+                    first[signal] = steps[index - at]
             out.append({"session": f"{transcript.path}#{name}", "kind": kind, "injected_at": at,
                         "calls": len(loop), "first": first,
                         "before": sorted(a for a in alerts if a[0] < at),

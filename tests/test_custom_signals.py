@@ -258,7 +258,7 @@ def test_the_config_entry_point_and_replay_signals(implementation, tmp_path,
     assert [r["signal"] for r in records if r["kind"] == "alert"] == ["repeated-tool-call"]
     code, records, err = replay("--signals", "ls-thrice")
     assert code == 2 and err.endswith(", empty-responses, compaction-storm, persistent-warnings, "
-                                           "ls-twice)\n")
+                                           "looping-text, ls-twice)\n")
     config.write_text('[signals]\ncustom = ["my_signals:nothing"]\n')
     code, _, err = replay()
     assert (code, err) == (2, "tripwire: custom signal 'my_signals:nothing': my_signals has no "
