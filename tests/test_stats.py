@@ -38,7 +38,7 @@ def test_stats_are_off_until_enabled(implementation: str) -> None:
     wd.observe_call("a", "{}")
     assert wd.stats is None
     wd.enable_stats()
-    assert wd.stats == (0,) * 15  # only what comes after enabling is measured
+    assert wd.stats == (0,) * 16  # only what comes after enabling is measured
 
 
 def test_repeat_run_and_path_respellings(implementation: str) -> None:
@@ -190,7 +190,8 @@ def test_signal_ids_follow_the_stats_order() -> None:
     assert SIGNAL_IDS[SAME_ERROR] == "repeated-failure"
     assert SIGNAL_IDS[RECYCLED] == "recycled-calls"
     assert SIGNAL_IDS[13] == "compaction-storm"
-    assert len(SIGNAL_IDS) == 15
+    assert SIGNAL_IDS[15] == "looping-text"
+    assert len(SIGNAL_IDS) == 16
 
 
 @pytest.mark.parametrize("laps", [2, 3, 5])

@@ -118,6 +118,7 @@ def _trip_everything(wd: Watchdog) -> list[Alert]:
         alerts += wd.observe_response()
     for _ in range(3):
         alerts += wd.observe_compaction()
+    alerts += wd.observe_text("Let me check. " + "I will read the config file again now.\n" * 9)
     return alerts
 
 
@@ -222,9 +223,10 @@ def test_default_config_is_spec_section_1() -> None:
             s.compaction_per_turn, s.compaction_in_a_row) == (3, 3, 3, 3, 5)
     assert s.known_tools == frozenset()
     assert s.persistent_warnings_threshold == 4  # issue 39's, on too
+    assert (s.looping_text_threshold, s.looping_text_max_period) == (8, 512)  # issue 39's
     # what it counts: the signals alerting as warn (by default, every warn signal)
     assert s.warn_signals == sum(spec.bit for spec in SIGNALS if spec.severity == "warn")
-    assert s.enabled == 0x7FFF
+    assert s.enabled == 0xFFFF
 
 
 def test_thresholds_clamp_and_stand_downs_follow_the_detectors_they_defer_to() -> None:
