@@ -12,7 +12,12 @@ Three targets, each run in turn until the time is up:
 - **batch decoder**: random ``Fleet.observe_many`` rows (every kind, wrong types, missing or
   extra fields, None and empty session ids, event objects, decoded args); both engines must
   return the same outcomes or raise the same error type with the same message;
-- **observations**: decoded values of any depth and type through ``Watchdog.observe_call``.
+- **observations**: decoded values of any depth and type through ``Watchdog.observe_call``;
+  agent messages built to end in laps (random passages of ASCII, non-ASCII and lone surrogates,
+  repeated any number of times, cut mid-lap, under random ``looping-text`` knobs) through
+  ``Watchdog.observe_text``: the same alerts and the same (laps, period) (issue 39);
+- the batch rows run under random per-tool rules (``[tools]``: names and globs, every signal
+  that takes one), so the call ring's rule flags are exercised too.
 
 Under the sanitizer build (.ci/run) a memory error aborts the process; a disagreement prints the
 input and exits 1. The last line is a JSON summary with the number of inputs tried.
@@ -157,6 +162,8 @@ def rand_row(rng: random.Random) -> Any:
     if r < 0.15:
         return (sid, rng.choice([Call("f", "{}"), Result("f", payload="x"), Text("hi"),
                                  Usage(model="m", input_tokens=3, cost_usd=0.01)]))
+    if r < 0.2:
+        return (sid, "text", rand_message(rng))
     kind = rng.choice(["call", "result", "text", "usage", "turn_start", "turn_end", "reset",
                        "bogus", None])
     fields = [rand_field(rng) for _ in range(rng.randint(0, 7))]
@@ -170,8 +177,8 @@ def rand_row(rng: random.Random) -> Any:
 
 
 def outcome(implementation: str, rows: list) -> Any:
-    fleet = Fleet(GuardrailsConfig(mode=rng_mode, unattended=False, max_turn_cost_usd=1.0),
-                  implementation=implementation)
+    fleet = Fleet(GuardrailsConfig(mode=rng_mode, unattended=False, max_turn_cost_usd=1.0,
+                                   tools=rng_tools), implementation=implementation)
     try:
         out = fleet.observe_many(rows)
     except TripwireError as exc:
@@ -180,11 +187,38 @@ def outcome(implementation: str, rows: list) -> Any:
 
 
 rng_mode = "enforce"
+rng_tools: dict[str, dict[str, Any]] = {}
+#: what a random per-tool rule sets: "off" for any signal that takes a rule, a threshold for
+#: those with one
+RULED = ("repeated-tool-call", "repeated-tool-name", "repeated-failure", "no-new-state",
+         "recycled-calls", "tool-failure-streak", "no-op-streak", "tools-without-text",
+         "alternating-tool-cycle", "dominant-tool-call")
+THRESHOLDED = ("repeated-tool-call", "repeated-tool-name", "repeated-failure")
+
+
+def rand_tools(rng: random.Random) -> dict[str, dict[str, Any]]:
+    rules: dict[str, dict[str, Any]] = {}
+    for pattern in rng.sample(["read_file", "f", "*", "read_*", "x"], rng.randint(0, 2)):
+        rules[pattern] = {s: ("off" if s not in THRESHOLDED or rng.random() < 0.5
+                              else rng.randint(2, 6))
+                          for s in rng.sample(RULED, rng.randint(1, 4))}
+    if "*" in rules and "read_*" in rules:
+        del rules["read_*"]  # never ambiguous: "*" and "read_*" differ in literal characters
+    return rules
+
+
+def rand_message(rng: random.Random) -> str:
+    """An agent message that may end in laps of one passage."""
+    alphabet = rng.choice(["ab c.\n", "x", "é中 ok\n", "\ud800a b", "-|", "the "])
+    passage = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 300)))
+    head = "".join(rng.choice("hello world.\n") for _ in range(rng.randint(0, 80)))
+    return head + passage * rng.randint(1, 60) + passage[:rng.randint(0, len(passage))]
 
 
 def check_batch(rng: random.Random) -> None:
-    global rng_mode
+    global rng_mode, rng_tools
     rng_mode = rng.choice(["warn", "feedback", "enforce"])
+    rng_tools = rand_tools(rng)
     rows = [rand_row(rng) for _ in range(rng.randint(1, 30))]
     a, b = outcome("native", rows), outcome("python", rows)
     if a != b:
@@ -204,6 +238,20 @@ def check_observe(rng: random.Random) -> None:
         raise Disagreement(f"observe_call differs: {got!r}", value)
 
 
+def check_text(rng: random.Random) -> None:
+    from tripwire.signals import WatchdogConfig
+
+    config = WatchdogConfig(signals={"looping-text": {
+        "threshold": rng.choice([2, 3, 8, 40]), "max_period": rng.choice([16, 100, 512, 4096])}})
+    message = rand_message(rng)
+    got = []
+    for implementation in ("native", "python"):
+        w = Watchdog(config, implementation=implementation)
+        got.append(([(a.signal, a.count) for a in w.observe_text(message)], w.looping_text))
+    if got[0] != got[1]:
+        raise Disagreement(f"observe_text differs: {got!r}", message)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
@@ -213,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     deadline = time.monotonic() + args.seconds
-    counts = {"canonicalizer": 0, "batch": 0, "observe": 0}
+    counts = {"canonicalizer": 0, "batch": 0, "observe": 0, "text": 0}
     try:
         run(rng, deadline, counts)
     except Disagreement as exc:
@@ -241,6 +289,9 @@ def run(rng: random.Random, deadline: float, counts: dict[str, int]) -> None:
             counts["batch"] += 1
         check_observe(rng)
         counts["observe"] += 1
+        for _ in range(20):
+            check_text(rng)
+            counts["text"] += 1
 
 
 if __name__ == "__main__":
