@@ -14,10 +14,7 @@ bool CycleDetector::observe(const CallHistory& h) noexcept {
         for (uint32_t i = span - 1; periodic && i >= p; --i) periodic = tail[i] == tail[i - p];
         if (!periodic) continue;
         // SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
-        const uint8_t* flags = h.flags(p);
-        bool one_run = true;
-        for (uint32_t k = 1; one_run && k < p; ++k) one_run = (flags[k] & kJoined) != 0;
-        if (one_run) continue;
+        if (h.one_run(p)) continue;
         if (quiet < span - p) return false;  // a repeated lap brought a new answer: progress
         // Fingerprint: the smallest rotation of the block, oldest call first.
         const uint64_t* block = tail + span - p;
@@ -36,6 +33,7 @@ bool CycleDetector::observe(const CallHistory& h) noexcept {
         armed = false;
         // issue 39: a block with a call of a tool whose rule turns the signal off is held
         // as reported (quiet while it goes on; a new pattern re-arms)
+        const uint8_t* flags = h.flags(p);
         for (uint32_t k = 0; k < p; ++k)
             if (flags[k] & kCycleOff) return false;
         period = static_cast<uint8_t>(p);

@@ -60,6 +60,13 @@ public:
     const uint64_t* keys(uint32_t n) const noexcept { return keys_ + end_ - n; }
     // The last n calls' flags (CallFlag), oldest first.
     const uint8_t* flags(uint32_t n) const noexcept { return flags() + end_ - n; }
+    // Whether the last n <= size() calls form one repeat run (each joined its predecessor).
+    bool one_run(uint32_t n) const noexcept {
+        const uint8_t* f = flags(n);
+        for (uint32_t k = 1; k < n; ++k)
+            if (!(f[k] & kJoined)) return false;
+        return true;
+    }
     size_t heap_bytes() const noexcept { return storage_bytes(capacity_); }
     const void* next_key() const noexcept { return keys_ + end_; }
     const void* next_flags() const noexcept { return flags() + end_; }

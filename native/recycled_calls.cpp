@@ -56,19 +56,12 @@ bool RecycledCallsDetector::stands_down(const CallHistory& h, bool repeat_on,
     const uint32_t n = h.size() < threshold ? h.size() : threshold;
     if (n < 2) return false;
     const uint64_t* keys = h.keys(n);  // oldest first
-    const uint8_t* flags = h.flags(n);
-    if (repeat_on) {
-        bool one_run = true;
-        for (uint32_t k = 1; one_run && k < n; ++k) one_run = (flags[k] & kJoined) != 0;
-        if (one_run) return true;
-    }
+    if (repeat_on && h.one_run(n)) return true;
     for (uint32_t p = 2; p <= cycle_max_period && p < n; ++p) {
         bool periodic = true;
         for (uint32_t i = p; periodic && i < n; ++i) periodic = keys[i] == keys[i - p];
         if (!periodic) continue;
-        bool block_one_run = true;  // SPEC §10.3: such a block is the repeat detector's
-        for (uint32_t k = n - p + 1; block_one_run && k < n; ++k) block_one_run = (flags[k] & kJoined) != 0;
-        if (!block_one_run) return true;
+        if (!h.one_run(p)) return true;  // SPEC §10.3: a one-run block is the repeat detector's
     }
     return false;
 }

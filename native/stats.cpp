@@ -23,11 +23,8 @@ void SessionStats::after_call(const Session& s) noexcept {
         }
         if (matches_[p] < p) continue;  // not even two laps yet
         // SPEC §10.3: a block whose calls form one repeat run is not a cycle.
-        const uint8_t* flags = h.flags(p);
-        bool one_run = true;
-        for (uint32_t k = 1; one_run && k < p; ++k) one_run = (flags[k] & kJoined) != 0;
         // laps count only while no result brought a new answer (the cycle rule)
-        if (!one_run) raise_to(peak[1], 1 + std::min(matches_[p], s.cycle.quiet) / p);
+        if (!h.one_run(p)) raise_to(peak[1], 1 + std::min(matches_[p], s.cycle.quiet) / p);
     }
     // Only the newest key's count rose, so the session's highest window count is the highest
     // count the newest key reached in the window ending at it.

@@ -48,7 +48,7 @@ from ..identity.canonical import (
 )
 from ..identity.shell import tool_identity
 from ..signals import BY_ID, Alert
-from ..signals._spec import CYCLE_OFF, DENSITY_OFF, JOINED, SILENCE_OFF, StreakDetector
+from ..signals._spec import CYCLE_OFF, DENSITY_OFF, JOINED, SILENCE_OFF, StreakDetector, one_run
 from ..signals.alternating_tool_cycle import CycleDetector, smallest_rotation  # noqa: F401
 from ..signals.compaction_storm import CompactionStormDetector
 from ..signals.dominant_tool_call import DENSITY_REPORTED_CAPACITY, DensityDetector  # noqa: F401
@@ -137,7 +137,7 @@ class SessionStats:
             self._matches[p] = matches
             # SPEC §10.3: a block whose calls form one repeat run is not a cycle; laps count
             # only while no result brought a new answer (alternating_tool_cycle's rule)
-            if matches >= p and not all(flags[n - j] & JOINED for j in range(1, p)):
+            if matches >= p and not one_run(flags, p):
                 peak[1] = max(peak[1], 1 + min(matches, engine._cycle.quiet) // p)
         # only the newest key's count rose: the highest window count is reached at its newest
         window = list(keys)[-engine.settings.density_window:]

@@ -12,7 +12,7 @@ them, and a model told how to clear its own halt is a model invited to try.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -233,6 +233,13 @@ JOINED = 1
 CYCLE_OFF = 2  # alternating-tool-cycle: a cycle with this call in its block is not reported
 DENSITY_OFF = 4  # dominant-tool-call: this call's key is never reported as dominant
 SILENCE_OFF = 8  # tools-without-text: this call is not counted in the streak
+
+
+def one_run(flags: Sequence[int], n: int) -> bool:
+    """Whether the last ``n`` calls of the ring (``flags``, oldest first) form one repeat run:
+    each joined its predecessor (native: ``CallHistory::one_run``)."""
+    size = len(flags)
+    return all(flags[size - j] & JOINED for j in range(1, n))
 
 
 # --------------------------------------------------------------------------------------------

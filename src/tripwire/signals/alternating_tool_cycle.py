@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..base.alert import CRITICAL, SESSION
 from ..errors import ConfigError
 from ..identity.shell import tool_identity
-from ._spec import CYCLE_OFF, JOINED, Knob, SignalSpec, tool_label
+from ._spec import CYCLE_OFF, Knob, SignalSpec, one_run, tool_label
 from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class CycleDetector:
             if any(tail[i] != tail[i - p] for i in range(p, span)):
                 continue
             # SPEC §10.3: a block whose calls form one repeat run is the repeat detector's.
-            if all(flags[n - j] & JOINED for j in range(1, p)):
+            if one_run(flags, p):
                 continue
             if self.quiet < span - p:
                 return False  # a repeated lap brought a new answer: progress, not a loop

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.alert import CRITICAL, SESSION
 from ..identity.shell import tool_identity
-from ._spec import JOINED, Knob, SignalSpec, threshold, tool_label
+from ._spec import Knob, SignalSpec, one_run, threshold, tool_label
 from .tool_rules import PER_TOOL_OFF
 
 if TYPE_CHECKING:
@@ -74,13 +74,12 @@ def stands_down(keys: Sequence[int], flags: Sequence[int], threshold: int,
     if n < 2:
         return False
     keys = list(keys)[-n:]
-    joins = [f & JOINED for f in list(flags)[-n:]]
-    if repeat_on and all(joins[1:]):
+    if repeat_on and one_run(flags, n):
         return True
     for p in range(2, cycle_max_period + 1):
         if p >= n:
             break
-        if all(keys[i] == keys[i - p] for i in range(p, n)) and not all(joins[n - p + 1:]):
+        if all(keys[i] == keys[i - p] for i in range(p, n)) and not one_run(flags, p):
             return True
     return False
 
