@@ -110,6 +110,10 @@ PERSISTENT_WARNINGS = BY_ID["persistent-warnings"].bit
 LOOPING_TEXT = BY_ID["looping-text"].bit
 
 
+#: enough Nones to pad any batch row to its kind's fields
+_NO_FIELDS = (None,) * max(BATCH_FIELDS.values())
+
+
 def call_flags(off: int) -> int:
     """The call ring's flags for the ring-reading signals a rule turns off (its ``off``
     bits; native: session.h call_flags)."""
@@ -607,7 +611,7 @@ class Batch:
             if kind == "turn_start":
                 names.clear()
                 self.ids_changed[slot] = True
-            fields = (*row[2:], None, None, None, None, None)
+            fields = (*row[2:], *_NO_FIELDS)  # a short row's missing fields are None
             if kind == "call":
                 name = fields[0]
                 if fields[2] is not None:
