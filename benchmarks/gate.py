@@ -192,8 +192,10 @@ def _batch_check() -> Check:
         "Fleet.observe_many vs one event at a time",
         lambda fleet: fleet.observe_many(events),
         lambda fleet: one_at_a_time(fleet, events),
-        # 1.9-2.0x measured since a single event's common path runs in Cython (4.3x before)
-        len(events), 1.5, "tool traffic of 200 sessions (calls, results, agent text)",
+        # 1.9-2.0x measured since a single event's common path runs in Cython (4.3x before);
+        # 1.5-1.64x since looping-text reads every message's end (issue 39: the same work on
+        # both sides, so a smaller ratio): floor 1.4x until that scan is made cheaper
+        len(events), 1.4, "tool traffic of 200 sessions (calls, results, agent text)",
         setup=lambda: fresh_fleet("native", events),
     )
 
